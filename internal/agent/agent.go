@@ -1,0 +1,139 @@
+// Package agent is the in-container (or in-process) side of ctrbench: it
+// runs one role of one workload and prints events as JSON lines on stdout —
+// "ready" when a server accepts connections, then exactly one "result".
+// Diagnostics go to stderr. The same static binary is the orchestrator.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
+	_ "github.com/ctrbench/ctrbench/internal/workloads" // registers the workload types
+)
+
+// Options is one agent run, mapped from the command line.
+type Options struct {
+	Workload string
+	Role     string
+	Params   string // JSON object of parameter name -> value
+	Bind     string
+	Target   string
+	// JoinCgroups are cgroup directories to enter before any work (the
+	// native platform's way of applying limits to a host process).
+	JoinCgroups []string
+	Stdout      io.Writer
+	Stderr      io.Writer
+}
+
+// emitter writes events; a server's ready and the result may come from
+// different goroutines.
+type emitter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (e *emitter) emit(ev result.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, _ := json.Marshal(ev)
+	b = append(b, '\n')
+	_, _ = e.w.Write(b)
+}
+
+// Run runs the role and prints its result. The returned error is only for
+// problems that prevent printing a result at all; a failed workload is a
+// printed result with status failed.
+func Run(ctx context.Context, o Options) error {
+	em := &emitter{w: o.Stdout}
+	res := run(ctx, o, em)
+	em.emit(result.Event{Event: "result", Result: res})
+	return nil
+}
+
+func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
+	started := time.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			res = result.Failf("agent panicked: %v", r)
+		}
+		res.Workload, res.Role, res.Started, res.Ended = o.Workload, o.Role, started, time.Now()
+	}()
+	if len(o.JoinCgroups) > 0 {
+		if err := cgroup.JoinSelf(o.JoinCgroups); err != nil {
+			return result.Failf("%v", err)
+		}
+	}
+	spec, ok := workload.Lookup(o.Workload)
+	if !ok {
+		return result.Failf("unknown workload type %q; types: %s", o.Workload, strings.Join(workload.Types(), ", "))
+	}
+	runFn, ok := spec.Run[o.Role]
+	if !ok {
+		return result.Failf("workload %s has no role %q; roles: %s", o.Workload, o.Role, strings.Join(spec.RoleList(), ", "))
+	}
+	user := map[string]string{}
+	if o.Params != "" {
+		if err := json.Unmarshal([]byte(o.Params), &user); err != nil {
+			return result.Failf("parameters are not a JSON object of strings: %v", err)
+		}
+	}
+	vals, errs := spec.Resolve(user)
+	if len(errs) > 0 {
+		var msgs []string
+		for name, err := range errs {
+			msgs = append(msgs, name+": "+err.Error())
+		}
+		return result.Failf("bad parameters: %s", strings.Join(msgs, "; "))
+	}
+	env := workload.Env{
+		Role:   o.Role,
+		Bind:   o.Bind,
+		Target: o.Target,
+		Ready:  func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
+		Log:    func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
+	}
+	obs, raw, err := runFn(ctx, vals, env)
+	res = &result.Result{Status: result.OK, Observations: obs, Seen: seen()}
+	if err != nil {
+		res.Status, res.Error, res.Raw = result.Failed, err.Error(), raw
+		if ctx.Err() != nil {
+			res.Error = "interrupted: " + res.Error
+		}
+		return res
+	}
+	for _, ob := range obs {
+		if !ob.Better.Valid() || ob.Metric == "" || ob.Value != ob.Value {
+			return result.Failf("workload %s reported an invalid observation %+v", o.Workload, ob)
+		}
+	}
+	return res
+}
+
+// seen records what the agent observes of its environment.
+func seen() map[string]string {
+	l := cgroup.Self()
+	host, _ := os.Hostname()
+	s := map[string]string{
+		"hostname":       host,
+		"cgroup.version": strconv.Itoa(l.Version),
+		"cgroup.cpuset":  l.Cpuset,
+		"pid":            strconv.Itoa(os.Getpid()),
+	}
+	if l.CPUs > 0 {
+		s["cgroup.cpus"] = strconv.FormatFloat(l.CPUs, 'g', 6, 64)
+	}
+	if l.MemoryBytes > 0 {
+		s["cgroup.memory"] = strconv.FormatInt(l.MemoryBytes, 10)
+	}
+	return s
+}

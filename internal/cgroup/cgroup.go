@@ -1,0 +1,291 @@
+// Package cgroup reads and creates Linux control groups, v1 and v2. The
+// native platform puts an agent process under limits with it; the agent
+// reads back the limits it really runs under, so a report never claims a
+// limit the kernel did not apply.
+package cgroup
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Root is where cgroup hierarchies are mounted.
+var Root = "/sys/fs/cgroup"
+
+// V2 reports whether Root is a unified (v2-only) hierarchy.
+func V2() bool {
+	_, err := os.Stat(filepath.Join(Root, "cgroup.controllers"))
+	return err == nil
+}
+
+// selfPaths maps controller name ("cpu", "memory", ...; "" for v2) to the
+// calling process's cgroup path, from /proc/self/cgroup.
+func selfPaths() map[string]string {
+	out := map[string]string{}
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			out[c] = parts[2]
+		}
+	}
+	return out
+}
+
+// readFirst returns the trimmed content of the first readable file.
+func readFirst(paths ...string) (string, bool) {
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			return strings.TrimSpace(string(b)), true
+		}
+	}
+	return "", false
+}
+
+// candidates lists where a controller file of the calling process may be:
+// at its cgroup path (host view) and at the mount root (a container's
+// namespaced view, where the root is the container's own group).
+func candidates(controller, file string) []string {
+	paths := selfPaths()
+	var out []string
+	if V2() {
+		if p, ok := paths[""]; ok {
+			out = append(out, filepath.Join(Root, p, file))
+		}
+		return append(out, filepath.Join(Root, file))
+	}
+	dir := controller
+	if controller == "cpu" {
+		dir = "cpu,cpuacct"
+	}
+	for _, d := range []string{controller, dir} {
+		if p, ok := paths[controller]; ok {
+			out = append(out, filepath.Join(Root, d, p, file))
+		}
+		out = append(out, filepath.Join(Root, d, file))
+	}
+	return out
+}
+
+// Limits are the limits the calling process runs under.
+type Limits struct {
+	CPUs        float64 // 0 = unlimited
+	Cpuset      string
+	MemoryBytes int64 // 0 = unlimited
+	Version     int
+}
+
+// Self reads the limits of the calling process's own cgroups.
+func Self() Limits {
+	l := Limits{Version: 1}
+	if V2() {
+		l.Version = 2
+		if s, ok := readFirst(candidates("", "cpu.max")...); ok {
+			f := strings.Fields(s)
+			if len(f) == 2 && f[0] != "max" {
+				q, _ := strconv.ParseFloat(f[0], 64)
+				per, _ := strconv.ParseFloat(f[1], 64)
+				if per > 0 {
+					l.CPUs = q / per
+				}
+			}
+		}
+		l.Cpuset, _ = readFirst(candidates("", "cpuset.cpus.effective")...)
+		if s, ok := readFirst(candidates("", "memory.max")...); ok && s != "max" {
+			l.MemoryBytes, _ = strconv.ParseInt(s, 10, 64)
+		}
+		return l
+	}
+	q, okq := readFirst(candidates("cpu", "cpu.cfs_quota_us")...)
+	per, okp := readFirst(candidates("cpu", "cpu.cfs_period_us")...)
+	if okq && okp {
+		qv, _ := strconv.ParseFloat(q, 64)
+		pv, _ := strconv.ParseFloat(per, 64)
+		if qv > 0 && pv > 0 {
+			l.CPUs = qv / pv
+		}
+	}
+	l.Cpuset, _ = readFirst(candidates("cpuset", "cpuset.cpus")...)
+	if s, ok := readFirst(candidates("memory", "memory.limit_in_bytes")...); ok {
+		v, _ := strconv.ParseInt(s, 10, 64)
+		// v1 reports "unlimited" as a huge page-aligned number.
+		if v > 0 && v < 1<<62 {
+			l.MemoryBytes = v
+		}
+	}
+	return l
+}
+
+// Group is a cgroup ctrbench created, possibly spanning several v1 hierarchies.
+type Group struct {
+	Dirs []string // one per hierarchy; the process joins all
+}
+
+// Create makes a cgroup named name (a path below the root, e.g.
+// "ctrbench/<campaign>/<instance>") with the given limits. Zero values are
+// not limited.
+func Create(name string, cpus float64, cpuset string, memory int64) (*Group, error) {
+	g := &Group{}
+	if V2() {
+		return g, g.createV2(name, cpus, cpuset, memory)
+	}
+	type knob struct{ ctrl, file, value string }
+	var knobs []knob
+	if cpus > 0 {
+		const period = 100000
+		knobs = append(knobs, knob{"cpu", "cpu.cfs_period_us", strconv.Itoa(period)},
+			knob{"cpu", "cpu.cfs_quota_us", strconv.Itoa(int(cpus * period))})
+	}
+	if cpuset != "" {
+		knobs = append(knobs, knob{"cpuset", "cpuset.cpus", cpuset})
+	}
+	if memory > 0 {
+		knobs = append(knobs, knob{"memory", "memory.limit_in_bytes", strconv.FormatInt(memory, 10)})
+	}
+	made := map[string]string{}
+	for _, k := range knobs {
+		dir, ok := made[k.ctrl]
+		if !ok {
+			dir = filepath.Join(Root, k.ctrl, name)
+			if err := mkdirV1(k.ctrl, name); err != nil {
+				g.Remove()
+				return nil, err
+			}
+			made[k.ctrl] = dir
+			g.Dirs = append(g.Dirs, dir)
+		}
+		if err := os.WriteFile(filepath.Join(dir, k.file), []byte(k.value), 0o644); err != nil {
+			g.Remove()
+			return nil, fmt.Errorf("setting %s=%s: %w", k.file, k.value, err)
+		}
+	}
+	return g, nil
+}
+
+// mkdirV1 creates the group level by level; a new cpuset group starts with
+// empty cpus and mems, so each level inherits its parent's before use.
+func mkdirV1(ctrl, name string) error {
+	dir := filepath.Join(Root, ctrl)
+	for _, part := range strings.Split(name, "/") {
+		parent := dir
+		dir = filepath.Join(dir, part)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("creating cgroup %s: %w", dir, err)
+		}
+		if ctrl == "cpuset" {
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				cur, _ := os.ReadFile(filepath.Join(dir, f))
+				if strings.TrimSpace(string(cur)) != "" {
+					continue
+				}
+				pv, err := os.ReadFile(filepath.Join(parent, f))
+				if err != nil {
+					return fmt.Errorf("reading %s of %s: %w", f, parent, err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), pv, 0o644); err != nil {
+					return fmt.Errorf("initialising %s of %s: %w", f, dir, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (g *Group) createV2(name string, cpus float64, cpuset string, memory int64) error {
+	dir := Root
+	for _, part := range strings.Split(name, "/") {
+		// Controllers must be enabled in each parent for the child to use them.
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +cpuset +memory"), 0o644)
+		dir = filepath.Join(dir, part)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("creating cgroup %s: %w", dir, err)
+		}
+	}
+	g.Dirs = []string{dir}
+	set := func(file, v string) error {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644); err != nil {
+			return fmt.Errorf("setting %s=%s: %w", file, v, err)
+		}
+		return nil
+	}
+	if cpus > 0 {
+		if err := set("cpu.max", fmt.Sprintf("%d 100000", int(cpus*100000))); err != nil {
+			return err
+		}
+	}
+	if cpuset != "" {
+		if err := set("cpuset.cpus", cpuset); err != nil {
+			return err
+		}
+	}
+	if memory > 0 {
+		if err := set("memory.max", strconv.FormatInt(memory, 10)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// JoinSelf moves the calling process into every directory of dirs.
+func JoinSelf(dirs []string) error {
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), pid, 0o644); err != nil {
+			return fmt.Errorf("joining cgroup %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// Remove deletes the group's directories (they must be empty of processes).
+func (g *Group) Remove() error {
+	var errs []error
+	for _, d := range g.Dirs {
+		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveTree removes a ctrbench cgroup subtree (e.g. "ctrbench/<campaign>")
+// in every hierarchy, deepest first; used by clean after a killed run.
+func RemoveTree(name string) []string {
+	var removed []string
+	var roots []string
+	if V2() {
+		roots = []string{filepath.Join(Root, name)}
+	} else {
+		for _, c := range []string{"cpu", "cpuset", "memory"} {
+			roots = append(roots, filepath.Join(Root, c, name))
+		}
+	}
+	for _, r := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(r, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if os.Remove(dirs[i]) == nil {
+				removed = append(removed, dirs[i])
+			}
+		}
+	}
+	return removed
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/links"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/platform/native"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+func newCleanCmd() *cobra.Command {
+	var campaign string
+	var force, images bool
+	c := &cobra.Command{
+		Use:   "clean",
+		Short: "Remove what a killed run left behind: containers, networks, volumes, ctb* links, cgroups",
+		Long: "clean finds every object carrying ctrbench's labels (and host links named ctb*) and removes it.\n" +
+			"Objects of a campaign whose ctrbench process is still running are kept unless --force.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
+			var problems []string
+			live := false
+			if err := docker.Available(cmd.Context()); err == nil {
+				rep, err := docker.Clean(cmd.Context(), campaign, force, images)
+				for _, kind := range []struct {
+					name  string
+					items []string
+				}{{"container", rep.Containers}, {"network", rep.Networks}, {"volume", rep.Volumes}, {"image", rep.Images}} {
+					for _, it := range kind.items {
+						fmt.Fprintf(w, "removed %s %s\n", kind.name, it)
+					}
+				}
+				for _, s := range rep.Skipped {
+					fmt.Fprintf(w, "kept %s\n", s)
+				}
+				live = len(rep.Skipped) > 0
+				if err != nil {
+					problems = append(problems, err.Error())
+				}
+			} else {
+				fmt.Fprintf(w, "docker: not reachable, skipped (%v)\n", firstLineOf(err.Error()))
+			}
+			// Links are not labelled, only named; while a campaign runs its
+			// links are in use, so they are kept unless forced.
+			if !live || force {
+				removed, err := links.RemoveAll(nil)
+				for _, l := range removed {
+					fmt.Fprintf(w, "removed link %s\n", l)
+				}
+				if err != nil {
+					problems = append(problems, err.Error())
+				}
+			} else {
+				fmt.Fprintf(w, "kept links named %s* (a campaign is still running; --force removes them)\n", platform.LinkPrefix)
+			}
+			tree := native.CgroupParent
+			if campaign != "" {
+				tree += "/" + campaign
+			}
+			if !live || force {
+				for _, d := range cgroup.RemoveTree(tree) {
+					fmt.Fprintf(w, "removed cgroup %s\n", d)
+				}
+			}
+			if len(problems) > 0 {
+				return fmt.Errorf("%s", strings.Join(problems, "\n"))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&campaign, "campaign", "", "only this campaign's objects (default: all of ctrbench's)")
+	c.Flags().BoolVar(&force, "force", false, "also remove objects of campaigns whose ctrbench process is still running")
+	c.Flags().BoolVar(&images, "images", false, "also remove the cached ctrbench-agent images")
+	return c
+}
+
+func firstLineOf(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+func newImageCmd() *cobra.Command {
+	c := &cobra.Command{Use: "image", Short: "Manage the workload image"}
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Build the local workload image (FROM scratch: ctrbench plus the tools workloads use); no registry",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := docker.Available(cmd.Context()); err != nil {
+				return err
+			}
+			binary, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			p, err := docker.New(docker.WithBinary(binary))
+			if err != nil {
+				return err
+			}
+			var tools []string
+			seen := map[string]bool{}
+			for _, t := range workload.Types() {
+				s, _ := workload.Lookup(t)
+				for _, tl := range s.Tools {
+					if !seen[tl.Binary] {
+						seen[tl.Binary] = true
+						tools = append(tools, tl.Binary)
+					}
+				}
+			}
+			id := "image-build"
+			if err := p.Prepare(cmd.Context(), platform.Setup{CampaignID: id, Tools: tools, Progress: cmd.ErrOrStderr(),
+				Labels: map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: id}}); err != nil {
+				return err
+			}
+			defer p.Close(cmd.Context())
+			info := p.Info()
+			fmt.Fprintf(cmd.OutOrStdout(), "%s (id %s, reused: %s)\n", info["docker.image"], info["docker.image_id"], info["docker.image_reused"])
+			if m := p.MissingTools(); len(m) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "not on this host, so not in the image: %s (scripts/setup.sh installs them)\n", strings.Join(m, ", "))
+			}
+			return nil
+		},
+	}
+	c.AddCommand(build)
+	return c
+}

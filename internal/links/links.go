@@ -1,0 +1,54 @@
+// Package links manages host network links ctrbench creates; every one is
+// named with platform.LinkPrefix so leftovers can be found and removed. It
+// never touches a link without that prefix.
+package links
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// List returns the names of host links named with the ctrbench prefix.
+func List() ([]string, error) {
+	ls, err := netlink.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("listing links: %w", err)
+	}
+	var out []string
+	for _, l := range ls {
+		if name := l.Attrs().Name; strings.HasPrefix(name, platform.LinkPrefix) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// RemoveAll deletes every host link named with the ctrbench prefix, except
+// those in keep. It returns the names removed.
+func RemoveAll(keep map[string]bool) ([]string, error) {
+	ls, err := netlink.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("listing links: %w", err)
+	}
+	var removed []string
+	var errs []string
+	for _, l := range ls {
+		name := l.Attrs().Name
+		if !strings.HasPrefix(name, platform.LinkPrefix) || keep[name] {
+			continue
+		}
+		if err := netlink.LinkDel(l); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		removed = append(removed, name)
+	}
+	if len(errs) > 0 {
+		return removed, fmt.Errorf("removing links: %s", strings.Join(errs, "; "))
+	}
+	return removed, nil
+}

@@ -1,0 +1,279 @@
+package orchestrator
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// serverGrace is how long a server may take to finish after its client.
+const serverGrace = 15 * time.Second
+
+// trial runs one planned trial and returns its record; it never returns an
+// error: what went wrong is the trial's status and reason.
+func (o *Options) trial(ctx context.Context, cell result.Cell, pt spec.PlannedTrial) result.Trial {
+	t := result.Trial{CampaignID: o.CampaignID, CellID: cell.ID, Seq: pt.Seq, Repetition: pt.Repetition, Warmup: pt.Warmup, Started: time.Now().UTC()}
+	tctx, cancel := context.WithTimeout(ctx, o.Experiment.Timeout)
+	defer cancel()
+	obs, raw, err := o.execute(tctx, cell, pt)
+	t.Ended = time.Now().UTC()
+	switch {
+	case err == nil:
+		t.Status, t.Observations = result.OK, obs
+	case errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		t.Status = result.Timeout
+		t.Error = fmt.Sprintf("timed out after %s (timeout in the experiment file): %v", o.Experiment.Timeout, err)
+		t.Raw = raw
+	default:
+		t.Status, t.Error, t.Raw = result.Failed, err.Error(), raw
+	}
+	return t
+}
+
+// running is an agent being watched: its stdout events arrive on channels.
+type running struct {
+	name   string
+	inst   platform.Instance
+	ready  chan string
+	result chan *result.Result
+	eof    chan struct{}
+	other  *strings.Builder // non-event stdout lines, for failure reports
+}
+
+func watch(name string, inst platform.Instance) *running {
+	r := &running{name: name, inst: inst, ready: make(chan string, 1), result: make(chan *result.Result, 1), eof: make(chan struct{}), other: &strings.Builder{}}
+	go func() {
+		defer close(r.eof)
+		sc := bufio.NewScanner(inst.Stdout())
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			ev, ok := result.ParseEvent(sc.Bytes())
+			switch {
+			case ok && ev.Event == "ready":
+				select {
+				case r.ready <- ev.Addr:
+				default:
+				}
+			case ok && ev.Event == "result" && ev.Result != nil:
+				select {
+				case r.result <- ev.Result:
+				default:
+				}
+			default:
+				if r.other.Len() < 8<<10 {
+					r.other.WriteString(sc.Text() + "\n")
+				}
+			}
+		}
+	}()
+	return r
+}
+
+// exitError explains an agent that ended without a result.
+func (r *running) exitError(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	ex, err := r.inst.Wait(wctx)
+	if err != nil {
+		return fmt.Errorf("%s ended its output without a result", r.name)
+	}
+	msg := strings.TrimSpace(ex.Stderr + "\n" + r.other.String())
+	return fmt.Errorf("%s exited with code %d without a result: %s", r.name, ex.Code, lastLines(msg, 10))
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// await returns the agent's result, or why there is none.
+func (r *running) await(ctx context.Context) (*result.Result, error) {
+	select {
+	case res := <-r.result:
+		return res, nil
+	case <-r.eof:
+		select {
+		case res := <-r.result:
+			return res, nil
+		default:
+		}
+		return nil, r.exitError(ctx)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for %s: %w", r.name, ctx.Err())
+	}
+}
+
+// awaitReady waits for a server's ready event.
+func (r *running) awaitReady(ctx context.Context) (string, error) {
+	select {
+	case addr := <-r.ready:
+		return addr, nil
+	case res := <-r.result:
+		return "", fmt.Errorf("%s ended before it was ready: %s", r.name, res.Error)
+	case <-r.eof:
+		return "", r.exitError(ctx)
+	case <-ctx.Done():
+		return "", fmt.Errorf("waiting for %s to be ready: %w", r.name, ctx.Err())
+	}
+}
+
+func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.PlannedTrial) ([]result.Observation, string, error) {
+	ws, ok := workload.Lookup(cell.WorkloadType)
+	if !ok {
+		return nil, "", fmt.Errorf("unknown workload type %q", cell.WorkloadType)
+	}
+	params, _ := json.Marshal(cell.Params)
+	var started []*running
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.CleanupTimeout)
+		defer cancel()
+		for _, r := range started {
+			_ = r.inst.Remove(cctx)
+		}
+	}()
+	start := func(role, bind, target string) (*running, error) {
+		pl := spec.PlacementFor(cell.Factors, role)
+		p := o.Platforms[pl.Platform]
+		name := fmt.Sprintf("ctrbench-%s-t%d-%s", o.CampaignID, pt.Seq, role)
+		args := []string{"agent", "run", "--workload", cell.WorkloadType, "--role", role, "--params", string(params)}
+		if bind != "" {
+			args = append(args, "--bind", bind)
+		}
+		if target != "" {
+			args = append(args, "--target", target)
+		}
+		labels := o.labels()
+		labels["io.ctrbench.trial"] = strconv.Itoa(pt.Seq)
+		labels["io.ctrbench.role"] = role
+		lim, err := limitsOf(pl)
+		if err != nil {
+			return nil, err
+		}
+		inst, err := p.Start(ctx, platform.InstanceSpec{Name: name, Args: args, Network: pl.Network, Limits: lim, Labels: labels})
+		if err != nil {
+			return nil, fmt.Errorf("starting %s on %s: %w", role, pl.Platform, err)
+		}
+		r := watch(role, inst)
+		started = append(started, r)
+		return r, nil
+	}
+
+	if !ws.IsClientServer() {
+		r, err := start(workload.Main, "", "")
+		if err != nil {
+			return nil, "", err
+		}
+		res, err := r.await(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		return fromResult(res)
+	}
+
+	spl := spec.PlacementFor(cell.Factors, workload.Server)
+	cpl := spec.PlacementFor(cell.Factors, workload.Client)
+	bind := "0.0.0.0" // a server in its own namespace listens on its own addresses
+	if inHostNS(spl) {
+		// Bind only the address the client will use: loopback, or the
+		// gateway of the ctrbench bridge the client sits on. Never 0.0.0.0 in
+		// the host's namespace, which would listen on the real interface.
+		bind = "127.0.0.1"
+		if !inHostNS(cpl) {
+			bind = o.Platforms[cpl.Platform].HostAddr(cpl.Network)
+		}
+	}
+	srv, err := start(workload.Server, bind, "")
+	if err != nil {
+		return nil, "", err
+	}
+	addr, err := srv.awaitReady(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("server announced a bad address %q: %w", addr, err)
+	}
+	host := bind
+	if !inHostNS(spl) {
+		host = srv.inst.IP()
+		if host == "" {
+			return nil, "", fmt.Errorf("server instance has no address on network %s", spl.Network)
+		}
+	}
+	cli, err := start(workload.Client, "", net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, "", err
+	}
+	cres, err := cli.await(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	gctx, cancel := context.WithTimeout(ctx, serverGrace)
+	defer cancel()
+	sres, serr := srv.await(gctx)
+	obs, raw, err := fromResult(cres)
+	if err != nil {
+		return nil, raw, err
+	}
+	if serr != nil {
+		return nil, "", fmt.Errorf("client finished but the server did not: %w", serr)
+	}
+	sobs, sraw, err := fromResult(sres)
+	if err != nil {
+		return nil, sraw, fmt.Errorf("server: %w", err)
+	}
+	for _, ob := range sobs {
+		ob.Metric = "server." + ob.Metric
+		obs = append(obs, ob)
+	}
+	return obs, "", nil
+}
+
+func fromResult(res *result.Result) ([]result.Observation, string, error) {
+	if res.Status != result.OK {
+		return nil, res.Raw, fmt.Errorf("%s", res.Error)
+	}
+	return res.Observations, "", nil
+}
+
+// inHostNS reports whether a placement shares the host's network namespace.
+func inHostNS(pl spec.Placement) bool {
+	return pl.Platform == "native" || pl.Network == platform.NetHost
+}
+
+func limitsOf(pl spec.Placement) (platform.Limits, error) {
+	var l platform.Limits
+	if pl.CPUs != spec.NoLimit && pl.CPUs != "" {
+		f, err := strconv.ParseFloat(pl.CPUs, 64)
+		if err != nil {
+			return l, fmt.Errorf("cpus %q: %w", pl.CPUs, err)
+		}
+		l.CPUs = f
+	}
+	if pl.Cpuset != spec.NoLimit {
+		l.Cpuset = pl.Cpuset
+	}
+	if pl.Memory != spec.NoLimit && pl.Memory != "" {
+		n, err := workload.ParseSize(pl.Memory)
+		if err != nil {
+			return l, fmt.Errorf("memory %q: %w", pl.Memory, err)
+		}
+		l.MemoryBytes = n
+	}
+	return l, nil
+}

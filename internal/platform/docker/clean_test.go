@@ -1,0 +1,186 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"io"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// deadPID is the pid of a child that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// livePID starts a sleeping child whose command line is argv0, as a
+// stand-in for a running ctrbench (or, with another argv0, for an
+// unrelated process that reuses a pid).
+func livePID(t *testing.T, argv0 string) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "120")
+	cmd.Args[0] = argv0
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+func TestOwnerRunning(t *testing.T) {
+	cases := map[string]bool{
+		"":                                false,
+		"abc":                             false,
+		"-1":                              false,
+		strconv.Itoa(deadPID(t)):          false,
+		strconv.Itoa(livePID(t, "sleep")): false,
+		strconv.Itoa(livePID(t, "/usr/bin/ctrbench")): true,
+	}
+	for pid, want := range cases {
+		if got := ownerRunning(pid); got != want {
+			t.Errorf("ownerRunning(%q) = %v, want %v", pid, got, want)
+		}
+	}
+}
+
+// leftovers makes what a killed campaign leaves behind: a running
+// container, a network with its ctb bridge, a volume and, if withImage, an
+// image, all labelled with the given owner pid.
+func leftovers(t *testing.T, campaign string, owner int, withImage bool) {
+	t.Helper()
+	ctx := context.Background()
+	t.Cleanup(func() { Clean(context.Background(), campaign, true, true) })
+	labels := map[string]string{
+		platform.LabelManaged:  "true",
+		platform.LabelCampaign: campaign,
+		platform.LabelOwnerPID: strconv.Itoa(owner),
+	}
+	if _, err := docker.NetworkCreate(ctx, NetworkName(campaign), network.CreateOptions{
+		Driver: "bridge", Labels: labels, Options: map[string]string{bridgeNameOption: BridgeName(campaign)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := docker.ContainerCreate(ctx,
+		&container.Config{Image: testImageTag(), Cmd: []string{"sleep", "60"}, Labels: labels},
+		&container.HostConfig{NetworkMode: container.NetworkMode(NetworkName(campaign))},
+		nil, nil, "ctrbench-"+campaign+"-left")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := docker.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docker.VolumeCreate(ctx, volume.CreateOptions{Name: "ctrbench-" + campaign, Labels: labels}); err != nil {
+		t.Fatal(err)
+	}
+	if !withImage {
+		return
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	df := []byte("FROM scratch\nCOPY f /f\n")
+	tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))})
+	tw.Write(df)
+	tw.WriteHeader(&tar.Header{Name: "f", Mode: 0o644, Size: int64(len(campaign))})
+	tw.Write([]byte(campaign))
+	tw.Close()
+	resp, err := docker.ImageBuild(ctx, &buf, build.ImageBuildOptions{
+		Tags: []string{"ctrbench-agent:" + campaign}, Labels: labels, Remove: true, Version: build.BuilderV1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if _, err := docker.ImageInspect(ctx, "ctrbench-agent:"+campaign); err != nil {
+		t.Fatalf("test image not built: %v", err)
+	}
+}
+
+func TestCleanDeadOwner(t *testing.T) {
+	newCampaign(t) // makes sure the agent image exists
+	campaign := "test-" + randHex(8)
+	leftovers(t, campaign, deadPID(t), true)
+
+	rep, err := Clean(context.Background(), campaign, false, true)
+	if err != nil {
+		t.Fatalf("Clean: %v", err)
+	}
+	t.Logf("report: %+v", rep)
+	if len(rep.Containers) != 1 || len(rep.Networks) != 1 || len(rep.Volumes) != 1 || len(rep.Images) != 1 || len(rep.Skipped) != 0 {
+		t.Errorf("report %+v, want one of each removed and nothing skipped", rep)
+	}
+	assertNothingLeft(t, campaign)
+	if _, err := docker.ImageInspect(context.Background(), "ctrbench-agent:"+campaign); err == nil {
+		t.Error("image left")
+	}
+	vols, _ := docker.VolumeList(context.Background(), volume.ListOptions{Filters: campaignFilter(campaign)})
+	if len(vols.Volumes) != 0 {
+		t.Errorf("volumes left: %d", len(vols.Volumes))
+	}
+	// The shared agent image is a cache: Clean without images keeps it.
+	if _, err := docker.ImageInspect(context.Background(), testImageTag()); err != nil {
+		t.Errorf("agent image gone: %v", err)
+	}
+}
+
+func TestCleanLiveOwner(t *testing.T) {
+	newCampaign(t)
+	campaign := "test-" + randHex(8)
+	leftovers(t, campaign, livePID(t, "ctrbench-owner"), false)
+	ctx := context.Background()
+
+	rep, err := Clean(ctx, campaign, false, false)
+	if err != nil {
+		t.Fatalf("Clean: %v", err)
+	}
+	t.Logf("report: %+v", rep)
+	if len(rep.Containers)+len(rep.Networks)+len(rep.Volumes) != 0 || len(rep.Skipped) != 3 {
+		t.Errorf("report %+v, want 3 skipped and nothing removed", rep)
+	}
+	cs, _ := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: campaignFilter(campaign)})
+	if len(cs) != 1 {
+		t.Errorf("live campaign's container was removed")
+	}
+
+	rep, err = Clean(ctx, campaign, true, false)
+	if err != nil {
+		t.Fatalf("Clean force: %v", err)
+	}
+	if len(rep.Containers) != 1 || len(rep.Networks) != 1 || len(rep.Volumes) != 1 || len(rep.Skipped) != 0 {
+		t.Errorf("forced report %+v, want one of each removed", rep)
+	}
+	assertNothingLeft(t, campaign)
+}
+
+// Objects of other campaigns are not touched by a campaign's Clean.
+func TestCleanOtherCampaign(t *testing.T) {
+	newCampaign(t)
+	mine, other := "test-"+randHex(8), "test-"+randHex(8)
+	leftovers(t, other, deadPID(t), false)
+	rep, err := Clean(context.Background(), mine, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Containers)+len(rep.Networks)+len(rep.Volumes)+len(rep.Images) != 0 {
+		t.Errorf("Clean(%s) removed %+v", mine, rep)
+	}
+	ns, _ := docker.NetworkList(context.Background(), network.ListOptions{Filters: campaignFilter(other)})
+	if len(ns) != 1 {
+		t.Errorf("other campaign's network removed")
+	}
+}

@@ -1,0 +1,299 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// stderrTail is how much of an agent's stderr Exit keeps.
+const stderrTail = 8 << 10
+
+// Start implements platform.Platform. The container is attached before it
+// starts, so no output is lost, and is never auto-removed, so its state can
+// be read after exit; Remove deletes it.
+func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
+	p.mu.Lock()
+	prepared, closed := p.prepared, p.closed
+	img, campaign, netName, baseLabels := p.imageTag, p.campaign, p.netName, p.labels
+	p.mu.Unlock()
+	switch {
+	case closed:
+		return nil, errors.New("docker platform: Start after Close")
+	case !prepared || img == "":
+		return nil, errNoPrepare
+	}
+	var mode container.NetworkMode
+	switch spec.Network {
+	case platform.NetHost, "":
+		mode = "host"
+	case platform.NetBridge:
+		if netName == "" {
+			return nil, fmt.Errorf("instance %s: bridge network not prepared (Setup.Networks lacks %q)", spec.Name, platform.NetBridge)
+		}
+		mode = container.NetworkMode(netName)
+	default:
+		return nil, fmt.Errorf("instance %s: docker platform does not support network %q", spec.Name, spec.Network)
+	}
+	res, err := resources(spec.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("instance %s: %w", spec.Name, err)
+	}
+	ctx, cancel := withTimeout(ctx, startTimeout)
+	defer cancel()
+
+	created, err := p.api.ContainerCreate(ctx,
+		&container.Config{
+			Image:        img,
+			Cmd:          spec.Args,
+			Labels:       objectLabels(campaign, baseLabels, spec.Labels),
+			AttachStdout: true,
+			AttachStderr: true,
+		},
+		&container.HostConfig{NetworkMode: mode, Resources: res},
+		nil, nil, spec.Name)
+	if err != nil {
+		return nil, fmt.Errorf("creating container %s: %w", spec.Name, err)
+	}
+	inst := &instance{
+		api:    p.api,
+		id:     created.ID,
+		name:   spec.Name,
+		stdout: newBuffer(),
+		stderr: &tail{max: stderrTail},
+		done:   make(chan struct{}),
+	}
+	fail := func(err error) (platform.Instance, error) {
+		inst.Remove(ctx)
+		return nil, err
+	}
+	hj, err := p.api.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		close(inst.done)
+		inst.stdout.CloseWithError(io.EOF)
+		return fail(fmt.Errorf("attaching to container %s: %w", spec.Name, err))
+	}
+	inst.conn = hj
+	go inst.demux()
+
+	if err := p.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return fail(fmt.Errorf("starting container %s: %w", spec.Name, err))
+	}
+	if mode != "host" {
+		c, err := p.api.ContainerInspect(ctx, created.ID)
+		if err != nil {
+			return fail(fmt.Errorf("inspecting container %s: %w", spec.Name, err))
+		}
+		if c.NetworkSettings != nil {
+			if ep := c.NetworkSettings.Networks[netName]; ep != nil {
+				inst.ip = ep.IPAddress
+			}
+		}
+		// A container that exits at once has no address any more; only a
+		// running one without an address is a fault.
+		if inst.ip == "" && c.State != nil && c.State.Running {
+			return fail(fmt.Errorf("container %s has no address on network %s", spec.Name, netName))
+		}
+	}
+	return inst, nil
+}
+
+// resources maps limits to Docker's: CPUs to a CFS quota (NanoCPUs), and
+// the memory limit also as the memory+swap limit so swap cannot stretch it.
+func resources(l platform.Limits) (container.Resources, error) {
+	var r container.Resources
+	if l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
+		return r, fmt.Errorf("invalid CPU limit %v", l.CPUs)
+	}
+	if l.MemoryBytes < 0 {
+		return r, fmt.Errorf("invalid memory limit %d", l.MemoryBytes)
+	}
+	r.NanoCPUs = int64(math.Round(l.CPUs * 1e9))
+	r.CpusetCpus = l.Cpuset
+	if l.MemoryBytes > 0 {
+		r.Memory = l.MemoryBytes
+		r.MemorySwap = l.MemoryBytes
+	}
+	return r, nil
+}
+
+// instance is one agent container.
+type instance struct {
+	api  API
+	id   string
+	name string
+	ip   string
+
+	conn   types.HijackedResponse
+	stdout *buffer
+	stderr *tail
+	done   chan struct{} // closed when the output stream has ended
+
+	mu      sync.Mutex
+	removed bool
+}
+
+// demux splits the attach stream. Stdout goes to an unbounded buffer, so a
+// caller that waits before it reads cannot stall the container or lose the
+// stderr that follows.
+func (i *instance) demux() {
+	defer close(i.done)
+	_, err := stdcopy.StdCopy(i.stdout, i.stderr, i.conn.Reader)
+	i.mu.Lock()
+	removed := i.removed
+	i.mu.Unlock()
+	if err == nil || removed {
+		err = io.EOF
+	}
+	i.stdout.CloseWithError(err)
+}
+
+func (i *instance) Stdout() io.Reader { return i.stdout }
+func (i *instance) IP() string        { return i.ip }
+
+// Wait implements platform.Instance. It returns ctx's error when ctx ends
+// first; the caller then calls Remove.
+func (i *instance) Wait(ctx context.Context) (platform.Exit, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	waitCh, errCh := i.api.ContainerWait(ctx, i.id, container.WaitConditionNotRunning)
+	var code int
+	select {
+	case r := <-waitCh:
+		if r.Error != nil && r.Error.Message != "" {
+			return platform.Exit{}, fmt.Errorf("waiting for container %s: %s", i.name, r.Error.Message)
+		}
+		code = int(r.StatusCode)
+	case err := <-errCh:
+		if ctx.Err() != nil {
+			return platform.Exit{}, ctx.Err()
+		}
+		return platform.Exit{}, fmt.Errorf("waiting for container %s: %w", i.name, err)
+	case <-ctx.Done():
+		return platform.Exit{}, ctx.Err()
+	}
+	// The attach stream ends just after the process; give in-flight output
+	// a moment so Stderr is complete.
+	select {
+	case <-i.done:
+	case <-time.After(drainTimeout):
+	case <-ctx.Done():
+	}
+	exit := platform.Exit{Code: code, Stderr: i.stderr.String()}
+	if code != 0 {
+		ictx, icancel := withTimeout(context.WithoutCancel(ctx), pingTimeout)
+		defer icancel()
+		if c, err := i.api.ContainerInspect(ictx, i.id); err == nil && c.State != nil && c.State.OOMKilled {
+			limit := ""
+			if c.HostConfig != nil && c.HostConfig.Memory > 0 {
+				limit = fmt.Sprintf(" (memory limit %d bytes)", c.HostConfig.Memory)
+			}
+			exit.Stderr += fmt.Sprintf("\n[ctrbench: container %s was killed by the OOM killer%s]", i.name, limit)
+		}
+	}
+	return exit, nil
+}
+
+// Remove implements platform.Instance: it kills the container if it still
+// runs and deletes it. Calling it again, or after the container is gone,
+// returns nil.
+func (i *instance) Remove(ctx context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.removed {
+		return nil
+	}
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if err := removeContainer(ctx, i.api, i.id); err != nil {
+		return fmt.Errorf("instance %s: %w", i.name, err)
+	}
+	i.removed = true
+	if i.conn.Conn != nil {
+		i.conn.Close()
+	}
+	return nil
+}
+
+// buffer is an unbounded in-memory pipe: writes never block, reads block
+// until data arrives or the writer closes it.
+type buffer struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	buf  bytes.Buffer
+	err  error
+}
+
+func newBuffer() *buffer {
+	b := &buffer{}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return 0, io.ErrClosedPipe
+	}
+	b.buf.Write(p)
+	b.cond.Broadcast()
+	return len(p), nil
+}
+
+// CloseWithError makes reads return err once the buffered data is read.
+func (b *buffer) CloseWithError(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err == nil {
+		b.err = err
+		b.cond.Broadcast()
+	}
+}
+
+func (b *buffer) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.buf.Len() == 0 && b.err == nil {
+		b.cond.Wait()
+	}
+	if b.buf.Len() > 0 {
+		return b.buf.Read(p)
+	}
+	return 0, b.err
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.ToValidUTF8(string(t.b), "")
+}

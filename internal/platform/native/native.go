@@ -1,0 +1,189 @@
+// Package native runs agents as host processes: the bare-metal reference.
+// Limits are applied with cgroups the platform creates; the agent joins them
+// before doing any work. Processes die with ctrbench (PR_SET_PDEATHSIG), so
+// a killed run leaves no agent behind; `ctrbench clean` removes the groups.
+package native
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// CgroupParent is the cgroup below which every native group is created.
+const CgroupParent = "ctrbench"
+
+// Platform runs agents as child processes of ctrbench.
+type Platform struct {
+	binary   string
+	campaign string
+}
+
+// New returns a native platform running binary (the ctrbench executable).
+func New(binary string) *Platform { return &Platform{binary: binary} }
+
+func (p *Platform) Name() string { return "native" }
+
+func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
+	p.campaign = s.CampaignID
+	for _, n := range s.Networks {
+		if n != platform.NetHost {
+			return fmt.Errorf("native platform supports network host only, not %q", n)
+		}
+	}
+	if _, err := os.Stat(p.binary); err != nil {
+		return fmt.Errorf("agent binary: %w", err)
+	}
+	return nil
+}
+
+func (p *Platform) HostAddr(string) string { return "127.0.0.1" }
+
+func (p *Platform) Info() map[string]string {
+	return map[string]string{"native.binary": p.binary}
+}
+
+// Close removes the campaign's cgroup tree (instances remove their own groups).
+func (p *Platform) Close(context.Context) error {
+	if p.campaign != "" {
+		cgroup.RemoveTree(CgroupParent + "/" + p.campaign)
+	}
+	return nil
+}
+
+type instance struct {
+	cmd    *exec.Cmd
+	stdout io.ReadCloser
+	stderr *tailBuffer
+	group  *cgroup.Group
+	done   chan struct{}
+	err    error
+	once   sync.Once
+}
+
+func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
+	if spec.Network != "" && spec.Network != platform.NetHost {
+		return nil, fmt.Errorf("native platform supports network host only, not %q", spec.Network)
+	}
+	args := spec.Args
+	var group *cgroup.Group
+	if !spec.Limits.IsZero() {
+		var err error
+		group, err = cgroup.Create(CgroupParent+"/"+p.campaign+"/"+spec.Name, spec.Limits.CPUs, spec.Limits.Cpuset, spec.Limits.MemoryBytes)
+		if err != nil {
+			return nil, fmt.Errorf("applying limits to %s: %w", spec.Name, err)
+		}
+		// The agent enters its group itself, before any work, so no
+		// measured instruction runs outside the limits.
+		args = insertAfterRun(args, "--join-cgroups", strings.Join(group.Dirs, ","))
+	}
+	cmd := exec.Command(p.binary, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Env = append(os.Environ(), "CTRBENCH_INSTANCE="+spec.Name)
+	// An os.Pipe we own, not cmd.StdoutPipe: Wait would close that one as
+	// soon as the process exits, losing output not yet read.
+	out, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = w
+	tail := &tailBuffer{max: 8 << 10}
+	cmd.Stderr = tail
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		out.Close()
+		if group != nil {
+			group.Remove()
+		}
+		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)
+	}
+	in := &instance{cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
+	go func() {
+		in.err = cmd.Wait()
+		close(in.done)
+	}()
+	return in, nil
+}
+
+// insertAfterRun puts flags right after "agent run" so they precede any
+// positional arguments.
+func insertAfterRun(args []string, flags ...string) []string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "agent" && args[i+1] == "run" {
+			out := append([]string{}, args[:i+2]...)
+			out = append(out, flags...)
+			return append(out, args[i+2:]...)
+		}
+	}
+	return append(append([]string{}, args...), flags...)
+}
+
+func (in *instance) Stdout() io.Reader { return in.stdout }
+func (in *instance) IP() string        { return "" }
+
+func (in *instance) Wait(ctx context.Context) (platform.Exit, error) {
+	select {
+	case <-in.done:
+	case <-ctx.Done():
+		return platform.Exit{Code: -1, Stderr: in.stderr.String()}, ctx.Err()
+	}
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(in.err, &ee) {
+		code = ee.ExitCode()
+	} else if in.err != nil {
+		code = -1
+	}
+	return platform.Exit{Code: code, Stderr: in.stderr.String()}, nil
+}
+
+func (in *instance) Remove(ctx context.Context) error {
+	in.once.Do(func() {
+		// Kill the whole process group: tools the agent started go too.
+		_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-in.done:
+		case <-time.After(10 * time.Second):
+		}
+		in.stdout.Close()
+		if in.group != nil {
+			in.group.Remove()
+		}
+	})
+	return nil
+}
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf.Write(p)
+	if over := t.buf.Len() - t.max; over > 0 {
+		t.buf.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf.String()
+}

@@ -1,0 +1,92 @@
+// Package platform defines where an agent runs: a host process (native), a
+// Docker container, and later other runtimes. Every platform passes the
+// conformance suite in platformtest.
+package platform
+
+import (
+	"context"
+	"io"
+)
+
+// Label keys carried by every object ctrbench creates (containers, networks,
+// volumes, images), so `ctrbench clean` can find leftovers.
+const (
+	LabelManaged  = "io.ctrbench.managed"  // always "true"
+	LabelCampaign = "io.ctrbench.campaign" // campaign ID
+	LabelOwnerPID = "io.ctrbench.owner-pid"
+	LinkPrefix    = "ctb" // every host link ctrbench creates starts with this
+)
+
+// Network modes a platform may support.
+const (
+	NetHost   = "host"
+	NetBridge = "bridge"
+)
+
+// Limits are cgroup limits for one instance; zero values mean "no limit".
+type Limits struct {
+	CPUs        float64 `json:"cpus,omitempty"`   // CFS quota in cores, e.g. 1.5
+	Cpuset      string  `json:"cpuset,omitempty"` // e.g. "0" or "0-1"
+	MemoryBytes int64   `json:"memory,omitempty"`
+}
+
+// IsZero reports whether no limit is set.
+func (l Limits) IsZero() bool { return l.CPUs == 0 && l.Cpuset == "" && l.MemoryBytes == 0 }
+
+// InstanceSpec says what to start.
+type InstanceSpec struct {
+	Name    string   // unique per campaign, e.g. ctrbench-3f2a-t12-server
+	Args    []string // arguments to the ctrbench binary, e.g. ["agent","run",...]
+	Network string   // NetHost or NetBridge
+	Limits  Limits
+	Labels  map[string]string
+}
+
+// Exit is how an instance ended.
+type Exit struct {
+	Code   int
+	Stderr string // tail of stderr, for failure reasons
+}
+
+// Instance is one running agent.
+type Instance interface {
+	// Stdout streams the agent's standard output while it runs; it reaches
+	// EOF when the agent exits.
+	Stdout() io.Reader
+	// Wait blocks until the agent exits or ctx ends.
+	Wait(ctx context.Context) (Exit, error)
+	// IP is the instance's own address, reachable from the host and from
+	// instances on the same network; "" when it shares the host's network
+	// namespace.
+	IP() string
+	// Remove stops the agent if it still runs and releases everything made
+	// for it. It is safe to call more than once.
+	Remove(ctx context.Context) error
+}
+
+// Setup tells a platform what a campaign will need before the first trial.
+type Setup struct {
+	CampaignID string
+	Labels     map[string]string // to put on every created object
+	Networks   []string          // network modes the campaign uses on this platform
+	Tools      []string          // external binaries the workloads need (for images)
+	Progress   io.Writer         // human-readable notes (image build, network creation)
+}
+
+// Platform starts instances.
+type Platform interface {
+	Name() string
+	// Prepare creates campaign-wide resources (images, networks).
+	Prepare(ctx context.Context, s Setup) error
+	// Start launches one agent. The returned instance is running.
+	Start(ctx context.Context, spec InstanceSpec) (Instance, error)
+	// HostAddr is the host's address as seen from an instance on the given
+	// network, for a client in that network reaching a server in the host's
+	// namespace; "127.0.0.1" for NetHost.
+	HostAddr(network string) string
+	// Close removes campaign-wide resources made by Prepare.
+	Close(ctx context.Context) error
+	// Info describes the platform for the campaign's environment record
+	// (versions, image ID, network subnet...).
+	Info() map[string]string
+}

@@ -1,0 +1,120 @@
+// Package report renders per-cell statistics of a campaign as a text
+// table, CSV or JSON. The caller loads the values; this package only
+// computes (via internal/stats) and formats.
+package report
+
+import (
+	"math"
+	"sort"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/stats"
+)
+
+// Series is one cell's values of one metric.
+type Series struct {
+	Campaign     string
+	Workload     string // workload name in the experiment file
+	WorkloadType string
+	Metric, Unit string
+	Better       result.Better
+	Cell         map[string]string // factor -> level
+	CellID       int
+	Values       []float64 // one per ok, non-warmup trial
+	Failed       int       // trials of this cell that failed or timed out
+	Baseline     []float64 // the baseline cell's values for the same metric; nil if none
+	IsBaseline   bool
+}
+
+// Row is what every format prints. Its JSON field names are a contract
+// with scripts that read the output; NaN and Inf encode as null.
+type Row struct {
+	Campaign         string            `json:"campaign"`
+	Workload         string            `json:"workload"`
+	WorkloadType     string            `json:"workload_type"`
+	Metric           string            `json:"metric"`
+	Unit             string            `json:"unit"`
+	Better           result.Better     `json:"better"`
+	Cell             map[string]string `json:"cell"`
+	N                int               `json:"n"`
+	Failed           int               `json:"failed"`
+	Mean             float64           `json:"mean"`
+	SD               float64           `json:"sd"`
+	RSDPct           float64           `json:"rsd_pct"`
+	CI95             [2]float64        `json:"ci95"`
+	VsBaselinePct    *float64          `json:"vs_baseline_pct"` // nil for the baseline cell and when not computable
+	VsBaselineCI95   *[2]float64       `json:"vs_baseline_ci95"`
+	PValue           *float64          `json:"p_value"`
+	Significant      *bool             `json:"significant"` // the interval excludes 0
+	VsBaselineMethod string            `json:"vs_baseline_method,omitempty"`
+	Baseline         bool              `json:"baseline"`
+}
+
+// Rows computes one Row per Series, ordered by workload and metric (each in
+// order of first appearance) and then cell ID, so output does not depend on
+// how the caller's query happened to order things.
+func Rows(series []Series) []Row {
+	wOrder, mOrder := map[string]int{}, map[string]int{}
+	type keyed struct {
+		w, m, cell int
+		row        Row
+	}
+	ks := make([]keyed, 0, len(series))
+	for _, s := range series {
+		if _, ok := wOrder[s.Workload]; !ok {
+			wOrder[s.Workload] = len(wOrder)
+		}
+		if _, ok := mOrder[s.Metric]; !ok {
+			mOrder[s.Metric] = len(mOrder)
+		}
+		ks = append(ks, keyed{wOrder[s.Workload], mOrder[s.Metric], s.CellID, row(s)})
+	}
+	sort.SliceStable(ks, func(i, j int) bool {
+		a, b := ks[i], ks[j]
+		if a.w != b.w {
+			return a.w < b.w
+		}
+		if a.m != b.m {
+			return a.m < b.m
+		}
+		return a.cell < b.cell
+	})
+	rows := make([]Row, len(ks))
+	for i, k := range ks {
+		rows[i] = k.row
+	}
+	return rows
+}
+
+func row(s Series) Row {
+	sum := stats.Summarize(s.Values)
+	cell := make(map[string]string, len(s.Cell)) // never nil: JSON shows {}
+	for k, v := range s.Cell {
+		cell[k] = v
+	}
+	r := Row{
+		Campaign: s.Campaign, Workload: s.Workload, WorkloadType: s.WorkloadType,
+		Metric: s.Metric, Unit: s.Unit, Better: s.Better, Cell: cell,
+		N: sum.N, Failed: s.Failed,
+		Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95,
+		Baseline: s.IsBaseline,
+	}
+	if s.IsBaseline || s.Baseline == nil {
+		return r
+	}
+	c, ok := stats.Compare(s.Values, s.Baseline)
+	if !ok || !finite(c.Pct) || !finite(c.CI95[0]) || !finite(c.CI95[1]) {
+		return r
+	}
+	pct, ci := c.Pct, c.CI95
+	sig := ci[0] > 0 || ci[1] < 0
+	r.VsBaselinePct, r.VsBaselineCI95, r.Significant = &pct, &ci, &sig
+	r.VsBaselineMethod = c.Method
+	if finite(c.PValue) {
+		p := c.PValue
+		r.PValue = &p
+	}
+	return r
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -1,0 +1,163 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Table writes one aligned table per (workload, metric), then a line that
+// explains the intervals.
+func Table(w io.Writer, rows []Row) error {
+	if len(rows) == 0 {
+		if _, err := fmt.Fprintln(w, "(no results)"); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
+		return nil
+	}
+	groups := groupRows(rows)
+	multi := manyCampaigns(rows)
+	for i, g := range groups {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return fmt.Errorf("write table: %w", err)
+			}
+		}
+		if err := writeGroup(w, g, multi); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(w, "\n%s\n", legend(rows)); err != nil {
+		return fmt.Errorf("write table legend: %w", err)
+	}
+	return nil
+}
+
+// groupRows splits rows by (campaign, workload, metric) in order of first
+// appearance, keeping each group's rows in their given order.
+func groupRows(rows []Row) [][]Row {
+	idx := map[[3]string]int{}
+	var groups [][]Row
+	for _, r := range rows {
+		k := [3]string{r.Campaign, r.Workload, r.Metric}
+		i, ok := idx[k]
+		if !ok {
+			i = len(groups)
+			idx[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], r)
+	}
+	return groups
+}
+
+func manyCampaigns(rows []Row) bool {
+	for _, r := range rows[1:] {
+		if r.Campaign != rows[0].Campaign {
+			return true
+		}
+	}
+	return false
+}
+
+func writeGroup(w io.Writer, rows []Row, withCampaign bool) error {
+	if _, err := fmt.Fprintln(w, heading(rows[0], withCampaign)); err != nil {
+		return fmt.Errorf("write table heading: %w", err)
+	}
+	factors := factorNames(rows)
+	showFailed := false
+	for _, r := range rows {
+		showFailed = showFailed || r.Failed != 0
+	}
+	cols := append(append([]string{}, factors...), "n", "mean", "sd", "rsd%", "95% CI", "vs baseline")
+	if showFailed {
+		cols = append(cols, "failed")
+	}
+	lines := []string{strings.Join(cols, "\t")}
+	for _, r := range rows {
+		cells := make([]string, 0, len(cols))
+		for _, f := range factors {
+			cells = append(cells, r.Cell[f])
+		}
+		cells = append(cells, strconv.Itoa(r.N), sig(r.Mean), sig(r.SD), sig(r.RSDPct),
+			interval(r.CI95, sig), vsBaseline(r))
+		if showFailed {
+			cells = append(cells, strconv.Itoa(r.Failed))
+		}
+		lines = append(lines, strings.Join(cells, "\t"))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(tw, l); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	return nil
+}
+
+// heading reads like "cpu (cpu.primes) — events_per_sec [events/s], higher is better".
+func heading(r Row, withCampaign bool) string {
+	var b strings.Builder
+	if withCampaign {
+		b.WriteString(r.Campaign + ": ")
+	}
+	b.WriteString(r.Workload)
+	if r.WorkloadType != "" {
+		b.WriteString(" (" + r.WorkloadType + ")")
+	}
+	b.WriteString(" — " + r.Metric)
+	if r.Unit != "" {
+		b.WriteString(" [" + r.Unit + "]")
+	}
+	if r.Better.Valid() {
+		b.WriteString(", " + string(r.Better) + " is better")
+	}
+	return b.String()
+}
+
+func interval(ci [2]float64, f func(float64) string) string {
+	if !finite(ci[0]) || !finite(ci[1]) {
+		return "-"
+	}
+	return "[" + f(ci[0]) + ", " + f(ci[1]) + "]"
+}
+
+func vsBaseline(r Row) string {
+	switch {
+	case r.Baseline:
+		return "(baseline)"
+	case r.VsBaselinePct == nil:
+		return "-"
+	}
+	s := signed(*r.VsBaselinePct) + "%"
+	if r.VsBaselineCI95 != nil {
+		s += " " + interval(*r.VsBaselineCI95, signed)
+	}
+	if r.Significant != nil && *r.Significant {
+		s += " *"
+	}
+	return s
+}
+
+// legend explains the columns, naming every interval method that was used.
+func legend(rows []Row) string {
+	const ci = "CI: 95% Student t interval of the mean"
+	var methods []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if m := r.VsBaselineMethod; m != "" && !seen[m] {
+			seen[m] = true
+			methods = append(methods, m)
+		}
+	}
+	if len(methods) == 0 {
+		return ci
+	}
+	return ci + "; vs baseline: relative difference of means, 95% interval by " +
+		strings.Join(methods, " or ") + "; * = interval excludes 0"
+}

@@ -1,0 +1,67 @@
+package result
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// Campaign is one run of an experiment file.
+type Campaign struct {
+	ID       string            `json:"id"`
+	Name     string            `json:"name"`
+	SpecPath string            `json:"spec_path"`
+	SpecText string            `json:"spec_text"` // the file as read, after --set
+	Seed     int64             `json:"seed"`
+	Started  time.Time         `json:"started"`
+	Ended    time.Time         `json:"ended,omitempty"`
+	Status   string            `json:"status"` // running, done, interrupted, failed
+	Env      map[string]string `json:"env"`    // environment fingerprint
+	Baseline map[string]string `json:"baseline,omitempty"`
+}
+
+// Cell is one combination of factor levels for one workload.
+type Cell struct {
+	ID           int               `json:"id"`            // 1-based, stable within a campaign
+	Workload     string            `json:"workload"`      // the workload's name in the file
+	WorkloadType string            `json:"workload_type"` // e.g. net.tcp_stream
+	Factors      map[string]string `json:"factors"`       // factor -> level
+	Params       map[string]string `json:"params"`        // resolved parameters
+}
+
+// Key is a stable text form of the cell: workload and sorted factor=level pairs.
+func (c Cell) Key() string {
+	return c.Workload + " " + FactorString(c.Factors)
+}
+
+// FactorString renders factor levels as "a=x b=y", sorted by factor.
+func FactorString(f map[string]string) string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + f[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+// Trial is one execution of a cell.
+type Trial struct {
+	ID           int64         `json:"id"`
+	CampaignID   string        `json:"campaign_id"`
+	CellID       int           `json:"cell_id"`
+	Seq          int           `json:"seq"`        // position in the run order, 1-based
+	Repetition   int           `json:"repetition"` // 1-based within the cell; warm-ups count separately
+	Warmup       bool          `json:"warmup"`
+	Status       Status        `json:"status"`
+	Error        string        `json:"error,omitempty"`
+	Raw          string        `json:"raw,omitempty"`
+	Started      time.Time     `json:"started"`
+	Ended        time.Time     `json:"ended"`
+	Observations []Observation `json:"observations,omitempty"`
+	// Role of each observation's origin is folded into the metric name only
+	// when a workload reports from more than one role ("server.cpu_pct").
+}

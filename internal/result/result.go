@@ -1,0 +1,82 @@
+// Package result holds the one record that flows through ctrbench:
+// an agent's Result (what one workload role measured in one trial) and
+// the Observations it carries. Orchestrator, store, stats and report all
+// speak these types; none of them needs to know how a number was made.
+package result
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Better says which direction of a metric is an improvement.
+type Better string
+
+const (
+	Higher Better = "higher"
+	Lower  Better = "lower"
+)
+
+// Valid reports whether b is one of the two directions.
+func (b Better) Valid() bool { return b == Higher || b == Lower }
+
+// Observation is one measured value of one metric.
+type Observation struct {
+	Metric string  `json:"metric"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+	Better Better  `json:"better"`
+}
+
+// Status of a trial or of one agent's run.
+type Status string
+
+const (
+	OK      Status = "ok"
+	Failed  Status = "failed"
+	Timeout Status = "timeout"
+)
+
+// Result is what an agent prints as its final JSON line: the outcome of
+// running one role of one workload once.
+type Result struct {
+	Workload     string        `json:"workload"` // workload type, e.g. cpu.primes
+	Role         string        `json:"role"`     // main, server or client
+	Status       Status        `json:"status"`
+	Error        string        `json:"error,omitempty"`
+	Observations []Observation `json:"observations,omitempty"`
+	// Raw holds the tool's own output when the run failed or could not be
+	// parsed, so a reader can see what went wrong.
+	Raw     string    `json:"raw,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	// Seen records what the agent observed about its own environment
+	// (cgroup limits, hostname, ...), for the record and for tests.
+	Seen map[string]string `json:"seen,omitempty"`
+}
+
+// Failf returns a failed Result with a formatted reason.
+func Failf(format string, a ...any) *Result {
+	return &Result{Status: Failed, Error: fmt.Sprintf(format, a...)}
+}
+
+// Event is one line of the agent's stdout protocol. Agents print any number
+// of events; "ready" (a server is listening at Addr) and "result" (final).
+type Event struct {
+	Event  string  `json:"event"`
+	Addr   string  `json:"addr,omitempty"`
+	Result *Result `json:"result,omitempty"`
+}
+
+// ParseEvent decodes one stdout line; ok is false for lines that are not events.
+func ParseEvent(line []byte) (Event, bool) {
+	var e Event
+	if len(line) == 0 || line[0] != '{' {
+		return e, false
+	}
+	if err := json.Unmarshal(line, &e); err != nil || e.Event == "" {
+		return e, false
+	}
+	return e, true
+}

@@ -1,0 +1,204 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// relevant reports whether factor name matters to workload w: a parameter
+// factor only to workloads with that parameter, a role-qualified placement
+// only to client/server workloads.
+func relevant(name string, w Workload) bool {
+	if strings.HasPrefix(name, ParamPrefix) {
+		_, ok := w.Spec.Param(strings.TrimPrefix(name, ParamPrefix))
+		return ok
+	}
+	role, _ := splitFactor(name)
+	return role == "" || w.Spec.IsClientServer()
+}
+
+// combinations enumerates the full factorial in file order, the first factor
+// varying slowest.
+func combinations(fs []Factor) []map[string]string {
+	out := []map[string]string{{}}
+	for _, f := range fs {
+		var next []map[string]string
+		for _, c := range out {
+			for _, l := range f.Levels {
+				m := make(map[string]string, len(c)+1)
+				for k, v := range c {
+					m[k] = v
+				}
+				m[f.Name] = l
+				next = append(next, m)
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+func matches(levels, pattern map[string]string) bool {
+	for k, v := range pattern {
+		if levels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Cells expands the experiment: for each workload, every combination of the
+// factors that matter to it, minus exclusions. IDs are 1-based in that order.
+func (e *Experiment) Cells() []result.Cell {
+	var cells []result.Cell
+	for _, w := range e.Workloads {
+		seen := map[string]bool{}
+		for _, combo := range combinations(e.Factors) {
+			excluded := false
+			for _, ex := range e.Exclude {
+				if matches(combo, ex) {
+					excluded = true
+					break
+				}
+			}
+			if excluded {
+				continue
+			}
+			c := result.Cell{Workload: w.Name, WorkloadType: w.Type, Factors: map[string]string{}, Params: map[string]string{}}
+			for k, v := range w.Params {
+				c.Params[k] = v
+			}
+			for _, f := range e.Factors {
+				if !relevant(f.Name, w) {
+					continue
+				}
+				lvl := combo[f.Name]
+				c.Factors[f.Name] = lvl
+				if pname, ok := strings.CutPrefix(f.Name, ParamPrefix); ok {
+					prm, _ := w.Spec.Param(pname)
+					c.Params[pname], _ = prm.Normalize(lvl)
+				}
+			}
+			key := c.Key()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			c.ID = len(cells) + 1
+			cells = append(cells, c)
+		}
+	}
+	return cells
+}
+
+// BaselineOf returns the ID of cell c's baseline: the cell of the same
+// workload whose levels equal c's except where the baseline names a level.
+// ok is false when the experiment has no baseline or that cell is excluded.
+func (e *Experiment) BaselineOf(c result.Cell, cells []result.Cell) (int, bool) {
+	return BaselineCell(e.Baseline, c, cells)
+}
+
+// BaselineCell is BaselineOf for a baseline read back from the database.
+func BaselineCell(baseline map[string]string, c result.Cell, cells []result.Cell) (int, bool) {
+	if len(baseline) == 0 {
+		return 0, false
+	}
+	want := map[string]string{}
+	for k, v := range c.Factors {
+		want[k] = v
+	}
+	for k, v := range baseline {
+		if _, ok := want[k]; ok {
+			want[k] = v
+		}
+	}
+	for _, o := range cells {
+		if o.Workload == c.Workload && len(o.Factors) == len(want) && matches(o.Factors, want) {
+			return o.ID, true
+		}
+	}
+	return 0, false
+}
+
+// checkCells validates what only shows once factors are combined.
+func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[string]*yaml.Node, baselineNode *yaml.Node) {
+	cells := e.Cells()
+	if len(cells) == 0 {
+		p.addf(root, "every combination of factors is excluded: nothing to run")
+		return
+	}
+	reported := map[string]bool{}
+	for _, c := range cells {
+		w := e.workload(c.Workload)
+		for _, role := range w.Spec.RoleList() {
+			pl := PlacementFor(c.Factors, role)
+			if pl.Platform == "native" && pl.Network != "host" {
+				key := pl.Platform + "/" + pl.Network
+				if reported[key] {
+					continue
+				}
+				reported[key] = true
+				node := factorNodes[FPlatform]
+				if node == nil {
+					node = factorNodes[role+"."+FPlatform]
+				}
+				if node == nil {
+					node = root
+				}
+				p.addf(node, "platform native runs in the host's network only, but a cell combines it with network %s (%s); exclude that combination, e.g. exclude: [{platform: native, network: %s}]",
+					pl.Network, c.Key(), pl.Network)
+			}
+		}
+	}
+	if len(e.Baseline) > 0 {
+		for _, w := range e.Workloads {
+			found := false
+			for _, c := range cells {
+				if c.Workload == w.Name {
+					if _, ok := e.BaselineOf(c, cells); ok {
+						found = true
+						break
+					}
+				}
+			}
+			if !found {
+				p.addf(baselineNode, "baseline %s matches no cell of workload %s (is it excluded?)", fmtLevels(e.Baseline), w.Name)
+			}
+		}
+	}
+}
+
+func fmtLevels(m map[string]string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, k+": "+m[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func (e *Experiment) workload(name string) Workload {
+	for _, w := range e.Workloads {
+		if w.Name == name {
+			return w
+		}
+	}
+	panic(fmt.Sprintf("spec: no workload %q", name))
+}
+
+// Workload returns the named workload of the experiment.
+func (e *Experiment) Workload(name string) (Workload, bool) {
+	for _, w := range e.Workloads {
+		if w.Name == name {
+			return w, true
+		}
+	}
+	return Workload{}, false
+}
+
+// Roles returns the roles of a workload type (Main when it has one role).
+func Roles(s *workload.Spec) []string { return s.RoleList() }

@@ -1,0 +1,223 @@
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// Placement factors. Each may be qualified by a role ("server.platform",
+// "client.network") to place one side of a client/server workload apart
+// from the other; the unqualified factor applies to every role.
+const (
+	FPlatform = "platform"
+	FNetwork  = "network"
+	FCPUs     = "cpus"
+	FCpuset   = "cpuset"
+	FMemory   = "memory"
+	// ParamPrefix makes a workload parameter a factor: "param.message_size".
+	ParamPrefix = "param."
+	// NoLimit is the level meaning "no cgroup limit" for cpus, cpuset, memory.
+	NoLimit = "none"
+)
+
+// Platforms and networks this version knows.
+var (
+	Platforms = []string{"native", "docker"}
+	Networks  = []string{"host", "bridge"}
+	// Roles a placement factor may be qualified with.
+	qualifiableRoles = []string{workload.Server, workload.Client}
+	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory}
+	// Placement defaults when a factor is absent from the file.
+	placementDefaults = map[string]string{FPlatform: "native", FNetwork: "host", FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit}
+)
+
+// Machine is what validation knows of the host, to reject limits it cannot
+// honour (a cpuset outside the machine, more cores than exist).
+type Machine struct {
+	CPUs     int
+	MemBytes int64
+}
+
+// splitFactor returns the role qualifier ("" if none) and the base name.
+func splitFactor(name string) (role, base string) {
+	if strings.HasPrefix(name, ParamPrefix) {
+		return "", name
+	}
+	for _, r := range qualifiableRoles {
+		if strings.HasPrefix(name, r+".") {
+			return r, strings.TrimPrefix(name, r+".")
+		}
+	}
+	return "", name
+}
+
+// knownFactorNames describes the allowed factor names for error messages.
+func knownFactorNames() string {
+	names := append([]string{}, placementFactors...)
+	for _, r := range qualifiableRoles {
+		names = append(names, r+".<"+strings.Join(placementFactors, "|")+">")
+	}
+	names = append(names, ParamPrefix+"<parameter>")
+	return strings.Join(names, ", ")
+}
+
+// checkFactorName returns an error when name is not a known factor.
+func checkFactorName(name string, wls []Workload) error {
+	if strings.HasPrefix(name, ParamPrefix) {
+		p := strings.TrimPrefix(name, ParamPrefix)
+		for _, w := range wls {
+			if w.Spec != nil {
+				if _, ok := w.Spec.Param(p); ok {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("factor %q: no workload of this file has a parameter %q", name, p)
+	}
+	role, base := splitFactor(name)
+	for _, f := range placementFactors {
+		if base == f {
+			if role != "" && !anyClientServer(wls) {
+				return fmt.Errorf("factor %q places the %s role, but no workload of this file has one", name, role)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown factor %q; allowed: %s", name, knownFactorNames())
+}
+
+func anyClientServer(wls []Workload) bool {
+	for _, w := range wls {
+		if w.Spec != nil && w.Spec.IsClientServer() {
+			return true
+		}
+	}
+	return false
+}
+
+// checkLevel validates one level of a factor and returns its canonical form.
+func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
+	if strings.HasPrefix(name, ParamPrefix) {
+		p := strings.TrimPrefix(name, ParamPrefix)
+		for _, w := range wls {
+			if w.Spec == nil {
+				continue
+			}
+			if prm, ok := w.Spec.Param(p); ok {
+				if _, err := prm.Normalize(level); err != nil {
+					return "", fmt.Errorf("level of %s: %v", name, err)
+				}
+			}
+		}
+		// Levels of a parameter factor keep the user's spelling, which reads
+		// better in reports ("64KiB" rather than "65536").
+		return level, nil
+	}
+	_, base := splitFactor(name)
+	switch base {
+	case FPlatform:
+		return level, oneOf(name, level, Platforms)
+	case FNetwork:
+		return level, oneOf(name, level, Networks)
+	case FCPUs:
+		if level == NoLimit {
+			return level, nil
+		}
+		f, err := strconv.ParseFloat(level, 64)
+		if err != nil || f <= 0 {
+			return "", fmt.Errorf("level %q of %s: want %s or a positive number of cores such as 0.5 or 1", level, name, NoLimit)
+		}
+		if m.CPUs > 0 && f > float64(m.CPUs) {
+			return "", fmt.Errorf("level %q of %s: this machine has only %d cores", level, name, m.CPUs)
+		}
+		return level, nil
+	case FCpuset:
+		if level == NoLimit {
+			return level, nil
+		}
+		if _, err := ParseCPUList(level, m.CPUs); err != nil {
+			return "", fmt.Errorf("level %q of %s: %v", level, name, err)
+		}
+		return level, nil
+	case FMemory:
+		if level == NoLimit {
+			return level, nil
+		}
+		n, err := workload.ParseSize(level)
+		if err != nil {
+			return "", fmt.Errorf("level %q of %s: want %s or a size such as 512MiB or 2GiB", level, name, NoLimit)
+		}
+		// Docker refuses less than 6 MiB; an agent needs more than that anyway.
+		if n < 6<<20 {
+			return "", fmt.Errorf("level %q of %s: at least 6MiB", level, name)
+		}
+		if m.MemBytes > 0 && n > m.MemBytes {
+			return "", fmt.Errorf("level %q of %s: larger than this machine's memory (%s)", level, name, workload.FormatSize(m.MemBytes))
+		}
+		return level, nil
+	}
+	return "", fmt.Errorf("unknown factor %q", name)
+}
+
+func oneOf(name, level string, allowed []string) error {
+	for _, a := range allowed {
+		if a == level {
+			return nil
+		}
+	}
+	return fmt.Errorf("level %q of %s: allowed: %s", level, name, strings.Join(allowed, ", "))
+}
+
+// ParseCPUList parses a cpuset list such as "0", "0-1", "0,2-3" and checks
+// every CPU is below ncpu (when ncpu > 0).
+func ParseCPUList(s string, ncpu int) ([]int, error) {
+	var cpus []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("want CPU numbers such as 0, 0-1 or 0,2")
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("want CPU numbers such as 0, 0-1 or 0,2")
+			}
+		}
+		for c := a; c <= b; c++ {
+			if ncpu > 0 && c >= ncpu {
+				return nil, fmt.Errorf("CPU %d does not exist on this machine (CPUs 0-%d)", c, ncpu-1)
+			}
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// Placement is where one role of a cell runs.
+type Placement struct {
+	Platform string
+	Network  string
+	CPUs     string // level text: "none" or cores
+	Cpuset   string
+	Memory   string
+}
+
+// PlacementFor resolves the placement of a role from a cell's factor levels:
+// the role-qualified factor wins over the plain one, which wins over the default.
+func PlacementFor(factors map[string]string, role string) Placement {
+	get := func(base string) string {
+		if v, ok := factors[role+"."+base]; ok {
+			return v
+		}
+		if v, ok := factors[base]; ok {
+			return v
+		}
+		return placementDefaults[base]
+	}
+	return Placement{Platform: get(FPlatform), Network: get(FNetwork), CPUs: get(FCPUs), Cpuset: get(FCpuset), Memory: get(FMemory)}
+}

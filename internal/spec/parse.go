@@ -1,0 +1,424 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// topKeys are the keys an experiment file may have, in documentation order.
+var topKeys = []string{"name", "description", "seed", "repetitions", "warmup", "timeout", "factors", "exclude", "baseline", "workloads"}
+
+var workloadKeys = []string{"name", "type", "params"}
+
+// Load reads, overrides (--set) and validates an experiment file.
+func Load(path string, sets []string, m Machine) (*Experiment, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading experiment file: %w", err)
+	}
+	return Parse(path, data, sets, m)
+}
+
+// parser collects problems while walking the YAML tree.
+type parser struct {
+	file     string
+	problems Problems
+	// origin maps a node that came from --set to its expression.
+	origin map[*yaml.Node]string
+}
+
+func (p *parser) addf(n *yaml.Node, format string, a ...any) {
+	pr := Problem{File: p.file, Msg: fmt.Sprintf(format, a...)}
+	if n != nil {
+		if s, ok := p.origin[n]; ok {
+			pr.Set = s
+		} else {
+			pr.Line, pr.Col = n.Line, n.Column
+		}
+	}
+	p.problems = append(p.problems, pr)
+}
+
+// Parse validates an experiment file's content. sets are "path=value"
+// overrides applied before validation. Every problem is reported at once.
+func Parse(path string, data []byte, sets []string, m Machine) (*Experiment, error) {
+	p := &parser{file: path, origin: map[*yaml.Node]string{}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, Problems{yamlProblem(path, err)}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, Problems{{File: path, Msg: "the file is empty; an experiment needs at least name and workloads"}}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		p.addf(root, "an experiment file is a mapping of keys (%s)", strings.Join(topKeys, ", "))
+		return nil, p.problems
+	}
+	for _, s := range sets {
+		if err := applySet(root, s, p.origin); err != nil {
+			p.problems = append(p.problems, Problem{File: path, Set: s, Msg: err.Error()})
+		}
+	}
+	e := p.experiment(root, m)
+	if len(p.problems) > 0 {
+		return nil, p.problems
+	}
+	e.Path = path
+	var text bytes.Buffer
+	text.Write(data)
+	for _, s := range sets {
+		fmt.Fprintf(&text, "\n# --set %s", s)
+	}
+	e.Text = text.String()
+	return e, nil
+}
+
+func yamlProblem(path string, err error) Problem {
+	// yaml.v3 errors read "yaml: line 7: did not find expected key".
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, tail, ok := strings.Cut(rest, ":"); ok {
+			if line, err := strconv.Atoi(num); err == nil {
+				return Problem{File: path, Line: line, Msg: "not valid YAML:" + tail}
+			}
+		}
+	}
+	return Problem{File: path, Msg: "not valid YAML: " + msg}
+}
+
+// fields returns a mapping's keys to value nodes, reporting duplicate and
+// unknown keys.
+func (p *parser) fields(n *yaml.Node, what string, allowed []string) map[string]*yaml.Node {
+	out := map[string]*yaml.Node{}
+	if n.Kind != yaml.MappingNode {
+		p.addf(n, "%s must be a mapping with keys %s", what, strings.Join(allowed, ", "))
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if _, dup := out[k.Value]; dup {
+			p.addf(k, "key %q appears twice in %s", k.Value, what)
+			continue
+		}
+		if allowed != nil && !contains(allowed, k.Value) {
+			p.addf(k, "unknown key %q in %s; allowed: %s", k.Value, what, strings.Join(allowed, ", "))
+			continue
+		}
+		out[k.Value] = v
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) scalar(n *yaml.Node, what string) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		p.addf(n, "%s must be a single value, not a %s", what, kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.AliasNode:
+		return "alias"
+	}
+	return "value"
+}
+
+func (p *parser) integer(n *yaml.Node, what string, min int64) (int64, bool) {
+	s, ok := p.scalar(n, what)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		p.addf(n, "%s must be an integer, got %q", what, s)
+		return 0, false
+	}
+	if v < min {
+		p.addf(n, "%s must be at least %d, got %d", what, min, v)
+		return 0, false
+	}
+	return v, true
+}
+
+func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
+	f := p.fields(root, "the experiment", topKeys)
+	e := &Experiment{Repetitions: DefaultRepetitions, Warmup: DefaultWarmup, Timeout: DefaultTimeout}
+	if n, ok := f["name"]; ok {
+		if s, ok := p.scalar(n, "name"); ok {
+			if strings.TrimSpace(s) == "" {
+				p.addf(n, "name must not be empty")
+			}
+			e.Name = s
+		}
+	} else {
+		p.addf(root, "missing key \"name\": every experiment has a name")
+	}
+	if n, ok := f["description"]; ok {
+		e.Description, _ = p.scalar(n, "description")
+	}
+	if n, ok := f["seed"]; ok {
+		if v, ok := p.integer(n, "seed", 0); ok {
+			e.Seed, e.SeedGiven = v, true
+		}
+	} else {
+		e.Seed = rand.Int64N(1 << 31)
+	}
+	if n, ok := f["repetitions"]; ok {
+		if v, ok := p.integer(n, "repetitions", 1); ok {
+			e.Repetitions = int(v)
+		}
+	}
+	if n, ok := f["warmup"]; ok {
+		if v, ok := p.integer(n, "warmup", 0); ok {
+			e.Warmup = int(v)
+		}
+	}
+	if n, ok := f["timeout"]; ok {
+		if s, ok := p.scalar(n, "timeout"); ok {
+			d, err := time.ParseDuration(s)
+			switch {
+			case err != nil:
+				p.addf(n, "timeout must be a duration such as 30s or 5m, got %q", s)
+			case d <= 0:
+				p.addf(n, "timeout must be positive, got %s", s)
+			default:
+				e.Timeout = d
+			}
+		}
+	}
+	if n, ok := f["workloads"]; ok {
+		e.Workloads = p.workloads(n)
+	} else {
+		p.addf(root, "missing key \"workloads\": list at least one workload (types: %s)", strings.Join(workload.Types(), ", "))
+	}
+	factorNodes := map[string]*yaml.Node{}
+	if n, ok := f["factors"]; ok {
+		e.Factors, factorNodes = p.factors(n, e.Workloads, m)
+	}
+	if n, ok := f["exclude"]; ok {
+		e.Exclude = p.excludes(n, e.Factors)
+	}
+	if n, ok := f["baseline"]; ok {
+		e.Baseline = p.levelMap(n, "baseline", e.Factors)
+	}
+	if len(p.problems) == 0 {
+		p.checkCells(e, root, factorNodes, f["baseline"])
+	}
+	return e
+}
+
+func (p *parser) workloads(n *yaml.Node) []Workload {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.addf(n, "workloads must be a non-empty list of {name, type, params}")
+		return nil
+	}
+	var out []Workload
+	seen := map[string]*yaml.Node{}
+	for _, item := range n.Content {
+		f := p.fields(item, "a workload", workloadKeys)
+		var w Workload
+		tn, ok := f["type"]
+		if !ok {
+			p.addf(item, "workload has no type; types: %s", strings.Join(workload.Types(), ", "))
+			continue
+		}
+		typ, ok := p.scalar(tn, "type")
+		if !ok {
+			continue
+		}
+		spec, ok := workload.Lookup(typ)
+		if !ok {
+			p.addf(tn, "unknown workload type %q; types: %s", typ, strings.Join(workload.Types(), ", "))
+			continue
+		}
+		w.Type, w.Spec, w.Name = typ, spec, typ
+		if nn, ok := f["name"]; ok {
+			if s, ok := p.scalar(nn, "workload name"); ok {
+				w.Name = s
+			}
+		}
+		if prev, dup := seen[w.Name]; dup {
+			p.addf(item, "workload name %q is used twice (first at line %d); give each a distinct name", w.Name, prev.Line)
+			continue
+		}
+		seen[w.Name] = item
+		user := map[string]string{}
+		userNodes := map[string]*yaml.Node{}
+		if pn, ok := f["params"]; ok {
+			for name, v := range p.fields(pn, "params of "+w.Name, nil) {
+				if s, ok := p.scalar(v, "parameter "+name); ok {
+					user[name], userNodes[name] = s, v
+				}
+			}
+			// Key nodes point at the parameter name for unknown-name errors.
+			for i := 0; pn.Kind == yaml.MappingNode && i+1 < len(pn.Content); i += 2 {
+				if _, ok := spec.Param(pn.Content[i].Value); !ok {
+					userNodes[pn.Content[i].Value] = pn.Content[i]
+				}
+			}
+		}
+		vals, errs := spec.Resolve(user)
+		for _, name := range sortedKeys(errs) {
+			node := userNodes[name]
+			if node == nil {
+				node = item
+			}
+			msg := errs[name].Error()
+			if _, known := spec.Param(name); known {
+				msg = fmt.Sprintf("parameter %s of %s: %s", name, w.Name, msg)
+			}
+			p.addf(node, "%s", msg)
+		}
+		w.Params = vals
+		out = append(out, w)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// factors reads the factors mapping: name -> list of levels (or one level).
+func (p *parser) factors(n *yaml.Node, wls []Workload, m Machine) ([]Factor, map[string]*yaml.Node) {
+	nodes := map[string]*yaml.Node{}
+	if n.Kind != yaml.MappingNode {
+		p.addf(n, "factors must be a mapping of factor name to a list of levels, e.g. platform: [native, docker]")
+		return nil, nodes
+	}
+	var out []Factor
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if _, dup := nodes[k.Value]; dup {
+			p.addf(k, "factor %q appears twice", k.Value)
+			continue
+		}
+		nodes[k.Value] = k
+		if err := checkFactorName(k.Value, wls); err != nil {
+			p.addf(k, "%v", err)
+			continue
+		}
+		items := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			items = v.Content
+		}
+		if len(items) == 0 {
+			p.addf(v, "factor %s has no levels", k.Value)
+			continue
+		}
+		f := Factor{Name: k.Value}
+		seen := map[string]bool{}
+		for _, item := range items {
+			s, ok := p.scalar(item, "a level of "+k.Value)
+			if !ok {
+				continue
+			}
+			lvl, err := checkLevel(k.Value, s, wls, m)
+			if err != nil {
+				p.addf(item, "%v", err)
+				continue
+			}
+			if seen[lvl] {
+				p.addf(item, "level %q of %s appears twice", lvl, k.Value)
+				continue
+			}
+			seen[lvl] = true
+			f.Levels = append(f.Levels, lvl)
+		}
+		out = append(out, f)
+	}
+	return out, nodes
+}
+
+// levelMap reads a {factor: level} mapping and checks both exist.
+func (p *parser) levelMap(n *yaml.Node, what string, factors []Factor) map[string]string {
+	out := map[string]string{}
+	if n.Kind != yaml.MappingNode {
+		p.addf(n, "%s must be a mapping of factor to level, e.g. {platform: native}", what)
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f := findFactor(factors, k.Value)
+		if f == nil {
+			p.addf(k, "%s names factor %q, which is not among the factors (%s)", what, k.Value, factorNames(factors))
+			continue
+		}
+		s, ok := p.scalar(v, what+" level")
+		if !ok {
+			continue
+		}
+		if !contains(f.Levels, s) {
+			p.addf(v, "%s names level %q of %s, which is not among its levels (%s)", what, s, k.Value, strings.Join(f.Levels, ", "))
+			continue
+		}
+		out[k.Value] = s
+	}
+	return out
+}
+
+func (p *parser) excludes(n *yaml.Node, factors []Factor) []map[string]string {
+	if n.Kind != yaml.SequenceNode {
+		p.addf(n, "exclude must be a list of {factor: level} mappings")
+		return nil
+	}
+	var out []map[string]string
+	for _, item := range n.Content {
+		m := p.levelMap(item, "exclude", factors)
+		if len(m) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func findFactor(fs []Factor, name string) *Factor {
+	for i := range fs {
+		if fs[i].Name == name {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+func factorNames(fs []Factor) string {
+	if len(fs) == 0 {
+		return "none declared"
+	}
+	n := make([]string, len(fs))
+	for i, f := range fs {
+		n[i] = f.Name
+	}
+	return strings.Join(n, ", ")
+}

@@ -1,0 +1,129 @@
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// applySet applies one "path=value" override to the YAML tree. The path walks
+// mapping keys (a key may itself contain dots, as in factors.server.platform)
+// and list items by index or by their name/type (workloads.tcp.params.duration).
+// The value is YAML, so lists work: factors.platform=[docker].
+func applySet(root *yaml.Node, expr string, origin map[*yaml.Node]string) error {
+	path, value, ok := strings.Cut(expr, "=")
+	path = strings.TrimSpace(path)
+	if !ok || path == "" {
+		return fmt.Errorf("want path=value, e.g. repetitions=10 or workloads.cpu.params.max_prime=40000")
+	}
+	var v yaml.Node
+	if err := yaml.Unmarshal([]byte(value), &v); err != nil {
+		return fmt.Errorf("value %q is not valid YAML: %v", value, err)
+	}
+	newNode := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
+	if v.Kind == yaml.DocumentNode && len(v.Content) > 0 {
+		newNode = v.Content[0]
+	}
+	markOrigin(newNode, expr, origin)
+
+	segs := strings.Split(path, ".")
+	cur := root
+	for len(segs) > 0 {
+		switch cur.Kind {
+		case yaml.MappingNode:
+			// Longest key that matches a prefix of the remaining path.
+			found := false
+			for n := len(segs); n >= 1 && !found; n-- {
+				key := strings.Join(segs[:n], ".")
+				for i := 0; i+1 < len(cur.Content); i += 2 {
+					if cur.Content[i].Value == key {
+						if n == len(segs) {
+							cur.Content[i+1] = newNode
+							return nil
+						}
+						cur, segs, found = cur.Content[i+1], segs[n:], true
+						break
+					}
+				}
+			}
+			if found {
+				continue
+			}
+			// A missing key: create the rest of the path as nested mappings,
+			// except that the last segments may form a dotted factor name.
+			key := strings.Join(segs, ".")
+			if len(segs) > 1 && !isDottedKeyParent(cur, root) {
+				key = segs[0]
+				child := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+				cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, child)
+				markOrigin(cur.Content[len(cur.Content)-2], expr, origin)
+				cur, segs = child, segs[1:]
+				continue
+			}
+			k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+			markOrigin(k, expr, origin)
+			cur.Content = append(cur.Content, k, newNode)
+			return nil
+		case yaml.SequenceNode:
+			idx := -1
+			if i, err := strconv.Atoi(segs[0]); err == nil && i >= 0 && i < len(cur.Content) {
+				idx = i
+			} else {
+				for i, item := range cur.Content {
+					if itemName(item) == segs[0] {
+						idx = i
+						break
+					}
+				}
+			}
+			if idx < 0 {
+				return fmt.Errorf("no list item %q (use an index or the item's name)", segs[0])
+			}
+			if len(segs) == 1 {
+				cur.Content[idx] = newNode
+				return nil
+			}
+			cur, segs = cur.Content[idx], segs[1:]
+		default:
+			return fmt.Errorf("cannot descend into %q: it is a single value", segs[0])
+		}
+	}
+	return nil
+}
+
+// isDottedKeyParent reports whether cur is the factors mapping, whose keys
+// may contain dots (server.platform, param.size).
+func isDottedKeyParent(cur, root *yaml.Node) bool {
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "factors" && root.Content[i+1] == cur {
+			return true
+		}
+	}
+	return false
+}
+
+// itemName is a list item's name, or its type when it has no name.
+func itemName(n *yaml.Node) string {
+	if n.Kind != yaml.MappingNode {
+		return ""
+	}
+	var typ string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch n.Content[i].Value {
+		case "name":
+			return n.Content[i+1].Value
+		case "type":
+			typ = n.Content[i+1].Value
+		}
+	}
+	return typ
+}
+
+func markOrigin(n *yaml.Node, expr string, origin map[*yaml.Node]string) {
+	origin[n] = expr
+	for _, c := range n.Content {
+		markOrigin(c, expr, origin)
+	}
+}

@@ -1,0 +1,51 @@
+// Package spec reads experiment files: the declarative description of a
+// campaign (factors, workloads, repetitions). It validates everything before
+// anything runs, reporting every problem with file:line, and expands the file
+// into cells and a seeded, interleaved trial order. Experiment files are data;
+// this package does nothing but read and compute.
+package spec
+
+import (
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// Experiment is a validated experiment file.
+type Experiment struct {
+	Name        string
+	Description string
+	Seed        int64
+	SeedGiven   bool // false when the file had no seed and one was drawn
+	Repetitions int
+	Warmup      int
+	Timeout     time.Duration
+	Factors     []Factor // in file order
+	Exclude     []map[string]string
+	Baseline    map[string]string
+	Workloads   []Workload
+
+	Path string // the file read
+	Text string // the file's text, followed by the --set overrides as comments
+}
+
+// Factor is one dimension of the full factorial.
+type Factor struct {
+	Name   string
+	Levels []string
+}
+
+// Workload is one workload entry of the file.
+type Workload struct {
+	Name   string
+	Type   string
+	Params workload.Values // resolved: defaults filled, values normalised
+	Spec   *workload.Spec
+}
+
+// Defaults for keys an experiment file may omit.
+const (
+	DefaultRepetitions = 3
+	DefaultWarmup      = 0
+	DefaultTimeout     = 5 * time.Minute
+)

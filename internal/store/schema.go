@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations[i] takes the schema from version i to version i+1; the current
+// version lives in PRAGMA user_version. Never edit a released step: append a
+// new one, so existing result files upgrade in place.
+var migrations = []string{
+	// 1: initial schema.
+	`
+CREATE TABLE campaigns (
+	id            TEXT PRIMARY KEY,
+	name          TEXT NOT NULL,
+	spec_path     TEXT NOT NULL,
+	spec_text     TEXT NOT NULL,
+	seed          INTEGER NOT NULL,
+	started       TEXT,
+	ended         TEXT,
+	status        TEXT NOT NULL,
+	env_json      TEXT NOT NULL,
+	baseline_json TEXT NOT NULL
+);
+CREATE TABLE cells (
+	campaign_id   TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+	id            INTEGER NOT NULL,
+	workload      TEXT NOT NULL,
+	workload_type TEXT NOT NULL,
+	factors_json  TEXT NOT NULL,
+	params_json   TEXT NOT NULL,
+	PRIMARY KEY (campaign_id, id)
+);
+CREATE TABLE trials (
+	id          INTEGER PRIMARY KEY AUTOINCREMENT,
+	campaign_id TEXT NOT NULL,
+	cell_id     INTEGER NOT NULL,
+	seq         INTEGER NOT NULL,
+	repetition  INTEGER NOT NULL,
+	warmup      INTEGER NOT NULL,
+	status      TEXT NOT NULL,
+	error       TEXT NOT NULL,
+	raw         TEXT NOT NULL,
+	started     TEXT,
+	ended       TEXT,
+	FOREIGN KEY (campaign_id, cell_id) REFERENCES cells(campaign_id, id) ON DELETE CASCADE,
+	UNIQUE (campaign_id, seq)
+);
+CREATE INDEX trials_campaign ON trials(campaign_id);
+-- id is an explicit rowid alias so insertion order survives VACUUM.
+-- value is NOT NULL because SQLite turns NaN into NULL; RecordTrial rejects
+-- NaN first, this is the backstop.
+CREATE TABLE observations (
+	id       INTEGER PRIMARY KEY,
+	trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+	metric   TEXT NOT NULL,
+	value    REAL NOT NULL,
+	unit     TEXT NOT NULL,
+	better   TEXT NOT NULL
+);
+CREATE INDEX observations_trial ON observations(trial_id);
+`,
+}
+
+// SchemaVersion is the schema version this build writes.
+const SchemaVersion = 1
+
+func init() {
+	if len(migrations) != SchemaVersion {
+		panic("store: SchemaVersion does not match the migration list")
+	}
+}
+
+func userVersion(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
+	var v int
+	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("reading schema version: %w", err)
+	}
+	return v, nil
+}
+
+// migrate brings the schema up to SchemaVersion. The first check is outside
+// a transaction so that a reader opening a current database never needs the
+// write lock (it would wait behind a running campaign's commits).
+func (d *DB) migrate(ctx context.Context) error {
+	v, err := userVersion(ctx, d.db)
+	if err != nil {
+		return err
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("schema version %d is newer than this ctrbench supports (%d)", v, SchemaVersion)
+	}
+	if v == SchemaVersion {
+		return nil
+	}
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		// Re-read under the write lock: another process may have migrated
+		// between our check and BEGIN IMMEDIATE.
+		v, err := userVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for ; v < SchemaVersion; v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrating schema to version %d: %w", v+1, err)
+			}
+		}
+		// PRAGMA takes no bound parameters; v is an int we control.
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v)); err != nil {
+			return fmt.Errorf("setting schema version: %w", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,115 @@
+// Package store is ctrbench's results database: one SQLite file holding
+// campaigns, their cells, and every trial with its observations.
+//
+// Concurrency model: each DB holds a single SQLite connection
+// (MaxOpenConns(1)), so writes from one process are serialised in Go rather
+// than by SQLite lock polling. The file is in WAL mode, so other processes
+// (e.g. `ctrbench report` during a run) read a consistent snapshot without
+// blocking the writer, and a second writer waits up to busy_timeout.
+// Transactions begin IMMEDIATE so a read-then-write transaction never has to
+// upgrade its lock, which in SQLite fails at once with SQLITE_BUSY instead of
+// waiting.
+//
+// Durability: synchronous=FULL makes every commit fsync the WAL, so a trial
+// returned by RecordTrial survives a crash or power loss of the benchmark
+// host.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// ErrNotFound is returned (wrapped) when a campaign does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrAmbiguous is returned (wrapped) when a campaign ID prefix matches more
+// than one campaign.
+var ErrAmbiguous = errors.New("ambiguous prefix")
+
+// busyTimeoutMS is how long a connection waits for another process's write
+// lock. Trial transactions are a handful of rows, so seconds is ample.
+const busyTimeoutMS = 5000
+
+// DB is an open results database. It is safe for concurrent use.
+type DB struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens the database at path, creating its parent directories, the
+// file and the schema as needed, and migrating an older schema forward.
+func Open(ctx context.Context, path string) (*DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening results database %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("creating directory for results database: %w", err)
+	}
+	sqldb, err := sql.Open("sqlite", dsn(abs))
+	if err != nil {
+		return nil, fmt.Errorf("opening results database %s: %w", abs, err)
+	}
+	// One connection: see the package comment. Keeping it idle forever also
+	// keeps the per-connection pragmas from being re-run needlessly.
+	sqldb.SetMaxOpenConns(1)
+	sqldb.SetMaxIdleConns(1)
+	sqldb.SetConnMaxLifetime(0)
+	sqldb.SetConnMaxIdleTime(0)
+
+	d := &DB{db: sqldb, path: abs}
+	if err := d.migrate(ctx); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("opening results database %s: %w", abs, err)
+	}
+	return d, nil
+}
+
+// dsn builds a file: URI so that paths containing '?', '#' or '%' are not
+// mistaken for URI syntax. The pragmas apply to every new connection.
+func dsn(abs string) string {
+	u := url.URL{Path: filepath.ToSlash(abs)}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	return "file:" + u.EscapedPath() + "?" + q.Encode()
+}
+
+// Path returns the absolute path of the database file.
+func (d *DB) Path() string { return d.path }
+
+// Close releases the connection. Committed data is already durable, so
+// skipping Close (a crash) loses nothing that RecordTrial returned.
+func (d *DB) Close() error {
+	if err := d.db.Close(); err != nil {
+		return fmt.Errorf("closing results database: %w", err)
+	}
+	return nil
+}
+
+// inTx runs fn in a transaction, committing on success.
+func (d *DB) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+// RecordTrial stores a finished trial and its observations in one
+// transaction and returns the trial's ID. It is called as each trial ends;
+// when it returns the trial is on disk (synchronous=FULL), so an
+// interrupted campaign can resume after it.
+func (d *DB) RecordTrial(ctx context.Context, t result.Trial) (int64, error) {
+	// SQLite would silently store NaN as NULL. A workload reporting NaN or
+	// Inf is a bug in its parser; surface it rather than hide it.
+	for _, o := range t.Observations {
+		if math.IsNaN(o.Value) || math.IsInf(o.Value, 0) {
+			return 0, fmt.Errorf("recording trial %d: observation %q has non-finite value %v", t.Seq, o.Metric, o.Value)
+		}
+	}
+	var id int64
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO trials
+			(campaign_id, cell_id, seq, repetition, warmup, status, error, raw, started, ended)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.CampaignID, t.CellID, t.Seq, t.Repetition, t.Warmup, string(t.Status),
+			t.Error, t.Raw, encodeTime(t.Started), encodeTime(t.Ended))
+		if err != nil {
+			return err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		if len(t.Observations) == 0 {
+			return nil
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO observations
+			(trial_id, metric, value, unit, better) VALUES (?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, o := range t.Observations {
+			if _, err := stmt.ExecContext(ctx, id, o.Metric, o.Value, o.Unit, string(o.Better)); err != nil {
+				return fmt.Errorf("observation %q: %w", o.Metric, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recording trial %d: %w", t.Seq, err)
+	}
+	return id, nil
+}
+
+// Trials returns a campaign's trials ordered by Seq, each with its
+// observations in insertion order.
+func (d *DB) Trials(ctx context.Context, campaignID string) ([]result.Trial, error) {
+	trials, err := d.trialRows(ctx, campaignID)
+	if err != nil {
+		return nil, fmt.Errorf("reading trials of campaign %s: %w", campaignID, err)
+	}
+	if err := d.fillObservations(ctx, campaignID, trials); err != nil {
+		return nil, fmt.Errorf("reading observations of campaign %s: %w", campaignID, err)
+	}
+	return trials, nil
+}
+
+func (d *DB) trialRows(ctx context.Context, campaignID string) ([]result.Trial, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT id, campaign_id, cell_id, seq, repetition, warmup,
+		status, error, raw, started, ended FROM trials WHERE campaign_id = ? ORDER BY seq`, campaignID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []result.Trial
+	for rows.Next() {
+		var (
+			t              result.Trial
+			status         string
+			started, ended sql.NullString
+		)
+		if err := rows.Scan(&t.ID, &t.CampaignID, &t.CellID, &t.Seq, &t.Repetition, &t.Warmup,
+			&status, &t.Error, &t.Raw, &started, &ended); err != nil {
+			return nil, err
+		}
+		t.Status = result.Status(status)
+		if t.Started, err = decodeTime(started); err != nil {
+			return nil, fmt.Errorf("trial %d started: %w", t.Seq, err)
+		}
+		if t.Ended, err = decodeTime(ended); err != nil {
+			return nil, fmt.Errorf("trial %d ended: %w", t.Seq, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// fillObservations attaches observations to trials with a second query.
+// The two reads are separate snapshots, but a trial and its observations
+// commit together, so every trial already read has all its observations
+// visible; observations of trials committed in between are skipped.
+func (d *DB) fillObservations(ctx context.Context, campaignID string, trials []result.Trial) error {
+	if len(trials) == 0 {
+		return nil
+	}
+	byID := make(map[int64]*result.Trial, len(trials))
+	for i := range trials {
+		byID[trials[i].ID] = &trials[i]
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT o.trial_id, o.metric, o.value, o.unit, o.better
+		FROM observations o JOIN trials t ON t.id = o.trial_id
+		WHERE t.campaign_id = ? ORDER BY o.id`, campaignID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			trialID int64
+			o       result.Observation
+			better  string
+		)
+		if err := rows.Scan(&trialID, &o.Metric, &o.Value, &o.Unit, &better); err != nil {
+			return err
+		}
+		o.Better = result.Better(better)
+		if t := byID[trialID]; t != nil {
+			t.Observations = append(t.Observations, o)
+		}
+	}
+	return rows.Err()
+}
+
+// DoneSeqs returns the seqs that already have a recorded trial, whatever
+// its status, so a resumed campaign skips exactly those.
+func (d *DB) DoneSeqs(ctx context.Context, campaignID string) (map[int]bool, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT seq FROM trials WHERE campaign_id = ?`, campaignID)
+	if err != nil {
+		return nil, fmt.Errorf("reading done trials of campaign %s: %w", campaignID, err)
+	}
+	defer rows.Close()
+	done := make(map[int]bool)
+	for rows.Next() {
+		var seq int
+		if err := rows.Scan(&seq); err != nil {
+			return nil, fmt.Errorf("reading done trials of campaign %s: %w", campaignID, err)
+		}
+		done[seq] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading done trials of campaign %s: %w", campaignID, err)
+	}
+	return done, nil
+}

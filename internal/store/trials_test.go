@@ -1,0 +1,177 @@
+package store
+
+import (
+	"context"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+func TestTrialRoundTrip(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	setup(t, d, "c")
+	setup(t, d, "other")
+
+	full := sampleTrial("c", 2, 1)
+	full.Warmup = true
+	full.Error = "partial"
+	full.Raw = "line1\nline2\n"
+	many := sampleTrial("c", 3, 2)
+	many.Observations = nil
+	for _, m := range []string{"z", "a", "m", "b"} { // not alphabetical
+		many.Observations = append(many.Observations,
+			result.Observation{Metric: m, Value: -0.25, Unit: "x", Better: result.Lower})
+	}
+	failed := result.Trial{CampaignID: "c", CellID: 2, Seq: 1, Repetition: 1,
+		Status: result.Failed, Error: "boom"} // zero times, no observations
+	extreme := sampleTrial("c", 4, 1)
+	extreme.Observations = []result.Observation{
+		{Metric: "max", Value: math.MaxFloat64}, {Metric: "tiny", Value: math.SmallestNonzeroFloat64},
+		{Metric: "negzero", Value: math.Copysign(0, -1)},
+	}
+
+	want := []result.Trial{failed, full, many, extreme} // by seq
+	// Record in a different order from seq; another campaign interleaves.
+	for _, tr := range []result.Trial{full, extreme, failed, many} {
+		id := record(t, d, tr)
+		for i := range want {
+			if want[i].Seq == tr.Seq {
+				want[i].ID = id
+			}
+		}
+		record(t, d, sampleTrial("other", tr.Seq, 1))
+	}
+
+	got, err := d.Trials(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d trials, want %d", len(got), len(want))
+	}
+	for i := range want {
+		assertTrial(t, got[i], want[i])
+	}
+	if got, err := d.Trials(ctx, "none"); err != nil || len(got) != 0 {
+		t.Errorf("Trials(none) = %v, %v", got, err)
+	}
+}
+
+func assertTrial(t *testing.T, got, want result.Trial) {
+	t.Helper()
+	if !got.Started.Equal(want.Started) || !got.Ended.Equal(want.Ended) {
+		t.Errorf("trial %d times = %v..%v, want %v..%v", want.Seq, got.Started, got.Ended, want.Started, want.Ended)
+	}
+	got.Started, got.Ended, want.Started, want.Ended = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("trial = %#v\nwant %#v", got, want)
+	}
+}
+
+func TestRecordTrialRejectsNonFinite(t *testing.T) {
+	d, _ := openTest(t)
+	setup(t, d, "c")
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		tr := sampleTrial("c", 1, 1)
+		// The bad value comes last: nothing earlier may be stored either.
+		tr.Observations = append(tr.Observations, result.Observation{Metric: "bad", Value: v})
+		_, err := d.RecordTrial(context.Background(), tr)
+		if err == nil || !strings.Contains(err.Error(), `"bad"`) {
+			t.Errorf("RecordTrial with %v: err = %v, want error naming the metric", v, err)
+		}
+	}
+	if n := count(t, d, "trials"); n != 0 {
+		t.Errorf("%d trials stored, want 0", n)
+	}
+}
+
+func TestRecordTrialErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		trial result.Trial
+	}{
+		{"unknown cell", sampleTrial("c", 5, 99)},
+		{"unknown campaign", sampleTrial("nope", 5, 1)},
+		{"duplicate seq", sampleTrial("c", 1, 2)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, _ := openTest(t)
+			setup(t, d, "c")
+			record(t, d, sampleTrial("c", 1, 1))
+			if _, err := d.RecordTrial(context.Background(), tt.trial); err == nil {
+				t.Fatal("RecordTrial succeeded, want error")
+			}
+			// The failed transaction left nothing behind.
+			if n := count(t, d, "trials"); n != 1 {
+				t.Errorf("%d trials, want 1", n)
+			}
+			if n := count(t, d, "observations"); n != 2 {
+				t.Errorf("%d observations, want 2", n)
+			}
+		})
+	}
+}
+
+func TestDoneSeqs(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	setup(t, d, "c")
+	setup(t, d, "other")
+	if done, err := d.DoneSeqs(ctx, "c"); err != nil || len(done) != 0 {
+		t.Fatalf("DoneSeqs(empty) = %v, %v", done, err)
+	}
+	for _, seq := range []int{1, 2, 4} {
+		tr := sampleTrial("c", seq, 1)
+		if seq == 2 {
+			tr.Status = result.Timeout // any status counts as done
+		}
+		record(t, d, tr)
+	}
+	record(t, d, sampleTrial("other", 3, 1))
+	done, err := d.DoneSeqs(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int]bool{1: true, 2: true, 4: true}; !reflect.DeepEqual(done, want) {
+		t.Errorf("DoneSeqs = %v, want %v", done, want)
+	}
+}
+
+// TestCascade deletes a campaign with raw SQL (there is no API for it yet)
+// and checks that its cells, trials and observations go with it and that
+// other campaigns are untouched.
+func TestCascade(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	setup(t, d, "gone")
+	setup(t, d, "kept")
+	for seq := 1; seq <= 3; seq++ {
+		record(t, d, sampleTrial("gone", seq, 1))
+		record(t, d, sampleTrial("kept", seq, 2))
+	}
+	if _, err := d.db.ExecContext(ctx, `DELETE FROM campaigns WHERE id = 'gone'`); err != nil {
+		t.Fatal(err)
+	}
+	for table, want := range map[string]int{"campaigns": 1, "cells": 2, "trials": 3, "observations": 6} {
+		if n := count(t, d, table); n != want {
+			t.Errorf("%s: %d rows, want %d", table, n, want)
+		}
+	}
+	trials, err := d.Trials(ctx, "kept")
+	if err != nil || len(trials) != 3 || len(trials[2].Observations) != 2 {
+		t.Errorf("kept campaign damaged: %v, %v", trials, err)
+	}
+	// Deleting a cell with trials cascades too.
+	if _, err := d.db.ExecContext(ctx, `DELETE FROM cells WHERE campaign_id = 'kept' AND id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, d, "observations"); n != 0 {
+		t.Errorf("%d observations after deleting their cell, want 0", n)
+	}
+}

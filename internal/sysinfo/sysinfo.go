@@ -1,0 +1,115 @@
+// Package sysinfo fingerprints the machine a campaign ran on, so numbers are
+// never separated from what produced them.
+package sysinfo
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Version of ctrbench, set at build time with -ldflags "-X ...sysinfo.Version=...".
+var Version = "dev"
+
+// Fingerprint describes the host. tools are external binaries whose
+// versions are recorded.
+func Fingerprint(tools []string) map[string]string {
+	env := map[string]string{
+		"ctrbench.version": Version,
+		"go.version":       runtime.Version(),
+		"cpu.cores":        strconv.Itoa(runtime.NumCPU()),
+		"arch":             runtime.GOARCH,
+	}
+	var u syscall.Utsname
+	if syscall.Uname(&u) == nil {
+		env["kernel"] = cstr(u.Release[:])
+		env["kernel.version"] = cstr(u.Version[:])
+	}
+	if h, err := os.Hostname(); err == nil {
+		env["hostname"] = h
+	}
+	if m := fileField("/proc/cpuinfo", "model name", ':'); m != "" {
+		env["cpu.model"] = m
+	}
+	if m := fileField("/proc/meminfo", "MemTotal", ':'); m != "" {
+		f := strings.Fields(m)
+		if len(f) > 0 {
+			kb, _ := strconv.ParseInt(f[0], 10, 64)
+			env["memory.bytes"] = strconv.FormatInt(kb*1024, 10)
+		}
+	}
+	if p := fileField("/etc/os-release", "PRETTY_NAME", '='); p != "" {
+		env["os"] = strings.Trim(p, `"`)
+	}
+	if g, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"); err == nil {
+		env["cpu.governor"] = strings.TrimSpace(string(g))
+	}
+	for _, t := range tools {
+		if v := ToolVersion(t); v != "" {
+			env["tool."+t] = v
+		}
+	}
+	return env
+}
+
+// ToolVersion returns the first line a tool prints for --version, or "".
+func ToolVersion(tool string) string {
+	path, err := exec.LookPath(tool)
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, path, "--version").CombinedOutput()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}
+
+func cstr(b []int8) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	return sb.String()
+}
+
+// fileField returns the value after sep of the first line starting with key.
+func fileField(path, key string, sep byte) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, key) {
+			if i := strings.IndexByte(line, sep); i >= 0 {
+				return strings.TrimSpace(line[i+1:])
+			}
+		}
+	}
+	return ""
+}
+
+// Machine returns the CPU count and memory for validating limits.
+func Machine() (cpus int, memBytes int64) {
+	cpus = runtime.NumCPU()
+	if m := fileField("/proc/meminfo", "MemTotal", ':'); m != "" {
+		f := strings.Fields(m)
+		if len(f) > 0 {
+			kb, _ := strconv.ParseInt(f[0], 10, 64)
+			memBytes = kb * 1024
+		}
+	}
+	return cpus, memBytes
+}

@@ -1,0 +1,225 @@
+package workload
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is the type of a workload parameter. Values are parsed from the
+// experiment file (YAML scalars) and normalised so the agent can parse them
+// again from a string map.
+type Kind string
+
+const (
+	Int      Kind = "int"
+	Float    Kind = "float"
+	Duration Kind = "duration" // "5s", "250ms"
+	Size     Kind = "size"     // "128KiB", "1MB", "4096" (bytes)
+	String   Kind = "string"
+	Bool     Kind = "bool"
+	Enum     Kind = "enum" // one of Param.Allowed
+)
+
+// Param describes one parameter of a workload.
+type Param struct {
+	Name    string
+	Kind    Kind
+	Default string // in the same syntax a user writes
+	Doc     string
+	Min     float64 // inclusive lower bound for numeric kinds (Duration in seconds, Size in bytes); NaN = none
+	Max     float64 // inclusive upper bound; NaN = none
+	Allowed []string
+}
+
+// P is a convenience constructor with no bounds.
+func P(name string, kind Kind, def, doc string) Param {
+	return Param{Name: name, Kind: kind, Default: def, Doc: doc, Min: math.NaN(), Max: math.NaN()}
+}
+
+// Range returns p with inclusive numeric bounds.
+func (p Param) Range(min, max float64) Param { p.Min, p.Max = min, max; return p }
+
+// OneOf returns p as an enum of the given values.
+func (p Param) OneOf(v ...string) Param { p.Kind = Enum; p.Allowed = v; return p }
+
+// Describe says what values p accepts, for error messages and docs.
+func (p Param) Describe() string {
+	var s string
+	switch p.Kind {
+	case Int:
+		s = "an integer"
+	case Float:
+		s = "a number"
+	case Duration:
+		s = "a duration such as 500ms, 5s, 2m"
+	case Size:
+		s = "a size in bytes such as 4096, 64KiB, 1MiB, 1MB"
+	case String:
+		s = "a string"
+	case Bool:
+		s = "true or false"
+	case Enum:
+		return "one of " + strings.Join(p.Allowed, ", ")
+	}
+	lo, hi := !math.IsNaN(p.Min), !math.IsNaN(p.Max)
+	switch {
+	case lo && hi:
+		s += fmt.Sprintf(" from %s to %s", p.fmtBound(p.Min), p.fmtBound(p.Max))
+	case lo:
+		s += fmt.Sprintf(" of at least %s", p.fmtBound(p.Min))
+	case hi:
+		s += fmt.Sprintf(" of at most %s", p.fmtBound(p.Max))
+	}
+	return s
+}
+
+func (p Param) fmtBound(v float64) string {
+	switch p.Kind {
+	case Duration:
+		return time.Duration(v * float64(time.Second)).String()
+	case Size:
+		return FormatSize(int64(v))
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// Normalize parses a user-written value and returns its canonical string
+// form (durations as Go durations, sizes as a byte count), or an error that
+// says what is allowed.
+func (p Param) Normalize(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	var num float64
+	var canon string
+	switch p.Kind {
+	case Int:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("%q is not %s", v, p.Describe())
+		}
+		num, canon = float64(n), strconv.FormatInt(n, 10)
+	case Float:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return "", fmt.Errorf("%q is not %s", v, p.Describe())
+		}
+		num, canon = f, strconv.FormatFloat(f, 'g', -1, 64)
+	case Duration:
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return "", fmt.Errorf("%q is not %s", v, p.Describe())
+		}
+		num, canon = d.Seconds(), d.String()
+	case Size:
+		n, err := ParseSize(v)
+		if err != nil {
+			return "", fmt.Errorf("%q is not %s", v, p.Describe())
+		}
+		num, canon = float64(n), strconv.FormatInt(n, 10)
+	case Bool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return "", fmt.Errorf("%q is not %s", v, p.Describe())
+		}
+		return strconv.FormatBool(b), nil
+	case Enum:
+		for _, a := range p.Allowed {
+			if v == a {
+				return v, nil
+			}
+		}
+		return "", fmt.Errorf("%q is not %s", v, p.Describe())
+	case String:
+		return v, nil
+	default:
+		return "", fmt.Errorf("parameter %s has unknown kind %q", p.Name, p.Kind)
+	}
+	if (!math.IsNaN(p.Min) && num < p.Min) || (!math.IsNaN(p.Max) && num > p.Max) {
+		return "", fmt.Errorf("%s is out of range: want %s", v, p.Describe())
+	}
+	return canon, nil
+}
+
+var sizeUnits = map[string]int64{
+	"": 1, "B": 1,
+	"K": 1000, "KB": 1000, "M": 1000 * 1000, "MB": 1000 * 1000, "G": 1e9, "GB": 1e9, "T": 1e12, "TB": 1e12,
+	"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40,
+}
+
+// ParseSize parses "4096", "64KiB", "1.5MB" into bytes (KB = 1000, KiB = 1024).
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("size %q has no number", s)
+	}
+	f, err := strconv.ParseFloat(s[:i], 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	mult, ok := sizeUnits[strings.ToUpper(strings.TrimSpace(s[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("size %q has an unknown unit (use B, KB, MB, GB, KiB, MiB, GiB)", s)
+	}
+	v := f * float64(mult)
+	if v > math.MaxInt64/2 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return int64(math.Round(v)), nil
+}
+
+// FormatSize renders bytes with a binary unit when exact, else bytes.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		s string
+		v int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.v && n%u.v == 0 {
+			return fmt.Sprintf("%d%s", n/u.v, u.s)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// Values are a workload's parameters in canonical string form.
+type Values map[string]string
+
+// Int returns an Int parameter (or a Size, in bytes).
+func (v Values) Int(name string) int64 {
+	n, _ := strconv.ParseInt(v[name], 10, 64)
+	return n
+}
+
+// Float returns a Float parameter.
+func (v Values) Float(name string) float64 {
+	f, _ := strconv.ParseFloat(v[name], 64)
+	return f
+}
+
+// Duration returns a Duration parameter.
+func (v Values) Duration(name string) time.Duration {
+	d, _ := time.ParseDuration(v[name])
+	return d
+}
+
+// Bool returns a Bool parameter.
+func (v Values) Bool(name string) bool { b, _ := strconv.ParseBool(v[name]); return b }
+
+// String returns a String or Enum parameter.
+func (v Values) String(name string) string { return v[name] }
+
+// Keys returns the parameter names, sorted.
+func (v Values) Keys() []string {
+	k := make([]string, 0, len(v))
+	for n := range v {
+		k = append(k, n)
+	}
+	sort.Strings(k)
+	return k
+}

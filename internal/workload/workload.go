@@ -1,0 +1,180 @@
+// Package workload defines what a workload is — its parameters, metrics,
+// roles and the external tools it needs — and the registry of all of them.
+// The engine (orchestrator, agent) owns timing and placement; a workload only
+// implements Run for each of its roles.
+package workload
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+// Role names. A workload has either the single role Main, or Server and
+// Client (the server is started first and must announce readiness).
+const (
+	Main   = "main"
+	Server = "server"
+	Client = "client"
+)
+
+// Metric describes one metric a workload reports.
+type Metric struct {
+	Name   string
+	Unit   string
+	Better result.Better
+	Doc    string
+}
+
+// Tool is an external program a workload runs; the image builder copies it
+// (with its shared libraries) into the workload image.
+type Tool struct {
+	Binary  string // name looked up in PATH, e.g. "iperf3"
+	Package string // Debian package that provides it
+}
+
+// Env is what the agent hands a role when it runs it.
+type Env struct {
+	Role string
+	// Bind is the address a server listens on ("127.0.0.1", "0.0.0.0", an IP).
+	Bind string
+	// Target is host:port of the server, for a client.
+	Target string
+	// Ready is called by a server once it accepts connections, with the
+	// host:port it listens on.
+	Ready func(addr string)
+	// Log receives diagnostics; never the result.
+	Log func(format string, a ...any)
+}
+
+// RunFunc runs one role once. It returns observations, or an error that makes
+// the trial failed. raw may carry the tool's output for the record.
+type RunFunc func(ctx context.Context, p Values, env Env) (obs []result.Observation, raw string, err error)
+
+// Spec is one workload type.
+type Spec struct {
+	Type    string // e.g. cpu.primes
+	Summary string
+	Params  []Param
+	Metrics []Metric
+	Roles   []string // nil means []string{Main}
+	Tools   []Tool
+	Run     map[string]RunFunc // by role
+}
+
+// RoleList returns the roles, Main when none are declared.
+func (s *Spec) RoleList() []string {
+	if len(s.Roles) == 0 {
+		return []string{Main}
+	}
+	return s.Roles
+}
+
+// Param returns the named parameter.
+func (s *Spec) Param(name string) (Param, bool) {
+	for _, p := range s.Params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// ParamNames lists the parameter names in declaration order.
+func (s *Spec) ParamNames() []string {
+	n := make([]string, len(s.Params))
+	for i, p := range s.Params {
+		n[i] = p.Name
+	}
+	return n
+}
+
+// Metric returns the named metric.
+func (s *Spec) Metric(name string) (Metric, bool) {
+	for _, m := range s.Metrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+// Resolve fills defaults and normalises user values. Unknown names and bad
+// values are errors keyed by parameter name.
+func (s *Spec) Resolve(user map[string]string) (Values, map[string]error) {
+	errs := map[string]error{}
+	out := Values{}
+	for _, p := range s.Params {
+		raw, ok := user[p.Name]
+		if !ok {
+			raw = p.Default
+		}
+		v, err := p.Normalize(raw)
+		if err != nil {
+			errs[p.Name] = err
+			continue
+		}
+		out[p.Name] = v
+	}
+	for name := range user {
+		if _, ok := s.Param(name); !ok {
+			errs[name] = fmt.Errorf("unknown parameter %q for %s; allowed: %s", name, s.Type, strings.Join(s.ParamNames(), ", "))
+		}
+	}
+	if len(errs) == 0 {
+		errs = nil
+	}
+	return out, errs
+}
+
+var registry = map[string]*Spec{}
+
+// Register adds a workload type; it panics on a duplicate or malformed spec,
+// which is a programming error caught by the package tests.
+func Register(s *Spec) {
+	if _, dup := registry[s.Type]; dup {
+		panic("workload: duplicate type " + s.Type)
+	}
+	for _, r := range s.RoleList() {
+		if s.Run[r] == nil {
+			panic(fmt.Sprintf("workload %s: no Run for role %s", s.Type, r))
+		}
+	}
+	for _, p := range s.Params {
+		if _, err := p.Normalize(p.Default); err != nil {
+			panic(fmt.Sprintf("workload %s: default of %s: %v", s.Type, p.Name, err))
+		}
+	}
+	for _, m := range s.Metrics {
+		if !m.Better.Valid() {
+			panic(fmt.Sprintf("workload %s: metric %s has no direction", s.Type, m.Name))
+		}
+	}
+	registry[s.Type] = s
+}
+
+// Lookup returns the workload type.
+func Lookup(typ string) (*Spec, bool) { s, ok := registry[typ]; return s, ok }
+
+// Types lists the registered types, sorted.
+func Types() []string {
+	t := make([]string, 0, len(registry))
+	for k := range registry {
+		t = append(t, k)
+	}
+	sort.Strings(t)
+	return t
+}
+
+// IsClientServer reports whether the workload has a server and a client role.
+func (s *Spec) IsClientServer() bool {
+	for _, r := range s.Roles {
+		if r == Server {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,183 @@
+package workloads
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+var iperf3Tool = workload.Tool{Binary: "iperf3", Package: "iperf3"}
+
+func init() {
+	workload.Register(&workload.Spec{
+		Type:    "net.iperf3",
+		Summary: "iperf3 TCP or UDP throughput, client to server, parsed from iperf3 --json",
+		Params: []workload.Param{
+			workload.P("protocol", workload.Enum, "tcp", "transport").OneOf("tcp", "udp"),
+			workload.P("duration", workload.Duration, "5s", "test time; iperf3 takes whole seconds, so it is rounded up").Range(1, 86400),
+			workload.P("parallel", workload.Int, "1", "parallel streams (-P)").Range(1, 128),
+			workload.P("length", workload.Size, "0", "buffer length (-l); 0 keeps iperf3's default (128KiB TCP, path MTU UDP)").Range(0, 16<<20),
+			workload.P("bitrate", workload.String, "1G", "target bitrate (-b), UDP only, e.g. 100M, 1G; 0 for unlimited"),
+		},
+		Metrics: []workload.Metric{
+			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "TCP: bits received by the server per second; UDP: bits per second delivered"},
+			{Name: "retransmits", Unit: "count", Better: result.Lower, Doc: "TCP retransmissions by the sender"},
+			{Name: "jitter", Unit: "ms", Better: result.Lower, Doc: "UDP jitter"},
+			{Name: "loss", Unit: "%", Better: result.Lower, Doc: "UDP datagrams lost"},
+		},
+		Roles: []string{workload.Server, workload.Client},
+		Tools: []workload.Tool{iperf3Tool},
+		Run:   map[string]workload.RunFunc{workload.Server: iperf3Server, workload.Client: iperf3Client},
+	})
+}
+
+// freePort asks the kernel for an unused port on bind. The port is released
+// before iperf3 binds it; another process could take it in between, which
+// then shows as a failed trial, not a wrong number.
+func freePort(bind string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(bind, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port on %s: %w", bind, err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func iperf3Server(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	path, err := lookTool(iperf3Tool)
+	if err != nil {
+		return nil, "", err
+	}
+	port, err := freePort(env.Bind)
+	if err != nil {
+		return nil, "", err
+	}
+	args := []string{"-s", "-1", "-p", strconv.Itoa(port)}
+	if env.Bind != "0.0.0.0" && env.Bind != "" {
+		args = append(args, "-B", env.Bind)
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("starting iperf3: %w", err)
+	}
+	var log strings.Builder
+	sc := bufio.NewScanner(out)
+	ready := false
+	for sc.Scan() {
+		line := sc.Text()
+		log.WriteString(line + "\n")
+		if !ready && strings.Contains(line, "Server listening on") {
+			ready = true
+			env.Ready(net.JoinHostPort(env.Bind, strconv.Itoa(port)))
+		}
+	}
+	err = cmd.Wait()
+	raw := log.String() + errb.String()
+	if !ready {
+		return nil, raw, fmt.Errorf("iperf3 server never reported listening: %v", err)
+	}
+	if err != nil {
+		return nil, raw, fmt.Errorf("iperf3 server: %w", err)
+	}
+	return nil, "", nil
+}
+
+// iperf3JSON is the part of iperf3 --json output we read.
+type iperf3JSON struct {
+	Error string `json:"error"`
+	End   struct {
+		SumSent *struct {
+			BitsPerSecond float64 `json:"bits_per_second"`
+			Retransmits   *int64  `json:"retransmits"`
+		} `json:"sum_sent"`
+		SumReceived *struct {
+			BitsPerSecond float64 `json:"bits_per_second"`
+			Bytes         float64 `json:"bytes"`
+		} `json:"sum_received"`
+		Sum *struct {
+			BitsPerSecond float64 `json:"bits_per_second"`
+			JitterMs      float64 `json:"jitter_ms"`
+			LostPercent   float64 `json:"lost_percent"`
+			Packets       int64   `json:"packets"`
+		} `json:"sum"`
+	} `json:"end"`
+}
+
+func iperf3Client(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	path, err := lookTool(iperf3Tool)
+	if err != nil {
+		return nil, "", err
+	}
+	host, port, err := net.SplitHostPort(env.Target)
+	if err != nil {
+		return nil, "", fmt.Errorf("target %q: %w", env.Target, err)
+	}
+	secs := int(math.Ceil(p.Duration("duration").Seconds()))
+	args := []string{"-c", host, "-p", port, "-t", strconv.Itoa(secs), "-P", p.String("parallel"), "--json"}
+	udp := p.String("protocol") == "udp"
+	if udp {
+		args = append(args, "-u", "-b", p.String("bitrate"))
+	}
+	if l := p.Int("length"); l > 0 {
+		args = append(args, "-l", strconv.FormatInt(l, 10))
+	}
+	// iperf3 can wait forever on a dead server; bound it by the test time.
+	cctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+30*time.Second)
+	defer cancel()
+	stdout, raw, runErr := runTool(cctx, path, args...)
+	return parseIperf3(stdout, raw, runErr, udp)
+}
+
+// parseIperf3 turns iperf3's JSON into observations; anything unexpected is
+// an error with the raw output kept.
+func parseIperf3(stdout []byte, raw string, runErr error, udp bool) ([]result.Observation, string, error) {
+	var j iperf3JSON
+	if err := json.Unmarshal(stdout, &j); err != nil {
+		if runErr != nil {
+			return nil, raw, runErr
+		}
+		return nil, raw, fmt.Errorf("iperf3 output is not the JSON expected: %w", err)
+	}
+	if j.Error != "" {
+		return nil, raw, fmt.Errorf("iperf3: %s", j.Error)
+	}
+	if runErr != nil {
+		return nil, raw, runErr
+	}
+	if udp {
+		if j.End.Sum == nil || j.End.Sum.Packets == 0 {
+			return nil, raw, fmt.Errorf("iperf3 UDP result has no end.sum packets")
+		}
+		return []result.Observation{
+			{Metric: "throughput", Value: j.End.Sum.BitsPerSecond * (1 - j.End.Sum.LostPercent/100) / 1e9, Unit: "Gbit/s", Better: result.Higher},
+			{Metric: "jitter", Value: j.End.Sum.JitterMs, Unit: "ms", Better: result.Lower},
+			{Metric: "loss", Value: j.End.Sum.LostPercent, Unit: "%", Better: result.Lower},
+		}, "", nil
+	}
+	if j.End.SumReceived == nil || j.End.SumReceived.Bytes <= 0 {
+		return nil, raw, fmt.Errorf("iperf3 TCP result has no bytes received")
+	}
+	obs := []result.Observation{
+		{Metric: "throughput", Value: j.End.SumReceived.BitsPerSecond / 1e9, Unit: "Gbit/s", Better: result.Higher},
+	}
+	if j.End.SumSent != nil && j.End.SumSent.Retransmits != nil {
+		obs = append(obs, result.Observation{Metric: "retransmits", Value: float64(*j.End.SumSent.Retransmits), Unit: "count", Better: result.Lower})
+	}
+	return obs, "", nil
+}

@@ -1,0 +1,147 @@
+package workloads
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+func init() {
+	workload.Register(&workload.Spec{
+		Type:    "net.tcp_stream",
+		Summary: "bulk TCP from client to server (netperf TCP_STREAM); throughput measured at the receiver",
+		Params: []workload.Param{
+			workload.P("duration", workload.Duration, "5s", "how long the client sends").Range(0.05, 86400),
+			workload.P("message_size", workload.Size, "128KiB", "bytes per write() call").Range(1, 64<<20),
+		},
+		Metrics: []workload.Metric{
+			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes received by the server over its receive window (first to last byte)"},
+			{Name: "sender_throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes sent over the client's send window"},
+		},
+		Roles: []string{workload.Server, workload.Client},
+		Run:   map[string]workload.RunFunc{workload.Server: tcpStreamServer, workload.Client: tcpStreamClient},
+	})
+}
+
+// The server answers the client with the bytes it received and the time from
+// first to last byte, so the client can check nothing was lost and report
+// the receiver's rate, as netperf does.
+type streamReport struct {
+	Bytes   uint64
+	Elapsed uint64 // nanoseconds
+}
+
+func listen(ctx context.Context, env workload.Env) (net.Listener, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(env.Bind, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", env.Bind, err)
+	}
+	return ln, nil
+}
+
+// acceptOne accepts a single connection or gives up when ctx ends.
+func acceptOne(ctx context.Context, ln net.Listener) (net.Conn, error) {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	c, err := ln.Accept()
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return c, err
+}
+
+func tcpStreamServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	ln, err := listen(ctx, env)
+	if err != nil {
+		return nil, "", err
+	}
+	defer ln.Close()
+	env.Ready(ln.Addr().String())
+	conn, err := acceptOne(ctx, ln)
+	if err != nil {
+		return nil, "", fmt.Errorf("accepting the client: %w", err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	buf := make([]byte, 1<<20)
+	var total uint64
+	var first, last time.Time
+	for {
+		n, err := conn.Read(buf)
+		if n > 0 {
+			if total == 0 {
+				first = time.Now()
+			}
+			total += uint64(n)
+			last = time.Now()
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("receiving: %w", err)
+		}
+	}
+	rep := streamReport{Bytes: total, Elapsed: uint64(last.Sub(first))}
+	if err := binary.Write(conn, binary.BigEndian, rep); err != nil {
+		return nil, "", fmt.Errorf("sending the receive report: %w", err)
+	}
+	return nil, "", nil
+}
+
+func tcpStreamClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	dur := p.Duration("duration")
+	msg := make([]byte, p.Int("message_size"))
+	for i := range msg {
+		msg[i] = byte(i)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", env.Target)
+	if err != nil {
+		return nil, "", fmt.Errorf("connecting to %s: %w", env.Target, err)
+	}
+	defer conn.Close()
+	tc := conn.(*net.TCPConn)
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	var sent uint64
+	start := time.Now()
+	deadline := start.Add(dur)
+	for time.Now().Before(deadline) {
+		n, err := tc.Write(msg)
+		sent += uint64(n)
+		if err != nil {
+			return nil, "", fmt.Errorf("sending: %w", err)
+		}
+	}
+	sendElapsed := time.Since(start)
+	if err := tc.CloseWrite(); err != nil {
+		return nil, "", fmt.Errorf("closing the send side: %w", err)
+	}
+	var rep streamReport
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if err := binary.Read(conn, binary.BigEndian, &rep); err != nil {
+		return nil, "", fmt.Errorf("reading the server's receive report: %w", err)
+	}
+	if rep.Bytes != sent {
+		return nil, "", fmt.Errorf("validation: server received %d bytes, client sent %d", rep.Bytes, sent)
+	}
+	if rep.Elapsed == 0 {
+		return nil, "", fmt.Errorf("validation: server saw all %d bytes at one instant; raise duration", rep.Bytes)
+	}
+	gbps := func(bytes uint64, d time.Duration) float64 { return float64(bytes) * 8 / d.Seconds() / 1e9 }
+	return []result.Observation{
+		{Metric: "throughput", Value: gbps(rep.Bytes, time.Duration(rep.Elapsed)), Unit: "Gbit/s", Better: result.Higher},
+		{Metric: "sender_throughput", Value: gbps(sent, sendElapsed), Unit: "Gbit/s", Better: result.Higher},
+	}, "", nil
+}

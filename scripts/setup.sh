@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs what ctrbench needs on Debian/Ubuntu and starts dockerd when none answers.
+# Idempotent: safe to run again; installs only what is missing.
+set -euo pipefail
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+need_root() {
+	if [ "$(id -u)" != 0 ]; then
+		log "must run as root (installs packages, starts dockerd)"
+		exit 1
+	fi
+}
+
+# Packages and the command each provides; only missing commands trigger an install.
+PKGS=(
+	"dockerd:docker.io"
+	"iperf3:iperf3"
+	"sysbench:sysbench"
+	"ip:iproute2"
+	"chromium:chromium"
+)
+
+missing_pkgs() {
+	local out=() entry cmd pkg
+	for entry in "${PKGS[@]}"; do
+		cmd=${entry%%:*}
+		pkg=${entry#*:}
+		command -v "$cmd" >/dev/null 2>&1 || out+=("$pkg")
+	done
+	echo "${out[@]:-}"
+}
+
+install_pkgs() {
+	local pkgs
+	pkgs=$(missing_pkgs)
+	if [ -z "$pkgs" ]; then
+		log "packages present"
+		return
+	fi
+	log "installing: $pkgs"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+}
+
+docker_answers() {
+	timeout 5 docker version >/dev/null 2>&1 ||
+		timeout 5 curl -fsS --unix-socket /var/run/docker.sock http://localhost/_ping >/dev/null 2>&1
+}
+
+start_dockerd() {
+	if docker_answers; then
+		log "dockerd answers"
+		return
+	fi
+	log "starting dockerd"
+	# setsid: the daemon must outlive this script and the shell that ran it.
+	setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &
+	for _ in $(seq 1 60); do
+		if docker_answers; then
+			log "dockerd up"
+			return
+		fi
+		sleep 0.5
+	done
+	log "dockerd did not answer within 30 s; see /var/log/dockerd.log"
+	tail -n 20 /var/log/dockerd.log >&2 || true
+	exit 1
+}
+
+need_root
+install_pkgs
+start_dockerd
