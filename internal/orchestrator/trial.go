@@ -223,13 +223,15 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 	if err != nil {
 		return nil, "", err
 	}
+	obs, raw, err := fromResult(cres)
+	if err != nil {
+		// The server may wait for a client that never came; it is removed
+		// with the trial rather than waited for.
+		return nil, raw, err
+	}
 	gctx, cancel := context.WithTimeout(ctx, serverGrace)
 	defer cancel()
 	sres, serr := srv.await(gctx)
-	obs, raw, err := fromResult(cres)
-	if err != nil {
-		return nil, raw, err
-	}
 	if serr != nil {
 		return nil, "", fmt.Errorf("client finished but the server did not: %w", serr)
 	}

@@ -138,20 +138,26 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 		for _, role := range w.Spec.RoleList() {
 			pl := PlacementFor(c.Factors, role)
 			if pl.Platform == "native" && pl.Network != "host" {
-				key := pl.Platform + "/" + pl.Network
-				if reported[key] {
+				// Suggest an exclusion naming the factors that placed this
+				// role (server.platform, or none when native is the default).
+				pf, nf := placementSource(c.Factors, role, FPlatform), placementSource(c.Factors, role, FNetwork)
+				ex := nf + ": " + pl.Network
+				if pf != "" {
+					ex = pf + ": native, " + ex
+				}
+				if reported[ex] {
 					continue
 				}
-				reported[key] = true
-				node := factorNodes[FPlatform]
+				reported[ex] = true
+				node := factorNodes[pf]
 				if node == nil {
-					node = factorNodes[role+"."+FPlatform]
+					node = factorNodes[nf]
 				}
 				if node == nil {
 					node = root
 				}
-				p.addf(node, "platform native runs in the host's network only, but a cell combines it with network %s (%s); exclude that combination, e.g. exclude: [{platform: native, network: %s}]",
-					pl.Network, c.Key(), pl.Network)
+				p.addf(node, "platform native runs in the host's network only, but a cell combines it with network %s (%s); exclude that combination, e.g. exclude: [{%s}]",
+					pl.Network, c.Key(), ex)
 			}
 		}
 	}
@@ -171,6 +177,18 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 			}
 		}
 	}
+}
+
+// placementSource is the factor that sets base for role in a cell's levels
+// (as PlacementFor resolves it), or "" when the default applies.
+func placementSource(factors map[string]string, role, base string) string {
+	if _, ok := factors[role+"."+base]; ok {
+		return role + "." + base
+	}
+	if _, ok := factors[base]; ok {
+		return base
+	}
+	return ""
 }
 
 func fmtLevels(m map[string]string) string {

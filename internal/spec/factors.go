@@ -162,6 +162,22 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 	return "", fmt.Errorf("unknown factor %q", name)
 }
 
+// paramLevelKey is a parameter level's value as every workload with that
+// parameter normalises it, so spellings of one value compare equal.
+func paramLevelKey(param, level string, wls []Workload) string {
+	var vals []string
+	for _, w := range wls {
+		if w.Spec == nil {
+			continue
+		}
+		if prm, ok := w.Spec.Param(param); ok {
+			v, _ := prm.Normalize(level)
+			vals = append(vals, v)
+		}
+	}
+	return strings.Join(vals, "\x00")
+}
+
 func oneOf(name, level string, allowed []string) error {
 	for _, a := range allowed {
 		if a == level {

@@ -84,12 +84,32 @@ func Parse(path string, data []byte, sets []string, m Machine) (*Experiment, err
 	return e, nil
 }
 
+// yamlParserErrors are the problems yaml.v3's parser (not its scanner)
+// reports. For these yaml.v3 prints the 0-based line of the enclosing
+// construct (see parser.fail in gopkg.in/yaml.v3/decode.go), one less than
+// the line a user counts.
+var yamlParserErrors = []string{
+	"did not find expected ',' or '}'",
+	"did not find expected ',' or ']'",
+	"did not find expected key",
+	"did not find expected '-' indicator",
+	"did not find expected node content",
+	"did not find expected <document start>",
+	"found undefined tag handle",
+	"found duplicate %YAML directive",
+	"found duplicate %TAG directive",
+	"found incompatible YAML document",
+}
+
 func yamlProblem(path string, err error) Problem {
 	// yaml.v3 errors read "yaml: line 7: did not find expected key".
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if num, tail, ok := strings.Cut(rest, ":"); ok {
 			if line, err := strconv.Atoi(num); err == nil {
+				if contains(yamlParserErrors, strings.TrimSpace(tail)) {
+					line++
+				}
 				return Problem{File: path, Line: line, Msg: "not valid YAML:" + tail}
 			}
 		}
@@ -338,7 +358,7 @@ func (p *parser) factors(n *yaml.Node, wls []Workload, m Machine) ([]Factor, map
 			continue
 		}
 		f := Factor{Name: k.Value}
-		seen := map[string]bool{}
+		seen := map[string]string{} // level's value -> its first spelling
 		for _, item := range items {
 			s, ok := p.scalar(item, "a level of "+k.Value)
 			if !ok {
@@ -349,11 +369,21 @@ func (p *parser) factors(n *yaml.Node, wls []Workload, m Machine) ([]Factor, map
 				p.addf(item, "%v", err)
 				continue
 			}
-			if seen[lvl] {
-				p.addf(item, "level %q of %s appears twice", lvl, k.Value)
+			// Parameter levels keep the user's spelling; 64KiB and 65536
+			// are still the same level.
+			key := lvl
+			if pname, ok := strings.CutPrefix(k.Value, ParamPrefix); ok {
+				key = paramLevelKey(pname, lvl, wls)
+			}
+			if first, dup := seen[key]; dup {
+				if first == lvl {
+					p.addf(item, "level %q of %s appears twice", lvl, k.Value)
+				} else {
+					p.addf(item, "level %q of %s appears twice (as %q)", lvl, k.Value, first)
+				}
 				continue
 			}
-			seen[lvl] = true
+			seen[key] = lvl
 			f.Levels = append(f.Levels, lvl)
 		}
 		out = append(out, f)

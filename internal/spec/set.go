@@ -67,25 +67,30 @@ func applySet(root *yaml.Node, expr string, origin map[*yaml.Node]string) error 
 			cur.Content = append(cur.Content, k, newNode)
 			return nil
 		case yaml.SequenceNode:
-			idx := -1
+			idx, n := -1, 1
 			if i, err := strconv.Atoi(segs[0]); err == nil && i >= 0 && i < len(cur.Content) {
 				idx = i
 			} else {
-				for i, item := range cur.Content {
-					if itemName(item) == segs[0] {
-						idx = i
-						break
+				// Longest prefix naming an item: names and types may
+				// contain dots (workloads.cpu.primes.params.threads).
+			search:
+				for k := len(segs); k >= 1; k-- {
+					for i, item := range cur.Content {
+						if itemName(item) == strings.Join(segs[:k], ".") {
+							idx, n = i, k
+							break search
+						}
 					}
 				}
 			}
 			if idx < 0 {
 				return fmt.Errorf("no list item %q (use an index or the item's name)", segs[0])
 			}
-			if len(segs) == 1 {
+			if n == len(segs) {
 				cur.Content[idx] = newNode
 				return nil
 			}
-			cur, segs = cur.Content[idx], segs[1:]
+			cur, segs = cur.Content[idx], segs[n:]
 		default:
 			return fmt.Errorf("cannot descend into %q: it is a single value", segs[0])
 		}
@@ -93,12 +98,21 @@ func applySet(root *yaml.Node, expr string, origin map[*yaml.Node]string) error 
 	return nil
 }
 
-// isDottedKeyParent reports whether cur is the factors mapping, whose keys
-// may contain dots (server.platform, param.size).
+// isDottedKeyParent reports whether cur is a mapping keyed by factor names,
+// which may contain dots (server.platform, param.size): factors, baseline,
+// or an item of exclude.
 func isDottedKeyParent(cur, root *yaml.Node) bool {
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "factors" && root.Content[i+1] == cur {
+		k, v := root.Content[i].Value, root.Content[i+1]
+		switch {
+		case (k == "factors" || k == "baseline") && v == cur:
 			return true
+		case k == "exclude" && v.Kind == yaml.SequenceNode:
+			for _, item := range v.Content {
+				if item == cur {
+					return true
+				}
+			}
 		}
 	}
 	return false

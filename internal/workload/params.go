@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,7 +34,15 @@ type Param struct {
 	Min     float64 // inclusive lower bound for numeric kinds (Duration in seconds, Size in bytes); NaN = none
 	Max     float64 // inclusive upper bound; NaN = none
 	Allowed []string
+	// Pattern, for String parameters, is a regular expression the whole
+	// value must match; PatternDoc says in words what it accepts.
+	Pattern    string
+	PatternDoc string
 }
+
+// Matching returns p restricted to values matching the regular expression
+// re (anchored), described to users as doc.
+func (p Param) Matching(re, doc string) Param { p.Pattern, p.PatternDoc = re, doc; return p }
 
 // P is a convenience constructor with no bounds.
 func P(name string, kind Kind, def, doc string) Param {
@@ -59,6 +68,9 @@ func (p Param) Describe() string {
 	case Size:
 		s = "a size in bytes such as 4096, 64KiB, 1MiB, 1MB"
 	case String:
+		if p.PatternDoc != "" {
+			return p.PatternDoc
+		}
 		s = "a string"
 	case Bool:
 		s = "true or false"
@@ -133,6 +145,9 @@ func (p Param) Normalize(v string) (string, error) {
 		}
 		return "", fmt.Errorf("%q is not %s", v, p.Describe())
 	case String:
+		if p.Pattern != "" && !regexp.MustCompile("^(?:"+p.Pattern+")$").MatchString(v) {
+			return "", fmt.Errorf("%q is not %s", v, p.Describe())
+		}
 		return v, nil
 	default:
 		return "", fmt.Errorf("parameter %s has unknown kind %q", p.Name, p.Kind)

@@ -26,8 +26,9 @@ func init() {
 			workload.P("protocol", workload.Enum, "tcp", "transport").OneOf("tcp", "udp"),
 			workload.P("duration", workload.Duration, "5s", "test time; iperf3 takes whole seconds, so it is rounded up").Range(1, 86400),
 			workload.P("parallel", workload.Int, "1", "parallel streams (-P)").Range(1, 128),
-			workload.P("length", workload.Size, "0", "buffer length (-l); 0 keeps iperf3's default (128KiB TCP, path MTU UDP)").Range(0, 16<<20),
-			workload.P("bitrate", workload.String, "1G", "target bitrate (-b), UDP only, e.g. 100M, 1G; 0 for unlimited"),
+			workload.P("length", workload.Size, "0", "buffer length (-l); 0 keeps iperf3's default (128KiB TCP, path MTU UDP); iperf3 refuses UDP datagrams over 65507 bytes").Range(0, 16<<20),
+			workload.P("bitrate", workload.String, "1G", "target bitrate (-b), UDP only; 0 for unlimited").
+				Matching(`[0-9]+(\.[0-9]+)?[KMGkmg]?`, "a bitrate such as 0 (unlimited), 500K, 100M or 1.5G"),
 		},
 		Metrics: []workload.Metric{
 			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "TCP: bits received by the server per second; UDP: bits per second delivered"},
@@ -62,7 +63,9 @@ func iperf3Server(ctx context.Context, p workload.Values, env workload.Env) ([]r
 	if err != nil {
 		return nil, "", err
 	}
-	args := []string{"-s", "-1", "-p", strconv.Itoa(port)}
+	// --forceflush: iperf3 block-buffers stdout into a pipe, and we must
+	// see "Server listening" the moment it is true.
+	args := []string{"-s", "-1", "--forceflush", "-p", strconv.Itoa(port)}
 	if env.Bind != "0.0.0.0" && env.Bind != "" {
 		args = append(args, "-B", env.Bind)
 	}

@@ -28,7 +28,19 @@ func runTool(ctx context.Context, path string, args ...string) (stdout []byte, r
 	err = cmd.Run()
 	raw = strings.TrimSpace(out.String() + "\n" + errb.String())
 	if err != nil {
-		return out.Bytes(), raw, fmt.Errorf("%s %s: %w", path, strings.Join(args, " "), err)
+		return out.Bytes(), raw, fmt.Errorf("%s %s: %w: %s", path, strings.Join(args, " "), err, lastLine(errb.String(), out.String()))
 	}
 	return out.Bytes(), raw, nil
+}
+
+// lastLine returns the last non-empty line of the first text that has one:
+// where a tool says what went wrong.
+func lastLine(texts ...string) string {
+	for _, t := range texts {
+		lines := strings.Split(strings.TrimSpace(t), "\n")
+		if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
+			return l
+		}
+	}
+	return "(no output)"
 }

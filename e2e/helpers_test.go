@@ -1,0 +1,116 @@
+// Package e2e runs the real ctrbench binary against the real Docker Engine,
+// the way a user does: experiment file in, exit status and report out, and
+// nothing left behind.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/links"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/testutil"
+)
+
+type run struct {
+	stdout, stderr string
+	code           int
+}
+
+func ctrbench(t *testing.T, timeout time.Duration, args ...string) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testutil.Binary(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := run{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("running ctrbench %v: %v", args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("ctrbench %v did not finish within %s\nstderr:\n%s", args, timeout, r.stderr)
+	}
+	return r
+}
+
+// writeExperiment writes an experiment file into a temp dir.
+func writeExperiment(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "exp.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func requireDocker(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: needs the Docker Engine")
+	}
+	testutil.RequireRoot(t)
+	if err := docker.Available(context.Background()); err != nil {
+		t.Skipf("no Docker Engine: %v", err)
+	}
+}
+
+var campaignLine = regexp.MustCompile(`campaign (\S+): \d+ cells`)
+
+func campaignID(t *testing.T, stderr string) string {
+	t.Helper()
+	m := campaignLine.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no campaign ID in output:\n%s", stderr)
+	}
+	return m[1]
+}
+
+// assertNothingLeft checks that no container, network or volume of the
+// campaign, and no ctb* link, remains.
+func assertNothingLeft(t *testing.T, campaign string) {
+	t.Helper()
+	rep, err := docker.Leftovers(context.Background(), campaign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Empty() {
+		t.Errorf("left behind by campaign %s: %+v", campaign, rep)
+	}
+	ls, err := links.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridge := docker.BridgeName(campaign)
+	for _, l := range ls {
+		if l == bridge {
+			t.Errorf("link %s of campaign %s left behind", l, campaign)
+		}
+	}
+	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*/ctrbench/" + campaign); len(dirs) > 0 {
+		t.Errorf("cgroups left behind: %v", dirs)
+	}
+}
+
+func contains(t *testing.T, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%s does not contain %q:\n%s", what, sub, s)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/testutil"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func startCtrbench(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(testutil.Binary(t), args...)
+	errb := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	return cmd, errb
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func exitCode(t *testing.T, cmd *exec.Cmd, timeout time.Duration) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("ctrbench did not exit within %s", timeout)
+	}
+	return -1
+}
+
+// TestCtrlCStopsCleanlyAndResumes: SIGINT in the middle of a campaign stops
+// it, removes everything it made, keeps the finished trials, and --resume
+// runs exactly the missing ones.
+func TestCtrlCStopsCleanlyAndResumes(t *testing.T) {
+	requireDocker(t)
+	db := filepath.Join(t.TempDir(), "r.db")
+	exp := writeExperiment(t, `name: e2e-ctrlc
+seed: 5
+repetitions: 3
+factors:
+  platform: [docker]
+  network: [host, bridge]
+workloads:
+  - {name: cpu, type: cpu.primes, params: {duration: 1s, max_prime: 3000}}
+`)
+	cmd, stderr := startCtrbench(t, "run", exp, "--db", db, "--no-report")
+	waitFor(t, "two finished trials", 2*time.Minute, func() bool { return strings.Contains(stderr.String(), "[2/6]") })
+	id := campaignID(t, stderr.String())
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, cmd, 60*time.Second); code != 1 {
+		t.Fatalf("exit %d after Ctrl-C, want 1\n%s", code, stderr.String())
+	}
+	contains(t, "stderr", stderr.String(), "interrupted after", "everything it created was removed", "--resume "+id)
+	assertNothingLeft(t, id)
+	list := ctrbench(t, time.Minute, "campaigns", "--db", db)
+	if !regexp.MustCompile(regexp.QuoteMeta(id) + `\s+interrupted`).MatchString(list.stdout) {
+		t.Errorf("campaign not marked interrupted:\n%s", list.stdout)
+	}
+
+	r := ctrbench(t, 3*time.Minute, "run", "--db", db, "--resume", id, "--no-report")
+	if r.code != 0 {
+		t.Fatalf("resume exited %d\n%s", r.code, r.stderr)
+	}
+	if !regexp.MustCompile(`resuming: [34] of 6 trials left`).MatchString(r.stderr) {
+		t.Errorf("resume did not run only the missing trials:\n%s", r.stderr)
+	}
+	assertNothingLeft(t, id)
+	rep := ctrbench(t, time.Minute, "report", "--db", db, "--campaign", id, "--format", "json")
+	var rows []row
+	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range rows {
+		if x.N != 3 {
+			t.Errorf("%s %v: n=%d after resume, want 3", x.Metric, x.Cell, x.N)
+		}
+	}
+}
+
+// TestCleanAfterSIGKILL: a killed run leaves its container and network;
+// `ctrbench clean` removes them and the bridge link. Native agents die with
+// their parent.
+func TestCleanAfterSIGKILL(t *testing.T) {
+	requireDocker(t)
+	db := filepath.Join(t.TempDir(), "r.db")
+	exp := writeExperiment(t, `name: e2e-kill
+seed: 1
+repetitions: 1
+timeout: 1h
+factors:
+  platform: [native, docker]
+  network: [bridge, host]
+exclude:
+  - {platform: native, network: bridge}
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1h}}
+`)
+	cmd, stderr := startCtrbench(t, "run", exp, "--db", db)
+	waitFor(t, "the campaign to start", time.Minute, func() bool { return campaignLine.MatchString(stderr.String()) })
+	id := campaignID(t, stderr.String())
+	// The first trial runs for an hour: wait until its agents are up.
+	waitFor(t, "agents running", time.Minute, func() bool {
+		rep, err := docker.Leftovers(context.Background(), id)
+		return err == nil && len(rep.Containers) > 0 || len(agentProcs(id)) > 0
+	})
+	time.Sleep(500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cmd.Process.Wait()
+	waitFor(t, "native agents to die with ctrbench", 10*time.Second, func() bool { return len(agentProcs(id)) == 0 })
+
+	before, err := docker.Leftovers(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before.Networks) != 1 {
+		t.Fatalf("expected the killed run's network to remain, found %+v", before)
+	}
+	r := ctrbench(t, time.Minute, "clean", "--campaign", id)
+	if r.code != 0 {
+		t.Fatalf("clean exited %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	contains(t, "clean output", r.stdout, "removed network ctrbench-"+id)
+	for _, c := range before.Containers {
+		contains(t, "clean output", r.stdout, "removed container "+c)
+	}
+	assertNothingLeft(t, id)
+}
+
+// agentProcs lists host processes that are agents of the campaign.
+func agentProcs(campaign string) []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		env, err := os.ReadFile(filepath.Join(d, "environ"))
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(env, []byte("CTRBENCH_INSTANCE=ctrbench-"+campaign)) {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -1,0 +1,43 @@
+package docker_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
+	"github.com/ctrbench/ctrbench/internal/testutil"
+)
+
+// TestConformance runs the real ctrbench agent in containers through the
+// suite every platform must pass.
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the Docker Engine")
+	}
+	ctx := context.Background()
+	if err := docker.Available(ctx); err != nil {
+		t.Skipf("no Docker Engine: %v", err)
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	campaign := "test-conf-" + hex.EncodeToString(b)
+	p, err := docker.New(docker.WithBinary(testutil.Binary(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nets := []string{platform.NetHost, platform.NetBridge}
+	labels := map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: campaign}
+	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Tools: []string{"iperf3"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets, Limits: true})
+}

@@ -1,0 +1,212 @@
+// Package platformtest is the conformance suite every platform must pass:
+// the contract the orchestrator relies on, checked against the real thing.
+package platformtest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+// Options say what the platform under test supports.
+type Options struct {
+	Networks []string // network modes to exercise
+	Limits   bool     // whether cgroup limits must be applied and read back
+}
+
+// Run runs the suite. newPlatform returns a platform already Prepared for
+// campaign with the given networks.
+func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
+	labels := map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: campaign}
+	n := 0
+	name := func() string { n++; return campaign + "-i" + strconv.Itoa(n) }
+	spec := func(network string, args ...string) platform.InstanceSpec {
+		return platform.InstanceSpec{Name: name(), Args: args, Network: network, Labels: labels}
+	}
+	ctx := context.Background()
+
+	for _, network := range o.Networks {
+		t.Run("main/"+network, func(t *testing.T) {
+			in := start(t, p, spec(network, "agent", "run", "--workload", "cpu.primes", "--params", `{"duration":"200ms","max_prime":"2000"}`))
+			res := readResult(t, in)
+			if res.Status != result.OK {
+				t.Fatalf("status %s: %s", res.Status, res.Error)
+			}
+			if len(res.Observations) == 0 || res.Observations[0].Value <= 0 {
+				t.Fatalf("want a positive events_per_sec, got %+v", res.Observations)
+			}
+			ex := wait(t, in)
+			if ex.Code != 0 {
+				t.Fatalf("exit code %d, stderr %q", ex.Code, ex.Stderr)
+			}
+		})
+
+		t.Run("failed-workload-is-a-result/"+network, func(t *testing.T) {
+			in := start(t, p, spec(network, "agent", "run", "--workload", "no.such", "--params", `{}`))
+			res := readResult(t, in)
+			if res.Status != result.Failed || res.Error == "" {
+				t.Fatalf("want a failed result with a reason, got %+v", res)
+			}
+		})
+
+		t.Run("exit-code-and-stderr/"+network, func(t *testing.T) {
+			in := start(t, p, spec(network, "agent", "run", "--no-such-flag"))
+			drain(in)
+			ex := wait(t, in)
+			if ex.Code == 0 {
+				t.Fatalf("want a non-zero exit code")
+			}
+			if ex.Stderr == "" {
+				t.Fatalf("want the error on stderr")
+			}
+		})
+
+		t.Run("remove-stops-a-running-agent/"+network, func(t *testing.T) {
+			in := start(t, p, spec(network, "agent", "run", "--workload", "cpu.primes", "--params", `{"duration":"10m"}`))
+			time.Sleep(300 * time.Millisecond)
+			begin := time.Now()
+			if err := in.Remove(ctx); err != nil {
+				t.Fatalf("remove: %v", err)
+			}
+			if err := in.Remove(ctx); err != nil {
+				t.Fatalf("second remove must be harmless: %v", err)
+			}
+			if d := time.Since(begin); d > 20*time.Second {
+				t.Fatalf("remove took %s", d)
+			}
+		})
+
+		t.Run("client-server/"+network, func(t *testing.T) {
+			bind := "127.0.0.1"
+			if network != platform.NetHost {
+				bind = "0.0.0.0"
+			}
+			params := `{"duration":"300ms","message_size":"64KiB"}`
+			srv := start(t, p, spec(network, "agent", "run", "--workload", "net.tcp_stream", "--role", "server", "--params", params, "--bind", bind))
+			sc := bufio.NewScanner(srv.Stdout())
+			var addr string
+			for sc.Scan() {
+				if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "ready" {
+					addr = ev.Addr
+					break
+				}
+			}
+			if addr == "" {
+				t.Fatalf("server never announced readiness")
+			}
+			_, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				t.Fatalf("ready address %q: %v", addr, err)
+			}
+			host := bind
+			if network != platform.NetHost {
+				host = srv.IP()
+				if host == "" {
+					t.Fatalf("an instance on network %s must have an IP", network)
+				}
+			}
+			cli := start(t, p, spec(network, "agent", "run", "--workload", "net.tcp_stream", "--role", "client", "--params", params, "--target", net.JoinHostPort(host, port)))
+			res := readResult(t, cli)
+			if res.Status != result.OK {
+				t.Fatalf("client: %s", res.Error)
+			}
+			var sres *result.Result
+			for sc.Scan() {
+				if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
+					sres = ev.Result
+				}
+			}
+			if sres == nil || sres.Status != result.OK {
+				t.Fatalf("server result: %+v", sres)
+			}
+		})
+	}
+
+	if o.Limits {
+		t.Run("limits-are-applied", func(t *testing.T) {
+			s := spec(o.Networks[0], "agent", "run", "--workload", "cpu.primes", "--params", `{"duration":"100ms","max_prime":"1000"}`)
+			s.Limits = platform.Limits{CPUs: 0.5, Cpuset: "0", MemoryBytes: 64 << 20}
+			res := readResult(t, start(t, p, s))
+			if res.Status != result.OK {
+				t.Fatalf("status %s: %s", res.Status, res.Error)
+			}
+			want := map[string]string{"cgroup.cpus": "0.5", "cgroup.cpuset": "0", "cgroup.memory": strconv.Itoa(64 << 20)}
+			for k, v := range want {
+				if res.Seen[k] != v {
+					t.Errorf("agent saw %s=%q, want %q (all: %v)", k, res.Seen[k], v, res.Seen)
+				}
+			}
+		})
+	}
+}
+
+func start(t *testing.T, p platform.Platform, s platform.InstanceSpec) platform.Instance {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in, err := p.Start(ctx, s)
+	if err != nil {
+		t.Fatalf("start %s: %v", s.Name, err)
+	}
+	t.Cleanup(func() { _ = in.Remove(context.Background()) })
+	return in
+}
+
+func readResult(t *testing.T, in platform.Instance) *result.Result {
+	t.Helper()
+	done := make(chan *result.Result, 1)
+	go func() {
+		sc := bufio.NewScanner(in.Stdout())
+		var res *result.Result
+		for sc.Scan() {
+			if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
+				res = ev.Result
+			}
+		}
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res == nil {
+			ex := wait(t, in)
+			t.Fatalf("no result event (exit %d, stderr %q)", ex.Code, ex.Stderr)
+		}
+		return res
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no result within 60s")
+	}
+	return nil
+}
+
+func drain(in platform.Instance) {
+	sc := bufio.NewScanner(in.Stdout())
+	for sc.Scan() {
+	}
+}
+
+func wait(t *testing.T, in platform.Instance) platform.Exit {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ex, err := in.Wait(ctx)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return ex
+}
+
+// DecodeResult is exported for platform-specific tests reading raw output.
+func DecodeResult(line []byte) (*result.Result, error) {
+	var ev result.Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return nil, err
+	}
+	return ev.Result, nil
+}

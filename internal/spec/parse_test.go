@@ -1,0 +1,226 @@
+package spec
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+const quickstart = "../../experiments/quickstart.yaml"
+
+func TestQuickstart(t *testing.T) {
+	e, err := Load(quickstart, nil, testMachine)
+	if err != nil {
+		t.Fatalf("quickstart.yaml: %v", err)
+	}
+	data, err := os.ReadFile(quickstart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Name != "quickstart" || !strings.HasPrefix(e.Description, "native vs docker") {
+		t.Errorf("name/description = %q / %q", e.Name, e.Description)
+	}
+	if e.Seed != 42 || !e.SeedGiven {
+		t.Errorf("seed = %d (given %v), want 42 given", e.Seed, e.SeedGiven)
+	}
+	if e.Repetitions != 3 || e.Warmup != 1 || e.Timeout != 60*time.Second {
+		t.Errorf("repetitions/warmup/timeout = %d/%d/%s", e.Repetitions, e.Warmup, e.Timeout)
+	}
+	wantFactors := []Factor{{"platform", []string{"native", "docker"}}, {"network", []string{"host", "bridge"}}}
+	if !reflect.DeepEqual(e.Factors, wantFactors) {
+		t.Errorf("factors = %v, want %v", e.Factors, wantFactors)
+	}
+	if want := []map[string]string{{"platform": "native", "network": "bridge"}}; !reflect.DeepEqual(e.Exclude, want) {
+		t.Errorf("exclude = %v, want %v", e.Exclude, want)
+	}
+	if want := map[string]string{"platform": "native", "network": "host"}; !reflect.DeepEqual(e.Baseline, want) {
+		t.Errorf("baseline = %v, want %v", e.Baseline, want)
+	}
+	if len(e.Workloads) != 2 {
+		t.Fatalf("want 2 workloads, got %d", len(e.Workloads))
+	}
+	cpu, tcp := e.Workloads[0], e.Workloads[1]
+	if cpu.Name != "cpu" || cpu.Type != "cpu.primes" || cpu.Spec == nil || cpu.Spec.Type != "cpu.primes" {
+		t.Errorf("workload 0 = %s %s %v", cpu.Name, cpu.Type, cpu.Spec)
+	}
+	if want := map[string]string{"max_prime": "20000", "threads": "1", "duration": "3s"}; !reflect.DeepEqual(map[string]string(cpu.Params), want) {
+		t.Errorf("cpu params = %v, want %v", cpu.Params, want)
+	}
+	if tcp.Name != "tcp" || tcp.Type != "net.tcp_stream" || tcp.Spec == nil {
+		t.Errorf("workload 1 = %s %s", tcp.Name, tcp.Type)
+	}
+	if want := map[string]string{"duration": "3s", "message_size": "131072"}; !reflect.DeepEqual(map[string]string(tcp.Params), want) {
+		t.Errorf("tcp params = %v, want %v", tcp.Params, want)
+	}
+	if e.Path != quickstart || e.Text != string(data) {
+		t.Errorf("Path = %q; Text equal to the file: %v", e.Path, e.Text == string(data))
+	}
+	if got := len(e.Cells()); got != 6 {
+		t.Errorf("quickstart has %d cells, want 6 (2 workloads x 3 placements)", got)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	e := parse(t, `name: defaults
+workloads:
+  - type: cpu.primes
+`)
+	if DefaultRepetitions != 3 || DefaultWarmup != 0 || DefaultTimeout != 5*time.Minute {
+		t.Errorf("defaults changed: %d %d %s", DefaultRepetitions, DefaultWarmup, DefaultTimeout)
+	}
+	if e.Repetitions != 3 {
+		t.Errorf("repetitions = %d, want 3", e.Repetitions)
+	}
+	if e.Warmup != 0 {
+		t.Errorf("warmup = %d, want 0", e.Warmup)
+	}
+	if e.Timeout != 5*time.Minute {
+		t.Errorf("timeout = %s, want 5m", e.Timeout)
+	}
+	if e.Description != "" || e.Factors != nil || e.Exclude != nil || len(e.Baseline) != 0 {
+		t.Errorf("want no description/factors/exclude/baseline, got %q %v %v %v", e.Description, e.Factors, e.Exclude, e.Baseline)
+	}
+	w := e.Workloads[0]
+	if w.Name != "cpu.primes" {
+		t.Errorf("a workload without a name is named by its type, got %q", w.Name)
+	}
+	if want := map[string]string{"max_prime": "10000", "threads": "1", "duration": "5s"}; !reflect.DeepEqual(map[string]string(w.Params), want) {
+		t.Errorf("default params = %v, want %v", w.Params, want)
+	}
+	cells := e.Cells()
+	if len(cells) != 1 || len(cells[0].Factors) != 0 || cells[0].ID != 1 {
+		t.Errorf("no factors: want one cell with no factor levels, got %+v", cells)
+	}
+}
+
+func TestSeedDrawnWhenAbsent(t *testing.T) {
+	seeds := map[int64]bool{}
+	for i := 0; i < 5; i++ {
+		e := parse(t, cpuOnly)
+		if e.SeedGiven {
+			t.Fatalf("SeedGiven is true for a file without a seed")
+		}
+		if e.Seed < 0 || e.Seed >= 1<<31 {
+			t.Errorf("drawn seed %d out of [0, 2^31)", e.Seed)
+		}
+		seeds[e.Seed] = true
+	}
+	if len(seeds) < 2 {
+		t.Errorf("5 parses drew the same seed %v: is a seed drawn at all?", seeds)
+	}
+	e := parse(t, "seed: 0\n"+cpuOnly)
+	if !e.SeedGiven || e.Seed != 0 {
+		t.Errorf("seed: 0 → Seed %d given %v, want 0 given", e.Seed, e.SeedGiven)
+	}
+}
+
+func TestParamsNormalised(t *testing.T) {
+	e := parse(t, `name: normalise
+workloads:
+  - name: cpu
+    type: cpu.primes
+    params: {duration: 1500ms, threads: "4", max_prime: 300}
+  - name: cpu2
+    type: cpu.primes
+    params: {duration: 2m}
+  - name: tcp
+    type: net.tcp_stream
+    params: {duration: 0.5s, message_size: 64KiB}
+  - name: tcp2
+    type: net.tcp_stream
+    params: {message_size: 1MB}
+  - name: iperf
+    type: net.iperf3
+    params: {protocol: udp, length: 1.5KiB, duration: 90s}
+`)
+	want := map[string]map[string]string{
+		"cpu":   {"duration": "1.5s", "threads": "4", "max_prime": "300"},
+		"cpu2":  {"duration": "2m0s", "threads": "1", "max_prime": "10000"},
+		"tcp":   {"duration": "500ms", "message_size": "65536"},
+		"tcp2":  {"duration": "5s", "message_size": "1000000"},
+		"iperf": {"protocol": "udp", "length": "1536", "duration": "1m30s", "parallel": "1", "bitrate": "1G"},
+	}
+	for name, params := range want {
+		w, ok := e.Workload(name)
+		if !ok {
+			t.Fatalf("no workload %s", name)
+		}
+		if !reflect.DeepEqual(map[string]string(w.Params), params) {
+			t.Errorf("%s params = %v, want %v", name, w.Params, params)
+		}
+	}
+	if _, ok := e.Workload("nope"); ok {
+		t.Errorf("Workload(nope) found something")
+	}
+}
+
+func TestSingleLevelAndFactorOrder(t *testing.T) {
+	e := parse(t, `name: order
+factors:
+  network: host
+  platform: [docker, native]
+  cpus: [none, 0.5, 2]
+  cpuset: [none, "0", "0-1", "0,1"]
+  memory: [none, 6MiB, 1GiB]
+workloads:
+  - {type: cpu.primes}
+`)
+	want := []Factor{
+		{"network", []string{"host"}},
+		{"platform", []string{"docker", "native"}},
+		{"cpus", []string{"none", "0.5", "2"}},
+		{"cpuset", []string{"none", "0", "0-1", "0,1"}},
+		{"memory", []string{"none", "6MiB", "1GiB"}},
+	}
+	if !reflect.DeepEqual(e.Factors, want) {
+		t.Errorf("factors = %v\nwant %v", e.Factors, want)
+	}
+}
+
+func TestMachineLimitsUnknown(t *testing.T) {
+	// With nothing known of the machine only the fixed bounds apply.
+	text := `name: big
+factors:
+  cpus: [64]
+  cpuset: ["0-63"]
+  memory: [1TiB]
+workloads:
+  - {type: cpu.primes}
+`
+	if _, err := Parse("big.yaml", []byte(text), nil, Machine{}); err != nil {
+		t.Errorf("unknown machine: %v", err)
+	}
+	if _, err := Parse("big.yaml", []byte(text), nil, testMachine); err == nil {
+		t.Errorf("2-CPU 8GiB machine accepted 64 cores, CPUs 0-63 and 1TiB")
+	}
+}
+
+func TestText(t *testing.T) {
+	data, err := os.ReadFile(quickstart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := []string{"repetitions=5", "workloads.cpu.params.threads=2"}
+	e, err := Parse(quickstart, data, sets, testMachine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(data) + "\n# --set repetitions=5\n# --set workloads.cpu.params.threads=2"
+	if e.Text != want {
+		t.Errorf("Text = %q\nwant %q", e.Text, want)
+	}
+	if !strings.HasPrefix(e.Text, string(data)) {
+		t.Errorf("Text does not start with the file")
+	}
+	// The overrides are comments: the text parses back to the file's values.
+	again := parse(t, e.Text)
+	if again.Repetitions != 3 {
+		t.Errorf("Text re-parsed has repetitions %d, want the file's 3", again.Repetitions)
+	}
+}
+
+func TestYAMLWithoutLine(t *testing.T) {
+	oneProblem(t, "name: *nope\nworkloads: [{type: cpu.primes}]\n", nil, "test.yaml: not valid YAML: unknown anchor 'nope'")
+}
