@@ -88,6 +88,12 @@ func (p *Platform) build(ctx context.Context, plan *image.Context, progress io.W
 		return err
 	}
 	defer resp.Body.Close()
+	// The builder's step-by-step log is kept for a failure report only; a
+	// successful build is one line of progress, written by the caller.
+	var log strings.Builder
+	fail := func(msg string) error {
+		return fmt.Errorf("%s\nbuild log:\n%s", strings.TrimSpace(msg), log.String())
+	}
 	dec := json.NewDecoder(resp.Body)
 	for {
 		var m buildMessage
@@ -97,15 +103,15 @@ func (p *Platform) build(ctx context.Context, plan *image.Context, progress io.W
 			return fmt.Errorf("reading build output: %w", err)
 		}
 		if m.Error != "" {
-			return errors.New(strings.TrimSpace(m.Error))
+			return fail(m.Error)
 		}
 		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
-			return errors.New(strings.TrimSpace(m.ErrorDetail.Message))
+			return fail(m.ErrorDetail.Message)
 		}
 		if m.Stream != "" {
-			io.WriteString(progress, m.Stream)
+			log.WriteString(m.Stream)
 		} else if m.Status != "" {
-			fmt.Fprintln(progress, m.Status)
+			log.WriteString(m.Status + "\n")
 		}
 	}
 }

@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+func runAgent(t *testing.T, o Options) []result.Event {
+	t.Helper()
+	var out, errb bytes.Buffer
+	o.Stdout, o.Stderr = &out, &errb
+	if err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	var evs []result.Event
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		ev, ok := result.ParseEvent(sc.Bytes())
+		if !ok {
+			t.Fatalf("stdout line is not an event: %q", sc.Text())
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Event != "result" {
+		t.Fatalf("the last event must be the result: %+v", evs)
+	}
+	return evs
+}
+
+func TestAgentResult(t *testing.T) {
+	evs := runAgent(t, Options{Workload: "cpu.primes", Role: "main", Params: `{"duration":"100ms","max_prime":"1000"}`})
+	res := evs[len(evs)-1].Result
+	if res.Status != result.OK || res.Workload != "cpu.primes" || res.Role != "main" {
+		t.Fatalf("%+v", res)
+	}
+	if res.Ended.Before(res.Started) || res.Seen["cgroup.version"] == "" {
+		t.Errorf("times or seen missing: %+v", res)
+	}
+}
+
+func TestAgentFailuresAreResults(t *testing.T) {
+	for name, c := range map[string]struct {
+		o    Options
+		want string
+	}{
+		"unknown workload": {Options{Workload: "cpu.nope", Role: "main"}, "unknown workload type"},
+		"unknown role":     {Options{Workload: "cpu.primes", Role: "server"}, "has no role"},
+		"bad json":         {Options{Workload: "cpu.primes", Role: "main", Params: `{`}, "not a JSON object"},
+		"bad value":        {Options{Workload: "cpu.primes", Role: "main", Params: `{"threads":"0"}`}, "threads"},
+		"no server":        {Options{Workload: "net.tcp_stream", Role: "client", Params: `{"duration":"100ms"}`, Target: "127.0.0.1:1"}, "connecting"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			evs := runAgent(t, c.o)
+			res := evs[len(evs)-1].Result
+			if res.Status != result.Failed || !strings.Contains(res.Error, c.want) {
+				t.Fatalf("want failed with %q, got %+v", c.want, res)
+			}
+		})
+	}
+}
+
+func TestServerAnnouncesReadyFirst(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	done := make(chan struct{})
+	pr := &notifyWriter{w: &out, onWrite: func() { cancel() }}
+	go func() {
+		_ = Run(ctx, Options{Workload: "net.tcp_stream", Role: "server", Bind: "127.0.0.1", Stdout: pr, Stderr: &bytes.Buffer{}})
+		close(done)
+	}()
+	<-done
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want ready then result, got %q", out.String())
+	}
+	ready, _ := result.ParseEvent([]byte(lines[0]))
+	res, _ := result.ParseEvent([]byte(lines[1]))
+	if ready.Event != "ready" || !strings.HasPrefix(ready.Addr, "127.0.0.1:") {
+		t.Errorf("first event %+v", ready)
+	}
+	// Cancelled while waiting for a client: a failed result that says so.
+	if res.Event != "result" || res.Result.Status != result.Failed || !strings.Contains(res.Result.Error, "interrupted") {
+		t.Errorf("second event %+v", res.Result)
+	}
+}
+
+// notifyWriter calls onWrite after the first write (the ready event).
+type notifyWriter struct {
+	w       *bytes.Buffer
+	onWrite func()
+	n       int
+}
+
+func (n *notifyWriter) Write(p []byte) (int, error) {
+	n.n++
+	k, err := n.w.Write(p)
+	if n.n == 1 {
+		n.onWrite()
+	}
+	return k, err
+}

@@ -1,0 +1,75 @@
+// Package archtest enforces the codebase's dependency rules: data flows one
+// way, one package talks to Docker, one to cobra.
+package archtest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/testutil"
+)
+
+const mod = "github.com/ctrbench/ctrbench/"
+
+// imports maps each package of the module to its direct imports.
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
+	cmd.Dir = testutil.ModuleRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	m := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		m[strings.TrimPrefix(f[0], mod)] = f[1:]
+	}
+	return m
+}
+
+func TestOnlyOnePackageImports(t *testing.T) {
+	rules := map[string]string{
+		"github.com/docker/docker":       "internal/platform/docker",
+		"github.com/spf13/cobra":         "internal/cli",
+		"github.com/vishvananda/netlink": "internal/links",
+		"modernc.org/sqlite":             "internal/store",
+	}
+	for pkg, imps := range imports(t) {
+		for _, imp := range imps {
+			for prefix, owner := range rules {
+				if strings.HasPrefix(imp, prefix) && pkg != owner {
+					t.Errorf("%s imports %s; only %s may", pkg, imp, owner)
+				}
+			}
+		}
+	}
+}
+
+// Packages that compute never import packages that act.
+func TestComputeDoesNotImportAct(t *testing.T) {
+	compute := []string{"internal/stats", "internal/report", "internal/spec", "internal/result", "internal/workload"}
+	act := []string{"internal/orchestrator", "internal/store", "internal/platform", "internal/cli", "internal/agent", "internal/links", "internal/cgroup"}
+	all := imports(t)
+	for _, c := range compute {
+		for _, imp := range all[c] {
+			for _, a := range act {
+				if strings.HasPrefix(strings.TrimPrefix(imp, mod), a) {
+					t.Errorf("%s (computes) imports %s (acts)", c, imp)
+				}
+			}
+		}
+	}
+}
+
+// Nothing but the command imports the CLI.
+func TestNobodyImportsCLI(t *testing.T) {
+	for pkg, imps := range imports(t) {
+		for _, imp := range imps {
+			if imp == mod+"internal/cli" && pkg != "cmd/ctrbench" {
+				t.Errorf("%s imports the CLI", pkg)
+			}
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package workloads
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+func values(t *testing.T, typ string, user map[string]string) workload.Values {
+	t.Helper()
+	s, ok := workload.Lookup(typ)
+	if !ok {
+		t.Fatalf("no workload %s", typ)
+	}
+	v, errs := s.Resolve(user)
+	if errs != nil {
+		t.Fatalf("params: %v", errs)
+	}
+	return v
+}
+
+func obsMap(obs []result.Observation) map[string]float64 {
+	m := map[string]float64{}
+	for _, o := range obs {
+		m[o.Metric] = o.Value
+	}
+	return m
+}
+
+func TestPrimeCounts(t *testing.T) {
+	// Primes below n, minus the prime 2 (the search starts at 3):
+	// pi(10) = 4, pi(100) = 25, pi(10000) = 1229, pi(20000) = 2262.
+	for _, c := range []struct{ max, want int }{{3, 0}, {10, 3}, {100, 24}, {10000, 1228}, {20000, 2261}} {
+		if got := primeEvent(c.max); got != c.want {
+			t.Errorf("primeEvent(%d) = %d, want %d", c.max, got, c.want)
+		}
+		if got := sievePrimes(c.max); got != c.want {
+			t.Errorf("sievePrimes(%d) = %d, want %d", c.max, got, c.want)
+		}
+	}
+}
+
+func TestPrimesMetricsAreConsistent(t *testing.T) {
+	p := values(t, "cpu.primes", map[string]string{"duration": "300ms", "max_prime": "5000", "threads": "2"})
+	obs, _, err := runPrimes(context.Background(), p, workload.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := obsMap(obs)
+	if m["events_per_sec"] <= 0 || m["latency_avg"] <= 0 || m["latency_p95"] < m["latency_avg"]*0.5 {
+		t.Fatalf("implausible metrics %v", m)
+	}
+	// Two threads each finishing an event every latency_avg ms: the rate
+	// must agree with the latency within scheduling noise.
+	implied := 2 * 1000 / m["latency_avg"]
+	if r := m["events_per_sec"] / implied; r < 0.6 || r > 1.1 {
+		t.Errorf("events_per_sec %.1f disagrees with 2 threads at %.3f ms/event (ratio %.2f)", m["events_per_sec"], m["latency_avg"], r)
+	}
+}
+
+// serve runs a server role in the background and returns its address.
+func serve(t *testing.T, fn workload.RunFunc, p workload.Values) (string, chan error) {
+	t.Helper()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := fn(context.Background(), p, workload.Env{Role: workload.Server, Bind: "127.0.0.1", Ready: func(a string) { ready <- a }})
+		done <- err
+	}()
+	select {
+	case a := <-ready:
+		return a, done
+	case err := <-done:
+		t.Fatalf("server ended before ready: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("server not ready")
+	}
+	return "", nil
+}
+
+func TestTCPStreamLoopback(t *testing.T) {
+	p := values(t, "net.tcp_stream", map[string]string{"duration": "300ms", "message_size": "64KiB"})
+	addr, done := serve(t, tcpStreamServer, p)
+	obs, _, err := tcpStreamClient(context.Background(), p, workload.Env{Role: workload.Client, Target: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	m := obsMap(obs)
+	if m["throughput"] <= 0.01 || m["sender_throughput"] <= 0.01 {
+		t.Fatalf("implausible loopback throughput %v", m)
+	}
+	// Receiver and sender windows cover the same bytes; on loopback they
+	// differ by little more than the buffered tail.
+	if r := m["throughput"] / m["sender_throughput"]; r < 0.5 || r > 2 {
+		t.Errorf("receiver/sender throughput ratio %.2f", r)
+	}
+}
+
+// A server that under-reports what it received must fail the trial.
+func TestTCPStreamDetectsLoss(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		n, _ := io.Copy(io.Discard, c)
+		_ = binary.Write(c, binary.BigEndian, streamReport{Bytes: uint64(n) - 1, Elapsed: uint64(time.Millisecond)})
+	}()
+	p := values(t, "net.tcp_stream", map[string]string{"duration": "100ms"})
+	_, _, err = tcpStreamClient(context.Background(), p, workload.Env{Target: ln.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "validation") {
+		t.Fatalf("want a validation error, got %v", err)
+	}
+}
+
+func TestParseIperf3(t *testing.T) {
+	tcp := `{"start":{},"end":{"sum_sent":{"bits_per_second":9.5e9,"retransmits":7},"sum_received":{"bits_per_second":9.4e9,"bytes":5.9e9}}}`
+	obs, _, err := parseIperf3([]byte(tcp), "", nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := obsMap(obs); m["throughput"] != 9.4 || m["retransmits"] != 7 {
+		t.Errorf("tcp: %v", m)
+	}
+	udp := `{"end":{"sum":{"bits_per_second":1e9,"jitter_ms":0.01,"lost_percent":2,"packets":1000}}}`
+	obs, _, err = parseIperf3([]byte(udp), "", nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := obsMap(obs); m["throughput"] != 0.98 || m["loss"] != 2 || m["jitter"] != 0.01 {
+		t.Errorf("udp: %v", m)
+	}
+	for name, c := range map[string]struct {
+		out  string
+		udp  bool
+		want string
+	}{
+		"tool error":    {`{"error":"unable to connect to server: Connection refused"}`, false, "Connection refused"},
+		"not json":      {`iperf3: parameter error`, false, "not the JSON expected"},
+		"no bytes":      {`{"end":{"sum_received":{"bits_per_second":0,"bytes":0}}}`, false, "no bytes received"},
+		"udp no packet": {`{"end":{"sum":{"packets":0}}}`, true, "no end.sum packets"},
+	} {
+		_, raw, err := parseIperf3([]byte(c.out), c.out, nil, c.udp)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", name, err, c.want)
+		}
+		if raw != c.out {
+			t.Errorf("%s: raw output not kept", name)
+		}
+	}
+}
+
+func TestIperf3Loopback(t *testing.T) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed (scripts/setup.sh installs it)")
+	}
+	for _, proto := range []string{"tcp", "udp"} {
+		t.Run(proto, func(t *testing.T) {
+			p := values(t, "net.iperf3", map[string]string{"duration": "1s", "protocol": proto, "bitrate": "100M"})
+			addr, done := serve(t, iperf3Server, p)
+			obs, raw, err := iperf3Client(context.Background(), p, workload.Env{Target: addr})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, raw)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("server: %v", err)
+			}
+			if m := obsMap(obs); m["throughput"] <= 0 {
+				t.Errorf("throughput %v", m)
+			}
+		})
+	}
+}
+
+func TestMissingToolNamesPackage(t *testing.T) {
+	_, err := lookTool(workload.Tool{Binary: "no-such-tool-ctrbench", Package: "some-package"})
+	if err == nil || !strings.Contains(err.Error(), "install the Debian package some-package") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// Every registered workload documents its parameters and metrics.
+func TestRegistryDocumented(t *testing.T) {
+	for _, typ := range workload.Types() {
+		s, _ := workload.Lookup(typ)
+		if s.Summary == "" {
+			t.Errorf("%s: no summary", typ)
+		}
+		for _, p := range s.Params {
+			if p.Doc == "" {
+				t.Errorf("%s: parameter %s undocumented", typ, p.Name)
+			}
+		}
+		if len(s.Metrics) == 0 {
+			t.Errorf("%s: no metrics", typ)
+		}
+		for _, m := range s.Metrics {
+			if m.Doc == "" || m.Unit == "" {
+				t.Errorf("%s: metric %s lacks doc or unit", typ, m.Name)
+			}
+		}
+	}
+}
