@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -153,5 +154,36 @@ func TestLoadMissingFile(t *testing.T) {
 	var ps Problems
 	if errors.As(err, &ps) {
 		t.Errorf("a missing file is not a Problems error")
+	}
+}
+
+// The native+bridge problem suggests an exclusion; adding it must make the
+// file valid (it names the factors that placed the role, or only the network
+// when native is the default).
+func TestNativeBridgeSuggestionWorks(t *testing.T) {
+	tests := []struct {
+		file     string
+		existing string // exclude items the file already has
+	}{
+		{"testdata/bad/native_bridge.yaml", ""},
+		{"testdata/bad/native_bridge_server.yaml", ""},
+		{"testdata/bad/native_bridge_role.yaml", "{network: bridge, server.platform: native}, "},
+	}
+	suggestion := regexp.MustCompile(`exclude: \[(\{[^}]*\})\]`)
+	for _, tc := range tests {
+		data, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Parse(tc.file, data, nil, testMachine)
+		m := suggestion.FindStringSubmatch(fmt.Sprint(err))
+		if m == nil {
+			t.Errorf("%s: no suggested exclusion in %v", tc.file, err)
+			continue
+		}
+		set := "exclude=[" + tc.existing + m[1] + "]"
+		if _, err := Parse(tc.file, data, []string{set}, testMachine); err != nil {
+			t.Errorf("%s with the suggested --set %s:\n%v", tc.file, set, err)
+		}
 	}
 }
