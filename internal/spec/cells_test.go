@@ -2,6 +2,7 @@ package spec
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -374,5 +375,36 @@ func TestRoles(t *testing.T) {
 	}
 	if got := Roles(e.Workloads[1].Spec); !reflect.DeepEqual(got, []string{"server", "client"}) {
 		t.Errorf("tcp roles %v", got)
+	}
+}
+
+// An exclusion or baseline may spell a parameter level differently from the
+// factor (1024 for 1KiB); it names the same level.
+func TestLevelsMatchByValue(t *testing.T) {
+	src := `name: x
+factors:
+  param.message_size: [1KiB, 64KiB]
+exclude:
+  - {param.message_size: 1024}
+baseline: {param.message_size: "65536"}
+workloads:
+  - {type: net.tcp_stream}
+`
+	e, err := Parse("x.yaml", []byte(src), nil, Machine{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := e.Cells()
+	if len(cells) != 1 || cells[0].Factors["param.message_size"] != "64KiB" {
+		t.Fatalf("cells %+v", cells)
+	}
+	if e.Baseline["param.message_size"] != "64KiB" {
+		t.Errorf("baseline %v", e.Baseline)
+	}
+}
+
+func TestCPUListBounded(t *testing.T) {
+	if _, err := ParseCPUList("0-2000000000", 0); err == nil || !strings.Contains(err.Error(), "beyond any machine") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -204,6 +204,11 @@ func ParseCPUList(s string, ncpu int) ([]int, error) {
 				return nil, fmt.Errorf("want CPU numbers such as 0, 0-1 or 0,2")
 			}
 		}
+		// Linux supports at most 8192 CPUs; a larger number is a typo, and
+		// expanding it would exhaust memory when the machine is unknown.
+		if b >= maxCPUs {
+			return nil, fmt.Errorf("CPU %d is beyond any machine (at most %d CPUs)", b, maxCPUs)
+		}
 		for c := a; c <= b; c++ {
 			if ncpu > 0 && c >= ncpu {
 				return nil, fmt.Errorf("CPU %d does not exist on this machine (CPUs 0-%d)", c, ncpu-1)
@@ -213,6 +218,8 @@ func ParseCPUList(s string, ncpu int) ([]int, error) {
 	}
 	return cpus, nil
 }
+
+const maxCPUs = 8192
 
 // Placement is where one role of a cell runs.
 type Placement struct {

@@ -33,6 +33,8 @@ func Load(path string, sets []string, m Machine) (*Experiment, error) {
 type parser struct {
 	file     string
 	problems Problems
+	// wls are the workloads read so far, for interpreting parameter levels.
+	wls []Workload
 	// origin maps a node that came from --set to its expression.
 	origin map[*yaml.Node]string
 }
@@ -234,6 +236,7 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 	}
 	if n, ok := f["workloads"]; ok {
 		e.Workloads = p.workloads(n)
+		p.wls = e.Workloads
 	} else {
 		p.addf(root, "missing key \"workloads\": list at least one workload (types: %s)", strings.Join(workload.Types(), ", "))
 	}
@@ -409,13 +412,43 @@ func (p *parser) levelMap(n *yaml.Node, what string, factors []Factor) map[strin
 		if !ok {
 			continue
 		}
-		if !contains(f.Levels, s) {
+		lvl, ok := sameLevel(f, s, p.wls)
+		if !ok {
 			p.addf(v, "%s names level %q of %s, which is not among its levels (%s)", what, s, k.Value, strings.Join(f.Levels, ", "))
 			continue
 		}
-		out[k.Value] = s
+		out[k.Value] = lvl
 	}
 	return out
+}
+
+// sameLevel finds the level of f that s names: the same text, or for a
+// parameter factor the same value spelled otherwise (1024 for 1KiB).
+func sameLevel(f *Factor, s string, wls []Workload) (string, bool) {
+	if contains(f.Levels, s) {
+		return s, true
+	}
+	pname, ok := strings.CutPrefix(f.Name, ParamPrefix)
+	if !ok {
+		return "", false
+	}
+	for _, w := range wls {
+		prm, ok := w.Spec.Param(pname)
+		if !ok {
+			continue
+		}
+		want, err := prm.Normalize(s)
+		if err != nil {
+			return "", false
+		}
+		for _, l := range f.Levels {
+			if got, err := prm.Normalize(l); err == nil && got == want {
+				return l, true
+			}
+		}
+		return "", false
+	}
+	return "", false
 }
 
 func (p *parser) excludes(n *yaml.Node, factors []Factor) []map[string]string {
