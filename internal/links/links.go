@@ -4,10 +4,12 @@
 package links
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
@@ -41,7 +43,9 @@ func RemoveAll(keep map[string]bool) ([]string, error) {
 		if !strings.HasPrefix(name, platform.LinkPrefix) || keep[name] {
 			continue
 		}
-		if err := netlink.LinkDel(l); err != nil {
+		// Deleting one end of a veth pair deletes its peer too, so a link
+		// listed a moment ago may already be gone: that is success.
+		if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
 			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}

@@ -1,0 +1,222 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/native"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/testutil"
+	_ "github.com/ctrbench/ctrbench/internal/workloads"
+)
+
+func experiment(t *testing.T, src string) *spec.Experiment {
+	t.Helper()
+	e, err := spec.Parse("test.yaml", []byte(src), nil, spec.Machine{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+type sink struct {
+	mu     sync.Mutex
+	trials []result.Trial
+	err    error
+}
+
+func (s *sink) record(t result.Trial) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trials = append(s.trials, t)
+	return s.err
+}
+
+func options(e *spec.Experiment, ps map[string]platform.Platform, s *sink) Options {
+	return Options{Experiment: e, CampaignID: "test-orch", Cells: e.Cells(), Platforms: ps, Sink: s.record, CleanupTimeout: 10 * time.Second}
+}
+
+// Real agents on the native platform: every planned trial is handed to the
+// sink, in order, warm-ups flagged, results ok.
+func TestRunNative(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agent processes")
+	}
+	e := experiment(t, `name: n
+seed: 3
+repetitions: 2
+warmup: 1
+factors:
+  param.max_prime: [1000, 2000]
+workloads:
+  - {type: cpu.primes, params: {duration: 100ms}}
+  - {type: net.tcp_stream, params: {duration: 100ms}}
+`)
+	s := &sink{}
+	sum, err := Run(context.Background(), options(e, map[string]platform.Platform{"native": native.New(testutil.Binary(t))}, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 cells (tcp has no max_prime, so it is one cell) x 3 trials.
+	if sum.Planned != 9 || sum.Ran != 9 || sum.OK != 9 || len(s.trials) != 9 {
+		t.Fatalf("summary %+v, %d trials", sum, len(s.trials))
+	}
+	warm := 0
+	for i, tr := range s.trials {
+		if tr.Seq != i+1 {
+			t.Errorf("trial %d has seq %d", i, tr.Seq)
+		}
+		if tr.Status != result.OK || len(tr.Observations) == 0 {
+			t.Errorf("trial %d: %s %s", tr.Seq, tr.Status, tr.Error)
+		}
+		if tr.Warmup {
+			warm++
+			if i >= 3 {
+				t.Errorf("warm-up at position %d", i)
+			}
+		}
+		if tr.Ended.Before(tr.Started) {
+			t.Errorf("trial %d ends before it starts", tr.Seq)
+		}
+	}
+	if warm != 3 {
+		t.Errorf("%d warm-ups, want 3", warm)
+	}
+}
+
+// A fake platform, for failure paths a real engine does not produce on demand.
+type fake struct {
+	startErr error
+	exit     platform.Exit
+	stdout   string
+	closed   bool
+}
+
+func (f *fake) Name() string                                  { return "docker" }
+func (f *fake) Prepare(context.Context, platform.Setup) error { return nil }
+func (f *fake) HostAddr(string) string                        { return "127.0.0.1" }
+func (f *fake) Close(context.Context) error                   { f.closed = true; return nil }
+func (f *fake) Info() map[string]string                       { return nil }
+func (f *fake) Start(context.Context, platform.InstanceSpec) (platform.Instance, error) {
+	if f.startErr != nil {
+		return nil, f.startErr
+	}
+	return &fakeInstance{out: strings.NewReader(f.stdout), exit: f.exit}, nil
+}
+
+type fakeInstance struct {
+	out  io.Reader
+	exit platform.Exit
+}
+
+func (i *fakeInstance) Stdout() io.Reader                           { return i.out }
+func (i *fakeInstance) Wait(context.Context) (platform.Exit, error) { return i.exit, nil }
+func (i *fakeInstance) IP() string                                  { return "" }
+func (i *fakeInstance) Remove(context.Context) error                { return nil }
+
+const oneDockerCell = `name: f
+repetitions: 2
+factors: {platform: [docker]}
+workloads: [{type: cpu.primes}]
+`
+
+func TestFailuresAreTrials(t *testing.T) {
+	for name, c := range map[string]struct {
+		f    *fake
+		want string
+	}{
+		"start fails":     {&fake{startErr: errors.New("OCI runtime create failed")}, "starting main on docker: OCI runtime create failed"},
+		"exit, no result": {&fake{exit: platform.Exit{Code: 137, Stderr: "Killed"}, stdout: "some noise\n"}, "exited with code 137 without a result: Killed | some noise"},
+		"failed result":   {&fake{stdout: `{"event":"result","result":{"status":"failed","error":"validation: wrong"}}` + "\n"}, "validation: wrong"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &sink{}
+			e := experiment(t, oneDockerCell)
+			sum, err := Run(context.Background(), options(e, map[string]platform.Platform{"docker": c.f}, s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Failed != 2 || len(s.trials) != 2 {
+				t.Fatalf("the campaign must go on: %+v", sum)
+			}
+			for _, tr := range s.trials {
+				if tr.Status != result.Failed || !strings.Contains(tr.Error, c.want) {
+					t.Errorf("trial %d: %s %q, want failed with %q", tr.Seq, tr.Status, tr.Error, c.want)
+				}
+			}
+			if !c.f.closed {
+				t.Error("platform not closed")
+			}
+		})
+	}
+}
+
+func TestSinkErrorStopsTheCampaign(t *testing.T) {
+	s := &sink{err: errors.New("disk full")}
+	e := experiment(t, oneDockerCell)
+	f := &fake{stdout: `{"event":"result","result":{"status":"ok"}}` + "\n"}
+	_, err := Run(context.Background(), options(e, map[string]platform.Platform{"docker": f}, s))
+	if err == nil || !strings.Contains(err.Error(), "disk full") || len(s.trials) != 1 {
+		t.Fatalf("got %v after %d trials", err, len(s.trials))
+	}
+}
+
+// Ctrl-C in the middle of a trial: the cut-short trial is not a result.
+func TestInterruptedTrialIsNotRecorded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agent processes")
+	}
+	e := experiment(t, `name: i
+workloads: [{type: cpu.primes, params: {duration: 1m}}]
+`)
+	s := &sink{}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	sum, err := Run(ctx, options(e, map[string]platform.Platform{"native": native.New(testutil.Binary(t))}, s))
+	if !errors.Is(err, ErrInterrupted) || !sum.Interrupted {
+		t.Fatalf("got %v %+v", err, sum)
+	}
+	if len(s.trials) != 0 {
+		t.Errorf("an interrupted trial was recorded: %+v", s.trials)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("stopping took %s", d)
+	}
+}
+
+func TestTimeoutIsATimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agent processes")
+	}
+	e := experiment(t, `name: t
+repetitions: 1
+timeout: 300ms
+workloads: [{type: cpu.primes, params: {duration: 1m}}]
+`)
+	s := &sink{}
+	if _, err := Run(context.Background(), options(e, map[string]platform.Platform{"native": native.New(testutil.Binary(t))}, s)); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.trials) != 1 || s.trials[0].Status != result.Timeout || !strings.Contains(s.trials[0].Error, "timed out after 300ms") {
+		t.Fatalf("%+v", s.trials)
+	}
+}
+
+func TestLimitsOf(t *testing.T) {
+	l, err := limitsOf(spec.Placement{CPUs: "1.5", Cpuset: "0-1", Memory: "512MiB"})
+	if err != nil || l.CPUs != 1.5 || l.Cpuset != "0-1" || l.MemoryBytes != 512<<20 {
+		t.Fatalf("%+v %v", l, err)
+	}
+	l, err = limitsOf(spec.Placement{CPUs: spec.NoLimit, Cpuset: spec.NoLimit, Memory: spec.NoLimit})
+	if err != nil || !l.IsZero() {
+		t.Fatalf("%+v %v", l, err)
+	}
+}

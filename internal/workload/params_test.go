@@ -1,0 +1,74 @@
+package workload
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "4096": 4096, "1KB": 1000, "1KiB": 1024, "64KiB": 65536, "1.5MB": 1500000,
+		"1MiB": 1 << 20, "2GiB": 2 << 30, "1 MB": 1000000, "10b": 10, "1kib": 1024,
+	} {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "KiB", "12 parsecs", "1e3", "-5"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0B", 1024: "1KiB", 65536: "64KiB", 1000: "1000B", 3 << 30: "3GiB"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	cases := []struct {
+		p       Param
+		in, out string
+		errHas  string
+	}{
+		{P("d", Duration, "1s", ""), "1500ms", "1.5s", ""},
+		{P("d", Duration, "1s", ""), "5 seconds", "", "is not a duration"},
+		{P("d", Duration, "1s", "").Range(1, 10), "500ms", "", "out of range"},
+		{P("s", Size, "1", ""), "64KiB", "65536", ""},
+		{P("i", Int, "1", "").Range(1, 4), "5", "", "from 1 to 4"},
+		{P("i", Int, "1", ""), "2.5", "", "not an integer"},
+		{P("f", Float, "1", ""), "NaN", "", "not a number"},
+		{P("b", Bool, "true", ""), "yes", "", "true or false"},
+		{P("b", Bool, "true", ""), "1", "true", ""},
+		{P("e", Enum, "a", "").OneOf("a", "b"), "c", "", "one of a, b"},
+		{P("r", String, "1G", "").Matching(`[0-9]+[KMG]?`, "a rate"), "1.5X", "", "not a rate"},
+		{P("r", String, "1G", "").Matching(`[0-9]+[KMG]?`, "a rate"), "100M", "100M", ""},
+	}
+	for _, c := range cases {
+		got, err := c.p.Normalize(c.in)
+		switch {
+		case c.errHas == "" && (err != nil || got != c.out):
+			t.Errorf("%s %q: got %q, %v; want %q", c.p.Kind, c.in, got, err, c.out)
+		case c.errHas != "" && (err == nil || !strings.Contains(err.Error(), c.errHas)):
+			t.Errorf("%s %q: got %v, want an error with %q", c.p.Kind, c.in, err, c.errHas)
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	s := &Spec{Type: "x.y", Params: []Param{P("n", Int, "3", "").Range(1, math.NaN()), P("d", Duration, "1s", "")}}
+	v, errs := s.Resolve(map[string]string{"n": "7"})
+	if errs != nil || v.Int("n") != 7 || v.Duration("d").Seconds() != 1 {
+		t.Fatalf("got %v %v", v, errs)
+	}
+	_, errs = s.Resolve(map[string]string{"n": "0", "colour": "blue"})
+	if len(errs) != 2 || !strings.Contains(errs["colour"].Error(), "allowed: n, d") || !strings.Contains(errs["n"].Error(), "at least 1") {
+		t.Fatalf("errors %v", errs)
+	}
+}
