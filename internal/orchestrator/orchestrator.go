@@ -7,6 +7,8 @@ package orchestrator
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +41,10 @@ type Options struct {
 	// CleanupTimeout bounds removal of what a trial or campaign created,
 	// which runs even after ctx is cancelled.
 	CleanupTimeout time.Duration
+
+	// runToken makes instance names unique per invocation, so a resumed
+	// campaign never collides with a leftover of the interrupted one.
+	runToken string
 }
 
 // Summary counts what a run did.
@@ -53,6 +59,9 @@ var ErrInterrupted = errors.New("interrupted")
 // Run executes the campaign.
 func Run(ctx context.Context, o Options) (Summary, error) {
 	e := o.Experiment
+	tok := make([]byte, 2)
+	_, _ = rand.Read(tok)
+	o.runToken = hex.EncodeToString(tok)
 	if o.CleanupTimeout == 0 {
 		o.CleanupTimeout = 60 * time.Second
 	}

@@ -148,7 +148,7 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 	start := func(role, bind, target string) (*running, error) {
 		pl := spec.PlacementFor(cell.Factors, role)
 		p := o.Platforms[pl.Platform]
-		name := fmt.Sprintf("ctrbench-%s-t%d-%s", o.CampaignID, pt.Seq, role)
+		name := fmt.Sprintf("ctrbench-%s-t%d-%s-%s", o.CampaignID, pt.Seq, role, o.runToken)
 		args := []string{"agent", "run", "--workload", cell.WorkloadType, "--role", role, "--params", string(params)}
 		if bind != "" {
 			args = append(args, "--bind", bind)

@@ -54,7 +54,13 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	ctx, cancel := withTimeout(ctx, startTimeout)
 	defer cancel()
 
-	created, err := p.api.ContainerCreate(ctx,
+	// The create itself is not cancelled by Ctrl-C: a request abandoned in
+	// flight can still create the container in the daemon, and then no one
+	// would know its ID to remove it. It completes (bounded by the start
+	// timeout) and is removed below when ctx has ended meanwhile.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer ccancel()
+	created, err := p.api.ContainerCreate(cctx,
 		&container.Config{
 			Image:        img,
 			Cmd:          spec.Args,
@@ -78,6 +84,11 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	fail := func(err error) (platform.Instance, error) {
 		inst.Remove(ctx)
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		close(inst.done)
+		inst.stdout.CloseWithError(io.EOF)
+		return fail(fmt.Errorf("starting container %s: %w", spec.Name, err))
 	}
 	hj, err := p.api.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
