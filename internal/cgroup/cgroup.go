@@ -265,15 +265,16 @@ func (g *Group) Remove() error {
 // in every hierarchy, deepest first; used by clean after a killed run.
 func RemoveTree(name string) []string {
 	var removed []string
-	var roots []string
+	var bases []string
 	if V2() {
-		roots = []string{filepath.Join(Root, name)}
+		bases = []string{Root}
 	} else {
 		for _, c := range []string{"cpu", "cpuset", "memory"} {
-			roots = append(roots, filepath.Join(Root, c, name))
+			bases = append(bases, filepath.Join(Root, c))
 		}
 	}
-	for _, r := range roots {
+	for _, base := range bases {
+		r := filepath.Join(base, name)
 		var dirs []string
 		_ = filepath.WalkDir(r, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
@@ -285,6 +286,14 @@ func RemoveTree(name string) []string {
 			if os.Remove(dirs[i]) == nil {
 				removed = append(removed, dirs[i])
 			}
+		}
+		// The levels above (e.g. "ctrbench") are ctrbench's too; they go
+		// when empty, and stay while another campaign uses them.
+		for dir := filepath.Dir(r); dir != base && strings.HasPrefix(dir, base); dir = filepath.Dir(dir) {
+			if os.Remove(dir) != nil {
+				break
+			}
+			removed = append(removed, dir)
 		}
 	}
 	return removed

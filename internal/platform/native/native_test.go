@@ -25,8 +25,12 @@ func TestConformance(t *testing.T) {
 	t.Cleanup(func() {
 		_ = p.Close(context.Background())
 		for _, c := range []string{"cpu", "cpuset", "memory"} {
+			// The parent goes too when no other campaign uses it.
 			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, native.CgroupParent, campaign)); err == nil {
 				t.Errorf("cgroup %s/%s/%s left behind", c, native.CgroupParent, campaign)
+			}
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, native.CgroupParent)); err == nil {
+				t.Errorf("empty cgroup %s/%s left behind", c, native.CgroupParent)
 			}
 		}
 	})
