@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -168,4 +169,18 @@ workloads:
 	// The iperf3 trial must fail for its own reason (iperf3 rejects the
 	// bitrate), not time out.
 	contains(t, "failures", f.stdout, "bad-iperf", "iperf3", "block size invalid")
+}
+
+// TestImageBuildIsContentAddressed: building twice reuses the image.
+func TestImageBuildIsContentAddressed(t *testing.T) {
+	requireDocker(t)
+	first := ctrbench(t, 2*time.Minute, "image", "build")
+	if first.code != 0 {
+		t.Fatalf("image build exited %d: %s", first.code, first.stderr)
+	}
+	contains(t, "image build", first.stdout, "ctrbench-agent:")
+	second := ctrbench(t, 2*time.Minute, "image", "build")
+	contains(t, "second image build", second.stdout, "reused: true")
+	tag := strings.Fields(first.stdout)[0]
+	contains(t, "second image build", second.stdout, tag)
 }
