@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,7 +89,8 @@ func Plan(in Input) (*Context, error) {
 
 	var missing []string
 	for _, tool := range dedupe(in.Tools) {
-		found, err := b.addTool(tool)
+		binDir, _ := filepath.Abs(filepath.Dir(in.Binary))
+		found, err := b.addTool(tool, binDir)
 		if err != nil {
 			return nil, err
 		}
@@ -152,11 +154,25 @@ func (b *builder) addHostFile(dst, src string) error {
 	return nil
 }
 
-// addTool adds a program from PATH and every shared object it loads.
-func (b *builder) addTool(name string) (bool, error) {
-	p, err := exec.LookPath(name)
-	if err != nil {
-		return false, nil
+// HelperDir is where programs found beside the ctrbench binary (the C
+// kernels the Makefile builds, e.g. ctb-linpack) go in the image: a
+// directory on the image's PATH.
+const HelperDir = "/usr/local/bin"
+
+// addTool adds a program and every shared object it loads. A program beside
+// the ctrbench binary (binDir) is one of ctrbench's own helpers and goes to
+// HelperDir; one found in PATH keeps its host path.
+func (b *builder) addTool(name, binDir string) (bool, error) {
+	dst := ""
+	p := filepath.Join(binDir, name)
+	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 && path.IsAbs(p) {
+		dst = path.Join(HelperDir, name)
+	} else {
+		lp, err := exec.LookPath(name)
+		if err != nil {
+			return false, nil
+		}
+		p, dst = lp, lp
 	}
 	if !path.IsAbs(p) {
 		return false, fmt.Errorf("tool %q resolved to relative path %q", name, p)
@@ -165,7 +181,7 @@ func (b *builder) addTool(name string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("tool %q: %w", name, err)
 	}
-	if err := b.addHostFile(p, p); err != nil {
+	if err := b.addHostFile(dst, p); err != nil {
 		return false, fmt.Errorf("tool %q: %w", name, err)
 	}
 	for _, lib := range libs {

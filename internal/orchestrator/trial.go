@@ -184,38 +184,50 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 		return fromResult(res)
 	}
 
-	spl := spec.PlacementFor(cell.Factors, workload.Server)
-	cpl := spec.PlacementFor(cell.Factors, workload.Client)
-	bind := "0.0.0.0" // a server in its own namespace listens on its own addresses
-	if inHostNS(spl) {
-		// Bind only the address the client will use: loopback, or the
-		// gateway of the ctrbench bridge the client sits on. Never 0.0.0.0 in
-		// the host's namespace, which would listen on the real interface.
-		bind = "127.0.0.1"
-		if !inHostNS(cpl) {
-			bind = o.Platforms[cpl.Platform].HostAddr(cpl.Network)
+	// A chain of roles: every role but the last is a server, started and
+	// ready before the next, which is its client; the last drives the load
+	// and is the one measured. tcp_stream is server <- client; S2's
+	// ping-pong is pong <- ping <- client.
+	roles := ws.RoleList()
+	servers := make([]*running, len(roles)-1)
+	target := ""
+	for i, role := range roles[:len(roles)-1] {
+		spl := spec.PlacementFor(cell.Factors, role)
+		cpl := spec.PlacementFor(cell.Factors, roles[i+1])
+		bind := "0.0.0.0" // a server in its own namespace listens on its own addresses
+		if inHostNS(spl) {
+			// Bind only the address the client will use: loopback, or the
+			// gateway of the ctrbench bridge the client sits on. Never
+			// 0.0.0.0 in the host's namespace, which would listen on the
+			// real interface.
+			bind = "127.0.0.1"
+			if !inHostNS(cpl) {
+				bind = o.Platforms[cpl.Platform].HostAddr(cpl.Network)
+			}
 		}
-	}
-	srv, err := start(workload.Server, bind, "")
-	if err != nil {
-		return nil, "", err
-	}
-	addr, err := srv.awaitReady(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, "", fmt.Errorf("server announced a bad address %q: %w", addr, err)
-	}
-	host := bind
-	if !inHostNS(spl) {
-		host = srv.inst.IP()
-		if host == "" {
-			return nil, "", fmt.Errorf("server instance has no address on network %s", spl.Network)
+		srv, err := start(role, bind, target)
+		if err != nil {
+			return nil, "", err
 		}
+		servers[i] = srv
+		addr, err := srv.awaitReady(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s announced a bad address %q: %w", role, addr, err)
+		}
+		host := bind
+		if !inHostNS(spl) {
+			if host = srv.inst.IP(); host == "" {
+				return nil, "", fmt.Errorf("%s has no address on network %s", role, spl.Network)
+			}
+		}
+		target = net.JoinHostPort(host, port)
 	}
-	cli, err := start(workload.Client, "", net.JoinHostPort(host, port))
+	driver := roles[len(roles)-1]
+	cli, err := start(driver, "", target)
 	if err != nil {
 		return nil, "", err
 	}
@@ -225,23 +237,27 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 	}
 	obs, raw, err := fromResult(cres)
 	if err != nil {
-		// The server may wait for a client that never came; it is removed
+		// Servers may wait for a client that never came; they are removed
 		// with the trial rather than waited for.
 		return nil, raw, err
 	}
+	// Servers finish once their client is done: the last client first.
 	gctx, cancel := context.WithTimeout(ctx, serverGrace)
 	defer cancel()
-	sres, serr := srv.await(gctx)
-	if serr != nil {
-		return nil, "", fmt.Errorf("client finished but the server did not: %w", serr)
-	}
-	sobs, sraw, err := fromResult(sres)
-	if err != nil {
-		return nil, sraw, fmt.Errorf("server: %w", err)
-	}
-	for _, ob := range sobs {
-		ob.Metric = "server." + ob.Metric
-		obs = append(obs, ob)
+	for i := len(servers) - 1; i >= 0; i-- {
+		role := roles[i]
+		sres, err := servers[i].await(gctx)
+		if err != nil {
+			return nil, "", fmt.Errorf("the %s finished but the %s did not: %w", driver, role, err)
+		}
+		sobs, sraw, err := fromResult(sres)
+		if err != nil {
+			return nil, sraw, fmt.Errorf("%s: %w", role, err)
+		}
+		for _, ob := range sobs {
+			ob.Metric = role + "." + ob.Metric
+			obs = append(obs, ob)
+		}
 	}
 	return obs, "", nil
 }

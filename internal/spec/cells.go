@@ -12,14 +12,14 @@ import (
 
 // relevant reports whether factor name matters to workload w: a parameter
 // factor only to workloads with that parameter, a role-qualified placement
-// only to client/server workloads.
+// only to workloads with that role.
 func relevant(name string, w Workload) bool {
 	if strings.HasPrefix(name, ParamPrefix) {
 		_, ok := w.Spec.Param(strings.TrimPrefix(name, ParamPrefix))
 		return ok
 	}
 	role, _ := splitFactor(name)
-	return role == "" || w.Spec.IsClientServer()
+	return role == "" || w.Spec.HasRole(role)
 }
 
 // combinations enumerates the full factorial in file order, the first factor

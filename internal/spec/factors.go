@@ -27,8 +27,6 @@ const (
 var (
 	Platforms = []string{"native", "docker"}
 	Networks  = []string{"host", "bridge"}
-	// Roles a placement factor may be qualified with.
-	qualifiableRoles = []string{workload.Server, workload.Client}
 	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory}
 	// Placement defaults when a factor is absent from the file.
 	placementDefaults = map[string]string{FPlatform: "native", FNetwork: "host", FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit}
@@ -46,7 +44,7 @@ func splitFactor(name string) (role, base string) {
 	if strings.HasPrefix(name, ParamPrefix) {
 		return "", name
 	}
-	for _, r := range qualifiableRoles {
+	for _, r := range workload.RoleNames() {
 		if strings.HasPrefix(name, r+".") {
 			return r, strings.TrimPrefix(name, r+".")
 		}
@@ -57,9 +55,7 @@ func splitFactor(name string) (role, base string) {
 // knownFactorNames describes the allowed factor names for error messages.
 func knownFactorNames() string {
 	names := append([]string{}, placementFactors...)
-	for _, r := range qualifiableRoles {
-		names = append(names, r+".<"+strings.Join(placementFactors, "|")+">")
-	}
+	names = append(names, "<role>.<"+strings.Join(placementFactors, "|")+"> (roles: "+strings.Join(workload.RoleNames(), ", ")+")")
 	names = append(names, ParamPrefix+"<parameter>")
 	return strings.Join(names, ", ")
 }
@@ -80,7 +76,7 @@ func checkFactorName(name string, wls []Workload) error {
 	role, base := splitFactor(name)
 	for _, f := range placementFactors {
 		if base == f {
-			if role != "" && !anyClientServer(wls) {
+			if role != "" && !anyHasRole(wls, role) {
 				return fmt.Errorf("factor %q places the %s role, but no workload of this file has one", name, role)
 			}
 			return nil
@@ -89,9 +85,9 @@ func checkFactorName(name string, wls []Workload) error {
 	return fmt.Errorf("unknown factor %q; allowed: %s", name, knownFactorNames())
 }
 
-func anyClientServer(wls []Workload) bool {
+func anyHasRole(wls []Workload, role string) bool {
 	for _, w := range wls {
-		if w.Spec != nil && w.Spec.IsClientServer() {
+		if w.Spec != nil && w.Spec.HasRole(role) {
 			return true
 		}
 	}

@@ -169,12 +169,37 @@ func Types() []string {
 	return t
 }
 
-// IsClientServer reports whether the workload has a server and a client role.
-func (s *Spec) IsClientServer() bool {
-	for _, r := range s.Roles {
-		if r == Server {
+// IsClientServer reports whether the workload has several roles: a chain
+// of servers, each started and ready before the next, ending in the role
+// that drives the load (the client). Roles[i+1] is the client of Roles[i].
+func (s *Spec) IsClientServer() bool { return len(s.Roles) > 1 }
+
+// HasRole reports whether r is one of the workload's roles.
+func (s *Spec) HasRole(r string) bool {
+	for _, x := range s.RoleList() {
+		if x == r {
 			return true
 		}
 	}
 	return false
+}
+
+// RoleNames lists every role of every registered multi-role workload,
+// sorted: the names a placement factor may be qualified with.
+func RoleNames() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range registry {
+		if !s.IsClientServer() {
+			continue
+		}
+		for _, r := range s.Roles {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -4,16 +4,29 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
-// lookTool finds an external tool or says which package provides it.
+// lookTool finds an external tool — beside the ctrbench executable first
+// (ctrbench's own C kernels, built by the Makefile), then in PATH — or says
+// which package provides it.
 func lookTool(t workload.Tool) (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), t.Binary)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
 	path, err := exec.LookPath(t.Binary)
 	if err != nil {
+		if t.Package == "" {
+			return "", fmt.Errorf("%s not found beside ctrbench or in PATH: build it with `make build`", t.Binary)
+		}
 		return "", fmt.Errorf("%s not found: install the Debian package %s (scripts/setup.sh does), then rebuild the image with `ctrbench image build`", t.Binary, t.Package)
 	}
 	return path, nil
