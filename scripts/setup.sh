@@ -15,9 +15,17 @@ need_root() {
 # Packages and the command each provides; only missing commands trigger an install.
 PKGS=(
 	"dockerd:docker.io"
+	"ip:iproute2"
+	"gcc:gcc"
 	"iperf3:iperf3"
 	"sysbench:sysbench"
-	"ip:iproute2"
+	"fio:fio"
+	"bonnie++:bonnie++"
+	"pbzip2:pbzip2"
+	"sockperf:sockperf"
+	"wrk:wrk"
+	"/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h:libopenblas-dev"
+	"/usr/lib/x86_64-linux-gnu/libgomp.so.1:libgomp1"
 	"chromium:chromium"
 )
 
@@ -26,7 +34,13 @@ missing_pkgs() {
 	for entry in "${PKGS[@]}"; do
 		cmd=${entry%%:*}
 		pkg=${entry#*:}
-		command -v "$cmd" >/dev/null 2>&1 || out+=("$pkg")
+		# An entry is a command in PATH, or an absolute path of a file the
+		# package installs (libraries and headers).
+		if [[ $cmd == /* ]]; then
+			[ -e "$cmd" ] || out+=("$pkg")
+		else
+			command -v "$cmd" >/dev/null 2>&1 || out+=("$pkg")
+		fi
 	done
 	echo "${out[@]:-}"
 }

@@ -31,8 +31,13 @@ type Options struct {
 	// JoinCgroups are cgroup directories to enter before any work (the
 	// native platform's way of applying limits to a host process).
 	JoinCgroups []string
-	Stdout      io.Writer
-	Stderr      io.Writer
+	// DataDir is where disk workloads write. The agent makes a fresh
+	// directory inside it for the run and removes it afterwards; empty
+	// means the system's temporary directory (the container's writable
+	// layer in a container).
+	DataDir string
+	Stdout  io.Writer
+	Stderr  io.Writer
 }
 
 // emitter writes events; a server's ready and the result may come from
@@ -95,12 +100,18 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		}
 		return result.Failf("bad parameters: %s", strings.Join(msgs, "; "))
 	}
+	data, err := os.MkdirTemp(o.DataDir, "ctrbench-data-")
+	if err != nil {
+		return result.Failf("making the data directory in %q: %v", o.DataDir, err)
+	}
+	defer os.RemoveAll(data)
 	env := workload.Env{
-		Role:   o.Role,
-		Bind:   o.Bind,
-		Target: o.Target,
-		Ready:  func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
-		Log:    func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
+		DataDir: data,
+		Role:    o.Role,
+		Bind:    o.Bind,
+		Target:  o.Target,
+		Ready:   func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
+		Log:     func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
 	}
 	obs, raw, err := runFn(ctx, vals, env)
 	res = &result.Result{Status: result.OK, Observations: obs, Seen: seen()}

@@ -34,6 +34,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&o.Params, "params", "{}", "parameters as a JSON object of strings")
 	f.StringVar(&o.Bind, "bind", "127.0.0.1", "address a server listens on")
 	f.StringVar(&o.Target, "target", "", "host:port of the server, for a client")
+	f.StringVar(&o.DataDir, "data-dir", "", "directory in which disk workloads write (default: the system's temporary directory)")
 	f.StringVar(&join, "join-cgroups", "", "cgroup directories to enter before any work (comma-separated)")
 	_ = run.MarkFlagRequired("workload")
 	c.AddCommand(run)

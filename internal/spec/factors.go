@@ -25,8 +25,8 @@ const (
 
 // Platforms and networks this version knows.
 var (
-	Platforms = []string{"native", "docker"}
-	Networks  = []string{"host", "bridge"}
+	Platforms        = []string{"native", "docker"}
+	Networks         = []string{"host", "bridge"}
 	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory}
 	// Placement defaults when a factor is absent from the file.
 	placementDefaults = map[string]string{FPlatform: "native", FNetwork: "host", FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit}

@@ -48,6 +48,10 @@ type Env struct {
 	Ready func(addr string)
 	// Log receives diagnostics; never the result.
 	Log func(format string, a ...any)
+	// DataDir is where disk workloads put their files: the container's
+	// writable layer, a volume or a tmpfs, as the storage factor says. It
+	// exists and is empty at the start of the trial.
+	DataDir string
 }
 
 // RunFunc runs one role once. It returns observations, or an error that makes
@@ -63,6 +67,9 @@ type Spec struct {
 	Roles   []string // nil means []string{Main}
 	Tools   []Tool
 	Run     map[string]RunFunc // by role
+	// Smoke are parameters for a run of a second or two: the end-to-end
+	// test runs every registered workload with them on every platform.
+	Smoke map[string]string
 }
 
 // RoleList returns the roles, Main when none are declared.
@@ -147,6 +154,9 @@ func Register(s *Spec) {
 		if _, err := p.Normalize(p.Default); err != nil {
 			panic(fmt.Sprintf("workload %s: default of %s: %v", s.Type, p.Name, err))
 		}
+	}
+	if _, errs := s.Resolve(s.Smoke); errs != nil {
+		panic(fmt.Sprintf("workload %s: smoke parameters: %v", s.Type, errs))
 	}
 	for _, m := range s.Metrics {
 		if !m.Better.Valid() {

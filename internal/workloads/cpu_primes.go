@@ -28,7 +28,8 @@ func init() {
 			{Name: "latency_avg", Unit: "ms", Better: result.Lower, Doc: "mean time of one event"},
 			{Name: "latency_p95", Unit: "ms", Better: result.Lower, Doc: "95th percentile time of one event"},
 		},
-		Run: map[string]workload.RunFunc{workload.Main: runPrimes},
+		Run:   map[string]workload.RunFunc{workload.Main: runPrimes},
+		Smoke: map[string]string{"duration": "300ms", "max_prime": "3000"},
 	})
 }
 

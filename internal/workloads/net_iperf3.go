@@ -39,6 +39,7 @@ func init() {
 		Roles: []string{workload.Server, workload.Client},
 		Tools: []workload.Tool{iperf3Tool},
 		Run:   map[string]workload.RunFunc{workload.Server: iperf3Server, workload.Client: iperf3Client},
+		Smoke: map[string]string{"duration": "1s", "bitrate": "100M"},
 	})
 }
 

@@ -27,6 +27,7 @@ func init() {
 		},
 		Roles: []string{workload.Server, workload.Client},
 		Run:   map[string]workload.RunFunc{workload.Server: tcpStreamServer, workload.Client: tcpStreamClient},
+		Smoke: map[string]string{"duration": "300ms", "message_size": "64KiB"},
 	})
 }
 
