@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
@@ -114,7 +115,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		Log:     func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
 	}
 	obs, raw, err := runFn(ctx, vals, env)
-	res = &result.Result{Status: result.OK, Observations: obs, Seen: seen()}
+	res = &result.Result{Status: result.OK, Observations: obs, Seen: seen(data)}
 	if err != nil {
 		res.Status, res.Error, res.Raw = result.Failed, err.Error(), raw
 		if ctx.Err() != nil {
@@ -130,8 +131,14 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	return res
 }
 
+// fsTypes names the filesystem magic numbers a data directory may show.
+var fsTypes = map[int64]string{
+	0x794c7630: "overlay", 0xEF53: "ext4", 0x01021994: "tmpfs", 0x58465342: "xfs",
+	0x9123683E: "btrfs", 0x65735546: "fuse", 0x6969: "nfs", 0x2FC12FC1: "zfs",
+}
+
 // seen records what the agent observes of its environment.
-func seen() map[string]string {
+func seen(dataDir string) map[string]string {
 	l := cgroup.Self()
 	host, _ := os.Hostname()
 	s := map[string]string{
@@ -145,6 +152,14 @@ func seen() map[string]string {
 	}
 	if l.MemoryBytes > 0 {
 		s["cgroup.memory"] = strconv.FormatInt(l.MemoryBytes, 10)
+	}
+	var st syscall.Statfs_t
+	if syscall.Statfs(dataDir, &st) == nil {
+		name, ok := fsTypes[int64(st.Type)]
+		if !ok {
+			name = fmt.Sprintf("0x%x", st.Type)
+		}
+		s["data.dir"], s["data.fstype"] = dataDir, name
 	}
 	return s
 }

@@ -135,14 +135,16 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 func (o *Options) prepare(ctx context.Context) ([]string, error) {
 	nets := map[string]map[string]bool{}
 	tools := map[string]map[string]bool{}
+	storages := map[string]map[string]bool{}
 	for _, c := range o.Cells {
 		ws, _ := workload.Lookup(c.WorkloadType)
 		for _, role := range ws.RoleList() {
 			pl := spec.PlacementFor(c.Factors, role)
 			if nets[pl.Platform] == nil {
-				nets[pl.Platform], tools[pl.Platform] = map[string]bool{}, map[string]bool{}
+				nets[pl.Platform], tools[pl.Platform], storages[pl.Platform] = map[string]bool{}, map[string]bool{}, map[string]bool{}
 			}
 			nets[pl.Platform][pl.Network] = true
+			storages[pl.Platform][pl.Storage] = true
 			for _, t := range ws.Tools {
 				tools[pl.Platform][t.Binary] = true
 			}
@@ -161,6 +163,7 @@ func (o *Options) prepare(ctx context.Context) ([]string, error) {
 			Labels:     o.labels(),
 			Networks:   sortedKeys(nets[name]),
 			Tools:      sortedKeys(tools[name]),
+			Storages:   sortedKeys(storages[name]),
 			Progress:   o.Progress.Notes(),
 		}
 		if err := p.Prepare(ctx, s); err != nil {

@@ -163,7 +163,7 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 		if err != nil {
 			return nil, err
 		}
-		inst, err := p.Start(ctx, platform.InstanceSpec{Name: name, Args: args, Network: pl.Network, Limits: lim, Labels: labels})
+		inst, err := p.Start(ctx, platform.InstanceSpec{Name: name, Args: args, Network: pl.Network, Limits: lim, Labels: labels, Storage: pl.Storage})
 		if err != nil {
 			return nil, fmt.Errorf("starting %s on %s: %w", role, pl.Platform, err)
 		}

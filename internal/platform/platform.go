@@ -23,6 +23,13 @@ const (
 	NetBridge = "bridge"
 )
 
+// Storage levels a platform may support.
+const (
+	StorageLayer  = "layer"
+	StorageVolume = "volume"
+	StorageTmpfs  = "tmpfs"
+)
+
 // Limits are cgroup limits for one instance; zero values mean "no limit".
 type Limits struct {
 	CPUs        float64 `json:"cpus,omitempty"`   // CFS quota in cores, e.g. 1.5
@@ -40,6 +47,9 @@ type InstanceSpec struct {
 	Network string   // NetHost or NetBridge
 	Limits  Limits
 	Labels  map[string]string
+	// Storage is where the agent's data directory lives: "" or "layer"
+	// (the platform's own filesystem), "volume" or "tmpfs".
+	Storage string
 }
 
 // Exit is how an instance ended.
@@ -70,6 +80,7 @@ type Setup struct {
 	Labels     map[string]string // to put on every created object
 	Networks   []string          // network modes the campaign uses on this platform
 	Tools      []string          // external binaries the workloads need (for images)
+	Storages   []string          // storage levels the campaign uses on this platform
 	Progress   io.Writer         // human-readable notes (image build, network creation)
 }
 

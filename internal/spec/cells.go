@@ -137,11 +137,21 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 		w := e.workload(c.Workload)
 		for _, role := range w.Spec.RoleList() {
 			pl := PlacementFor(c.Factors, role)
-			if pl.Platform == "native" && pl.Network != "host" {
+			if pl.Platform != "native" {
+				continue
+			}
+			// A host process has only the host's network and filesystem.
+			for _, lim := range []struct{ factor, level, only, what string }{
+				{FNetwork, pl.Network, "host", "runs in the host's network only"},
+				{FStorage, pl.Storage, StorageLayer, "writes to the host's own filesystem only (storage " + StorageLayer + ")"},
+			} {
+				if lim.level == lim.only {
+					continue
+				}
 				// Suggest an exclusion naming the factors that placed this
 				// role (server.platform, or none when native is the default).
-				pf, nf := placementSource(c.Factors, role, FPlatform), placementSource(c.Factors, role, FNetwork)
-				ex := nf + ": " + pl.Network
+				pf, lf := placementSource(c.Factors, role, FPlatform), placementSource(c.Factors, role, lim.factor)
+				ex := lf + ": " + lim.level
 				if pf != "" {
 					ex = pf + ": native, " + ex
 				}
@@ -151,13 +161,13 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 				reported[ex] = true
 				node := factorNodes[pf]
 				if node == nil {
-					node = factorNodes[nf]
+					node = factorNodes[lf]
 				}
 				if node == nil {
 					node = root
 				}
-				p.addf(node, "platform native runs in the host's network only, but a cell combines it with network %s (%s); exclude that combination, e.g. exclude: [{%s}]",
-					pl.Network, c.Key(), ex)
+				p.addf(node, "platform native %s, but a cell combines it with %s %s (%s); exclude that combination, e.g. exclude: [{%s}]",
+					lim.what, lim.factor, lim.level, c.Key(), ex)
 			}
 		}
 	}

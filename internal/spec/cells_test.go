@@ -339,7 +339,7 @@ workloads:
 }
 
 func TestPlacementFor(t *testing.T) {
-	defaults := Placement{Platform: "native", Network: "host", CPUs: "none", Cpuset: "none", Memory: "none"}
+	defaults := Placement{Platform: "native", Network: "host", CPUs: "none", Cpuset: "none", Memory: "none", Storage: "layer"}
 	if got := PlacementFor(nil, "main"); got != defaults {
 		t.Errorf("no factors: %+v, want %+v", got, defaults)
 	}
@@ -352,14 +352,15 @@ func TestPlacementFor(t *testing.T) {
 		"memory":          "1GiB",
 		"server.cpuset":   "0",
 		"param.duration":  "1s",
+		"client.storage":  "tmpfs",
 	}
 	tests := []struct {
 		role string
 		want Placement
 	}{
-		{"server", Placement{Platform: "native", Network: "host", CPUs: "none", Cpuset: "0", Memory: "1GiB"}},
-		{"client", Placement{Platform: "docker", Network: "bridge", CPUs: "0.5", Cpuset: "none", Memory: "1GiB"}},
-		{"main", Placement{Platform: "docker", Network: "bridge", CPUs: "none", Cpuset: "none", Memory: "1GiB"}},
+		{"server", Placement{Platform: "native", Network: "host", CPUs: "none", Cpuset: "0", Memory: "1GiB", Storage: "layer"}},
+		{"client", Placement{Platform: "docker", Network: "bridge", CPUs: "0.5", Cpuset: "none", Memory: "1GiB", Storage: "tmpfs"}},
+		{"main", Placement{Platform: "docker", Network: "bridge", CPUs: "none", Cpuset: "none", Memory: "1GiB", Storage: "layer"}},
 	}
 	for _, tc := range tests {
 		if got := PlacementFor(levels, tc.role); got != tc.want {

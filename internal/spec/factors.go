@@ -17,6 +17,7 @@ const (
 	FCPUs     = "cpus"
 	FCpuset   = "cpuset"
 	FMemory   = "memory"
+	FStorage  = "storage"
 	// ParamPrefix makes a workload parameter a factor: "param.message_size".
 	ParamPrefix = "param."
 	// NoLimit is the level meaning "no cgroup limit" for cpus, cpuset, memory.
@@ -27,9 +28,11 @@ const (
 var (
 	Platforms        = []string{"native", "docker"}
 	Networks         = []string{"host", "bridge"}
-	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory}
+	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory, FStorage}
+	// Storage levels: where disk workloads write.
+	Storages = []string{StorageLayer, StorageVolume, StorageTmpfs}
 	// Placement defaults when a factor is absent from the file.
-	placementDefaults = map[string]string{FPlatform: "native", FNetwork: "host", FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit}
+	placementDefaults = map[string]string{FPlatform: "native", FNetwork: "host", FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit, FStorage: StorageLayer}
 )
 
 // Machine is what validation knows of the host, to reject limits it cannot
@@ -138,6 +141,8 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 			return "", fmt.Errorf("level %q of %s: %v", level, name, err)
 		}
 		return level, nil
+	case FStorage:
+		return level, oneOf(name, level, Storages)
 	case FMemory:
 		if level == NoLimit {
 			return level, nil
@@ -217,6 +222,13 @@ func ParseCPUList(s string, ncpu int) ([]int, error) {
 
 const maxCPUs = 8192
 
+// Storage levels.
+const (
+	StorageLayer  = "layer"  // the platform's own filesystem: a container's writable layer, the host's for native
+	StorageVolume = "volume" // a Docker volume made for the campaign
+	StorageTmpfs  = "tmpfs"  // a tmpfs mount, in memory
+)
+
 // Placement is where one role of a cell runs.
 type Placement struct {
 	Platform string
@@ -224,6 +236,7 @@ type Placement struct {
 	CPUs     string // level text: "none" or cores
 	Cpuset   string
 	Memory   string
+	Storage  string // layer, volume or tmpfs
 }
 
 // PlacementFor resolves the placement of a role from a cell's factor levels:
@@ -238,5 +251,5 @@ func PlacementFor(factors map[string]string, role string) Placement {
 		}
 		return placementDefaults[base]
 	}
-	return Placement{Platform: get(FPlatform), Network: get(FNetwork), CPUs: get(FCPUs), Cpuset: get(FCpuset), Memory: get(FMemory)}
+	return Placement{Platform: get(FPlatform), Network: get(FNetwork), CPUs: get(FCPUs), Cpuset: get(FCpuset), Memory: get(FMemory), Storage: get(FStorage)}
 }

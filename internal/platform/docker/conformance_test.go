@@ -31,7 +31,9 @@ func TestConformance(t *testing.T) {
 	}
 	nets := []string{platform.NetHost, platform.NetBridge}
 	labels := map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: campaign}
-	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Tools: []string{"iperf3"}}); err != nil {
+	storages := map[string]string{platform.StorageLayer: "overlay", platform.StorageVolume: "", platform.StorageTmpfs: "tmpfs"}
+	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Tools: []string{"iperf3"},
+		Storages: []string{platform.StorageLayer, platform.StorageVolume, platform.StorageTmpfs}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -39,5 +41,5 @@ func TestConformance(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets, Limits: true})
+	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets, Limits: true, Storages: storages})
 }

@@ -13,10 +13,14 @@ import (
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
+
+// DataMount is where a volume or tmpfs for disk workloads is mounted.
+const DataMount = "/data"
 
 // stderrTail is how much of an agent's stderr Exit keeps.
 const stderrTail = 8 << 10
@@ -51,6 +55,26 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err != nil {
 		return nil, fmt.Errorf("instance %s: %w", spec.Name, err)
 	}
+	hostCfg := &container.HostConfig{NetworkMode: mode, Resources: res}
+	args := spec.Args
+	switch spec.Storage {
+	case "", platform.StorageLayer:
+		// The agent writes in /tmp: the container's writable layer.
+	case platform.StorageVolume:
+		p.mu.Lock()
+		vol := p.volume
+		p.mu.Unlock()
+		if vol == "" {
+			return nil, fmt.Errorf("instance %s: volume not prepared (Setup.Storages lacks %q)", spec.Name, platform.StorageVolume)
+		}
+		hostCfg.Mounts = []mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: DataMount}}
+		args = append(append([]string{}, args...), "--data-dir", DataMount)
+	case platform.StorageTmpfs:
+		hostCfg.Tmpfs = map[string]string{DataMount: "rw,exec"}
+		args = append(append([]string{}, args...), "--data-dir", DataMount)
+	default:
+		return nil, fmt.Errorf("instance %s: docker platform does not support storage %q", spec.Name, spec.Storage)
+	}
 	ctx, cancel := withTimeout(ctx, startTimeout)
 	defer cancel()
 
@@ -63,12 +87,12 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	created, err := p.api.ContainerCreate(cctx,
 		&container.Config{
 			Image:        img,
-			Cmd:          spec.Args,
+			Cmd:          args,
 			Labels:       objectLabels(campaign, baseLabels, spec.Labels),
 			AttachStdout: true,
 			AttachStderr: true,
 		},
-		&container.HostConfig{NetworkMode: mode, Resources: res},
+		hostCfg,
 		nil, nil, spec.Name)
 	if err != nil {
 		return nil, fmt.Errorf("creating container %s: %w", spec.Name, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
@@ -44,6 +45,7 @@ type Platform struct {
 	subnet    string
 	gateway   string
 	bridge    string
+	volume    string // the campaign's data volume, when storage volume is used
 	closed    bool
 	prepared  bool
 	buildSecs float64
@@ -139,6 +141,14 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		if err := p.createNetwork(ctx, progress); err != nil {
 			return err
 		}
+	}
+	if slices.Contains(s.Storages, platform.StorageVolume) && p.volume == "" {
+		name := NetworkName(s.CampaignID) + "-data"
+		if _, err := p.api.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: p.labels}); err != nil {
+			return fmt.Errorf("creating volume %s: %w", name, err)
+		}
+		p.volume = name
+		fmt.Fprintf(progress, "docker: created volume %s\n", name)
 	}
 	p.prepared = true
 	return nil
@@ -261,6 +271,7 @@ func (p *Platform) Info() map[string]string {
 	set("docker.network_subnet", p.subnet)
 	set("docker.network_gateway", p.gateway)
 	set("docker.network_bridge", p.bridge)
+	set("docker.volume", p.volume)
 	return info
 }
 
@@ -291,6 +302,13 @@ func (p *Platform) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("removing network %s: %w", p.netName, err))
 		} else {
 			p.netID = ""
+		}
+	}
+	if p.volume != "" {
+		if err := p.api.VolumeRemove(ctx, p.volume, true); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing volume %s: %w", p.volume, err))
+		} else {
+			p.volume = ""
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -42,6 +42,11 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 			return fmt.Errorf("native platform supports network host only, not %q", n)
 		}
 	}
+	for _, st := range s.Storages {
+		if st != "" && st != platform.StorageLayer {
+			return fmt.Errorf("native platform writes to the host's filesystem only (storage %q), not %q", platform.StorageLayer, st)
+		}
+	}
 	if _, err := os.Stat(p.binary); err != nil {
 		return fmt.Errorf("agent binary: %w", err)
 	}
@@ -75,6 +80,9 @@ type instance struct {
 func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
 	if spec.Network != "" && spec.Network != platform.NetHost {
 		return nil, fmt.Errorf("native platform supports network host only, not %q", spec.Network)
+	}
+	if spec.Storage != "" && spec.Storage != platform.StorageLayer {
+		return nil, fmt.Errorf("native platform supports storage %q only, not %q", platform.StorageLayer, spec.Storage)
 	}
 	args := spec.Args
 	var group *cgroup.Group

@@ -34,7 +34,8 @@ func TestConformance(t *testing.T) {
 			}
 		}
 	})
-	platformtest.Run(t, campaign, p, platformtest.Options{Networks: []string{platform.NetHost}, Limits: os.Geteuid() == 0})
+	platformtest.Run(t, campaign, p, platformtest.Options{Networks: []string{platform.NetHost}, Limits: os.Geteuid() == 0,
+		Storages: map[string]string{platform.StorageLayer: ""}})
 }
 
 func TestRejectsOtherNetworks(t *testing.T) {

@@ -19,6 +19,9 @@ import (
 type Options struct {
 	Networks []string // network modes to exercise
 	Limits   bool     // whether cgroup limits must be applied and read back
+	// Storages maps each storage level the platform supports to the
+	// filesystem type the agent must see in its data directory ("" = any).
+	Storages map[string]string
 }
 
 // Run runs the suite. newPlatform returns a platform already Prepared for
@@ -125,6 +128,20 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 			}
 			if sres == nil || sres.Status != result.OK {
 				t.Fatalf("server result: %+v", sres)
+			}
+		})
+	}
+
+	for storage, fstype := range o.Storages {
+		t.Run("storage/"+storage, func(t *testing.T) {
+			s := spec(o.Networks[0], "agent", "run", "--workload", "cpu.primes", "--params", `{"duration":"50ms","max_prime":"1000"}`)
+			s.Storage = storage
+			res := readResult(t, start(t, p, s))
+			if res.Status != result.OK {
+				t.Fatalf("status %s: %s", res.Status, res.Error)
+			}
+			if res.Seen["data.dir"] == "" || (fstype != "" && res.Seen["data.fstype"] != fstype) {
+				t.Errorf("storage %s: data dir %q on %q, want %q", storage, res.Seen["data.dir"], res.Seen["data.fstype"], fstype)
 			}
 		})
 	}
