@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/workload"
+	_ "github.com/ctrbench/ctrbench/internal/workloads"
+)
+
+// smokeExperiment lists every registered workload with its smoke parameters.
+func smokeExperiment(name, factors string, types []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\nseed: 11\nrepetitions: 1\ntimeout: 90s\n%s\nworkloads:\n", name, factors)
+	for _, typ := range types {
+		s, _ := workload.Lookup(typ)
+		var params []string
+		for _, k := range sortedKeys(s.Smoke) {
+			params = append(params, fmt.Sprintf("%s: %q", k, s.Smoke[k]))
+		}
+		fmt.Fprintf(&b, "  - {name: %s, type: %s, params: {%s}}\n", typ, typ, strings.Join(params, ", "))
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// TestEveryWorkloadEverywhere runs every registered workload, with its smoke
+// parameters, natively and in Docker on the host and bridge networks: each
+// must produce validated results in every placement.
+func TestEveryWorkloadEverywhere(t *testing.T) {
+	requireDocker(t)
+	types := workload.Types()
+	exp := writeExperiment(t, smokeExperiment("e2e-every-workload", `factors:
+  platform: [native, docker]
+  network: [host, bridge]
+exclude:
+  - {platform: native, network: bridge}`, types))
+	db := filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 20*time.Minute, "run", exp, "--db", db, "--no-report")
+	id := campaignID(t, r.stderr)
+	assertNothingLeft(t, id)
+	if r.code != 0 {
+		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
+		t.Fatalf("run exited %d\n%s", r.code, f.stdout)
+	}
+	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
+	var rows []row
+	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, x := range rows {
+		if x.N == 1 {
+			got[x.WorkloadType+" "+x.Cell["platform"]+"/"+x.Cell["network"]] = true
+		}
+	}
+	for _, typ := range types {
+		for _, pl := range []string{"native/host", "docker/host", "docker/bridge"} {
+			if !got[typ+" "+pl] {
+				t.Errorf("%s on %s: no result", typ, pl)
+			}
+		}
+	}
+}
+
+// TestPingPongAcrossPlacements puts each role of the ping-pong chain in a
+// different place: pong a host process, ping in a bridge container, the
+// load generator in a host-network container.
+func TestPingPongAcrossPlacements(t *testing.T) {
+	requireDocker(t)
+	exp := writeExperiment(t, `name: e2e-pingpong-placement
+seed: 2
+repetitions: 1
+factors:
+  pong.platform: [native]
+  ping.platform: [docker]
+  ping.network: [bridge]
+  client.platform: [docker, native]
+workloads:
+  - {type: http.pingpong, params: {duration: 500ms, size: 64KiB, concurrency: 4}}
+`)
+	db := filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--format", "json")
+	id := campaignID(t, r.stderr)
+	assertNothingLeft(t, id)
+	if r.code != 0 {
+		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
+		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
+	}
+	contains(t, "report", r.stdout, `"pong.platform": "native"`, `"ping.network": "bridge"`, `"metric": "transfer_rate"`)
+}

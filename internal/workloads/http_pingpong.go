@@ -1,0 +1,347 @@
+package workloads
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// Roles of the ping-pong system (S2, Kratzke 2015): the load generator calls
+// ping, ping relays each request to pong, pong answers with size bytes.
+const (
+	rolePong = "pong"
+	rolePing = "ping"
+)
+
+func init() {
+	workload.Register(&workload.Spec{
+		Type:    "http.pingpong",
+		Summary: "HTTP ping-pong microservices (S2): load generator -> ping -> pong, pong answers with size bytes",
+		Params: []workload.Param{
+			workload.P("size", workload.Size, "1KiB", "bytes pong answers with (the message size m of S2)").Range(1, 16<<20),
+			workload.P("duration", workload.Duration, "5s", "how long the load generator sends").Range(0.1, 86400),
+			workload.P("concurrency", workload.Int, "8", "connections of the load generator (requests in flight at most)").Range(1, 4096),
+			workload.P("rate", workload.Float, "0", "requests per second, open loop (latency from the intended send time: no coordinated omission); 0 = closed loop, as fast as responses come").Range(0, 1e7),
+			workload.P("request_timeout", workload.Duration, "5s", "a request without a full response by then is an error").Range(0.001, 600),
+		},
+		Metrics: []workload.Metric{
+			{Name: "requests_per_sec", Unit: "req/s", Better: result.Higher, Doc: "correct responses per second"},
+			{Name: "transfer_rate", Unit: "MB/s", Better: result.Higher, Doc: "payload bytes of correct responses per second (S2's trans(m)), MB = 1e6 bytes"},
+			{Name: "latency_p50", Unit: "ms", Better: result.Lower, Doc: "median request latency (open loop: from the intended send time)"},
+			{Name: "latency_p90", Unit: "ms", Better: result.Lower, Doc: "90th percentile latency"},
+			{Name: "latency_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile latency"},
+			{Name: "latency_p999", Unit: "ms", Better: result.Lower, Doc: "99.9th percentile latency"},
+			{Name: "errors", Unit: "count", Better: result.Lower, Doc: "failed requests: transport errors, timeouts, wrong status or body"},
+		},
+		Roles: []string{rolePong, rolePing, workload.Client},
+		Run: map[string]workload.RunFunc{
+			rolePong:        pongServer,
+			rolePing:        pingServer,
+			workload.Client: pingpongClient,
+		},
+		Smoke: map[string]string{"duration": "500ms", "size": "4KiB", "concurrency": "4"},
+	})
+}
+
+// payload is the body pong sends for a size: a pattern the client checks
+// byte for byte at both ends and in the middle.
+func payloadByte(i int) byte { return byte('a' + i%26) }
+
+func payload(size int) []byte {
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = payloadByte(i)
+	}
+	return b
+}
+
+// doneReport is what ping and pong answer to /done: how many requests they
+// served, so the load generator can check nothing was lost or invented.
+type doneReport struct {
+	Served int64 `json:"served"`
+	Pong   int64 `json:"pong,omitempty"` // ping's relay of pong's count
+}
+
+// serveHTTP runs handler on a listener bound to env.Bind until /done has
+// been answered or ctx ends.
+func serveHTTP(ctx context.Context, env workload.Env, handler func(done func()) http.Handler) error {
+	ln, err := listen(ctx, env)
+	if err != nil {
+		return err
+	}
+	finished := make(chan struct{})
+	var once sync.Once
+	srv := &http.Server{Handler: handler(func() { once.Do(func() { close(finished) }) }), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	env.Ready(ln.Addr().String())
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		srv.Close()
+		return ctx.Err()
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	}
+	// Let the /done response go out, then stop.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	return nil
+}
+
+func pongServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	var served atomic.Int64
+	bodies := sync.Map{} // size -> []byte, built once per size
+	err := serveHTTP(ctx, env, func(done func()) http.Handler {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/pong", func(w http.ResponseWriter, r *http.Request) {
+			size, err := strconv.Atoi(r.URL.Query().Get("size"))
+			if err != nil || size < 0 || size > 16<<20 {
+				http.Error(w, "bad size", http.StatusBadRequest)
+				return
+			}
+			b, ok := bodies.Load(size)
+			if !ok {
+				b, _ = bodies.LoadOrStore(size, payload(size))
+			}
+			w.Header().Set("Content-Length", strconv.Itoa(size))
+			_, _ = w.Write(b.([]byte))
+			served.Add(1)
+		})
+		mux.HandleFunc("/done", func(w http.ResponseWriter, r *http.Request) {
+			_ = json.NewEncoder(w).Encode(doneReport{Served: served.Load()})
+			done()
+		})
+		return mux
+	})
+	return nil, "", err
+}
+
+func pingServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	if env.Target == "" {
+		return nil, "", errors.New("ping has no pong to call (no target)")
+	}
+	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, DisableCompression: true, IdleConnTimeout: time.Minute}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: p.Duration("request_timeout")}
+	pongURL := "http://" + env.Target
+	var served atomic.Int64
+	err := serveHTTP(ctx, env, func(done func()) http.Handler {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/ping", func(w http.ResponseWriter, r *http.Request) {
+			resp, err := client.Get(pongURL + "/pong?" + r.URL.RawQuery)
+			if err != nil {
+				http.Error(w, "pong: "+err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				http.Error(w, "pong answered "+resp.Status, http.StatusBadGateway)
+				return
+			}
+			if resp.ContentLength >= 0 {
+				w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+			}
+			if _, err := io.Copy(w, resp.Body); err == nil {
+				served.Add(1)
+			}
+		})
+		mux.HandleFunc("/done", func(w http.ResponseWriter, r *http.Request) {
+			rep := doneReport{Served: served.Load(), Pong: -1}
+			if resp, err := client.Get(pongURL + "/done"); err == nil {
+				var pr doneReport
+				if json.NewDecoder(resp.Body).Decode(&pr) == nil {
+					rep.Pong = pr.Served
+				}
+				resp.Body.Close()
+			}
+			_ = json.NewEncoder(w).Encode(rep)
+			done()
+		})
+		return mux
+	})
+	return nil, "", err
+}
+
+// worker state: its own histogram, no locks on the hot path.
+type ppWorker struct {
+	hist   *hdrhistogram.Histogram // microseconds
+	ok     int64
+	bytes  int64
+	errs   int64
+	lastEr string
+}
+
+func pingpongClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	size := int(p.Int("size"))
+	conc := int(p.Int("concurrency"))
+	rate := p.Float("rate")
+	dur := p.Duration("duration")
+	tr := &http.Transport{MaxIdleConns: conc, MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: p.Duration("request_timeout")}
+	url := "http://" + env.Target + "/ping?size=" + strconv.Itoa(size)
+	want := payload(size)
+
+	one := func(w *ppWorker, intended time.Time) {
+		resp, err := client.Get(url)
+		var n int
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			n = len(body)
+			switch {
+			case err != nil:
+			case resp.StatusCode != http.StatusOK:
+				err = fmt.Errorf("status %s", resp.Status)
+			case n != size:
+				err = fmt.Errorf("body of %d bytes, want %d", n, size)
+			case body[0] != want[0] || body[n-1] != want[n-1] || body[n/2] != want[n/2]:
+				err = errors.New("body content differs from pong's pattern")
+			}
+		}
+		lat := time.Since(intended)
+		if err != nil {
+			w.errs++
+			w.lastEr = err.Error()
+			return
+		}
+		w.ok++
+		w.bytes += int64(n)
+		_ = w.hist.RecordValue(lat.Microseconds())
+	}
+
+	workers := make([]*ppWorker, conc)
+	for i := range workers {
+		workers[i] = &ppWorker{hist: hdrhistogram.New(1, 120_000_000, 3)}
+	}
+	start := time.Now()
+	deadline := start.Add(dur)
+	var wg sync.WaitGroup
+	if rate <= 0 {
+		// Closed loop: each connection sends its next request when the
+		// previous response has arrived.
+		for _, w := range workers {
+			wg.Add(1)
+			go func(w *ppWorker) {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					now := time.Now()
+					if now.After(deadline) {
+						return
+					}
+					one(w, now)
+				}
+			}(w)
+		}
+	} else {
+		// Open loop: request i is due at start + i/rate whether or not
+		// earlier ones have returned; its latency counts from that instant,
+		// so a stalled server is charged for the requests it delayed.
+		due := make(chan time.Time, conc*4)
+		for _, w := range workers {
+			wg.Add(1)
+			go func(w *ppWorker) {
+				defer wg.Done()
+				for t := range due {
+					one(w, t)
+				}
+			}(w)
+		}
+		interval := time.Duration(float64(time.Second) / rate)
+	schedule:
+		for i := 0; ; i++ {
+			t := start.Add(time.Duration(i) * interval)
+			if t.After(deadline) || ctx.Err() != nil {
+				break
+			}
+			if d := time.Until(t); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					break schedule
+				}
+			}
+			due <- t
+		}
+		close(due)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+
+	all := hdrhistogram.New(1, 120_000_000, 3)
+	var ok, bytes, errs int64
+	lastErr := ""
+	for _, w := range workers {
+		all.Merge(w.hist)
+		ok += w.ok
+		bytes += w.bytes
+		errs += w.errs
+		if w.lastEr != "" {
+			lastErr = w.lastEr
+		}
+	}
+	// Tell ping (and through it pong) that the run is over; their counts
+	// must match what the client saw.
+	rep, err := finish(ctx, client, "http://"+env.Target+"/done")
+	if err != nil {
+		return nil, "", fmt.Errorf("ending the run: %w", err)
+	}
+	if ok == 0 {
+		return nil, "", fmt.Errorf("no correct response in %s (%d errors; last: %s)", dur, errs, lastErr)
+	}
+	if errs*100 > ok+errs {
+		return nil, "", fmt.Errorf("validation: %d of %d requests failed (last: %s)", errs, ok+errs, lastErr)
+	}
+	// Every correct response went through ping and pong once; a failed
+	// one may or may not have reached them.
+	if rep.Served < ok || rep.Served > ok+errs || rep.Pong < rep.Served || rep.Pong > ok+errs {
+		return nil, "", fmt.Errorf("validation: client got %d correct responses (%d errors), ping served %d, pong served %d", ok, errs, rep.Served, rep.Pong)
+	}
+	ms := func(q float64) float64 { return float64(all.ValueAtQuantile(q)) / 1000 }
+	return []result.Observation{
+		{Metric: "requests_per_sec", Value: float64(ok) / elapsed.Seconds(), Unit: "req/s", Better: result.Higher},
+		{Metric: "transfer_rate", Value: float64(bytes) / elapsed.Seconds() / 1e6, Unit: "MB/s", Better: result.Higher},
+		{Metric: "latency_p50", Value: ms(50), Unit: "ms", Better: result.Lower},
+		{Metric: "latency_p90", Value: ms(90), Unit: "ms", Better: result.Lower},
+		{Metric: "latency_p99", Value: ms(99), Unit: "ms", Better: result.Lower},
+		{Metric: "latency_p999", Value: ms(99.9), Unit: "ms", Better: result.Lower},
+		{Metric: "errors", Value: float64(errs), Unit: "count", Better: result.Lower},
+	}, "", nil
+}
+
+func finish(ctx context.Context, client *http.Client, url string) (doneReport, error) {
+	var rep doneReport
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return rep, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return rep, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+		return rep, fmt.Errorf("reading ping's count: %w", err)
+	}
+	return rep, nil
+}
