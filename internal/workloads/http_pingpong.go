@@ -29,23 +29,9 @@ func init() {
 	workload.Register(&workload.Spec{
 		Type:    "http.pingpong",
 		Summary: "HTTP ping-pong microservices (S2): load generator -> ping -> pong, pong answers with size bytes",
-		Params: []workload.Param{
-			workload.P("size", workload.Size, "1KiB", "bytes pong answers with (the message size m of S2)").Range(1, 16<<20),
-			workload.P("duration", workload.Duration, "5s", "how long the load generator sends").Range(0.1, 86400),
-			workload.P("concurrency", workload.Int, "8", "connections of the load generator (requests in flight at most)").Range(1, 4096),
-			workload.P("rate", workload.Float, "0", "requests per second, open loop (latency from the intended send time: no coordinated omission); 0 = closed loop, as fast as responses come").Range(0, 1e7),
-			workload.P("request_timeout", workload.Duration, "5s", "a request without a full response by then is an error").Range(0.001, 600),
-		},
-		Metrics: []workload.Metric{
-			{Name: "requests_per_sec", Unit: "req/s", Better: result.Higher, Doc: "correct responses per second"},
-			{Name: "transfer_rate", Unit: "MB/s", Better: result.Higher, Doc: "payload bytes of correct responses per second (S2's trans(m)), MB = 1e6 bytes"},
-			{Name: "latency_p50", Unit: "ms", Better: result.Lower, Doc: "median request latency (open loop: from the intended send time)"},
-			{Name: "latency_p90", Unit: "ms", Better: result.Lower, Doc: "90th percentile latency"},
-			{Name: "latency_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile latency"},
-			{Name: "latency_p999", Unit: "ms", Better: result.Lower, Doc: "99.9th percentile latency"},
-			{Name: "errors", Unit: "count", Better: result.Lower, Doc: "failed requests: transport errors, timeouts, wrong status or body"},
-		},
-		Roles: []string{rolePong, rolePing, workload.Client},
+		Params:  httpParams,
+		Metrics: httpMetrics,
+		Roles:   []string{rolePong, rolePing, workload.Client},
 		Run: map[string]workload.RunFunc{
 			rolePong:        pongServer,
 			rolePing:        pingServer,
@@ -53,7 +39,40 @@ func init() {
 		},
 		Smoke: map[string]string{"duration": "500ms", "size": "4KiB", "concurrency": "4"},
 	})
+	workload.Register(&workload.Spec{
+		Type:    "http.get",
+		Summary: "ctrbench's HTTP load generator straight to pong (no ping hop): raw HTTP request/response cost",
+		Params:  httpParams,
+		Metrics: httpMetrics,
+		Roles:   []string{rolePong, workload.Client},
+		Run: map[string]workload.RunFunc{
+			rolePong: pongServer,
+			workload.Client: func(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+				return loadGenerator(ctx, p, env, false)
+			},
+		},
+		Smoke: map[string]string{"duration": "500ms", "size": "4KiB", "concurrency": "4"},
+	})
 }
+
+var (
+	httpParams = []workload.Param{
+		workload.P("size", workload.Size, "1KiB", "bytes pong answers with (the message size m of S2)").Range(1, 16<<20),
+		workload.P("duration", workload.Duration, "5s", "how long the load generator sends").Range(0.1, 86400),
+		workload.P("concurrency", workload.Int, "8", "connections of the load generator (requests in flight at most)").Range(1, 4096),
+		workload.P("rate", workload.Float, "0", "requests per second, open loop (latency from the intended send time: no coordinated omission); 0 = closed loop, as fast as responses come").Range(0, 1e7),
+		workload.P("request_timeout", workload.Duration, "5s", "a request without a full response by then is an error").Range(0.001, 600),
+	}
+	httpMetrics = []workload.Metric{
+		{Name: "requests_per_sec", Unit: "req/s", Better: result.Higher, Doc: "correct responses per second"},
+		{Name: "transfer_rate", Unit: "MB/s", Better: result.Higher, Doc: "payload bytes of correct responses per second (S2's trans(m)), MB = 1e6 bytes"},
+		{Name: "latency_p50", Unit: "ms", Better: result.Lower, Doc: "median request latency (open loop: from the intended send time)"},
+		{Name: "latency_p90", Unit: "ms", Better: result.Lower, Doc: "90th percentile latency"},
+		{Name: "latency_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile latency"},
+		{Name: "latency_p999", Unit: "ms", Better: result.Lower, Doc: "99.9th percentile latency"},
+		{Name: "errors", Unit: "count", Better: result.Lower, Doc: "failed requests: transport errors, timeouts, wrong status or body"},
+	}
+)
 
 // payload is the body pong sends for a size: a pattern the client checks
 // byte for byte at both ends and in the middle.
@@ -109,7 +128,7 @@ func pongServer(ctx context.Context, p workload.Values, env workload.Env) ([]res
 	bodies := sync.Map{} // size -> []byte, built once per size
 	err := serveHTTP(ctx, env, func(done func()) http.Handler {
 		mux := http.NewServeMux()
-		mux.HandleFunc("/pong", func(w http.ResponseWriter, r *http.Request) {
+		pong := func(w http.ResponseWriter, r *http.Request) {
 			size, err := strconv.Atoi(r.URL.Query().Get("size"))
 			if err != nil || size < 0 || size > 16<<20 {
 				http.Error(w, "bad size", http.StatusBadRequest)
@@ -122,7 +141,11 @@ func pongServer(ctx context.Context, p workload.Values, env workload.Env) ([]res
 			w.Header().Set("Content-Length", strconv.Itoa(size))
 			_, _ = w.Write(b.([]byte))
 			served.Add(1)
-		})
+		}
+		// pong answers /ping as well, for load generators that call it
+		// directly (http.get, http.wrk).
+		mux.HandleFunc("/pong", pong)
+		mux.HandleFunc("/ping", pong)
 		mux.HandleFunc("/done", func(w http.ResponseWriter, r *http.Request) {
 			_ = json.NewEncoder(w).Encode(doneReport{Served: served.Load()})
 			done()
@@ -188,6 +211,13 @@ type ppWorker struct {
 }
 
 func pingpongClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	return loadGenerator(ctx, p, env, true)
+}
+
+// loadGenerator drives GET /ping?size=N at env.Target for the duration, then
+// calls /done and checks the server's count: through ping (viaPing), ping's
+// and pong's counts; straight to pong, pong's.
+func loadGenerator(ctx context.Context, p workload.Values, env workload.Env, viaPing bool) ([]result.Observation, string, error) {
 	size := int(p.Int("size"))
 	conc := int(p.Int("concurrency"))
 	rate := p.Float("rate")
@@ -314,6 +344,9 @@ func pingpongClient(ctx context.Context, p workload.Values, env workload.Env) ([
 	}
 	// Every correct response went through ping and pong once; a failed
 	// one may or may not have reached them.
+	if !viaPing {
+		rep.Pong = rep.Served
+	}
 	if rep.Served < ok || rep.Served > ok+errs || rep.Pong < rep.Served || rep.Pong > ok+errs {
 		return nil, "", fmt.Errorf("validation: client got %d correct responses (%d errors), ping served %d, pong served %d", ok, errs, rep.Served, rep.Pong)
 	}

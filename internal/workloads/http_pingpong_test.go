@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,45 @@ func TestPingPongDetectsLostRequests(t *testing.T) {
 	_, _, err := pingpongClient(context.Background(), p, workload.Env{Target: strings.TrimPrefix(bad.URL, "http://")})
 	if err == nil || !strings.Contains(err.Error(), "validation: client got") {
 		t.Fatalf("want a count validation failure, got %v", err)
+	}
+}
+
+func TestParseWrk(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile("testdata/wrk/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	w, err := parseWrk(read("ok.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.requests != 70716 || w.rps != 64244.46 || w.p50 != 0.072 || w.p90 != 2.77 || w.p99 != 7.05 || w.errors != 0 {
+		t.Errorf("%+v", w)
+	}
+	for name, want := range map[string]string{"non2xx.txt": "72515 of 72515 wrk requests failed", "refused.txt": "no summary"} {
+		if _, err := parseWrk(read(name)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", name, err, want)
+		}
+	}
+}
+
+func TestWrkAgainstPong(t *testing.T) {
+	if _, err := lookTool(wrkTool); err != nil {
+		t.Skip(err)
+	}
+	p := values(t, "http.wrk", map[string]string{"duration": "1s", "size": "1KiB", "concurrency": "4"})
+	addr, done := serve(t, pongServer, p)
+	obs, raw, err := wrkClient(context.Background(), p, workload.Env{Target: addr})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, raw)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if m := obsMap(obs); m["requests_per_sec"] <= 0 || m["errors"] != 0 {
+		t.Errorf("%v", m)
 	}
 }
