@@ -1,0 +1,221 @@
+// Command bench runs ctrbench's own load generators side by side with the
+// reference tools — on the same paths, in one campaign, interleaved in a
+// seeded random order — and prints each ratio with its 95% interval against
+// the target it must meet. `make bench` runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/orchestrator"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/platform/native"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/stats"
+	"github.com/ctrbench/ctrbench/internal/workload"
+	_ "github.com/ctrbench/ctrbench/internal/workloads"
+)
+
+// comparison is one side-by-side check: ours / reference on one metric.
+type comparison struct {
+	name      string
+	ours, ref string // workload names in the experiment
+	metric    string
+	refMetric string
+	// The ratio ours/reference must be at least min (throughput) or at
+	// most max (latency); 0 means unbounded.
+	min, max float64
+}
+
+var comparisons = []comparison{
+	{name: "net.tcp_stream vs iperf3 (throughput)", ours: "tcp_stream", ref: "iperf3", metric: "throughput", refMetric: "throughput", min: 0.95},
+	{name: "net.tcp_rr vs sockperf ping-pong (p50 latency)", ours: "tcp_rr", ref: "sockperf", metric: "latency_p50", refMetric: "latency_p50", max: 1.10},
+	{name: "http.get vs wrk (requests/s, same pong)", ours: "http_get", ref: "wrk", metric: "requests_per_sec", refMetric: "requests_per_sec", min: 0.80},
+}
+
+// The workloads, with the same parameters for ours and the reference.
+func experiment(reps int, dur string, placements []string) string {
+	wl := []string{
+		"  - {name: tcp_stream, type: net.tcp_stream, params: {duration: " + dur + ", message_size: 128KiB}}",
+		"  - {name: iperf3, type: net.iperf3, params: {duration: " + dur + ", length: 128KiB}}",
+		"  - {name: http_get, type: http.get, params: {duration: " + dur + ", size: 1KiB, concurrency: 8}}",
+		"  - {name: wrk, type: http.wrk, params: {duration: " + dur + ", size: 1KiB, concurrency: 8, threads: 2}}",
+	}
+	if _, ok := workload.Lookup("net.tcp_rr"); ok {
+		wl = append(wl, "  - {name: tcp_rr, type: net.tcp_rr, params: {duration: "+dur+", request_size: 64, response_size: 64}}")
+	}
+	if _, ok := workload.Lookup("net.sockperf"); ok {
+		wl = append(wl, "  - {name: sockperf, type: net.sockperf, params: {mode: ping-pong, protocol: tcp, msg_size: 64, duration: "+dur+"}}")
+	}
+	return fmt.Sprintf(`name: bench
+seed: 20261122
+repetitions: %d
+warmup: 1
+timeout: 2m
+factors:
+  placement: [%s]
+workloads:
+%s
+`, reps, strings.Join(placements, ", "), strings.Join(wl, "\n"))
+}
+
+func main() {
+	reps := flag.Int("reps", 5, "repetitions per cell")
+	dur := flag.String("duration", "3s", "duration of each trial")
+	bin := flag.String("bin", "bin/ctrbench", "the static ctrbench binary (agent)")
+	places := flag.String("placements", "native/host,docker/bridge", "comma-separated platform/network pairs")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, *reps, *dur, *bin, strings.Split(*places, ",")); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, reps int, dur, bin string, placements []string) error {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	// "placement" is not a ctrbench factor: expand it into platform and
+	// network pairs, excluding the rest of the cross product.
+	var plats, nets []string
+	seen := map[string]bool{}
+	pairs := map[string]bool{}
+	for _, pn := range placements {
+		pl, nw, ok := strings.Cut(pn, "/")
+		if !ok {
+			return fmt.Errorf("placement %q: want platform/network", pn)
+		}
+		pairs[pn] = true
+		if !seen["p"+pl] {
+			seen["p"+pl] = true
+			plats = append(plats, pl)
+		}
+		if !seen["n"+nw] {
+			seen["n"+nw] = true
+			nets = append(nets, nw)
+		}
+	}
+	text := experiment(reps, dur, placements)
+	var excl []string
+	for _, pl := range plats {
+		for _, nw := range nets {
+			if !pairs[pl+"/"+nw] {
+				excl = append(excl, fmt.Sprintf("  - {platform: %s, network: %s}", pl, nw))
+			}
+		}
+	}
+	factors := fmt.Sprintf("factors:\n  platform: [%s]\n  network: [%s]\n", strings.Join(plats, ", "), strings.Join(nets, ", "))
+	if len(excl) > 0 {
+		factors += "exclude:\n" + strings.Join(excl, "\n") + "\n"
+	}
+	text = strings.Replace(text, "factors:\n  placement: ["+strings.Join(placements, ", ")+"]\n", factors, 1)
+	e, err := spec.Parse("bench.yaml", []byte(text), nil, spec.Machine{})
+	if err != nil {
+		return err
+	}
+	cells := e.Cells()
+	ps := map[string]platform.Platform{"native": native.New(abs)}
+	if seen["pdocker"] {
+		if err := docker.Available(ctx); err != nil {
+			return err
+		}
+		d, err := docker.New(docker.WithBinary(abs))
+		if err != nil {
+			return err
+		}
+		ps["docker"] = d
+	}
+	var trials []result.Trial
+	fmt.Fprintf(os.Stderr, "bench: %d cells x (%d + 1 warm-up) trials of %s each\n", len(cells), reps, dur)
+	start := time.Now()
+	_, err = orchestrator.Run(ctx, orchestrator.Options{
+		Experiment: e, CampaignID: fmt.Sprintf("bench-%d", os.Getpid()), Cells: cells, Platforms: ps,
+		Sink:     func(t result.Trial) error { trials = append(trials, t); return nil },
+		Progress: orchestrator.NewProgress(os.Stderr, false),
+	})
+	if err != nil {
+		return err
+	}
+	return print(cells, trials, time.Since(start))
+}
+
+func print(cells []result.Cell, trials []result.Trial, took time.Duration) error {
+	byCell := map[int]result.Cell{}
+	for _, c := range cells {
+		byCell[c.ID] = c
+	}
+	// values[workload][placement][metric]
+	values := map[string]map[string]map[string][]float64{}
+	units := map[string]string{}
+	failed := 0
+	for _, t := range trials {
+		if t.Warmup {
+			continue
+		}
+		if t.Status != result.OK {
+			failed++
+			fmt.Fprintf(os.Stderr, "bench: trial %d failed: %s\n", t.Seq, t.Error)
+			continue
+		}
+		c := byCell[t.CellID]
+		pl := c.Factors["platform"] + "/" + c.Factors["network"]
+		if values[c.Workload] == nil {
+			values[c.Workload] = map[string]map[string][]float64{}
+		}
+		if values[c.Workload][pl] == nil {
+			values[c.Workload][pl] = map[string][]float64{}
+		}
+		for _, o := range t.Observations {
+			values[c.Workload][pl][o.Metric] = append(values[c.Workload][pl][o.Metric], o.Value)
+			units[o.Metric] = o.Unit
+		}
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "comparison\tplacement\tours (mean)\treference (mean)\tratio\t95% CI\ttarget\tverdict")
+	for _, cmp := range comparisons {
+		for pl := range values[cmp.ours] {
+			ours, ref := values[cmp.ours][pl][cmp.metric], values[cmp.ref][pl][cmp.refMetric]
+			if len(ours) == 0 || len(ref) == 0 {
+				continue
+			}
+			so, sr := stats.Summarize(ours), stats.Summarize(ref)
+			ratio := so.Mean / sr.Mean
+			ci := "-"
+			if c, ok := stats.Compare(ours, ref); ok {
+				ci = fmt.Sprintf("[%.3f, %.3f]", 1+c.CI95[0]/100, 1+c.CI95[1]/100)
+			}
+			target, verdict := "", "met"
+			switch {
+			case cmp.min > 0:
+				target = fmt.Sprintf(">= %.2f", cmp.min)
+				if ratio < cmp.min {
+					verdict = fmt.Sprintf("MISSED by %.1f%%", 100*(cmp.min-ratio)/cmp.min)
+				}
+			case cmp.max > 0:
+				target = fmt.Sprintf("<= %.2f", cmp.max)
+				if ratio > cmp.max {
+					verdict = fmt.Sprintf("MISSED by %.1f%%", 100*(ratio-cmp.max)/cmp.max)
+				}
+			}
+			fmt.Fprintf(w, "%s\t%s\t%.4g %s\t%.4g %s\t%.3f\t%s\t%s\t%s\n", cmp.name, pl, so.Mean, units[cmp.metric], sr.Mean, units[cmp.refMetric], ratio, ci, target, verdict)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Printf("\n%d trials in %s, %d failed. Ratio = mean(ours)/mean(reference); interval: log-ratio delta method, Welch df.\n", len(trials), took.Round(time.Second), failed)
+	return nil
+}
