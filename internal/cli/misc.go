@@ -45,7 +45,11 @@ func newWorkloadsCmd() *cobra.Command {
 			fmt.Fprintf(w, "%s — %s\nroles: %s\n", s.Type, s.Summary, strings.Join(s.RoleList(), ", "))
 			if len(s.Tools) > 0 {
 				for _, t := range s.Tools {
-					fmt.Fprintf(w, "tool: %s (Debian package %s)\n", t.Binary, t.Package)
+					if t.Package == "" {
+						fmt.Fprintf(w, "tool: %s (built by make, beside ctrbench)\n", t.Binary)
+					} else {
+						fmt.Fprintf(w, "tool: %s (Debian package %s)\n", t.Binary, t.Package)
+					}
 				}
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
