@@ -122,7 +122,7 @@ factors:
 baseline: {platform: lxc}
 workloads:
   - {name: cpu, type: cpu.primes, params: {max_prime: 1, bogus: 2}}
-  - {name: io, type: disk.fio}
+  - {name: io, type: disk.nope}
 `)
 	want := []string{
 		"test.yaml:1:7: name must not be empty",
@@ -134,7 +134,7 @@ workloads:
 		`test.yaml:9:22: baseline names level "lxc" of platform`,
 		`test.yaml:11:55: parameter max_prime of cpu: 1 is out of range`,
 		`test.yaml:11:58: unknown parameter "bogus" for cpu.primes`,
-		`test.yaml:12:22: unknown workload type "disk.fio"`,
+		`test.yaml:12:22: unknown workload type "disk.nope"`,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("want %d problems, got %d:\n%s", len(want), len(got), strings.Join(got, "\n"))

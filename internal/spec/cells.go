@@ -60,8 +60,12 @@ func (e *Experiment) Cells() []result.Cell {
 		seen := map[string]bool{}
 		for _, combo := range combinations(e.Factors) {
 			excluded := false
+			named := map[string]string{ExcludeWorkload: w.Name}
+			for k, v := range combo {
+				named[k] = v
+			}
 			for _, ex := range e.Exclude {
-				if matches(combo, ex) {
+				if matches(named, ex) {
 					excluded = true
 					break
 				}

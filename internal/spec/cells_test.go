@@ -409,3 +409,33 @@ func TestCPUListBounded(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// An exclusion naming a workload drops only that workload's combinations.
+func TestExcludeByWorkload(t *testing.T) {
+	src := `name: x
+factors:
+  platform: [native, docker]
+  network: [host, bridge]
+exclude:
+  - {platform: native, network: bridge}
+  - {workload: cpu, network: bridge}
+workloads:
+  - {name: cpu, type: cpu.primes}
+  - {name: tcp, type: net.tcp_stream}
+`
+	e, err := Parse("x.yaml", []byte(src), nil, Machine{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, c := range e.Cells() {
+		n[c.Workload]++
+	}
+	if n["cpu"] != 2 || n["tcp"] != 3 {
+		t.Fatalf("cells per workload %v, want cpu 2, tcp 3", n)
+	}
+	_, err = Parse("x.yaml", []byte(strings.Replace(src, "{workload: cpu,", "{workload: gpu,", 1)), nil, Machine{})
+	if err == nil || !strings.Contains(err.Error(), `x.yaml:7:16: exclude names workload "gpu", which is not among the workloads (cpu, tcp)`) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -458,12 +458,57 @@ func (p *parser) excludes(n *yaml.Node, factors []Factor) []map[string]string {
 	}
 	var out []map[string]string
 	for _, item := range n.Content {
-		m := p.levelMap(item, "exclude", factors)
+		// An exclusion may name a workload: {workload: bonnie, network:
+		// bridge} drops only that workload's combinations.
+		wl, rest := "", item
+		if item.Kind == yaml.MappingNode {
+			rest = &yaml.Node{Kind: yaml.MappingNode, Tag: item.Tag, Line: item.Line, Column: item.Column}
+			for i := 0; i+1 < len(item.Content); i += 2 {
+				k, v := item.Content[i], item.Content[i+1]
+				if k.Value != ExcludeWorkload {
+					rest.Content = append(rest.Content, k, v)
+					continue
+				}
+				name, ok := p.scalar(v, "exclude workload")
+				if !ok {
+					continue
+				}
+				if !p.hasWorkload(name) {
+					p.addf(v, "exclude names workload %q, which is not among the workloads (%s)", name, p.workloadNames())
+					continue
+				}
+				wl = name
+			}
+		}
+		m := p.levelMap(rest, "exclude", factors)
+		if wl != "" {
+			m[ExcludeWorkload] = wl
+		}
 		if len(m) > 0 {
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// ExcludeWorkload is the key with which an exclusion names a workload.
+const ExcludeWorkload = "workload"
+
+func (p *parser) hasWorkload(name string) bool {
+	for _, w := range p.wls {
+		if w.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) workloadNames() string {
+	n := make([]string, len(p.wls))
+	for i, w := range p.wls {
+		n[i] = w.Name
+	}
+	return strings.Join(n, ", ")
 }
 
 func findFactor(fs []Factor, name string) *Factor {
