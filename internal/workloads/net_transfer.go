@@ -1,0 +1,218 @@
+package workloads
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+func init() {
+	workload.Register(&workload.Spec{
+		Type:    "net.transfer",
+		Summary: "fixed-size TCP flows, each on a new connection (S4's 5 MB netcat transfers); flow completion time",
+		Params: []workload.Param{
+			workload.P("size", workload.Size, "5MB", "bytes per flow").Range(1, 1<<40),
+			workload.P("flows", workload.Int, "20", "number of flows, each a new TCP connection").Range(1, 100000),
+			workload.P("concurrency", workload.Int, "1", "flows in progress at once; 1 runs them one after another").Range(1, 256),
+		},
+		Metrics: []workload.Metric{
+			{Name: "fct_mean", Unit: "ms", Better: result.Lower, Doc: "mean flow completion time: from the start of connect() until the client has read the server's acknowledgment that all size bytes arrived"},
+			{Name: "fct_p50", Unit: "ms", Better: result.Lower, Doc: "median flow completion time (nearest rank)"},
+			{Name: "fct_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile flow completion time (nearest rank: the slowest flow when there are fewer than 100)"},
+			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes of all flows over the time from the first connect() to the last acknowledgment"},
+		},
+		Roles: []string{workload.Server, workload.Client},
+		Run:   map[string]workload.RunFunc{workload.Server: transferServer, workload.Client: transferClient},
+		Smoke: map[string]string{"size": "1MB", "flows": "5"},
+	})
+}
+
+// transferAckTimeout bounds the wait for a flow's acknowledgment once all
+// its bytes are written, and the server's wait for the client to close.
+var transferAckTimeout = 30 * time.Second
+
+// transferServer accepts flows connections. On each it reads exactly size
+// bytes, then sends the count it read (8 bytes, big-endian) as the
+// acknowledgment, then expects the client to close without sending more.
+func transferServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	size, flows := p.Int("size"), int(p.Int("flows"))
+	ln, err := listen(ctx, env)
+	if err != nil {
+		return nil, "", err
+	}
+	defer ln.Close()
+	env.Ready(ln.Addr().String())
+	var wg sync.WaitGroup
+	errs := make(chan error, flows)
+	for i := range flows {
+		conn, err := acceptOne(ctx, ln)
+		if err != nil {
+			wg.Wait()
+			return nil, "", fmt.Errorf("accepting flow %d of %d: %w", i+1, flows, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			stop := closeOnDone(ctx, conn)
+			defer stop()
+			if err := receiveFlow(conn, size); err != nil {
+				errs <- fmt.Errorf("flow %d: %w", i+1, err)
+			}
+		}()
+	}
+	ln.Close()
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		return nil, "", err
+	}
+	return nil, "", nil
+}
+
+func receiveFlow(conn net.Conn, size int64) error {
+	buf := make([]byte, min(size, 256<<10))
+	var got int64
+	for got < size {
+		n, err := conn.Read(buf[:min(int64(len(buf)), size-got)])
+		got += int64(n)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return fmt.Errorf("receiving: %w", err)
+		}
+	}
+	// Acknowledge what arrived, even if short: the client then fails the
+	// trial with both counts.
+	if err := binary.Write(conn, binary.BigEndian, uint64(got)); err != nil {
+		return fmt.Errorf("acknowledging %d bytes: %w", got, err)
+	}
+	if got != size {
+		return fmt.Errorf("validation: the connection ended after %d of %d bytes", got, size)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(transferAckTimeout))
+	n, err := conn.Read(make([]byte, 1))
+	switch {
+	case n > 0:
+		return fmt.Errorf("validation: the client sent more than %d bytes", size)
+	case err != nil && !errors.Is(err, io.EOF):
+		return fmt.Errorf("waiting for the client to close: %w", err)
+	}
+	return nil
+}
+
+func transferClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	size, flows := p.Int("size"), int(p.Int("flows"))
+	workers := min(int(p.Int("concurrency")), flows)
+	payload := make([]byte, min(size, 256<<10))
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	fct := make([]time.Duration, flows)
+	next := make(chan int, flows)
+	for i := range flows {
+		next <- i
+	}
+	close(next)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		lastAck  time.Time
+	)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				d, err := sendFlow(ctx, env.Target, payload, size)
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("flow %d: %w", i+1, err)
+						cancel() // the other flows stop
+					}
+					mu.Unlock()
+					return
+				}
+				fct[i] = d
+				lastAck = time.Now()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, "", firstErr
+	}
+	wall := lastAck.Sub(start)
+
+	sorted := append([]time.Duration(nil), fct...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	var sum time.Duration
+	for _, d := range sorted {
+		sum += d
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return []result.Observation{
+		{Metric: "fct_mean", Value: ms(sum / time.Duration(flows)), Unit: "ms", Better: result.Lower},
+		{Metric: "fct_p50", Value: ms(percentile(sorted, 0.50)), Unit: "ms", Better: result.Lower},
+		{Metric: "fct_p99", Value: ms(percentile(sorted, 0.99)), Unit: "ms", Better: result.Lower},
+		{Metric: "throughput", Value: float64(size) * float64(flows) * 8 / wall.Seconds() / 1e9, Unit: "Gbit/s", Better: result.Higher},
+	}, "", nil
+}
+
+// sendFlow runs one flow and returns its completion time: from the start
+// of connect() — the handshake included, as a new short flow pays it — to
+// the moment the client has read the server's acknowledgment of all size
+// bytes. Closing the connection afterwards is not part of it.
+func sendFlow(ctx context.Context, target string, payload []byte, size int64) (time.Duration, error) {
+	var d net.Dialer
+	t0 := time.Now()
+	conn, err := d.DialContext(ctx, "tcp", target)
+	if err != nil {
+		return 0, fmt.Errorf("connecting to %s: %w", target, err)
+	}
+	defer conn.Close()
+	stop := closeOnDone(ctx, conn)
+	defer stop()
+	for left := size; left > 0; {
+		n, err := conn.Write(payload[:min(int64(len(payload)), left)])
+		left -= int64(n)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 0, fmt.Errorf("sending (%d of %d bytes left): %w", left, size, err)
+		}
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(transferAckTimeout))
+	var ack uint64
+	if err := binary.Read(conn, binary.BigEndian, &ack); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, fmt.Errorf("validation: no acknowledgment from the server after sending %d bytes: %w", size, err)
+	}
+	fct := time.Since(t0)
+	if ack != uint64(size) {
+		return 0, fmt.Errorf("validation: the server acknowledged %d bytes, the client sent %d", ack, size)
+	}
+	return fct, nil
+}

@@ -1,0 +1,99 @@
+package workloads
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+func TestTransferLoopback(t *testing.T) {
+	for _, conc := range []string{"1", "3"} {
+		t.Run("concurrency "+conc, func(t *testing.T) {
+			p := values(t, "net.transfer", map[string]string{"size": "1MB", "flows": "6", "concurrency": conc})
+			addr, done := serve(t, transferServer, p)
+			obs, _, err := transferClient(context.Background(), p, workload.Env{Target: addr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("server: %v", err)
+			}
+			m := obsMap(obs)
+			if m["fct_p50"] <= 0 || m["fct_p50"] > m["fct_p99"] || m["fct_mean"] > m["fct_p99"] || m["throughput"] <= 0 {
+				t.Fatalf("implausible %v", m)
+			}
+			if conc == "1" {
+				// One after another: 6 MB over the sum of the completion
+				// times, give or take the gaps between flows.
+				implied := 8e6 / (m["fct_mean"] * 1e-3) / 1e9
+				if r := m["throughput"] / implied; r < 0.5 || r > 1.01 {
+					t.Errorf("throughput %.2f Gbit/s vs %.2f implied by fct_mean", m["throughput"], implied)
+				}
+			}
+		})
+	}
+}
+
+// A server acknowledging fewer bytes than were sent fails the trial.
+func TestTransferDetectsShortAck(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				n, _ := io.CopyN(io.Discard, c, 1000)
+				if n == 1000 {
+					n = 999 // lost one, says the server
+				}
+				binary.Write(c, binary.BigEndian, uint64(n))
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	p := values(t, "net.transfer", map[string]string{"size": "1000", "flows": "3"})
+	_, _, err = transferClient(context.Background(), p, workload.Env{Target: ln.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "validation: the server acknowledged 999 bytes, the client sent 1000") {
+		t.Fatalf("want a validation error, got %v", err)
+	}
+}
+
+// The server fails a flow that ends short or brings more than size.
+func TestTransferServerValidates(t *testing.T) {
+	for name, c := range map[string]struct {
+		send int
+		want string
+	}{
+		"short": {999, "ended after 999 of 1000 bytes"},
+		"long":  {1001, "sent more than 1000 bytes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := values(t, "net.transfer", map[string]string{"size": "1000", "flows": "1"})
+			addr, done := serve(t, transferServer, p)
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn.Write(make([]byte, c.send))
+			conn.(*net.TCPConn).CloseWrite()
+			var ack uint64
+			binary.Read(conn, binary.BigEndian, &ack)
+			conn.Close()
+			if err := <-done; err == nil || !strings.Contains(err.Error(), "validation") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("server: want %q, got %v", c.want, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,252 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+func init() {
+	workload.Register(&workload.Spec{
+		Type:    "net.udp_rr",
+		Summary: "request/response over UDP (netperf UDP_RR); transaction rate, round-trip latency and loss",
+		Params: []workload.Param{
+			workload.P("duration", workload.Duration, "5s", "how long the client starts new transactions").Range(0.05, 86400),
+			workload.P("request_size", workload.Size, "1B", "bytes per request datagram").Range(1, 65507),
+			workload.P("response_size", workload.Size, "1B", "bytes per response datagram").Range(1, 65507),
+			workload.P("timeout", workload.Duration, "100ms", "how long the client waits for a response before it counts the transaction lost and starts the next").Range(0.001, 60),
+		},
+		Metrics: append([]workload.Metric{
+			{Name: "transactions_per_sec", Unit: "transactions/s", Better: result.Higher, Doc: "transactions answered in time per second of the test"},
+			{Name: "loss_pct", Unit: "%", Better: result.Lower, Doc: "transactions whose response did not arrive within timeout, of all started"},
+		}, rttMetrics("round trip of one answered transaction: from the request's send to its response's receipt")...),
+		Roles: []string{workload.Server, workload.Client},
+		Run:   map[string]workload.RunFunc{workload.Server: udpRRServer, workload.Client: udpRRClient},
+		Smoke: map[string]string{"duration": "300ms"},
+	})
+}
+
+// udpHello is the server's first control message: where to send datagrams.
+type udpHello struct {
+	Port  int    `json:"port"`
+	Nonce uint64 `json:"nonce,omitempty"` // udp_stream: carried by every datagram
+}
+
+// udpRRDone is the client's last control message; udpRRReport the answer.
+type udpRRDone struct {
+	Sent uint64 `json:"sent"`
+}
+
+type udpRRReport struct {
+	Received uint64 `json:"received"` // requests of request_size bytes
+	Answered uint64 `json:"answered"`
+	BadSize  uint64 `json:"bad_size"` // datagrams of another size, not answered
+}
+
+func udpRRServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	ln, err := listen(ctx, env)
+	if err != nil {
+		return nil, "", err
+	}
+	defer ln.Close()
+	uc, err := listenUDP(env)
+	if err != nil {
+		return nil, "", err
+	}
+	defer uc.Close()
+	stopU := closeOnDone(ctx, uc)
+	defer stopU()
+	env.Ready(ln.Addr().String())
+	c, err := acceptOne(ctx, ln)
+	if err != nil {
+		return nil, "", fmt.Errorf("accepting the client: %w", err)
+	}
+	ctl := newCtlConn(c)
+	defer ctl.Close()
+	stop := closeOnDone(ctx, ctl)
+	defer stop()
+	if err := ctl.send(udpHello{Port: uc.LocalAddr().(*net.UDPAddr).Port}); err != nil {
+		return nil, "", err
+	}
+
+	reqSize, respSize := int(p.Int("request_size")), int(p.Int("response_size"))
+	var rep udpRRReport
+	var serveErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 65536)
+		resp := make([]byte, respSize)
+		for i := range resp {
+			resp[i] = byte(i)
+		}
+		for {
+			n, from, err := uc.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				if !errors.Is(err, net.ErrClosed) {
+					serveErr = fmt.Errorf("receiving requests: %w", err)
+				}
+				return
+			}
+			if n != reqSize {
+				rep.BadSize++
+				continue
+			}
+			rep.Received++
+			copy(resp, buf[:min(8, reqSize, respSize)])
+			if _, err := uc.WriteToUDPAddrPort(resp, from); err != nil {
+				if errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EAGAIN) {
+					continue // dropped on the way out: the client counts it lost
+				}
+				serveErr = fmt.Errorf("sending a response: %w", err)
+				return
+			}
+			rep.Answered++
+		}
+	}()
+	var done udpRRDone
+	recvErr := ctl.recv(&done, 0)
+	uc.Close()
+	wg.Wait()
+	if recvErr != nil {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		return nil, "", fmt.Errorf("the client ended without its final count: %w", recvErr)
+	}
+	if serveErr != nil {
+		return nil, "", serveErr
+	}
+	if err := ctl.send(rep); err != nil {
+		return nil, "", err
+	}
+	return nil, "", nil
+}
+
+func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	ctl, err := dialCtl(ctx, env.Target)
+	if err != nil {
+		return nil, "", err
+	}
+	defer ctl.Close()
+	stop := closeOnDone(ctx, ctl)
+	defer stop()
+	var hello udpHello
+	if err := ctl.recv(&hello, ctlTimeout); err != nil {
+		return nil, "", err
+	}
+	host, err := targetHost(env.Target)
+	if err != nil {
+		return nil, "", err
+	}
+	raddr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, fmt.Sprint(hello.Port)))
+	if err != nil {
+		return nil, "", fmt.Errorf("server's UDP address: %w", err)
+	}
+	uc, err := net.DialUDP("udp", nil, raddr)
+	if err != nil {
+		return nil, "", fmt.Errorf("connecting UDP to %s: %w", raddr, err)
+	}
+	defer uc.Close()
+	stopU := closeOnDone(ctx, uc)
+	defer stopU()
+
+	reqSize, respSize := int(p.Int("request_size")), int(p.Int("response_size"))
+	timeout := p.Duration("timeout")
+	req := make([]byte, reqSize)
+	for i := range req {
+		req[i] = byte(i)
+	}
+	buf := make([]byte, respSize+1) // one more: a longer datagram shows as n > respSize
+	// The server echoes the request's first w bytes: the sequence number as
+	// far as both messages carry it.
+	w := min(8, reqSize, respSize)
+	hist := newRTTHist()
+	var sent, answered, lost, late uint64
+	start := time.Now()
+	deadline := start.Add(p.Duration("duration"))
+	for time.Now().Before(deadline) {
+		seq := sent
+		putSeq(req, seq)
+		// The read deadline is set before the clock starts: not part of
+		// the round trip.
+		_ = uc.SetReadDeadline(time.Now().Add(timeout))
+		t0 := time.Now()
+		if _, err := uc.Write(req); err != nil {
+			if ctx.Err() != nil {
+				return nil, "", ctx.Err()
+			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				return nil, "", fmt.Errorf("the server's UDP port %s refused request %d", raddr, seq)
+			}
+			return nil, "", fmt.Errorf("sending request %d: %w", seq, err)
+		}
+		sent++
+		for {
+			n, err := uc.Read(buf)
+			t1 := time.Now()
+			if err != nil {
+				if isTimeout(err) {
+					lost++
+					break
+				}
+				if ctx.Err() != nil {
+					return nil, "", ctx.Err()
+				}
+				if errors.Is(err, syscall.ECONNREFUSED) {
+					return nil, "", fmt.Errorf("the server's UDP port %s refused request %d", raddr, seq)
+				}
+				return nil, "", fmt.Errorf("receiving response %d: %w", seq, err)
+			}
+			if n != respSize {
+				return nil, "", fmt.Errorf("validation: a response of %d bytes, want %d", n, respSize)
+			}
+			got := getSeq(buf[:w])
+			if got == seqLow(seq, w) {
+				hist.Record(t1.Sub(t0))
+				answered++
+				break
+			}
+			if w >= 8 && got > seq {
+				return nil, "", fmt.Errorf("validation: response carries sequence number %d, but only %d requests were sent", got, seq+1)
+			}
+			late++ // the answer to a request already counted lost
+		}
+	}
+	elapsed := time.Since(start)
+
+	if err := ctl.send(udpRRDone{Sent: sent}); err != nil {
+		return nil, "", err
+	}
+	var rep udpRRReport
+	if err := ctl.recv(&rep, ctlTimeout); err != nil {
+		return nil, "", fmt.Errorf("reading the server's counts: %w", err)
+	}
+	logf(env, "udp_rr: sent %d, answered in time %d, lost %d (of which %d answered late); server received %d, answered %d",
+		sent, answered, lost, late, rep.Received, rep.Answered)
+	switch {
+	case rep.BadSize > 0:
+		return nil, "", fmt.Errorf("validation: the server received %d datagrams that were not %d-byte requests", rep.BadSize, reqSize)
+	case rep.Received > sent:
+		return nil, "", fmt.Errorf("validation: the server received %d requests, the client sent %d", rep.Received, sent)
+	case rep.Answered > rep.Received:
+		return nil, "", fmt.Errorf("validation: the server answered %d requests but received %d", rep.Answered, rep.Received)
+	case answered+late > rep.Answered:
+		return nil, "", fmt.Errorf("validation: the client received %d responses, the server sent %d", answered+late, rep.Answered)
+	case answered == 0:
+		return nil, "", fmt.Errorf("validation: none of %d requests was answered within %s", sent, timeout)
+	}
+	obs := []result.Observation{
+		{Metric: "transactions_per_sec", Value: float64(answered) / elapsed.Seconds(), Unit: "transactions/s", Better: result.Higher},
+		{Metric: "loss_pct", Value: 100 * float64(lost) / float64(sent), Unit: "%", Better: result.Lower},
+	}
+	return append(obs, hist.Observations()...), "", nil
+}
