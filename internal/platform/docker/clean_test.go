@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
@@ -38,6 +41,17 @@ func livePID(t *testing.T, argv0 string) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Until the child has exec'd, /proc/<pid>/cmdline is still the test
+	// binary's; wait for the new program's so the check sees what a real
+	// owner would show.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline")
+		if strings.HasPrefix(string(b), argv0+"\x00") {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return cmd.Process.Pid
 }
 
