@@ -3,11 +3,13 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -17,8 +19,10 @@ var (
 	buildErr error
 )
 
-// Binary returns the path of a static ctrbench binary: $CTRBENCH_BIN when set
-// (make test sets it), else one built once per test process.
+// Binary returns the path of a static ctrbench binary with the C kernels
+// beside it: $CTRBENCH_BIN when set (make test sets it), else the
+// repository's bin/ctrbench, built once per test process with `make build`
+// — the same build users get.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("CTRBENCH_BIN"); p != "" {
@@ -26,36 +30,40 @@ func Binary(t testing.TB) string {
 			return p
 		}
 	}
-	once.Do(func() {
-		dir, err := os.MkdirTemp("", "ctrbench-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		built = filepath.Join(dir, "ctrbench")
-		cmd := exec.Command("go", "build", "-o", built, "./cmd/ctrbench")
-		cmd.Dir = moduleRoot()
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = &buildError{out: string(out), err: err}
-		}
-	})
+	once.Do(func() { built, buildErr = makeBuild() })
 	if buildErr != nil {
 		t.Fatalf("building ctrbench: %v", buildErr)
 	}
 	return built
 }
 
-type buildError struct {
-	out string
-	err error
+// makeBuild runs `make build` under an exclusive lock: go test runs
+// packages in parallel, and each may get here.
+func makeBuild() (string, error) {
+	root := moduleRoot()
+	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(root, "bin", ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	cmd := exec.Command("make", "-s", "build")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("make build: %w: %s", err, out)
+	}
+	return filepath.Join(root, "bin", "ctrbench"), nil
 }
-
-func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
 func moduleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
 // ModuleRoot is the repository root, for tests that read experiments/.
