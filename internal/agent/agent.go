@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/telemetry"
 	"github.com/ctrbench/ctrbench/internal/workload"
 	_ "github.com/ctrbench/ctrbench/internal/workloads" // registers the workload types
 )
@@ -37,8 +38,11 @@ type Options struct {
 	// means the system's temporary directory (the container's writable
 	// layer in a container).
 	DataDir string
-	Stdout  io.Writer
-	Stderr  io.Writer
+	// Telemetry says which counters are the instance's own (its cgroup,
+	// its network namespace); the orchestrator knows from the placement.
+	Telemetry telemetry.Scope
+	Stdout    io.Writer
+	Stderr    io.Writer
 }
 
 // emitter writes events; a server's ready and the result may come from
@@ -114,7 +118,14 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		Ready:   func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
 		Log:     func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
 	}
+	if len(o.JoinCgroups) > 0 {
+		o.Telemetry.Cgroup = true // a native agent under limits has its own cgroup
+	}
+	before := telemetry.Read(o.Telemetry)
 	obs, raw, err := runFn(ctx, vals, env)
+	if err == nil {
+		obs = append(obs, telemetryObservations(telemetry.Diff(before, telemetry.Read(o.Telemetry)))...)
+	}
 	res = &result.Result{Status: result.OK, Observations: obs, Seen: seen(data)}
 	if err != nil {
 		res.Status, res.Error, res.Raw = result.Failed, err.Error(), raw
@@ -129,6 +140,19 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		}
 	}
 	return res
+}
+
+// telemetryObservations reports telemetry as observations named
+// "telemetry.<name>". Their direction is "lower" (less resource used);
+// they explain a result rather than score it.
+func telemetryObservations(vals map[string]float64) []result.Observation {
+	var out []result.Observation
+	for _, m := range telemetry.Metrics {
+		if v, ok := vals[m.Name]; ok {
+			out = append(out, result.Observation{Metric: "telemetry." + m.Name, Value: v, Unit: m.Unit, Better: result.Lower})
+		}
+	}
+	return out
 }
 
 // fsTypes names the filesystem magic numbers a data directory may show.

@@ -298,3 +298,82 @@ func RemoveTree(name string) []string {
 	}
 	return removed
 }
+
+// Counters reads the calling process's cgroup counters that telemetry
+// reports: throttling, memory peak, block I/O bytes. Missing files are
+// skipped (controllers differ between hosts).
+func Counters() map[string]float64 {
+	out := map[string]float64{}
+	kv := func(paths []string) map[string]float64 {
+		s, ok := readFirst(paths...)
+		if !ok {
+			return nil
+		}
+		m := map[string]float64{}
+		for _, line := range strings.Split(s, "\n") {
+			f := strings.Fields(line)
+			if len(f) == 2 {
+				if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+					m[f[0]] = v
+				}
+			}
+		}
+		return m
+	}
+	if V2() {
+		if m := kv(candidates("", "cpu.stat")); m != nil {
+			out["cpu_throttled_periods"] = m["nr_throttled"]
+			out["cpu_throttled_seconds"] = m["throttled_usec"] / 1e6
+		}
+		if s, ok := readFirst(candidates("", "memory.peak")...); ok {
+			if v, err := strconv.ParseFloat(s, 64); err == nil {
+				out["memory_peak_bytes"] = v
+			}
+		}
+		if s, ok := readFirst(candidates("", "io.stat")...); ok {
+			var r, w float64
+			for _, line := range strings.Split(s, "\n") {
+				for _, f := range strings.Fields(line) {
+					if v, ok := strings.CutPrefix(f, "rbytes="); ok {
+						x, _ := strconv.ParseFloat(v, 64)
+						r += x
+					}
+					if v, ok := strings.CutPrefix(f, "wbytes="); ok {
+						x, _ := strconv.ParseFloat(v, 64)
+						w += x
+					}
+				}
+			}
+			out["blkio_read_bytes"], out["blkio_write_bytes"] = r, w
+		}
+		return out
+	}
+	if m := kv(candidates("cpu", "cpu.stat")); m != nil {
+		out["cpu_throttled_periods"] = m["nr_throttled"]
+		out["cpu_throttled_seconds"] = m["throttled_time"] / 1e9
+	}
+	if s, ok := readFirst(candidates("memory", "memory.max_usage_in_bytes")...); ok {
+		if v, err := strconv.ParseFloat(s, 64); err == nil {
+			out["memory_peak_bytes"] = v
+		}
+	}
+	// "8:0 Read 4096" lines, and a "Total" line; Read and Write summed over devices.
+	if s, ok := readFirst(candidates("blkio", "blkio.throttle.io_service_bytes")...); ok {
+		var r, w float64
+		for _, line := range strings.Split(s, "\n") {
+			f := strings.Fields(line)
+			if len(f) != 3 {
+				continue
+			}
+			v, _ := strconv.ParseFloat(f[2], 64)
+			switch f[1] {
+			case "Read":
+				r += v
+			case "Write":
+				w += v
+			}
+		}
+		out["blkio_read_bytes"], out["blkio_write_bytes"] = r, w
+	}
+	return out
+}

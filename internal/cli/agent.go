@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,7 +16,7 @@ func newAgentCmd() *cobra.Command {
 		Hidden: false,
 	}
 	o := agent.Options{}
-	var join string
+	var join, tele string
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run one role of a workload once and print JSON events on stdout",
@@ -24,6 +25,17 @@ func newAgentCmd() *cobra.Command {
 			o.Stdout, o.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if join != "" {
 				o.JoinCgroups = strings.Split(join, ",")
+			}
+			for _, t := range strings.Split(tele, ",") {
+				switch t {
+				case "cgroup":
+					o.Telemetry.Cgroup = true
+				case "netns":
+					o.Telemetry.Netns = true
+				case "":
+				default:
+					return usageError{fmt.Errorf("--telemetry: unknown scope %q (cgroup, netns)", t)}
+				}
 			}
 			return agent.Run(cmd.Context(), o)
 		},
@@ -35,6 +47,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&o.Bind, "bind", "127.0.0.1", "address a server listens on")
 	f.StringVar(&o.Target, "target", "", "host:port of the server, for a client")
 	f.StringVar(&o.DataDir, "data-dir", "", "directory in which disk workloads write (default: the system's temporary directory)")
+	f.StringVar(&tele, "telemetry", "", "counters that are this instance's own: cgroup, netns (comma-separated)")
 	f.StringVar(&join, "join-cgroups", "", "cgroup directories to enter before any work (comma-separated)")
 	_ = run.MarkFlagRequired("workload")
 	c.AddCommand(run)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -17,10 +18,11 @@ import (
 )
 
 type reportOptions struct {
-	DB       string
-	Campaign string
-	Format   string
-	Failures bool
+	DB        string
+	Campaign  string
+	Format    string
+	Failures  bool
+	Telemetry bool
 }
 
 func newReportCmd() *cobra.Command {
@@ -52,13 +54,14 @@ func newReportCmd() *cobra.Command {
 			if o.Failures {
 				return writeFailures(cmd.Context(), db, id, cmd.OutOrStdout())
 			}
-			return writeReport(cmd.Context(), db, id, o.Format, cmd.OutOrStdout())
+			return writeReport(cmd.Context(), db, id, o.Format, o.Telemetry, cmd.OutOrStdout())
 		},
 	}
 	c.Flags().StringVar(&o.DB, "db", DefaultDB, "results database (SQLite)")
 	c.Flags().StringVar(&o.Campaign, "campaign", "", "campaign ID or unique prefix (default: the latest)")
 	c.Flags().StringVar(&o.Format, "format", "table", "table, csv or json")
 	c.Flags().BoolVar(&o.Failures, "failures", false, "list failed and timed-out trials with their reasons instead")
+	c.Flags().BoolVar(&o.Telemetry, "telemetry", false, "also show telemetry (CPU time, throttling, memory peak, I/O, context switches, retransmissions) in the table; JSON and CSV always include it")
 	return c
 }
 
@@ -156,7 +159,7 @@ func metricOrder(c result.Cell, seen []string) []string {
 	return out
 }
 
-func writeReport(ctx context.Context, db *store.DB, id, format string, w io.Writer) error {
+func writeReport(ctx context.Context, db *store.DB, id, format string, withTelemetry bool, w io.Writer) error {
 	f, err := report.Lookup(format)
 	if err != nil {
 		return usageError{err}
@@ -167,8 +170,23 @@ func writeReport(ctx context.Context, db *store.DB, id, format string, w io.Writ
 	}
 	if format == "table" {
 		fmt.Fprintf(w, "campaign %s (%s), %s, started %s\n\n", camp.ID, camp.SpecPath, camp.Status, camp.Started.Format("2006-01-02 15:04:05 MST"))
+		if !withTelemetry {
+			kept := series[:0]
+			for _, s := range series {
+				if !isTelemetry(s.Metric) {
+					kept = append(kept, s)
+				}
+			}
+			series = kept
+		}
 	}
 	return f(w, report.Rows(series))
+}
+
+// isTelemetry reports whether a metric is telemetry ("telemetry.cpu_seconds",
+// "server.telemetry.cpu_seconds").
+func isTelemetry(metric string) bool {
+	return strings.HasPrefix(metric, "telemetry.") || strings.Contains(metric, ".telemetry.")
 }
 
 func writeFailures(ctx context.Context, db *store.DB, id string, w io.Writer) error {

@@ -156,6 +156,19 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 		if target != "" {
 			args = append(args, "--target", target)
 		}
+		// Which counters are the instance's own: a container has its own
+		// cgroup (and, off the host network, its own network namespace); a
+		// native agent has its own cgroup only under limits.
+		var scopes []string
+		if pl.Platform != "native" {
+			scopes = append(scopes, "cgroup")
+			if pl.Network != platform.NetHost {
+				scopes = append(scopes, "netns")
+			}
+		}
+		if len(scopes) > 0 {
+			args = append(args, "--telemetry", strings.Join(scopes, ","))
+		}
 		labels := o.labels()
 		labels["io.ctrbench.trial"] = strconv.Itoa(pt.Seq)
 		labels["io.ctrbench.role"] = role

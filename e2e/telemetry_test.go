@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestTelemetryExplainsLimits: a CPU-bound agent in a container limited to
+// half a core is throttled and uses about half a CPU-second per second; a
+// client on the bridge sees its own TCP segments.
+func TestTelemetryExplainsLimits(t *testing.T) {
+	requireDocker(t)
+	exp := writeExperiment(t, `name: e2e-telemetry
+seed: 4
+repetitions: 2
+factors:
+  platform: [docker]
+  network: [bridge]
+  cpus: ["0.5"]
+workloads:
+  - {name: cpu, type: cpu.primes, params: {duration: 2s, max_prime: 5000}}
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
+`)
+	db := filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
+	if r.code != 0 {
+		t.Fatalf("run exited %d\n%s", r.code, r.stderr)
+	}
+	assertNothingLeft(t, campaignID(t, r.stderr))
+	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
+	var rows []row
+	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	mean := map[string]float64{}
+	for _, x := range rows {
+		mean[x.Workload+" "+x.Metric] = x.Mean
+	}
+	// 2 s at 0.5 CPU: about 1 CPU-second, and throttled in most periods.
+	if v := mean["cpu telemetry.cpu_seconds"]; v < 0.7 || v > 1.3 {
+		t.Errorf("cpu_seconds %v, want about 1 (2 s at 0.5 CPU)", v)
+	}
+	if v := mean["cpu telemetry.cpu_throttled_periods"]; v < 5 {
+		t.Errorf("cpu_throttled_periods %v: a CPU-bound agent at 0.5 CPU must be throttled", v)
+	}
+	if v := mean["cpu telemetry.memory_peak_bytes"]; v <= 0 {
+		t.Errorf("memory_peak_bytes %v", v)
+	}
+	if v := mean["tcp telemetry.tcp_out_segs"]; v <= 0 {
+		t.Errorf("the client's own namespace sent no TCP segments: %v", v)
+	}
+	if v, ok := mean["tcp server.telemetry.tcp_out_segs"]; !ok || v <= 0 {
+		t.Errorf("the server's telemetry is missing: %v", v)
+	}
+	// The table hides telemetry unless asked.
+	tab := ctrbench(t, time.Minute, "report", "--db", db)
+	if contains := json.Valid([]byte(tab.stdout)); contains {
+		t.Fatal("table output is JSON")
+	}
+	withT := ctrbench(t, time.Minute, "report", "--db", db, "--telemetry")
+	if len(withT.stdout) <= len(tab.stdout) {
+		t.Errorf("--telemetry added nothing to the table")
+	}
+}
