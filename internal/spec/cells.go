@@ -19,7 +19,20 @@ func relevant(name string, w Workload) bool {
 		return ok
 	}
 	role, _ := splitFactor(name)
-	return role == "" || w.Spec.HasRole(role)
+	return role == "" || role == RoleAntagonist || w.Spec.HasRole(role)
+}
+
+// dropIrrelevant removes factors that the other levels make meaningless:
+// the packaging and placement of neighbours when there is none.
+func dropIrrelevant(levels map[string]string) {
+	if a, ok := levels[FAntagonist]; !ok || a == AntagonistNone {
+		delete(levels, FPackaging)
+		for k := range levels {
+			if strings.HasPrefix(k, RoleAntagonist+".") {
+				delete(levels, k)
+			}
+		}
+	}
 }
 
 // combinations enumerates the full factorial in file order, the first factor
@@ -88,6 +101,7 @@ func (e *Experiment) Cells() []result.Cell {
 					c.Params[pname], _ = prm.Normalize(lvl)
 				}
 			}
+			dropIrrelevant(c.Factors)
 			key := c.Key()
 			if seen[key] {
 				continue
@@ -121,6 +135,7 @@ func BaselineCell(baseline map[string]string, c result.Cell, cells []result.Cell
 			want[k] = v
 		}
 	}
+	dropIrrelevant(want)
 	for _, o := range cells {
 		if o.Workload == c.Workload && len(o.Factors) == len(want) && matches(o.Factors, want) {
 			return o.ID, true
@@ -175,18 +190,24 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 			}
 		}
 	}
+	if findFactor(e.Factors, FPackaging) != nil && findFactor(e.Factors, FAntagonist) == nil {
+		p.addf(factorNodes[FPackaging], "factor packaging says how neighbours are packaged, but there is no antagonist factor naming them")
+	}
 	if len(e.Baseline) > 0 {
 		for _, w := range e.Workloads {
-			found := false
+			found, targeted := false, false
 			for _, c := range cells {
 				if c.Workload == w.Name {
+					targeted = true
 					if _, ok := e.BaselineOf(c, cells); ok {
 						found = true
 						break
 					}
 				}
 			}
-			if !found {
+			// A workload excluded as a target (used only as a neighbour)
+			// needs no baseline.
+			if targeted && !found {
 				p.addf(baselineNode, "baseline %s matches no cell of workload %s (is it excluded?)", fmtLevels(e.Baseline), w.Name)
 			}
 		}

@@ -18,6 +18,11 @@ const (
 	FCpuset   = "cpuset"
 	FMemory   = "memory"
 	FStorage  = "storage"
+	// FAntagonist names the neighbours that run beside the measured
+	// workload (the target): none, idle, a workload of the file, or several
+	// joined by "+". FPackaging says how they are packaged with it.
+	FAntagonist = "antagonist"
+	FPackaging  = "packaging"
 	// ParamPrefix makes a workload parameter a factor: "param.message_size".
 	ParamPrefix = "param."
 	// NoLimit is the level meaning "no cgroup limit" for cpus, cpuset, memory.
@@ -47,7 +52,7 @@ func splitFactor(name string) (role, base string) {
 	if strings.HasPrefix(name, ParamPrefix) {
 		return "", name
 	}
-	for _, r := range workload.RoleNames() {
+	for _, r := range append(workload.RoleNames(), RoleAntagonist) {
 		if strings.HasPrefix(name, r+".") {
 			return r, strings.TrimPrefix(name, r+".")
 		}
@@ -59,7 +64,7 @@ func splitFactor(name string) (role, base string) {
 func knownFactorNames() string {
 	names := append([]string{}, placementFactors...)
 	names = append(names, "<role>.<"+strings.Join(placementFactors, "|")+"> (roles: "+strings.Join(workload.RoleNames(), ", ")+")")
-	names = append(names, ParamPrefix+"<parameter>")
+	names = append(names, FAntagonist, FPackaging, RoleAntagonist+".<placement>", ParamPrefix+"<parameter>")
 	return strings.Join(names, ", ")
 }
 
@@ -76,10 +81,13 @@ func checkFactorName(name string, wls []Workload) error {
 		}
 		return fmt.Errorf("factor %q: no workload of this file has a parameter %q", name, p)
 	}
+	if name == FAntagonist || name == FPackaging {
+		return nil
+	}
 	role, base := splitFactor(name)
 	for _, f := range placementFactors {
 		if base == f {
-			if role != "" && !anyHasRole(wls, role) {
+			if role != "" && role != RoleAntagonist && !anyHasRole(wls, role) {
 				return fmt.Errorf("factor %q places the %s role, but no workload of this file has one", name, role)
 			}
 			return nil
@@ -113,6 +121,28 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 		}
 		// Levels of a parameter factor keep the user's spelling, which reads
 		// better in reports ("64KiB" rather than "65536").
+		return level, nil
+	}
+	switch name {
+	case FPackaging:
+		return level, oneOf(name, level, Packagings)
+	case FAntagonist:
+		if level == AntagonistNone || level == AntagonistIdle {
+			return level, nil
+		}
+		for _, a := range Antagonists(level) {
+			found := false
+			for _, w := range wls {
+				found = found || w.Name == a
+			}
+			if !found {
+				names := []string{AntagonistNone, AntagonistIdle}
+				for _, w := range wls {
+					names = append(names, w.Name)
+				}
+				return "", fmt.Errorf("level %q of %s: %q is not a workload of this file; allowed: %s, or several joined by +", level, name, a, strings.Join(names, ", "))
+			}
+		}
 		return level, nil
 	}
 	_, base := splitFactor(name)
@@ -221,6 +251,29 @@ func ParseCPUList(s string, ncpu int) ([]int, error) {
 }
 
 const maxCPUs = 8192
+
+// Antagonist and packaging levels.
+const (
+	AntagonistNone = "none" // the target alone: S0's Case 1, the baseline of every IR
+	AntagonistIdle = "idle" // a neighbour that sleeps: the A/A check of the instrument
+	PackSame       = "same-container"
+	PackSeparate   = "separate-containers"
+	// RoleAntagonist qualifies placement factors for the neighbours:
+	// antagonist.cpuset: ["1"] pins them away from the target.
+	RoleAntagonist = "antagonist"
+)
+
+// Packagings are the levels of the packaging factor.
+var Packagings = []string{PackSame, PackSeparate}
+
+// Antagonists splits an antagonist level into workload names; nil for
+// none and idle.
+func Antagonists(level string) []string {
+	if level == "" || level == AntagonistNone || level == AntagonistIdle {
+		return nil
+	}
+	return strings.Split(level, "+")
+}
 
 // Storage levels.
 const (

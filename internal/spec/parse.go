@@ -250,6 +250,19 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 	if n, ok := f["baseline"]; ok {
 		e.Baseline = p.levelMap(n, "baseline", e.Factors)
 	}
+	// With neighbours, the target alone is always run, and it is what every
+	// interference ratio compares with (S0's Case 1): added when missing.
+	if af := findFactor(e.Factors, FAntagonist); af != nil {
+		if !contains(af.Levels, AntagonistNone) {
+			af.Levels = append([]string{AntagonistNone}, af.Levels...)
+		}
+		if e.Baseline == nil {
+			e.Baseline = map[string]string{}
+		}
+		if _, ok := e.Baseline[FAntagonist]; !ok {
+			e.Baseline[FAntagonist] = AntagonistNone
+		}
+	}
 	if len(p.problems) == 0 {
 		p.checkCells(e, root, factorNodes, f["baseline"])
 	}

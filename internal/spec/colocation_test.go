@@ -1,0 +1,98 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+)
+
+const jhaLike = `name: jha
+factors:
+  platform: [docker]
+  antagonist: [L, S, "L+S", idle]
+  packaging: [same-container, separate-containers]
+  cpus: ["1"]
+  antagonist.cpuset: ["1"]
+workloads:
+  - {name: L, type: cpu.primes}
+  - {name: S, type: cpu.primes, params: {max_prime: 2000}}
+`
+
+func TestAntagonistCells(t *testing.T) {
+	e, err := Parse("jha.yaml", []byte(jhaLike), nil, Machine{CPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := findFactor(e.Factors, FAntagonist)
+	if f == nil || f.Levels[0] != AntagonistNone {
+		t.Fatalf("solo (none) must be added first: %+v", f)
+	}
+	if e.Baseline[FAntagonist] != AntagonistNone {
+		t.Fatalf("baseline %v", e.Baseline)
+	}
+	cells := e.Cells()
+	// Per workload: solo once (packaging is meaningless alone), and each of
+	// 4 neighbour levels in 2 packagings.
+	if len(cells) != 2*(1+4*2) {
+		t.Fatalf("%d cells: %v", len(cells), keys(cells))
+	}
+	for _, c := range cells {
+		_, hasPack := c.Factors[FPackaging]
+		if (c.Factors[FAntagonist] == AntagonistNone) == hasPack {
+			t.Errorf("cell %s: packaging must be present exactly when there is a neighbour", c.Key())
+		}
+		base, ok := e.BaselineOf(c, cells)
+		if !ok {
+			t.Fatalf("cell %s has no baseline", c.Key())
+		}
+		b := cells[base-1]
+		if b.Workload != c.Workload || b.Factors[FAntagonist] != AntagonistNone || b.Factors[FCPUs] != "1" {
+			t.Errorf("baseline of %s is %s, want %s solo under the same limits", c.Key(), b.Key(), c.Workload)
+		}
+	}
+	if got := Antagonists("L+S"); len(got) != 2 || got[0] != "L" || got[1] != "S" {
+		t.Errorf("Antagonists(L+S) = %v", got)
+	}
+	if pl := PlacementFor(cells[3].Factors, RoleAntagonist); pl.Cpuset != "1" || pl.CPUs != "1" {
+		t.Errorf("antagonist placement %+v", pl)
+	}
+}
+
+func TestAntagonistProblems(t *testing.T) {
+	for name, c := range map[string]struct{ src, want string }{
+		"unknown neighbour": {strings.Replace(jhaLike, `"L+S"`, `"L+X"`, 1), `jha.yaml:4:22: level "L+X" of antagonist: "X" is not a workload of this file; allowed: none, idle, L, S, or several joined by +`},
+		"bad packaging":     {strings.Replace(jhaLike, "same-container,", "same-pod,", 1), `jha.yaml:5:15: level "same-pod" of packaging: allowed: same-container, separate-containers`},
+		"packaging alone":   {"name: x\nfactors:\n  packaging: [same-container]\nworkloads: [{type: cpu.primes}]\n", "x.yaml:3:3: factor packaging says how neighbours are packaged, but there is no antagonist factor"},
+	} {
+		file := "jha.yaml"
+		if strings.HasPrefix(c.want, "x.yaml") {
+			file = "x.yaml"
+		}
+		_, err := Parse(file, []byte(c.src), nil, Machine{CPUs: 2})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v\nwant %s", name, err, c.want)
+		}
+	}
+}
+
+// A workload used only as a neighbour is excluded as a target and needs no
+// baseline of its own.
+func TestNeighbourOnlyWorkload(t *testing.T) {
+	src := `name: aa
+factors:
+  platform: [docker]
+  antagonist: [noisy]
+  packaging: [separate-containers]
+exclude:
+  - {workload: noisy}
+workloads:
+  - {name: target, type: cpu.primes}
+  - {name: noisy, type: cpu.primes}
+`
+	e, err := Parse("aa.yaml", []byte(src), nil, Machine{CPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cells := e.Cells(); len(cells) != 2 || cells[0].Workload != "target" {
+		t.Fatalf("%v", keys(cells))
+	}
+}
