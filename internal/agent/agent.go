@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/neighbour"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/telemetry"
 	"github.com/ctrbench/ctrbench/internal/workload"
@@ -38,6 +39,10 @@ type Options struct {
 	// means the system's temporary directory (the container's writable
 	// layer in a container).
 	DataDir string
+	// Antagonists are neighbours ("TYPE=PARAMS_JSON") to run in loops in
+	// this same instance for as long as the target runs (packaging
+	// same-container).
+	Antagonists []string
 	// Telemetry says which counters are the instance's own (its cgroup,
 	// its network namespace); the orchestrator knows from the placement.
 	Telemetry telemetry.Scope
@@ -121,12 +126,34 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	if len(o.JoinCgroups) > 0 {
 		o.Telemetry.Cgroup = true // a native agent under limits has its own cgroup
 	}
+	neighbours, err := resolveNeighbours(o.Antagonists)
+	if err != nil {
+		return result.Failf("%v", err)
+	}
+	var running *neighbour.Running
+	if len(neighbours) > 0 {
+		if running, err = neighbour.Start(ctx, neighbours, env.Log); err != nil {
+			return result.Failf("starting antagonists: %v", err)
+		}
+	}
 	before := telemetry.Read(o.Telemetry)
+	runStart := time.Now()
 	obs, raw, err := runFn(ctx, vals, env)
+	runEnd := time.Now()
 	if err == nil {
 		obs = append(obs, telemetryObservations(telemetry.Diff(before, telemetry.Read(o.Telemetry)))...)
 	}
 	res = &result.Result{Status: result.OK, Observations: obs, Seen: seen(data)}
+	// The measured window is the workload's run, not the agent's start-up.
+	defer func() { res.Started, res.Ended = runStart, runEnd }()
+	if running != nil {
+		res.Neighbours = running.Stop()
+		if err == nil {
+			if nerr := checkNeighbours(res, runStart, runEnd); nerr != nil {
+				err = nerr
+			}
+		}
+	}
 	if err != nil {
 		res.Status, res.Error, res.Raw = result.Failed, err.Error(), raw
 		if ctx.Err() != nil {
@@ -140,6 +167,93 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		}
 	}
 	return res
+}
+
+// resolveNeighbours reads "TYPE=PARAMS_JSON" specs.
+func resolveNeighbours(specs []string) ([]neighbour.Spec, error) {
+	var out []neighbour.Spec
+	for _, s := range specs {
+		typ, params := neighbour.Parse(s)
+		if typ == neighbour.Idle {
+			out = append(out, neighbour.Spec{Type: typ})
+			continue
+		}
+		ws, ok := workload.Lookup(typ)
+		if !ok {
+			return nil, fmt.Errorf("antagonist: unknown workload type %q", typ)
+		}
+		user := map[string]string{}
+		if params != "" {
+			if err := json.Unmarshal([]byte(params), &user); err != nil {
+				return nil, fmt.Errorf("antagonist %s: parameters are not a JSON object of strings: %v", typ, err)
+			}
+		}
+		vals, errs := ws.Resolve(user)
+		if len(errs) > 0 {
+			return nil, fmt.Errorf("antagonist %s: bad parameters: %v", typ, errs)
+		}
+		out = append(out, neighbour.Spec{Type: typ, Params: vals})
+	}
+	return out, nil
+}
+
+// MinOverlap is the share of the target's window every neighbour must have
+// covered; below it the trial is flagged.
+const MinOverlap = 0.95
+
+// checkNeighbours adds what the neighbours did to the target's result:
+// overlap with the measured window (the least of them) and iterations. A
+// neighbour that never completed an iteration loaded nothing: the trial
+// fails rather than pass as an interference measurement.
+func checkNeighbours(res *result.Result, start, end time.Time) error {
+	minOverlap, iters := 1.0, 0
+	for _, n := range res.Neighbours {
+		if n.Iterations == 0 && n.Failures > 0 {
+			return fmt.Errorf("antagonist %s never ran: %s", n.Type, n.LastError)
+		}
+		minOverlap = min(minOverlap, neighbour.Overlap(start, end, n.Windows))
+		iters += n.Iterations
+	}
+	res.Observations = append(res.Observations,
+		result.Observation{Metric: "antagonist.overlap_pct", Value: 100 * minOverlap, Unit: "%", Better: result.Higher},
+		result.Observation{Metric: "antagonist.iterations", Value: float64(iters), Unit: "count", Better: result.Higher})
+	if minOverlap < MinOverlap {
+		res.Seen["antagonist.flag"] = fmt.Sprintf("antagonists covered only %.0f%% of the measured window (want %.0f%%)", 100*minOverlap, 100*MinOverlap)
+	}
+	return nil
+}
+
+// Loop runs one workload as a neighbour in its own instance (packaging
+// separate-containers) until ctx ends: it announces "ready" once the first
+// iteration is under way, and its result lists when it was busy.
+func Loop(ctx context.Context, o Options) error {
+	em := &emitter{w: o.Stdout}
+	res := &result.Result{Workload: o.Workload, Role: "antagonist", Status: result.OK, Started: time.Now()}
+	spec := o.Workload
+	if o.Params != "" {
+		spec += "=" + o.Params
+	}
+	ns, err := resolveNeighbours([]string{spec})
+	if err == nil && len(o.JoinCgroups) > 0 {
+		err = cgroup.JoinSelf(o.JoinCgroups)
+	}
+	if err != nil {
+		res.Status, res.Error = result.Failed, err.Error()
+		em.emit(result.Event{Event: "result", Result: res})
+		return nil
+	}
+	r, err := neighbour.Start(ctx, ns, func(f string, a ...any) { fmt.Fprintf(o.Stderr, f+"\n", a...) })
+	if err != nil {
+		res.Status, res.Error = result.Failed, err.Error()
+		em.emit(result.Event{Event: "result", Result: res})
+		return nil
+	}
+	em.emit(result.Event{Event: "ready"})
+	<-ctx.Done()
+	res.Neighbours = r.Stop()
+	res.Ended = time.Now()
+	em.emit(result.Event{Event: "result", Result: res})
+	return nil
 }
 
 // telemetryObservations reports telemetry as observations named

@@ -6,6 +6,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
 )
@@ -103,4 +104,49 @@ func (n *notifyWriter) Write(p []byte) (int, error) {
 		n.onWrite()
 	}
 	return k, err
+}
+
+func TestAntagonistsInTheSameInstance(t *testing.T) {
+	evs := runAgent(t, Options{Workload: "cpu.primes", Role: "main", Params: `{"duration":"500ms","max_prime":"2000"}`,
+		Antagonists: []string{`cpu.primes={"duration":"100ms","max_prime":"2000"}`, "idle"}})
+	res := evs[len(evs)-1].Result
+	if res.Status != result.OK {
+		t.Fatalf("%+v", res)
+	}
+	m := map[string]float64{}
+	for _, o := range res.Observations {
+		m[o.Metric] = o.Value
+	}
+	if m["antagonist.overlap_pct"] < 95 || m["antagonist.iterations"] < 3 {
+		t.Errorf("neighbours did not cover the target: %v", m)
+	}
+	if len(res.Neighbours) != 2 || res.Seen["antagonist.flag"] != "" {
+		t.Errorf("neighbours %+v, flag %q", res.Neighbours, res.Seen["antagonist.flag"])
+	}
+}
+
+func TestAntagonistThatNeverRunsFailsTheTrial(t *testing.T) {
+	evs := runAgent(t, Options{Workload: "cpu.primes", Role: "main", Params: `{"duration":"300ms"}`,
+		Antagonists: []string{`net.tcp_stream={"duration":"100ms","message_size":"0"}`}})
+	res := evs[len(evs)-1].Result
+	if res.Status != result.Failed || !strings.Contains(res.Error, "antagonist net.tcp_stream: bad parameters") {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestLoopUntilStopped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	pr := &notifyWriter{w: &out, onWrite: func() {
+		// Stop 300 ms after the neighbour is ready.
+		go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+	}}
+	if err := Loop(ctx, Options{Workload: "cpu.primes", Params: `{"duration":"50ms","max_prime":"1000"}`, Stdout: pr, Stderr: &bytes.Buffer{}}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	ev, _ := result.ParseEvent([]byte(lines[len(lines)-1]))
+	if ev.Result == nil || len(ev.Result.Neighbours) != 1 || ev.Result.Neighbours[0].Iterations < 3 {
+		t.Fatalf("%s", out.String())
+	}
 }

@@ -47,9 +47,30 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&o.Bind, "bind", "127.0.0.1", "address a server listens on")
 	f.StringVar(&o.Target, "target", "", "host:port of the server, for a client")
 	f.StringVar(&o.DataDir, "data-dir", "", "directory in which disk workloads write (default: the system's temporary directory)")
+	f.StringArrayVar(&o.Antagonists, "antagonist", nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
 	f.StringVar(&tele, "telemetry", "", "counters that are this instance's own: cgroup, netns (comma-separated)")
 	f.StringVar(&join, "join-cgroups", "", "cgroup directories to enter before any work (comma-separated)")
 	_ = run.MarkFlagRequired("workload")
-	c.AddCommand(run)
+	lo := agent.Options{}
+	var loopJoin string
+	loop := &cobra.Command{
+		Use:   "loop",
+		Short: "Run a workload over and over as a neighbour until stopped (SIGTERM); print when it was busy",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			lo.Stdout, lo.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if loopJoin != "" {
+				lo.JoinCgroups = strings.Split(loopJoin, ",")
+			}
+			return agent.Loop(cmd.Context(), lo)
+		},
+	}
+	loop.Flags().StringVar(&lo.Workload, "workload", "", "workload type, or idle")
+	loop.Flags().StringVar(&lo.Params, "params", "{}", "parameters as a JSON object of strings")
+	loop.Flags().StringVar(&loopJoin, "join-cgroups", "", "cgroup directories to enter first (comma-separated)")
+	loop.Flags().StringVar(&lo.DataDir, "data-dir", "", "ignored by neighbours; accepted for symmetry with run")
+	loop.Flags().StringVar(new(string), "telemetry", "", "accepted for symmetry with run")
+	_ = loop.MarkFlagRequired("workload")
+	c.AddCommand(run, loop)
 	return c
 }

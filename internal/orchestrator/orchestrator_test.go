@@ -120,6 +120,7 @@ func (i *fakeInstance) Stdout() io.Reader                           { return i.o
 func (i *fakeInstance) Wait(context.Context) (platform.Exit, error) { return i.exit, nil }
 func (i *fakeInstance) IP() string                                  { return "" }
 func (i *fakeInstance) Remove(context.Context) error                { return nil }
+func (i *fakeInstance) Stop(context.Context) error                  { return nil }
 
 const oneDockerCell = `name: f
 repetitions: 2

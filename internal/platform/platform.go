@@ -69,6 +69,9 @@ type Instance interface {
 	// instances on the same network; "" when it shares the host's network
 	// namespace.
 	IP() string
+	// Stop asks the agent to finish (SIGTERM): an `agent loop` neighbour
+	// then prints its result and exits. It does not remove the instance.
+	Stop(ctx context.Context) error
 	// Remove stops the agent if it still runs and releases everything made
 	// for it. It is safe to call more than once.
 	Remove(ctx context.Context) error

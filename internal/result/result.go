@@ -54,6 +54,24 @@ type Result struct {
 	// Seen records what the agent observed about its own environment
 	// (cgroup limits, hostname, ...), for the record and for tests.
 	Seen map[string]string `json:"seen,omitempty"`
+	// Neighbours are the antagonists this agent ran beside the target, or,
+	// for `agent loop`, the one it ran on its own.
+	Neighbours []NeighbourReport `json:"neighbours,omitempty"`
+}
+
+// Window is a span during which a neighbour was running its workload.
+type Window struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// NeighbourReport is what one antagonist did.
+type NeighbourReport struct {
+	Type       string   `json:"type"`
+	Iterations int      `json:"iterations"`
+	Failures   int      `json:"failures"`
+	LastError  string   `json:"last_error,omitempty"`
+	Windows    []Window `json:"windows"`
 }
 
 // Failf returns a failed Result with a formatted reason.

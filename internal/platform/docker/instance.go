@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	cerrdefs "github.com/containerd/errdefs"
 	"io"
 	"math"
 	"strings"
@@ -244,6 +245,17 @@ func (i *instance) Wait(ctx context.Context) (platform.Exit, error) {
 // Remove implements platform.Instance: it kills the container if it still
 // runs and deletes it. Calling it again, or after the container is gone,
 // returns nil.
+// Stop sends SIGTERM to the agent (PID 1 of the container, which handles
+// it); a container that has exited already is fine.
+func (i *instance) Stop(ctx context.Context) error {
+	ctx, cancel := withTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	if err := i.api.ContainerKill(ctx, i.id, "SIGTERM"); err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+		return fmt.Errorf("instance %s: %w", i.name, err)
+	}
+	return nil
+}
+
 func (i *instance) Remove(ctx context.Context) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -129,7 +129,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 // positional arguments.
 func insertAfterRun(args []string, flags ...string) []string {
 	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "agent" && args[i+1] == "run" {
+		if args[i] == "agent" && (args[i+1] == "run" || args[i+1] == "loop") {
 			out := append([]string{}, args[:i+2]...)
 			out = append(out, flags...)
 			return append(out, args[i+2:]...)
@@ -155,6 +155,19 @@ func (in *instance) Wait(ctx context.Context) (platform.Exit, error) {
 		code = -1
 	}
 	return platform.Exit{Code: code, Stderr: in.stderr.String()}, nil
+}
+
+func (in *instance) Stop(context.Context) error {
+	select {
+	case <-in.done:
+		return nil
+	default:
+	}
+	// Only the agent: it ends the tools it started itself.
+	if err := in.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
 }
 
 func (in *instance) Remove(ctx context.Context) error {

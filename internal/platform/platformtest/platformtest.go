@@ -86,6 +86,35 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 			}
 		})
 
+		t.Run("stop-ends-a-loop/"+network, func(t *testing.T) {
+			in := start(t, p, spec(network, "agent", "loop", "--workload", "cpu.primes", "--params", `{"duration":"50ms","max_prime":"1000"}`))
+			sc := bufio.NewScanner(in.Stdout())
+			ready := false
+			for !ready && sc.Scan() {
+				ev, ok := result.ParseEvent(sc.Bytes())
+				ready = ok && ev.Event == "ready"
+			}
+			if !ready {
+				t.Fatal("loop never announced readiness")
+			}
+			time.Sleep(300 * time.Millisecond)
+			if err := in.Stop(ctx); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			var res *result.Result
+			for sc.Scan() {
+				if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
+					res = ev.Result
+				}
+			}
+			if res == nil || len(res.Neighbours) != 1 || res.Neighbours[0].Iterations < 2 {
+				t.Fatalf("after Stop, want the loop's result with its iterations, got %+v", res)
+			}
+			if ex := wait(t, in); ex.Code != 0 {
+				t.Errorf("exit %d after SIGTERM: %s", ex.Code, ex.Stderr)
+			}
+		})
+
 		t.Run("client-server/"+network, func(t *testing.T) {
 			bind := "127.0.0.1"
 			if network != platform.NetHost {

@@ -1,0 +1,201 @@
+// Package neighbour runs antagonists: workloads that loop beside a measured
+// target for as long as it runs (S0 looped its neighbours for 90 minutes
+// because run times differ). It records when each neighbour was busy, so the
+// overlap with the target's measured window is a number, not an assumption.
+package neighbour
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// Idle is the neighbour that does nothing: the A/A check of the instrument.
+const Idle = "idle"
+
+// Spec is one neighbour: a workload type and its resolved parameters.
+type Spec struct {
+	Type   string
+	Params workload.Values
+}
+
+// Parse reads "TYPE=JSON" as given on the agent's command line.
+func Parse(s string) (typ, params string) {
+	typ, params, _ = strings.Cut(s, "=")
+	return typ, params
+}
+
+// Window and Report are the shared record types.
+type (
+	Window = result.Window
+	Report = result.NeighbourReport
+)
+
+// Running neighbours; Stop ends them and returns their reports.
+type Running struct {
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	reports []*Report
+	started chan struct{}
+}
+
+// Start launches every neighbour in its own loop and returns once each has
+// begun its first iteration, so the target never starts alone.
+func Start(ctx context.Context, specs []Spec, logf func(string, ...any)) (*Running, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Running{cancel: cancel}
+	starts := make([]chan struct{}, len(specs))
+	for i, s := range specs {
+		rep := &Report{Type: s.Type}
+		r.reports = append(r.reports, rep)
+		starts[i] = make(chan struct{})
+		var o sync.Once
+		ch := starts[i]
+		began := func() { o.Do(func() { close(ch) }) }
+		r.wg.Add(1)
+		go func(s Spec) {
+			defer r.wg.Done()
+			defer began()
+			loop(ctx, s, rep, began, logf)
+		}(s)
+	}
+	for _, ch := range starts {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			cancel()
+			return nil, ctx.Err()
+		}
+	}
+	return r, nil
+}
+
+// Stop ends every neighbour and returns what each did.
+func (r *Running) Stop() []Report {
+	r.cancel()
+	r.wg.Wait()
+	out := make([]Report, len(r.reports))
+	for i, rep := range r.reports {
+		out[i] = *rep
+	}
+	return out
+}
+
+// loop runs one neighbour until ctx ends. started is called as the first
+// iteration begins.
+func loop(ctx context.Context, s Spec, rep *Report, started func(), logf func(string, ...any)) {
+	if s.Type == Idle {
+		t0 := time.Now()
+		started()
+		<-ctx.Done()
+		rep.Iterations = 1
+		rep.Windows = append(rep.Windows, Window{Start: t0, End: time.Now()})
+		return
+	}
+	spec, ok := workload.Lookup(s.Type)
+	if !ok {
+		rep.Failures++
+		rep.LastError = fmt.Sprintf("unknown workload type %q", s.Type)
+		return
+	}
+	for ctx.Err() == nil {
+		t0 := time.Now()
+		started()
+		err := once(ctx, spec, s.Params, logf)
+		rep.Windows = append(rep.Windows, Window{Start: t0, End: time.Now()})
+		switch {
+		case ctx.Err() != nil:
+			// Cut short by Stop: the time it ran still overlapped.
+			rep.Iterations++
+		case err != nil:
+			rep.Failures++
+			rep.LastError = err.Error()
+			// A neighbour that fails at once must not spin.
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		default:
+			rep.Iterations++
+		}
+	}
+}
+
+// once runs a workload a single time. A multi-role neighbour runs all its
+// roles here, chained over loopback: the load lands on this instance's
+// CPUs and network stack.
+func once(ctx context.Context, spec *workload.Spec, p workload.Values, logf func(string, ...any)) error {
+	roles := spec.RoleList()
+	env := func(role string) workload.Env {
+		return workload.Env{Role: role, Bind: "127.0.0.1", Log: logf, Ready: func(string) {}}
+	}
+	if len(roles) == 1 {
+		_, _, err := spec.Run[roles[0]](ctx, p, env(roles[0]))
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	target := ""
+	errs := make(chan error, len(roles))
+	for _, role := range roles[:len(roles)-1] {
+		e := env(role)
+		e.Target = target
+		ready := make(chan string, 1)
+		e.Ready = func(a string) { ready <- a }
+		wg.Add(1)
+		go func(role string, e workload.Env) {
+			defer wg.Done()
+			if _, _, err := spec.Run[role](ctx, p, e); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("%s: %w", role, err)
+			}
+		}(role, e)
+		select {
+		case target = <-ready:
+		case err := <-errs:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(30 * time.Second):
+			return errors.New(role + " not ready within 30 s")
+		}
+	}
+	e := env(roles[len(roles)-1])
+	e.Target = target
+	_, _, err := spec.Run[roles[len(roles)-1]](ctx, p, e)
+	return err
+}
+
+// Overlap is the fraction (0..1) of [start, end] covered by the windows.
+func Overlap(start, end time.Time, windows []Window) float64 {
+	total := end.Sub(start)
+	if total <= 0 {
+		return 0
+	}
+	ws := append([]Window(nil), windows...)
+	sort.Slice(ws, func(i, j int) bool { return ws[i].Start.Before(ws[j].Start) })
+	var covered time.Duration
+	cur := start
+	for _, w := range ws {
+		s, e := w.Start, w.End
+		if s.Before(cur) {
+			s = cur
+		}
+		if e.After(end) {
+			e = end
+		}
+		if e.After(s) {
+			covered += e.Sub(s)
+			cur = e
+		}
+	}
+	return float64(covered) / float64(total)
+}

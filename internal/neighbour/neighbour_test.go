@@ -1,0 +1,69 @@
+package neighbour
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/workload"
+	_ "github.com/ctrbench/ctrbench/internal/workloads"
+)
+
+func TestOverlap(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, c := range []struct {
+		ws   []Window
+		want float64
+	}{
+		{nil, 0},
+		{[]Window{{Start: at(-1), End: at(11)}}, 1},
+		{[]Window{{Start: at(0), End: at(4)}, {Start: at(5), End: at(10)}}, 0.9},                             // a 1 s gap between iterations
+		{[]Window{{Start: at(5), End: at(10)}, {Start: at(0), End: at(4)}, {Start: at(2), End: at(3)}}, 0.9}, // unsorted, nested
+		{[]Window{{Start: at(-5), End: at(-1)}, {Start: at(12), End: at(13)}}, 0},                            // entirely outside
+	} {
+		if got := Overlap(at(0), at(10), c.ws); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("Overlap(%v) = %v, want %v", c.ws, got, c.want)
+		}
+	}
+}
+
+func resolve(t *testing.T, typ string, user map[string]string) Spec {
+	t.Helper()
+	s, _ := workload.Lookup(typ)
+	v, errs := s.Resolve(user)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	return Spec{Type: typ, Params: v}
+}
+
+// Neighbours loop until stopped, single- and multi-role alike, and cover
+// the time between Start and Stop.
+func TestNeighboursLoopAndCover(t *testing.T) {
+	specs := []Spec{
+		resolve(t, "cpu.primes", map[string]string{"duration": "100ms", "max_prime": "2000"}),
+		resolve(t, "net.tcp_stream", map[string]string{"duration": "100ms"}),
+		{Type: Idle},
+	}
+	r, err := Start(context.Background(), specs, func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Now()
+	time.Sleep(700 * time.Millisecond)
+	to := time.Now()
+	reps := r.Stop()
+	for _, rep := range reps {
+		if rep.Failures > 0 {
+			t.Errorf("%s failed: %s", rep.Type, rep.LastError)
+		}
+		if rep.Type != Idle && rep.Iterations < 3 {
+			t.Errorf("%s ran %d iterations in 0.7 s of 0.1 s each", rep.Type, rep.Iterations)
+		}
+		if o := Overlap(from, to, rep.Windows); o < 0.9 {
+			t.Errorf("%s covered %.0f%% of the window", rep.Type, 100*o)
+		}
+	}
+}
