@@ -149,7 +149,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	if running != nil {
 		res.Neighbours = running.Stop()
 		if err == nil {
-			if nerr := checkNeighbours(res, runStart, runEnd); nerr != nil {
+			if nerr := neighbour.Attach(res, runStart, runEnd); nerr != nil {
 				err = nerr
 			}
 		}
@@ -195,32 +195,6 @@ func resolveNeighbours(specs []string) ([]neighbour.Spec, error) {
 		out = append(out, neighbour.Spec{Type: typ, Params: vals})
 	}
 	return out, nil
-}
-
-// MinOverlap is the share of the target's window every neighbour must have
-// covered; below it the trial is flagged.
-const MinOverlap = 0.95
-
-// checkNeighbours adds what the neighbours did to the target's result:
-// overlap with the measured window (the least of them) and iterations. A
-// neighbour that never completed an iteration loaded nothing: the trial
-// fails rather than pass as an interference measurement.
-func checkNeighbours(res *result.Result, start, end time.Time) error {
-	minOverlap, iters := 1.0, 0
-	for _, n := range res.Neighbours {
-		if n.Iterations == 0 && n.Failures > 0 {
-			return fmt.Errorf("antagonist %s never ran: %s", n.Type, n.LastError)
-		}
-		minOverlap = min(minOverlap, neighbour.Overlap(start, end, n.Windows))
-		iters += n.Iterations
-	}
-	res.Observations = append(res.Observations,
-		result.Observation{Metric: "antagonist.overlap_pct", Value: 100 * minOverlap, Unit: "%", Better: result.Higher},
-		result.Observation{Metric: "antagonist.iterations", Value: float64(iters), Unit: "count", Better: result.Higher})
-	if minOverlap < MinOverlap {
-		res.Seen["antagonist.flag"] = fmt.Sprintf("antagonists covered only %.0f%% of the measured window (want %.0f%%)", 100*minOverlap, 100*MinOverlap)
-	}
-	return nil
 }
 
 // Loop runs one workload as a neighbour in its own instance (packaging

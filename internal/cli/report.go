@@ -122,6 +122,7 @@ func loadSeries(ctx context.Context, db *store.DB, id string) ([]report.Series, 
 				Campaign: camp.ID, Workload: c.Workload, WorkloadType: c.WorkloadType,
 				Metric: m, Unit: meta[m].Unit, Better: meta[m].Better,
 				Cell: c.Factors, CellID: c.ID, Values: values[key{c.ID, m}], Failed: failed[c.ID],
+				Interference: hasNeighbours(c),
 			}
 			if hasBase {
 				s.IsBaseline = baseID == c.ID
@@ -133,6 +134,12 @@ func loadSeries(ctx context.Context, db *store.DB, id string) ([]report.Series, 
 		}
 	}
 	return series, camp, nil
+}
+
+// hasNeighbours reports whether a cell ran its target beside antagonists.
+func hasNeighbours(c result.Cell) bool {
+	a, ok := c.Factors[spec.FAntagonist]
+	return ok && a != spec.AntagonistNone
 }
 
 // metricOrder lists a cell's metrics in the workload's declared order,

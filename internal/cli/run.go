@@ -210,6 +210,9 @@ func platformsFor(ctx context.Context, cells []result.Cell, binary string) (map[
 		for _, r := range ws.RoleList() {
 			used[spec.PlacementFor(c.Factors, r).Platform] = true
 		}
+		if c.Factors[spec.FPackaging] == spec.PackSeparate {
+			used[spec.PlacementFor(c.Factors, spec.RoleAntagonist).Platform] = true
+		}
 	}
 	out := map[string]platform.Platform{}
 	if used["native"] {

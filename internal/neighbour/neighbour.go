@@ -199,3 +199,32 @@ func Overlap(start, end time.Time, windows []Window) float64 {
 	}
 	return float64(covered) / float64(total)
 }
+
+// MinOverlap is the share of the target's window every neighbour must have
+// covered; below it the trial is flagged.
+const MinOverlap = 0.95
+
+// Attach adds what res.Neighbours did to the target's result: overlap with
+// the measured window [start, end] (the least of them) and iterations. A
+// neighbour that never completed an iteration loaded nothing: the trial
+// fails rather than pass as an interference measurement.
+func Attach(res *result.Result, start, end time.Time) error {
+	minOverlap, iters := 1.0, 0
+	for _, n := range res.Neighbours {
+		if n.Iterations == 0 && n.Failures > 0 {
+			return fmt.Errorf("antagonist %s never ran: %s", n.Type, n.LastError)
+		}
+		minOverlap = min(minOverlap, Overlap(start, end, n.Windows))
+		iters += n.Iterations
+	}
+	res.Observations = append(res.Observations,
+		result.Observation{Metric: "antagonist.overlap_pct", Value: 100 * minOverlap, Unit: "%", Better: result.Higher},
+		result.Observation{Metric: "antagonist.iterations", Value: float64(iters), Unit: "count", Better: result.Higher})
+	if minOverlap < MinOverlap {
+		if res.Seen == nil {
+			res.Seen = map[string]string{}
+		}
+		res.Seen["antagonist.flag"] = fmt.Sprintf("antagonists covered only %.0f%% of the measured window (want %.0f%%)", 100*minOverlap, 100*MinOverlap)
+	}
+	return nil
+}

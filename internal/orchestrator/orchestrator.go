@@ -136,18 +136,37 @@ func (o *Options) prepare(ctx context.Context) ([]string, error) {
 	nets := map[string]map[string]bool{}
 	tools := map[string]map[string]bool{}
 	storages := map[string]map[string]bool{}
-	for _, c := range o.Cells {
-		ws, _ := workload.Lookup(c.WorkloadType)
-		for _, role := range ws.RoleList() {
-			pl := spec.PlacementFor(c.Factors, role)
-			if nets[pl.Platform] == nil {
-				nets[pl.Platform], tools[pl.Platform], storages[pl.Platform] = map[string]bool{}, map[string]bool{}, map[string]bool{}
-			}
-			nets[pl.Platform][pl.Network] = true
-			storages[pl.Platform][pl.Storage] = true
-			for _, t := range ws.Tools {
+	need := func(pl spec.Placement, ws ...*workload.Spec) {
+		if nets[pl.Platform] == nil {
+			nets[pl.Platform], tools[pl.Platform], storages[pl.Platform] = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		}
+		nets[pl.Platform][pl.Network] = true
+		storages[pl.Platform][pl.Storage] = true
+		for _, w := range ws {
+			for _, t := range w.Tools {
 				tools[pl.Platform][t.Binary] = true
 			}
+		}
+	}
+	for _, c := range o.Cells {
+		ws, _ := workload.Lookup(c.WorkloadType)
+		var neighbours []*workload.Spec
+		for _, name := range spec.Antagonists(c.Factors[spec.FAntagonist]) {
+			if w, ok := o.Experiment.Workload(name); ok {
+				neighbours = append(neighbours, w.Spec)
+			}
+		}
+		roles := ws.RoleList()
+		for i, role := range roles {
+			// Neighbours in the same container run in the driver's instance.
+			if i == len(roles)-1 && c.Factors[spec.FPackaging] == spec.PackSame {
+				need(spec.PlacementFor(c.Factors, role), append([]*workload.Spec{ws}, neighbours...)...)
+				continue
+			}
+			need(spec.PlacementFor(c.Factors, role), ws)
+		}
+		if c.Factors[spec.FPackaging] == spec.PackSeparate {
+			need(spec.PlacementFor(c.Factors, spec.RoleAntagonist), neighbours...)
 		}
 	}
 	var used []string

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/neighbour"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
@@ -145,17 +146,10 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 			_ = r.inst.Remove(cctx)
 		}
 	}()
-	start := func(role, bind, target string) (*running, error) {
+	// startAs launches one agent: args, placed as role says.
+	startAs := func(role, name string, args []string) (*running, error) {
 		pl := spec.PlacementFor(cell.Factors, role)
 		p := o.Platforms[pl.Platform]
-		name := fmt.Sprintf("ctrbench-%s-t%d-%s-%s", o.CampaignID, pt.Seq, role, o.runToken)
-		args := []string{"agent", "run", "--workload", cell.WorkloadType, "--role", role, "--params", string(params)}
-		if bind != "" {
-			args = append(args, "--bind", bind)
-		}
-		if target != "" {
-			args = append(args, "--target", target)
-		}
 		// Which counters are the instance's own: a container has its own
 		// cgroup (and, off the host network, its own network namespace); a
 		// native agent has its own cgroup only under limits.
@@ -184,17 +178,40 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 		started = append(started, r)
 		return r, nil
 	}
+	start := func(role, bind, target string, extra ...string) (*running, error) {
+		name := fmt.Sprintf("ctrbench-%s-t%d-%s-%s", o.CampaignID, pt.Seq, role, o.runToken)
+		args := []string{"agent", "run", "--workload", cell.WorkloadType, "--role", role, "--params", string(params)}
+		args = append(args, extra...)
+		if bind != "" {
+			args = append(args, "--bind", bind)
+		}
+		if target != "" {
+			args = append(args, "--target", target)
+		}
+		return startAs(role, name, args)
+	}
 
-	if !ws.IsClientServer() {
-		r, err := start(workload.Main, "", "")
+	// Neighbours (S0's antagonists): in the measured instance, or each in
+	// an instance of its own, started and running before the target.
+	neighbours := o.neighbours(cell)
+	separate := len(neighbours) > 0 && cell.Factors[spec.FPackaging] == spec.PackSeparate
+	var sameContainer []string
+	var loops []*running
+	for i, nb := range neighbours {
+		if !separate {
+			sameContainer = append(sameContainer, "--antagonist", nb)
+			continue
+		}
+		typ, params := neighbour.Parse(nb)
+		name := fmt.Sprintf("ctrbench-%s-t%d-antagonist%d-%s", o.CampaignID, pt.Seq, i+1, o.runToken)
+		r, err := startAs(spec.RoleAntagonist, name, []string{"agent", "loop", "--workload", typ, "--params", params})
 		if err != nil {
 			return nil, "", err
 		}
-		res, err := r.await(ctx)
-		if err != nil {
-			return nil, "", err
+		if _, err := r.awaitReady(ctx); err != nil {
+			return nil, "", fmt.Errorf("antagonist %s: %w", typ, err)
 		}
-		return fromResult(res)
+		loops = append(loops, r)
 	}
 
 	// A chain of roles: every role but the last is a server, started and
@@ -240,13 +257,18 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 		target = net.JoinHostPort(host, port)
 	}
 	driver := roles[len(roles)-1]
-	cli, err := start(driver, "", target)
+	cli, err := start(driver, "", target, sameContainer...)
 	if err != nil {
 		return nil, "", err
 	}
 	cres, err := cli.await(ctx)
 	if err != nil {
 		return nil, "", err
+	}
+	if separate && cres.Status == result.OK {
+		if err := stopNeighbours(ctx, loops, cres); err != nil {
+			return nil, "", err
+		}
 	}
 	obs, raw, err := fromResult(cres)
 	if err != nil {
@@ -273,6 +295,49 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 		}
 	}
 	return obs, "", nil
+}
+
+// neighbours lists the cell's antagonists as the agent takes them:
+// "TYPE=PARAMS_JSON" with the parameters of that workload in the file, or
+// "idle".
+func (o *Options) neighbours(cell result.Cell) []string {
+	level := cell.Factors[spec.FAntagonist]
+	if level == spec.AntagonistIdle {
+		return []string{neighbour.Idle}
+	}
+	var out []string
+	for _, name := range spec.Antagonists(level) {
+		w, ok := o.Experiment.Workload(name)
+		if !ok {
+			continue
+		}
+		p, _ := json.Marshal(w.Params)
+		out = append(out, w.Type+"="+string(p))
+	}
+	return out
+}
+
+// stopNeighbours ends antagonists that ran in their own instances and adds
+// what they did to the target's result.
+func stopNeighbours(ctx context.Context, loops []*running, target *result.Result) error {
+	sctx, cancel := context.WithTimeout(ctx, serverGrace)
+	defer cancel()
+	for _, r := range loops {
+		if err := r.inst.Stop(sctx); err != nil {
+			return fmt.Errorf("stopping an antagonist: %w", err)
+		}
+	}
+	for _, r := range loops {
+		res, err := r.await(sctx)
+		if err != nil {
+			return fmt.Errorf("antagonist: %w", err)
+		}
+		if res.Status != result.OK {
+			return fmt.Errorf("antagonist %s: %s", res.Workload, res.Error)
+		}
+		target.Neighbours = append(target.Neighbours, res.Neighbours...)
+	}
+	return neighbour.Attach(target, target.Started, target.Ended)
 }
 
 func fromResult(res *result.Result) ([]result.Observation, string, error) {

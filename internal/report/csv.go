@@ -18,7 +18,7 @@ func CSV(w io.Writer, rows []Row) error {
 	}
 	header = append(header, "n", "failed", "mean", "sd", "rsd_pct", "ci95_low", "ci95_high",
 		"vs_baseline_pct", "vs_baseline_low", "vs_baseline_high", "p_value", "significant",
-		"vs_baseline_method", "baseline")
+		"vs_baseline_method", "baseline", "ir", "ir_low", "ir_high", "ir_excludes_0")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("write csv header: %w", err)
@@ -32,10 +32,15 @@ func CSV(w io.Writer, rows []Row) error {
 		if r.VsBaselineCI95 != nil {
 			vsLow, vsHigh = csvNum(r.VsBaselineCI95[0]), csvNum(r.VsBaselineCI95[1])
 		}
+		var irLow, irHigh string
+		if r.IRCI95 != nil {
+			irLow, irHigh = csvNum(r.IRCI95[0]), csvNum(r.IRCI95[1])
+		}
 		rec = append(rec, strconv.Itoa(r.N), strconv.Itoa(r.Failed),
 			csvNum(r.Mean), csvNum(r.SD), csvNum(r.RSDPct), csvNum(r.CI95[0]), csvNum(r.CI95[1]),
 			csvPtr(r.VsBaselinePct), vsLow, vsHigh, csvPtr(r.PValue), csvBool(r.Significant),
-			r.VsBaselineMethod, strconv.FormatBool(r.Baseline))
+			r.VsBaselineMethod, strconv.FormatBool(r.Baseline),
+			csvPtr(r.IR), irLow, irHigh, csvBool(r.IRExcludes0))
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write csv row: %w", err)
 		}

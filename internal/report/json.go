@@ -68,6 +68,9 @@ type wireRow struct {
 	Significant      *bool             `json:"significant"`
 	VsBaselineMethod string            `json:"vs_baseline_method,omitempty"`
 	Baseline         bool              `json:"baseline"`
+	IR               *num              `json:"ir"`
+	IRCI95           *[2]num           `json:"ir_ci95"`
+	IRExcludes0      *bool             `json:"ir_excludes_0"`
 }
 
 // MarshalJSON encodes r with NaN and Inf as null.
@@ -93,6 +96,15 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		v := num(*r.PValue)
 		w.PValue = &v
 	}
+	if r.IR != nil {
+		v := num(*r.IR)
+		w.IR = &v
+	}
+	if r.IRCI95 != nil {
+		v := [2]num{num(r.IRCI95[0]), num(r.IRCI95[1])}
+		w.IRCI95 = &v
+	}
+	w.IRExcludes0 = r.IRExcludes0
 	return json.Marshal(w)
 }
 
@@ -124,5 +136,14 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		v := float64(*w.PValue)
 		r.PValue = &v
 	}
+	if w.IR != nil {
+		v := float64(*w.IR)
+		r.IR = &v
+	}
+	if w.IRCI95 != nil {
+		v := [2]float64{float64(w.IRCI95[0]), float64(w.IRCI95[1])}
+		r.IRCI95 = &v
+	}
+	r.IRExcludes0 = w.IRExcludes0
 	return nil
 }

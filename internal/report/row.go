@@ -4,6 +4,8 @@
 package report
 
 import (
+	"fmt"
+	"hash/fnv"
 	"math"
 	"sort"
 
@@ -24,6 +26,9 @@ type Series struct {
 	Failed       int       // trials of this cell that failed or timed out
 	Baseline     []float64 // the baseline cell's values for the same metric; nil if none
 	IsBaseline   bool
+	// Interference marks a cell with neighbours: its row also carries S0's
+	// interference ratio against the baseline (the target alone).
+	Interference bool
 }
 
 // Row is what every format prints. Its JSON field names are a contract
@@ -48,6 +53,12 @@ type Row struct {
 	Significant      *bool             `json:"significant"` // the interval excludes 0
 	VsBaselineMethod string            `json:"vs_baseline_method,omitempty"`
 	Baseline         bool              `json:"baseline"`
+	// Interference ratio (S0): (mean − mean_alone)/mean_alone, negated for
+	// lower-is-better metrics so that negative is always worse; a 95%
+	// percentile-bootstrap interval; nil for cells without neighbours.
+	IR          *float64    `json:"ir"`
+	IRCI95      *[2]float64 `json:"ir_ci95"`
+	IRExcludes0 *bool       `json:"ir_excludes_0"`
 }
 
 // Rows computes one Row per Series, ordered by workload and metric (each in
@@ -101,6 +112,14 @@ func row(s Series) Row {
 	}
 	if s.IsBaseline || s.Baseline == nil {
 		return r
+	}
+	if s.Interference {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s/%d/%s", s.Campaign, s.CellID, s.Metric)
+		if ir, ok := stats.InterferenceRatio(s.Values, s.Baseline, s.Better == result.Lower, h.Sum64()); ok {
+			v, ci, ex := ir.IR, ir.CI95, ir.Excludes0
+			r.IR, r.IRCI95, r.IRExcludes0 = &v, &ci, &ex
+		}
 	}
 	c, ok := stats.Compare(s.Values, s.Baseline)
 	if !ok || !finite(c.Pct) || !finite(c.CI95[0]) || !finite(c.CI95[1]) {

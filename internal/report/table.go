@@ -67,11 +67,15 @@ func writeGroup(w io.Writer, rows []Row, withCampaign bool) error {
 		return fmt.Errorf("write table heading: %w", err)
 	}
 	factors := factorNames(rows)
-	showFailed := false
+	showFailed, showIR := false, false
 	for _, r := range rows {
 		showFailed = showFailed || r.Failed != 0
+		showIR = showIR || r.IR != nil
 	}
 	cols := append(append([]string{}, factors...), "n", "mean", "sd", "rsd%", "95% CI", "vs baseline")
+	if showIR {
+		cols = append(cols, "IR [95% CI]")
+	}
 	if showFailed {
 		cols = append(cols, "failed")
 	}
@@ -83,6 +87,9 @@ func writeGroup(w io.Writer, rows []Row, withCampaign bool) error {
 		}
 		cells = append(cells, strconv.Itoa(r.N), sig(r.Mean), sig(r.SD), sig(r.RSDPct),
 			interval(r.CI95, sig), vsBaseline(r))
+		if showIR {
+			cells = append(cells, irCell(r))
+		}
 		if showFailed {
 			cells = append(cells, strconv.Itoa(r.Failed))
 		}
@@ -125,6 +132,20 @@ func interval(ci [2]float64, f func(float64) string) string {
 		return "-"
 	}
 	return "[" + f(ci[0]) + ", " + f(ci[1]) + "]"
+}
+
+// irCell renders "-0.482 [-0.51, -0.45] *": IR, its interval, and a star
+// when the interval excludes 0.
+func irCell(r Row) string {
+	if r.IR == nil || r.IRCI95 == nil {
+		return "-"
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	s := f(*r.IR) + " [" + f(r.IRCI95[0]) + ", " + f(r.IRCI95[1]) + "]"
+	if r.IRExcludes0 != nil && *r.IRExcludes0 {
+		s += " *"
+	}
+	return s
 }
 
 func vsBaseline(r Row) string {

@@ -1,0 +1,49 @@
+package report
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+func TestInterferenceRows(t *testing.T) {
+	alone := []float64{100, 101, 99, 100, 100}
+	series := []Series{
+		{Campaign: "c", Workload: "L", Metric: "gflops", Unit: "GFLOPS", Better: result.Higher, CellID: 1,
+			Cell: map[string]string{"antagonist": "none"}, Values: alone, IsBaseline: true},
+		{Campaign: "c", Workload: "L", Metric: "gflops", Unit: "GFLOPS", Better: result.Higher, CellID: 2,
+			Cell: map[string]string{"antagonist": "L", "packaging": "same-container"}, Values: []float64{50, 51, 49, 50, 50},
+			Baseline: alone, Interference: true},
+		{Campaign: "c", Workload: "L", Metric: "seconds", Unit: "s", Better: result.Lower, CellID: 2,
+			Cell: map[string]string{"antagonist": "L", "packaging": "same-container"}, Values: []float64{2, 2.02, 1.98, 2, 2},
+			Baseline: []float64{1, 1.01, 0.99, 1, 1}, Interference: true},
+	}
+	rows := Rows(series)
+	if rows[0].IR != nil {
+		t.Error("the baseline has no IR")
+	}
+	if rows[1].IR == nil || math.Abs(*rows[1].IR-(-0.5)) > 1e-9 || !*rows[1].IRExcludes0 {
+		t.Fatalf("throughput halved: IR %v", rows[1].IR)
+	}
+	// Time doubled is as bad: the sign is flipped for lower-is-better.
+	if rows[2].IR == nil || math.Abs(*rows[2].IR-(-1)) > 1e-9 {
+		t.Fatalf("seconds doubled: IR %v", rows[2].IR)
+	}
+	var b bytes.Buffer
+	if err := Table(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "IR [95% CI]") || !strings.Contains(b.String(), "-0.500 [") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	b.Reset()
+	if err := JSON(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"ir": -0.5`) || !strings.Contains(b.String(), `"ir_excludes_0": true`) {
+		t.Errorf("json:\n%s", b.String())
+	}
+}
