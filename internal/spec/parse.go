@@ -244,18 +244,19 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 	if n, ok := f["factors"]; ok {
 		e.Factors, factorNodes = p.factors(n, e.Workloads, m)
 	}
+	// With neighbours, the target alone (S0's Case 1) is always run: added
+	// when missing, before exclusions and the baseline may name it.
+	if af := findFactor(e.Factors, FAntagonist); af != nil && !contains(af.Levels, AntagonistNone) {
+		af.Levels = append([]string{AntagonistNone}, af.Levels...)
+	}
 	if n, ok := f["exclude"]; ok {
 		e.Exclude = p.excludes(n, e.Factors)
 	}
 	if n, ok := f["baseline"]; ok {
 		e.Baseline = p.levelMap(n, "baseline", e.Factors)
 	}
-	// With neighbours, the target alone is always run, and it is what every
-	// interference ratio compares with (S0's Case 1): added when missing.
-	if af := findFactor(e.Factors, FAntagonist); af != nil {
-		if !contains(af.Levels, AntagonistNone) {
-			af.Levels = append([]string{AntagonistNone}, af.Levels...)
-		}
+	// ... and it is what every interference ratio compares with.
+	if findFactor(e.Factors, FAntagonist) != nil {
 		if e.Baseline == nil {
 			e.Baseline = map[string]string{}
 		}
