@@ -66,12 +66,33 @@ func TestRunThenReportJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, rep.stdout)
 	}
-	// 3 cells x (3 cpu metrics + 2 tcp metrics).
-	if len(rows) != 15 {
-		t.Fatalf("want 15 rows, got %d", len(rows))
+	// 3 cells x (3 cpu metrics + 2 tcp metrics), plus telemetry rows.
+	var metrics []row
+	telemetry := map[string]bool{}
+	for _, x := range rows {
+		if strings.Contains(x.Metric, "telemetry.") {
+			telemetry[x.Workload+" "+x.Cell["platform"]+"/"+x.Cell["network"]+" "+x.Metric] = true
+			continue
+		}
+		metrics = append(metrics, x)
+	}
+	if len(metrics) != 15 {
+		t.Fatalf("want 15 metric rows, got %d", len(metrics))
+	}
+	// Every placement reports the agent's CPU time; containers their cgroup
+	// counters; only a bridge container its own TCP counters.
+	for _, want := range []string{"cpu native/host telemetry.cpu_seconds", "cpu docker/host telemetry.memory_peak_bytes", "tcp docker/bridge telemetry.tcp_out_segs"} {
+		if !telemetry[want] {
+			t.Errorf("no telemetry row %q", want)
+		}
+	}
+	for _, unwanted := range []string{"cpu native/host telemetry.memory_peak_bytes", "tcp docker/host telemetry.tcp_out_segs", "tcp native/host telemetry.tcp_out_segs"} {
+		if telemetry[unwanted] {
+			t.Errorf("telemetry %q is not the instance's own and must not be reported", unwanted)
+		}
 	}
 	seen := map[string]bool{}
-	for _, x := range rows {
+	for _, x := range metrics {
 		key := fmt.Sprintf("%s/%s/%s/%s", x.Workload, x.Metric, x.Cell["platform"], x.Cell["network"])
 		seen[key] = true
 		if x.Campaign != id {

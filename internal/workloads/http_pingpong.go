@@ -140,8 +140,10 @@ func pongServer(ctx context.Context, p workload.Values, env workload.Env) ([]res
 				b, _ = bodies.LoadOrStore(size, payload(size))
 			}
 			w.Header().Set("Content-Length", strconv.Itoa(size))
-			_, _ = w.Write(b.([]byte))
+			// Counted before the body goes out: once the client holds the
+			// whole response it may ask for the count at once (/done).
 			served.Add(1)
+			_, _ = w.Write(b.([]byte))
 		}
 		// pong answers /ping as well, for load generators that call it
 		// directly (http.get, http.wrk).
@@ -181,9 +183,10 @@ func pingServer(ctx context.Context, p workload.Values, env workload.Env) ([]res
 			if resp.ContentLength >= 0 {
 				w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 			}
-			if _, err := io.Copy(w, resp.Body); err == nil {
-				served.Add(1)
-			}
+			// Counted before the body is relayed: the client may have it all,
+			// and ask for the count, before io.Copy returns here.
+			served.Add(1)
+			_, _ = io.Copy(w, resp.Body)
 		})
 		mux.HandleFunc("/done", func(w http.ResponseWriter, r *http.Request) {
 			rep := doneReport{Served: served.Load(), Pong: -1}
