@@ -132,7 +132,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	}
 	var running *neighbour.Running
 	if len(neighbours) > 0 {
-		if running, err = neighbour.Start(ctx, neighbours, env.Log); err != nil {
+		if running, err = neighbour.Start(ctx, neighbours, data, env.Log); err != nil {
 			return result.Failf("starting antagonists: %v", err)
 		}
 	}
@@ -216,7 +216,7 @@ func Loop(ctx context.Context, o Options) error {
 		em.emit(result.Event{Event: "result", Result: res})
 		return nil
 	}
-	r, err := neighbour.Start(ctx, ns, func(f string, a ...any) { fmt.Fprintf(o.Stderr, f+"\n", a...) })
+	r, err := neighbour.Start(ctx, ns, o.DataDir, func(f string, a ...any) { fmt.Fprintf(o.Stderr, f+"\n", a...) })
 	if err != nil {
 		res.Status, res.Error = result.Failed, err.Error()
 		em.emit(result.Event{Event: "result", Result: res})

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -47,8 +48,10 @@ type Running struct {
 }
 
 // Start launches every neighbour in its own loop and returns once each has
-// begun its first iteration, so the target never starts alone.
-func Start(ctx context.Context, specs []Spec, logf func(string, ...any)) (*Running, error) {
+// begun its first iteration, so the target never starts alone. Disk
+// workloads get a fresh directory inside dataDir for every iteration ("" =
+// the system's temporary directory).
+func Start(ctx context.Context, specs []Spec, dataDir string, logf func(string, ...any)) (*Running, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &Running{cancel: cancel}
 	starts := make([]chan struct{}, len(specs))
@@ -63,7 +66,7 @@ func Start(ctx context.Context, specs []Spec, logf func(string, ...any)) (*Runni
 		go func(s Spec) {
 			defer r.wg.Done()
 			defer began()
-			loop(ctx, s, rep, began, logf)
+			loop(ctx, s, rep, began, dataDir, logf)
 		}(s)
 	}
 	for _, ch := range starts {
@@ -90,7 +93,7 @@ func (r *Running) Stop() []Report {
 
 // loop runs one neighbour until ctx ends. started is called as the first
 // iteration begins.
-func loop(ctx context.Context, s Spec, rep *Report, started func(), logf func(string, ...any)) {
+func loop(ctx context.Context, s Spec, rep *Report, started func(), dataDir string, logf func(string, ...any)) {
 	if s.Type == Idle {
 		t0 := time.Now()
 		started()
@@ -108,7 +111,7 @@ func loop(ctx context.Context, s Spec, rep *Report, started func(), logf func(st
 	for ctx.Err() == nil {
 		t0 := time.Now()
 		started()
-		err := once(ctx, spec, s.Params, logf)
+		err := once(ctx, spec, s.Params, dataDir, logf)
 		rep.Windows = append(rep.Windows, Window{Start: t0, End: time.Now()})
 		switch {
 		case ctx.Err() != nil:
@@ -131,10 +134,15 @@ func loop(ctx context.Context, s Spec, rep *Report, started func(), logf func(st
 // once runs a workload a single time. A multi-role neighbour runs all its
 // roles here, chained over loopback: the load lands on this instance's
 // CPUs and network stack.
-func once(ctx context.Context, spec *workload.Spec, p workload.Values, logf func(string, ...any)) error {
+func once(ctx context.Context, spec *workload.Spec, p workload.Values, dataDir string, logf func(string, ...any)) error {
+	data, err := os.MkdirTemp(dataDir, "ctrbench-neighbour-")
+	if err != nil {
+		return fmt.Errorf("making a data directory: %w", err)
+	}
+	defer os.RemoveAll(data)
 	roles := spec.RoleList()
 	env := func(role string) workload.Env {
-		return workload.Env{Role: role, Bind: "127.0.0.1", Log: logf, Ready: func(string) {}}
+		return workload.Env{Role: role, Bind: "127.0.0.1", Log: logf, Ready: func(string) {}, DataDir: data}
 	}
 	if len(roles) == 1 {
 		_, _, err := spec.Run[roles[0]](ctx, p, env(roles[0]))
@@ -170,7 +178,7 @@ func once(ctx context.Context, spec *workload.Spec, p workload.Values, logf func
 	}
 	e := env(roles[len(roles)-1])
 	e.Target = target
-	_, _, err := spec.Run[roles[len(roles)-1]](ctx, p, e)
+	_, _, err = spec.Run[roles[len(roles)-1]](ctx, p, e)
 	return err
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/bits"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -257,7 +256,7 @@ func checkDecompressed(ctx context.Context, path, bz2 string, threads int, want 
 	h := sha256.New()
 	cw := &countWriter{w: h}
 	var errb strings.Builder
-	cmd := exec.CommandContext(ctx, path, "-d", "-c", "-p"+strconv.Itoa(threads), bz2)
+	cmd := toolCommand(ctx, path, "-d", "-c", "-p"+strconv.Itoa(threads), bz2)
 	cmd.Stdout, cmd.Stderr = cw, &errb
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("validation: decompressing the output: %w: %s", err, lastLine(errb.String()))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 
@@ -100,7 +99,7 @@ func runBonnie(ctx context.Context, p workload.Values, env workload.Env) ([]resu
 		"-f", // no per-character tests: S0 and S3 report block rates, and getc/putc take minutes
 		"-q"}
 	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := toolCommand(ctx, path, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	runErr := cmd.Run()
 	raw := strings.TrimSpace(out.String() + "\n" + errb.String())

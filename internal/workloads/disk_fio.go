@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -119,7 +118,7 @@ func fioProbe(ctx context.Context, path, dir string, p workload.Values) (fioSetu
 			"--size=" + strconv.FormatInt(max(1<<20, p.Int("rand_block_size")), 10), "--bs=" + p.String("rand_block_size"), "--rw=write",
 			"--ioengine=" + s.engine, "--iodepth=1", "--direct=" + strconv.Itoa(b2i(s.direct)), "--output-format=json"}
 		var out, errb bytes.Buffer
-		cmd := exec.CommandContext(ctx, path, args...)
+		cmd := toolCommand(ctx, path, args...)
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		runErr := cmd.Run()
 		os.Remove(filepath.Join(dir, "ctrbench-fio-probe"))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -70,7 +69,7 @@ func iperf3Server(ctx context.Context, p workload.Values, env workload.Env) ([]r
 	if env.Bind != "0.0.0.0" && env.Bind != "" {
 		args = append(args, "-B", env.Bind)
 	}
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := toolCommand(ctx, path, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, "", err

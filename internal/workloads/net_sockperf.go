@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -146,7 +145,7 @@ func sockperfServer(ctx context.Context, p workload.Values, env workload.Env) ([
 		args = append(args, "--tcp")
 	}
 	var out lockedBuffer
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := toolCommand(ctx, path, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("starting sockperf: %w", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -18,7 +17,7 @@ import (
 // elsewhere.
 func runToolIn(ctx context.Context, dir, path string, args ...string) (stdout []byte, raw string, err error) {
 	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := toolCommand(ctx, path, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
@@ -36,7 +38,7 @@ func lookTool(t workload.Tool) (string, error) {
 // the record when it fails.
 func runTool(ctx context.Context, path string, args ...string) (stdout []byte, raw string, err error) {
 	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := toolCommand(ctx, path, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
 	raw = strings.TrimSpace(out.String() + "\n" + errb.String())
@@ -56,4 +58,22 @@ func lastLine(texts ...string) string {
 		}
 	}
 	return "(no output)"
+}
+
+// toolCommand is exec.CommandContext for external tools, made safe for
+// tools that fork (fio's job processes, pbzip2's threads are fine, but a
+// forked child holding stdout would keep Wait blocked forever): the tool
+// gets a process group of its own, cancelling kills the whole group, and
+// Wait gives up on the output pipes WaitDelay after the tool exits.
+func toolCommand(ctx context.Context, path string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		if cmd.Process == nil {
+			return nil
+		}
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
 }
