@@ -23,6 +23,7 @@ type reportOptions struct {
 	Format    string
 	Failures  bool
 	Telemetry bool
+	Matrix    bool
 }
 
 func newReportCmd() *cobra.Command {
@@ -54,6 +55,13 @@ func newReportCmd() *cobra.Command {
 			if o.Failures {
 				return writeFailures(cmd.Context(), db, id, cmd.OutOrStdout())
 			}
+			if o.Matrix {
+				series, _, err := loadSeries(cmd.Context(), db, id)
+				if err != nil {
+					return err
+				}
+				return report.Matrix(cmd.OutOrStdout(), report.Rows(series))
+			}
 			return writeReport(cmd.Context(), db, id, o.Format, o.Telemetry, cmd.OutOrStdout())
 		},
 	}
@@ -61,6 +69,7 @@ func newReportCmd() *cobra.Command {
 	c.Flags().StringVar(&o.Campaign, "campaign", "", "campaign ID or unique prefix (default: the latest)")
 	c.Flags().StringVar(&o.Format, "format", "table", "table, csv or json")
 	c.Flags().BoolVar(&o.Failures, "failures", false, "list failed and timed-out trials with their reasons instead")
+	c.Flags().BoolVar(&o.Matrix, "matrix", false, "co-location campaigns: S0's matrices, targets by neighbours per case, IR with intervals and mean [SD]")
 	c.Flags().BoolVar(&o.Telemetry, "telemetry", false, "also show telemetry (CPU time, throttling, memory peak, I/O, context switches, retransmissions) in the table; JSON and CSV always include it")
 	return c
 }

@@ -47,3 +47,39 @@ func TestInterferenceRows(t *testing.T) {
 		t.Errorf("json:\n%s", b.String())
 	}
 }
+
+func TestMatrix(t *testing.T) {
+	alone := []float64{100, 101, 99, 100, 100}
+	mk := func(w, ant, pack string, vals []float64, base bool) Series {
+		cell := map[string]string{"antagonist": ant, "cpus": "1"}
+		if pack != "" {
+			cell["packaging"] = pack
+		}
+		s := Series{Campaign: "c", Workload: w, Metric: "rate", Unit: "x/s", Better: result.Higher, Cell: cell, Values: vals, IsBaseline: base}
+		if !base {
+			s.Baseline, s.Interference = alone, true
+		}
+		return s
+	}
+	rows := Rows([]Series{
+		mk("L", "none", "", alone, true),
+		mk("L", "L", "same-container", []float64{50, 51, 49, 50, 50}, false),
+		mk("L", "S", "same-container", []float64{90, 91, 89, 90, 90}, false),
+		mk("L", "L", "separate-containers", []float64{75, 76, 74, 75, 75}, false),
+	})
+	var b bytes.Buffer
+	if err := Matrix(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Interference ratio — cpus=1 packaging=same-container",
+		"Interference ratio — cpus=1 packaging=separate-containers",
+		"target  L", "L rate  -0.500 [", "-0.100 [", "-0.250 [",
+		"Mean [SD] — cpus=1 packaging=same-container", "alone (baseline)", "100.0 [0.7071] n=5",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("matrix lacks %q:\n%s", want, out)
+		}
+	}
+}

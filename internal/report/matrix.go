@@ -1,0 +1,135 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Matrix writes S0's views of a co-location campaign (Jha et al. 2018,
+// Tables III–VI): for each case — the cell's levels other than the
+// neighbour — one matrix with targets as rows and neighbours as columns,
+// holding the IR of each target's headline metric with its 95% interval,
+// then the same grid as mean [SD], with the target alone as the first
+// column. The headline metric of a target is its first metric.
+func Matrix(w io.Writer, rows []Row) error {
+	headline := map[string]string{} // workload -> metric
+	var targets []string
+	for _, r := range rows {
+		if strings.Contains(r.Metric, "telemetry.") || strings.HasPrefix(r.Metric, "antagonist.") {
+			continue
+		}
+		if _, ok := headline[r.Workload]; !ok {
+			headline[r.Workload] = r.Metric
+			targets = append(targets, r.Workload)
+		}
+	}
+	type key struct{ caseKey, target, antagonist string }
+	cells := map[key]Row{}
+	solo := map[string]Row{} // target, for rows without neighbours (any case)
+	var cases, antagonists []string
+	seenCase, seenAnt := map[string]bool{}, map[string]bool{}
+	for _, r := range rows {
+		if headline[r.Workload] != r.Metric {
+			continue
+		}
+		ant, ok := r.Cell["antagonist"]
+		if !ok {
+			continue
+		}
+		if ant == "none" {
+			if r.Baseline {
+				solo[r.Workload] = r
+			}
+			continue
+		}
+		ck := caseOf(r.Cell)
+		if !seenCase[ck] {
+			seenCase[ck] = true
+			cases = append(cases, ck)
+		}
+		if !seenAnt[ant] {
+			seenAnt[ant] = true
+			antagonists = append(antagonists, ant)
+		}
+		cells[key{ck, r.Workload, ant}] = r
+	}
+	if len(cases) == 0 {
+		_, err := fmt.Fprintln(w, "no cell ran a target beside neighbours (factor antagonist): nothing to put in a matrix")
+		return err
+	}
+	sort.Strings(cases)
+	for _, ck := range cases {
+		fmt.Fprintf(w, "Interference ratio — %s\n(rows: target and its metric; columns: neighbours; IR [95%% CI], negative = worse, * = interval excludes 0)\n", ck)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "target\t%s\n", strings.Join(antagonists, "\t"))
+		for _, t := range targets {
+			line := []string{t + " " + headline[t]}
+			for _, a := range antagonists {
+				r, ok := cells[key{ck, t, a}]
+				if !ok {
+					line = append(line, "")
+					continue
+				}
+				line = append(line, irCell(r))
+			}
+			fmt.Fprintln(tw, strings.Join(line, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\nMean [SD] — %s\n", ck)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "target\talone (baseline)\t%s\n", strings.Join(antagonists, "\t"))
+		for _, t := range targets {
+			line := []string{t + " " + headline[t]}
+			if r, ok := solo[t]; ok {
+				line = append(line, meanSD(r))
+			} else {
+				line = append(line, "")
+			}
+			for _, a := range antagonists {
+				if r, ok := cells[key{ck, t, a}]; ok {
+					line = append(line, meanSD(r))
+				} else {
+					line = append(line, "")
+				}
+			}
+			fmt.Fprintln(tw, strings.Join(line, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// caseOf names a case by the cell's levels other than the neighbour.
+func caseOf(cell map[string]string) string {
+	var parts []string
+	for _, f := range factorNames([]Row{{Cell: cell}}) {
+		if f == "antagonist" {
+			continue
+		}
+		parts = append(parts, f+"="+cell[f])
+	}
+	return strings.Join(parts, " ")
+}
+
+func meanSD(r Row) string {
+	if r.N == 0 {
+		return "-"
+	}
+	s := sig(r.Mean)
+	if finite(r.SD) {
+		s += " [" + sig(r.SD) + "]"
+	}
+	if r.N > 0 {
+		s += " n=" + strconv.Itoa(r.N)
+	}
+	return s
+}
