@@ -132,32 +132,11 @@ func udpRRServer(ctx context.Context, p workload.Values, env workload.Env) ([]re
 }
 
 func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
-	ctl, err := dialCtl(ctx, env.Target)
+	ctl, uc, _, closeAll, err := dialUDPServer(ctx, env.Target)
 	if err != nil {
 		return nil, "", err
 	}
-	defer ctl.Close()
-	stop := closeOnDone(ctx, ctl)
-	defer stop()
-	var hello udpHello
-	if err := ctl.recv(&hello, ctlTimeout); err != nil {
-		return nil, "", err
-	}
-	host, err := targetHost(env.Target)
-	if err != nil {
-		return nil, "", err
-	}
-	raddr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, fmt.Sprint(hello.Port)))
-	if err != nil {
-		return nil, "", fmt.Errorf("server's UDP address: %w", err)
-	}
-	uc, err := net.DialUDP("udp", nil, raddr)
-	if err != nil {
-		return nil, "", fmt.Errorf("connecting UDP to %s: %w", raddr, err)
-	}
-	defer uc.Close()
-	stopU := closeOnDone(ctx, uc)
-	defer stopU()
+	defer closeAll()
 
 	reqSize, respSize := int(p.Int("request_size")), int(p.Int("response_size"))
 	timeout := p.Duration("timeout")
@@ -185,7 +164,7 @@ func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 				return nil, "", ctx.Err()
 			}
 			if errors.Is(err, syscall.ECONNREFUSED) {
-				return nil, "", fmt.Errorf("the server's UDP port %s refused request %d", raddr, seq)
+				return nil, "", fmt.Errorf("the server's UDP port %s refused request %d", uc.RemoteAddr(), seq)
 			}
 			return nil, "", fmt.Errorf("sending request %d: %w", seq, err)
 		}
@@ -202,7 +181,7 @@ func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 					return nil, "", ctx.Err()
 				}
 				if errors.Is(err, syscall.ECONNREFUSED) {
-					return nil, "", fmt.Errorf("the server's UDP port %s refused request %d", raddr, seq)
+					return nil, "", fmt.Errorf("the server's UDP port %s refused request %d", uc.RemoteAddr(), seq)
 				}
 				return nil, "", fmt.Errorf("receiving response %d: %w", seq, err)
 			}

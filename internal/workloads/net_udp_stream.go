@@ -221,32 +221,11 @@ func udpStreamClient(ctx context.Context, p workload.Values, env workload.Env) (
 	if err != nil {
 		return nil, "", err
 	}
-	ctl, err := dialCtl(ctx, env.Target)
+	ctl, uc, hello, closeAll, err := dialUDPServer(ctx, env.Target)
 	if err != nil {
 		return nil, "", err
 	}
-	defer ctl.Close()
-	stop := closeOnDone(ctx, ctl)
-	defer stop()
-	var hello udpHello
-	if err := ctl.recv(&hello, ctlTimeout); err != nil {
-		return nil, "", err
-	}
-	host, err := targetHost(env.Target)
-	if err != nil {
-		return nil, "", err
-	}
-	raddr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, strconv.Itoa(hello.Port)))
-	if err != nil {
-		return nil, "", fmt.Errorf("server's UDP address: %w", err)
-	}
-	uc, err := net.DialUDP("udp", nil, raddr)
-	if err != nil {
-		return nil, "", fmt.Errorf("connecting UDP to %s: %w", raddr, err)
-	}
-	defer uc.Close()
-	stopU := closeOnDone(ctx, uc)
-	defer stopU()
+	defer closeAll()
 
 	msg := make([]byte, size)
 	for i := range msg {
@@ -287,7 +266,7 @@ func udpStreamClient(ctx context.Context, p workload.Values, env workload.Env) (
 				continue
 			}
 			if errors.Is(err, syscall.ECONNREFUSED) {
-				return nil, "", fmt.Errorf("the server's UDP port %s refused datagram %d", raddr, sent)
+				return nil, "", fmt.Errorf("the server's UDP port %s refused datagram %d", uc.RemoteAddr(), sent)
 			}
 			return nil, "", fmt.Errorf("sending datagram %d: %w", sent, err)
 		}

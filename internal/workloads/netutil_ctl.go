@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -182,4 +183,43 @@ func seqLow(seq uint64, n int) uint64 {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// dialUDPServer opens the control connection to a UDP workload's server,
+// reads its hello (the UDP port it listens on) and connects a UDP socket to
+// that port on the same host. closeAll closes both, and both are closed
+// when ctx ends, so a blocked read returns.
+func dialUDPServer(ctx context.Context, target string) (ctl *ctlConn, uc *net.UDPConn, hello udpHello, closeAll func(), err error) {
+	ctl, err = dialCtl(ctx, target)
+	if err != nil {
+		return nil, nil, hello, nil, err
+	}
+	stop := closeOnDone(ctx, ctl)
+	fail := func(e error) (*ctlConn, *net.UDPConn, udpHello, func(), error) {
+		stop()
+		ctl.Close()
+		return nil, nil, hello, nil, e
+	}
+	if err := ctl.recv(&hello, ctlTimeout); err != nil {
+		return fail(err)
+	}
+	host, err := targetHost(target)
+	if err != nil {
+		return fail(err)
+	}
+	raddr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, strconv.Itoa(hello.Port)))
+	if err != nil {
+		return fail(fmt.Errorf("server's UDP address: %w", err))
+	}
+	uc, err = net.DialUDP("udp", nil, raddr)
+	if err != nil {
+		return fail(fmt.Errorf("connecting UDP to %s: %w", raddr, err))
+	}
+	stopU := closeOnDone(ctx, uc)
+	return ctl, uc, hello, func() {
+		stopU()
+		uc.Close()
+		stop()
+		ctl.Close()
+	}, nil
 }
