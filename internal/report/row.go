@@ -4,8 +4,6 @@
 package report
 
 import (
-	"fmt"
-	"hash/fnv"
 	"math"
 	"sort"
 
@@ -54,8 +52,8 @@ type Row struct {
 	VsBaselineMethod string            `json:"vs_baseline_method,omitempty"`
 	Baseline         bool              `json:"baseline"`
 	// Interference ratio (S0): (mean − mean_alone)/mean_alone, negated for
-	// lower-is-better metrics so that negative is always worse; a 95%
-	// percentile-bootstrap interval; nil for cells without neighbours.
+	// lower-is-better metrics so that negative is always worse; its 95%
+	// interval as for vs_baseline; nil for cells without neighbours.
 	IR          *float64    `json:"ir"`
 	IRCI95      *[2]float64 `json:"ir_ci95"`
 	IRExcludes0 *bool       `json:"ir_excludes_0"`
@@ -114,9 +112,7 @@ func row(s Series) Row {
 		return r
 	}
 	if s.Interference {
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%s/%d/%s", s.Campaign, s.CellID, s.Metric)
-		if ir, ok := stats.InterferenceRatio(s.Values, s.Baseline, s.Better == result.Lower, h.Sum64()); ok {
+		if ir, ok := stats.InterferenceRatio(s.Values, s.Baseline, s.Better == result.Lower); ok {
 			v, ci, ex := ir.IR, ir.CI95, ir.Excludes0
 			r.IR, r.IRCI95, r.IRExcludes0 = &v, &ci, &ex
 		}
