@@ -3,6 +3,9 @@ package neighbour
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +51,8 @@ func TestNeighboursLoopAndCover(t *testing.T) {
 		resolve(t, "net.tcp_stream", map[string]string{"duration": "100ms"}),
 		{Type: Idle},
 	}
-	r, err := Start(context.Background(), specs, t.TempDir(), func(string, ...any) {})
+	dataDir := t.TempDir()
+	r, err := Start(context.Background(), specs, dataDir, func(string, ...any) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +60,13 @@ func TestNeighboursLoopAndCover(t *testing.T) {
 	time.Sleep(700 * time.Millisecond)
 	to := time.Now()
 	reps := r.Stop()
+	// Nothing a neighbour started outlives Stop (fio's forked jobs once did).
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), dataDir) {
+			t.Errorf("process left running after Stop: %s", strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
 	for _, rep := range reps {
 		if rep.Failures > 0 {
 			t.Errorf("%s failed: %s", rep.Type, rep.LastError)

@@ -83,7 +83,10 @@ func fioJobFile(dir string, p workload.Values, s fioSetup) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[global]\ndirectory=%s\nfilename=ctrbench-fio.dat\nsize=%d\nioengine=%s\niodepth=%d\ndirect=%d\n",
 		fioEscape(dir), p.Int("size"), s.engine, depth, direct)
-	fmt.Fprintf(&b, "runtime=%dms\ntime_based=1\ninvalidate=1\n", max(1, p.Duration("runtime").Milliseconds()))
+	// thread: jobs run as threads of one fio process. Forked job processes
+	// call setsid() and escape a process-group kill, so a cancelled trial
+	// (or a stopped neighbour) left them running.
+	fmt.Fprintf(&b, "runtime=%dms\ntime_based=1\ninvalidate=1\nthread=1\n", max(1, p.Duration("runtime").Milliseconds()))
 	for _, j := range fioJobs {
 		bs := p.Int("block_size")
 		if j.random {
@@ -116,7 +119,7 @@ func fioProbe(ctx context.Context, path, dir string, p workload.Values) (fioSetu
 	for {
 		args := []string{"--name=probe", "--directory=" + fioEscape(dir), "--filename=ctrbench-fio-probe",
 			"--size=" + strconv.FormatInt(max(1<<20, p.Int("rand_block_size")), 10), "--bs=" + p.String("rand_block_size"), "--rw=write",
-			"--ioengine=" + s.engine, "--iodepth=1", "--direct=" + strconv.Itoa(b2i(s.direct)), "--output-format=json"}
+			"--ioengine=" + s.engine, "--iodepth=1", "--direct=" + strconv.Itoa(b2i(s.direct)), "--thread", "--output-format=json"}
 		var out, errb bytes.Buffer
 		cmd := toolCommand(ctx, path, args...)
 		cmd.Stdout, cmd.Stderr = &out, &errb
