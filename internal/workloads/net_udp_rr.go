@@ -51,27 +51,11 @@ type udpRRReport struct {
 }
 
 func udpRRServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
-	ln, err := listen(ctx, env)
+	ctl, uc, closeAll, err := acceptUDPClient(ctx, env)
 	if err != nil {
 		return nil, "", err
 	}
-	defer ln.Close()
-	uc, err := listenUDP(env)
-	if err != nil {
-		return nil, "", err
-	}
-	defer uc.Close()
-	stopU := closeOnDone(ctx, uc)
-	defer stopU()
-	env.Ready(ln.Addr().String())
-	c, err := acceptOne(ctx, ln)
-	if err != nil {
-		return nil, "", fmt.Errorf("accepting the client: %w", err)
-	}
-	ctl := newCtlConn(c)
-	defer ctl.Close()
-	stop := closeOnDone(ctx, ctl)
-	defer stop()
+	defer closeAll()
 	if err := ctl.send(udpHello{Port: uc.LocalAddr().(*net.UDPAddr).Port}); err != nil {
 		return nil, "", err
 	}

@@ -146,27 +146,11 @@ func (u *udpStreamRecv) run(uc *net.UDPConn) error {
 }
 
 func udpStreamServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
-	ln, err := listen(ctx, env)
+	ctl, uc, closeAll, err := acceptUDPClient(ctx, env)
 	if err != nil {
 		return nil, "", err
 	}
-	defer ln.Close()
-	uc, err := listenUDP(env)
-	if err != nil {
-		return nil, "", err
-	}
-	defer uc.Close()
-	stopU := closeOnDone(ctx, uc)
-	defer stopU()
-	env.Ready(ln.Addr().String())
-	c, err := acceptOne(ctx, ln)
-	if err != nil {
-		return nil, "", fmt.Errorf("accepting the client: %w", err)
-	}
-	ctl := newCtlConn(c)
-	defer ctl.Close()
-	stop := closeOnDone(ctx, ctl)
-	defer stop()
+	defer closeAll()
 
 	var nb [8]byte
 	_, _ = rand.Read(nb[:])

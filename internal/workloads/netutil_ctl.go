@@ -223,3 +223,34 @@ func dialUDPServer(ctx context.Context, target string) (ctl *ctlConn, uc *net.UD
 		ctl.Close()
 	}, nil
 }
+
+// acceptUDPClient is the server side of dialUDPServer: it listens for the
+// control connection and opens the UDP socket, announces readiness, and
+// accepts the client. closeAll closes all of it, as does the end of ctx.
+func acceptUDPClient(ctx context.Context, env workload.Env) (ctl *ctlConn, uc *net.UDPConn, closeAll func(), err error) {
+	ln, err := listen(ctx, env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer ln.Close()
+	uc, err = listenUDP(env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stopU := closeOnDone(ctx, uc)
+	env.Ready(ln.Addr().String())
+	c, err := acceptOne(ctx, ln)
+	if err != nil {
+		stopU()
+		uc.Close()
+		return nil, nil, nil, fmt.Errorf("accepting the client: %w", err)
+	}
+	ctl = newCtlConn(c)
+	stop := closeOnDone(ctx, ctl)
+	return ctl, uc, func() {
+		stop()
+		ctl.Close()
+		stopU()
+		uc.Close()
+	}, nil
+}
