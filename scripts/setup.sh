@@ -27,6 +27,8 @@ PKGS=(
 	"/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h:libopenblas-dev"
 	"/usr/lib/x86_64-linux-gnu/libgomp.so.1:libgomp1"
 	"chromium:chromium"
+	"ovs-vsctl:openvswitch-switch"
+	"ethtool:ethtool"
 )
 
 missing_pkgs() {

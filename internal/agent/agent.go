@@ -222,13 +222,42 @@ func Loop(ctx context.Context, o Options) error {
 		em.emit(result.Event{Event: "result", Result: res})
 		return nil
 	}
+	// Counters of this instance, sampled while it runs; the part over the
+	// target's window is attached to the target's result.
+	var samples []result.TelemetrySample
+	sample := func() {
+		samples = append(samples, result.TelemetrySample{At: time.Now(), Values: telemetry.Read(o.Telemetry)})
+		if len(samples) > 4000 { // a long trial: keep every other reading
+			kept := samples[:0]
+			for i := 0; i < len(samples); i += 2 {
+				kept = append(kept, samples[i])
+			}
+			samples = kept
+		}
+	}
+	sample()
 	em.emit(result.Event{Event: "ready"})
-	<-ctx.Done()
+	tick := time.NewTicker(telemetryEvery)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-tick.C:
+			sample()
+		case <-ctx.Done():
+		}
+	}
+	sample()
 	res.Neighbours = r.Stop()
+	if len(res.Neighbours) == 1 && (o.Telemetry.Cgroup || o.Telemetry.Netns) {
+		res.Neighbours[0].Telemetry = samples
+	}
 	res.Ended = time.Now()
 	em.emit(result.Event{Event: "result", Result: res})
 	return nil
 }
+
+// telemetryEvery is how often a neighbour samples its counters.
+const telemetryEvery = 250 * time.Millisecond
 
 // telemetryObservations reports telemetry as observations named
 // "telemetry.<name>". Their direction is "lower" (less resource used);

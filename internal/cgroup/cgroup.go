@@ -134,26 +134,59 @@ type Group struct {
 	Dirs []string // one per hierarchy; the process joins all
 }
 
+// Spec is what a group limits; zero values are not limited.
+type Spec struct {
+	CPUs        float64 // CFS quota in cores
+	Cpuset      string
+	MemoryBytes int64
+	// BlkioWeight is the proportional I/O weight (10..1000), where the
+	// kernel's I/O scheduler supports it (see BlkioWeightSupported).
+	BlkioWeight uint16
+	// Device is "major:minor" of the block device the bps limits apply to.
+	Device            string
+	ReadBps, WriteBps int64
+	// Always creates the group in every hierarchy ctrbench uses, even
+	// without limits: a parent that instances are placed under.
+	Always bool
+}
+
 // Create makes a cgroup named name (a path below the root, e.g.
-// "ctrbench/<campaign>/<instance>") with the given limits. Zero values are
-// not limited.
-func Create(name string, cpus float64, cpuset string, memory int64) (*Group, error) {
+// "ctrbench/<campaign>/<instance>") with the given limits.
+func Create(name string, sp Spec) (*Group, error) {
 	g := &Group{}
 	if V2() {
-		return g, g.createV2(name, cpus, cpuset, memory)
+		return g, g.createV2(name, sp)
 	}
 	type knob struct{ ctrl, file, value string }
 	var knobs []knob
-	if cpus > 0 {
+	if sp.Always {
+		for _, c := range []string{"cpu", "cpuset", "memory", "blkio"} {
+			knobs = append(knobs, knob{c, "", ""})
+		}
+	}
+	if sp.CPUs > 0 {
 		const period = 100000
 		knobs = append(knobs, knob{"cpu", "cpu.cfs_period_us", strconv.Itoa(period)},
-			knob{"cpu", "cpu.cfs_quota_us", strconv.Itoa(int(cpus * period))})
+			knob{"cpu", "cpu.cfs_quota_us", strconv.Itoa(int(sp.CPUs * period))})
 	}
-	if cpuset != "" {
-		knobs = append(knobs, knob{"cpuset", "cpuset.cpus", cpuset})
+	if sp.Cpuset != "" {
+		knobs = append(knobs, knob{"cpuset", "cpuset.cpus", sp.Cpuset})
 	}
-	if memory > 0 {
-		knobs = append(knobs, knob{"memory", "memory.limit_in_bytes", strconv.FormatInt(memory, 10)})
+	if sp.MemoryBytes > 0 {
+		knobs = append(knobs, knob{"memory", "memory.limit_in_bytes", strconv.FormatInt(sp.MemoryBytes, 10)})
+	}
+	if sp.BlkioWeight > 0 {
+		file := "blkio.weight"
+		if _, err := os.Stat(filepath.Join(Root, "blkio", file)); err != nil {
+			file = "blkio.bfq.weight"
+		}
+		knobs = append(knobs, knob{"blkio", file, strconv.Itoa(int(sp.BlkioWeight))})
+	}
+	if sp.ReadBps > 0 {
+		knobs = append(knobs, knob{"blkio", "blkio.throttle.read_bps_device", fmt.Sprintf("%s %d", sp.Device, sp.ReadBps)})
+	}
+	if sp.WriteBps > 0 {
+		knobs = append(knobs, knob{"blkio", "blkio.throttle.write_bps_device", fmt.Sprintf("%s %d", sp.Device, sp.WriteBps)})
 	}
 	made := map[string]string{}
 	for _, k := range knobs {
@@ -167,12 +200,34 @@ func Create(name string, cpus float64, cpuset string, memory int64) (*Group, err
 			made[k.ctrl] = dir
 			g.Dirs = append(g.Dirs, dir)
 		}
+		if k.file == "" {
+			continue
+		}
 		if err := os.WriteFile(filepath.Join(dir, k.file), []byte(k.value), 0o644); err != nil {
 			g.Remove()
 			return nil, fmt.Errorf("setting %s=%s: %w", k.file, k.value, err)
 		}
 	}
 	return g, nil
+}
+
+// BlkioWeightSupported reports whether the kernel offers proportional block
+// I/O weights (a blkio.weight or blkio.bfq.weight file, io.weight on v2).
+func BlkioWeightSupported() bool {
+	files := []string{filepath.Join(Root, "blkio", "blkio.weight"), filepath.Join(Root, "blkio", "blkio.bfq.weight")}
+	if V2() {
+		files = []string{filepath.Join(Root, "ctrbench", "io.weight"), filepath.Join(Root, "ctrbench", "io.bfq.weight")}
+		_ = os.WriteFile(filepath.Join(Root, "cgroup.subtree_control"), []byte("+io"), 0o644)
+		if err := os.Mkdir(filepath.Join(Root, "ctrbench"), 0o755); err == nil {
+			defer os.Remove(filepath.Join(Root, "ctrbench"))
+		}
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // mkdirV1 creates the group level by level; a new cpuset group starts with
@@ -204,11 +259,11 @@ func mkdirV1(ctrl, name string) error {
 	return nil
 }
 
-func (g *Group) createV2(name string, cpus float64, cpuset string, memory int64) error {
+func (g *Group) createV2(name string, sp Spec) error {
 	dir := Root
 	for _, part := range strings.Split(name, "/") {
 		// Controllers must be enabled in each parent for the child to use them.
-		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +cpuset +memory"), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +cpuset +memory +io"), 0o644)
 		dir = filepath.Join(dir, part)
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("creating cgroup %s: %w", dir, err)
@@ -221,22 +276,30 @@ func (g *Group) createV2(name string, cpus float64, cpuset string, memory int64)
 		}
 		return nil
 	}
-	if cpus > 0 {
-		if err := set("cpu.max", fmt.Sprintf("%d 100000", int(cpus*100000))); err != nil {
-			return err
-		}
+	var errs []error
+	if sp.CPUs > 0 {
+		errs = append(errs, set("cpu.max", fmt.Sprintf("%d 100000", int(sp.CPUs*100000))))
 	}
-	if cpuset != "" {
-		if err := set("cpuset.cpus", cpuset); err != nil {
-			return err
-		}
+	if sp.Cpuset != "" {
+		errs = append(errs, set("cpuset.cpus", sp.Cpuset))
 	}
-	if memory > 0 {
-		if err := set("memory.max", strconv.FormatInt(memory, 10)); err != nil {
-			return err
-		}
+	if sp.MemoryBytes > 0 {
+		errs = append(errs, set("memory.max", strconv.FormatInt(sp.MemoryBytes, 10)))
 	}
-	return nil
+	if sp.BlkioWeight > 0 {
+		errs = append(errs, set("io.weight", strconv.Itoa(int(sp.BlkioWeight))))
+	}
+	if sp.ReadBps > 0 || sp.WriteBps > 0 {
+		v := sp.Device
+		if sp.ReadBps > 0 {
+			v += fmt.Sprintf(" rbps=%d", sp.ReadBps)
+		}
+		if sp.WriteBps > 0 {
+			v += fmt.Sprintf(" wbps=%d", sp.WriteBps)
+		}
+		errs = append(errs, set("io.max", v))
+	}
+	return errors.Join(errs...)
 }
 
 // JoinSelf moves the calling process into every directory of dirs.
@@ -269,8 +332,13 @@ func RemoveTree(name string) []string {
 	if V2() {
 		bases = []string{Root}
 	} else {
-		for _, c := range []string{"cpu", "cpuset", "memory"} {
-			bases = append(bases, filepath.Join(Root, c))
+		// Every hierarchy: Docker creates a container's groups in all of
+		// them under a cgroup parent ctrbench gave it.
+		entries, _ := os.ReadDir(Root)
+		for _, e := range entries {
+			if fi, err := os.Lstat(filepath.Join(Root, e.Name())); err == nil && fi.IsDir() {
+				bases = append(bases, filepath.Join(Root, e.Name()))
+			}
 		}
 	}
 	for _, base := range bases {

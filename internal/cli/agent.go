@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctrbench/ctrbench/internal/agent"
+	"github.com/ctrbench/ctrbench/internal/telemetry"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -26,17 +27,11 @@ func newAgentCmd() *cobra.Command {
 			if join != "" {
 				o.JoinCgroups = strings.Split(join, ",")
 			}
-			for _, t := range strings.Split(tele, ",") {
-				switch t {
-				case "cgroup":
-					o.Telemetry.Cgroup = true
-				case "netns":
-					o.Telemetry.Netns = true
-				case "":
-				default:
-					return usageError{fmt.Errorf("--telemetry: unknown scope %q (cgroup, netns)", t)}
-				}
+			sc, err := telemetryScope(tele)
+			if err != nil {
+				return err
 			}
+			o.Telemetry = sc
 			return agent.Run(cmd.Context(), o)
 		},
 	}
@@ -52,7 +47,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&join, "join-cgroups", "", "cgroup directories to enter before any work (comma-separated)")
 	_ = run.MarkFlagRequired("workload")
 	lo := agent.Options{}
-	var loopJoin string
+	var loopJoin, loopTele string
 	loop := &cobra.Command{
 		Use:   "loop",
 		Short: "Run a workload over and over as a neighbour until stopped (SIGTERM); print when it was busy",
@@ -61,7 +56,14 @@ func newAgentCmd() *cobra.Command {
 			lo.Stdout, lo.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if loopJoin != "" {
 				lo.JoinCgroups = strings.Split(loopJoin, ",")
+				lo.Telemetry.Cgroup = true
 			}
+			sc, err := telemetryScope(loopTele)
+			if err != nil {
+				return err
+			}
+			lo.Telemetry.Cgroup = lo.Telemetry.Cgroup || sc.Cgroup
+			lo.Telemetry.Netns = sc.Netns
 			return agent.Loop(cmd.Context(), lo)
 		},
 	}
@@ -69,8 +71,25 @@ func newAgentCmd() *cobra.Command {
 	loop.Flags().StringVar(&lo.Params, "params", "{}", "parameters as a JSON object of strings")
 	loop.Flags().StringVar(&loopJoin, "join-cgroups", "", "cgroup directories to enter first (comma-separated)")
 	loop.Flags().StringVar(&lo.DataDir, "data-dir", "", "ignored by neighbours; accepted for symmetry with run")
-	loop.Flags().StringVar(new(string), "telemetry", "", "accepted for symmetry with run")
+	loop.Flags().StringVar(&loopTele, "telemetry", "", "counters that are this instance's own: cgroup, netns (comma-separated)")
 	_ = loop.MarkFlagRequired("workload")
 	c.AddCommand(run, loop)
 	return c
+}
+
+// telemetryScope reads --telemetry: which counters are the instance's own.
+func telemetryScope(s string) (telemetry.Scope, error) {
+	var sc telemetry.Scope
+	for _, t := range strings.Split(s, ",") {
+		switch t {
+		case "cgroup":
+			sc.Cgroup = true
+		case "netns":
+			sc.Netns = true
+		case "":
+		default:
+			return sc, usageError{fmt.Errorf("--telemetry: unknown scope %q (cgroup, netns)", t)}
+		}
+	}
+	return sc, nil
 }

@@ -96,7 +96,7 @@ func loadSeries(ctx context.Context, db *store.DB, id string) ([]report.Series, 
 	values := map[key][]float64{}
 	meta := map[string]result.Observation{}
 	metricsSeen := map[int][]string{} // per cell, in first-seen order
-	failed := map[int]int{}
+	failed, flagged := map[int]int{}, map[int]int{}
 	for _, t := range trials {
 		if t.Warmup {
 			continue
@@ -104,6 +104,9 @@ func loadSeries(ctx context.Context, db *store.DB, id string) ([]report.Series, 
 		if t.Status != result.OK {
 			failed[t.CellID]++
 			continue
+		}
+		if t.Flags != "" {
+			flagged[t.CellID]++
 		}
 		for _, ob := range t.Observations {
 			k := key{t.CellID, ob.Metric}
@@ -130,7 +133,7 @@ func loadSeries(ctx context.Context, db *store.DB, id string) ([]report.Series, 
 			s := report.Series{
 				Campaign: camp.ID, Workload: c.Workload, WorkloadType: c.WorkloadType,
 				Metric: m, Unit: meta[m].Unit, Better: meta[m].Better,
-				Cell: c.Factors, CellID: c.ID, Values: values[key{c.ID, m}], Failed: failed[c.ID],
+				Cell: c.Factors, CellID: c.ID, Values: values[key{c.ID, m}], Failed: failed[c.ID], Flagged: flagged[c.ID],
 				Interference: hasNeighbours(c),
 			}
 			if hasBase {

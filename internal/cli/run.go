@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"io"
 	"os"
 	"regexp"
@@ -77,7 +78,7 @@ func newRunCmd() *cobra.Command {
 
 func machine() spec.Machine {
 	cpus, mem := sysinfo.Machine()
-	return spec.Machine{CPUs: cpus, MemBytes: mem}
+	return spec.Machine{CPUs: cpus, MemBytes: mem, NoBlkioWeight: !cgroup.BlkioWeightSupported()}
 }
 
 var setTrailer = regexp.MustCompile(`(?m)^# --set (.*)$`)
@@ -276,6 +277,19 @@ func printPlan(w io.Writer, e *spec.Experiment) error {
 	cells := e.Cells()
 	fmt.Fprintf(w, "experiment %s: %d cells x (%d repetitions + %d warm-up) = %d trials, seed %d, timeout %s per trial\n",
 		e.Name, len(cells), e.Repetitions, e.Warmup, len(cells)*(e.Repetitions+e.Warmup), e.Seed, e.Timeout)
+	if v := e.Envelope; !v.IsZero() {
+		var parts []string
+		if v.CPUs > 0 {
+			parts = append(parts, fmt.Sprintf("%g cores", v.CPUs))
+		}
+		if v.Cpuset != "" {
+			parts = append(parts, "cpuset "+v.Cpuset)
+		}
+		if v.MemoryBytes > 0 {
+			parts = append(parts, workload.FormatSize(v.MemoryBytes))
+		}
+		fmt.Fprintf(w, "emulated machine: %s (every instance runs inside one cgroup with these limits)\n", strings.Join(parts, ", "))
+	}
 	for _, c := range cells {
 		base := ""
 		if id, ok := e.BaselineOf(c, cells); ok {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/telemetry"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -208,6 +209,32 @@ func Overlap(start, end time.Time, windows []Window) float64 {
 	return float64(covered) / float64(total)
 }
 
+// WindowTelemetry is what a neighbour's counters did over [start, end]:
+// from the last reading at or before start to the first at or after end
+// (readings are a quarter second apart, so the span is at most that much
+// wider than the window). nil without readings.
+func WindowTelemetry(samples []result.TelemetrySample, start, end time.Time) map[string]float64 {
+	if len(samples) == 0 {
+		return nil
+	}
+	from, to := samples[0], samples[len(samples)-1]
+	for _, s := range samples {
+		if !s.At.After(start) {
+			from = s
+		}
+	}
+	for i := len(samples) - 1; i >= 0; i-- {
+		if !samples[i].At.Before(end) {
+			to = samples[i]
+		}
+	}
+	return telemetry.Diff(from.Values, to.Values)
+}
+
+// FlagKey is where Attach records, in the result's Seen, that the
+// neighbours did not cover the window; the trial is stored with that flag.
+const FlagKey = "antagonist.flag"
+
 // MinOverlap is the share of the target's window every neighbour must have
 // covered; below it the trial is flagged.
 const MinOverlap = 0.95
@@ -225,6 +252,17 @@ func Attach(res *result.Result, start, end time.Time) error {
 		minOverlap = min(minOverlap, Overlap(start, end, n.Windows))
 		iters += n.Iterations
 	}
+	for i, n := range res.Neighbours {
+		prefix := "antagonist."
+		if i > 0 {
+			prefix = fmt.Sprintf("antagonist%d.", i+1)
+		}
+		for _, m := range telemetry.Metrics {
+			if v, ok := WindowTelemetry(n.Telemetry, start, end)[m.Name]; ok {
+				res.Observations = append(res.Observations, result.Observation{Metric: prefix + "telemetry." + m.Name, Value: v, Unit: m.Unit, Better: result.Lower})
+			}
+		}
+	}
 	res.Observations = append(res.Observations,
 		result.Observation{Metric: "antagonist.overlap_pct", Value: 100 * minOverlap, Unit: "%", Better: result.Higher},
 		result.Observation{Metric: "antagonist.iterations", Value: float64(iters), Unit: "count", Better: result.Higher})
@@ -232,7 +270,7 @@ func Attach(res *result.Result, start, end time.Time) error {
 		if res.Seen == nil {
 			res.Seen = map[string]string{}
 		}
-		res.Seen["antagonist.flag"] = fmt.Sprintf("antagonists covered only %.0f%% of the measured window (want %.0f%%)", 100*minOverlap, 100*MinOverlap)
+		res.Seen[FlagKey] = fmt.Sprintf("antagonists covered only %.0f%% of the measured window (want %.0f%%)", 100*minOverlap, 100*MinOverlap)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
@@ -45,6 +46,8 @@ type Options struct {
 	// runToken makes instance names unique per invocation, so a resumed
 	// campaign never collides with a leftover of the interrupted one.
 	runToken string
+	// cgroupParent is the emulated machine's cgroup, "" for none.
+	cgroupParent string
 }
 
 // Summary counts what a run did.
@@ -74,6 +77,19 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	plan := spec.Order(ids, e.Repetitions, e.Warmup, e.Seed)
 	sum := Summary{Planned: len(plan)}
 
+	// The emulated machine: one cgroup every instance is placed under.
+	if env := e.Envelope; !env.IsZero() {
+		o.cgroupParent = "ctrbench/" + o.CampaignID + "/machine"
+		g, err := cgroup.Create(o.cgroupParent, cgroup.Spec{CPUs: env.CPUs, Cpuset: env.Cpuset, MemoryBytes: env.MemoryBytes, Always: true})
+		if err != nil {
+			return sum, fmt.Errorf("emulated machine: %w", err)
+		}
+		// Removed after the platforms have removed their instances.
+		defer func() {
+			_ = g.Remove()
+			cgroup.RemoveTree("ctrbench/" + o.CampaignID)
+		}()
+	}
 	used, err := o.prepare(ctx)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.CleanupTimeout)
@@ -178,12 +194,13 @@ func (o *Options) prepare(ctx context.Context) ([]string, error) {
 		}
 		used = append(used, name)
 		s := platform.Setup{
-			CampaignID: o.CampaignID,
-			Labels:     o.labels(),
-			Networks:   sortedKeys(nets[name]),
-			Tools:      sortedKeys(tools[name]),
-			Storages:   sortedKeys(storages[name]),
-			Progress:   o.Progress.Notes(),
+			CampaignID:   o.CampaignID,
+			Labels:       o.labels(),
+			Networks:     sortedKeys(nets[name]),
+			Tools:        sortedKeys(tools[name]),
+			Storages:     sortedKeys(storages[name]),
+			Progress:     o.Progress.Notes(),
+			CgroupParent: o.cgroupParent,
 		}
 		if err := p.Prepare(ctx, s); err != nil {
 			return used, fmt.Errorf("preparing platform %s: %w", name, err)

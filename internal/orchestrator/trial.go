@@ -27,11 +27,11 @@ func (o *Options) trial(ctx context.Context, cell result.Cell, pt spec.PlannedTr
 	t := result.Trial{CampaignID: o.CampaignID, CellID: cell.ID, Seq: pt.Seq, Repetition: pt.Repetition, Warmup: pt.Warmup, Started: time.Now().UTC()}
 	tctx, cancel := context.WithTimeout(ctx, o.Experiment.Timeout)
 	defer cancel()
-	obs, raw, err := o.execute(tctx, cell, pt)
+	obs, raw, flags, err := o.execute(tctx, cell, pt)
 	t.Ended = time.Now().UTC()
 	switch {
 	case err == nil:
-		t.Status, t.Observations = result.OK, obs
+		t.Status, t.Observations, t.Flags = result.OK, obs, flags
 	case errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		t.Status = result.Timeout
 		t.Error = fmt.Sprintf("timed out after %s (timeout in the experiment file): %v", o.Experiment.Timeout, err)
@@ -132,7 +132,12 @@ func (r *running) awaitReady(ctx context.Context) (string, error) {
 	}
 }
 
-func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.PlannedTrial) ([]result.Observation, string, error) {
+func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.PlannedTrial) (obs []result.Observation, raw, flags string, err error) {
+	obs, raw, err = o.executeChain(ctx, cell, pt, &flags)
+	return obs, raw, flags, err
+}
+
+func (o *Options) executeChain(ctx context.Context, cell result.Cell, pt spec.PlannedTrial, flags *string) ([]result.Observation, string, error) {
 	ws, ok := workload.Lookup(cell.WorkloadType)
 	if !ok {
 		return nil, "", fmt.Errorf("unknown workload type %q", cell.WorkloadType)
@@ -271,6 +276,7 @@ func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.Planned
 		}
 	}
 	obs, raw, err := fromResult(cres)
+	*flags = cres.Seen[neighbour.FlagKey]
 	if err != nil {
 		// Servers may wait for a client that never came; they are removed
 		// with the trial rather than waited for.
@@ -363,6 +369,25 @@ func limitsOf(pl spec.Placement) (platform.Limits, error) {
 	}
 	if pl.Cpuset != spec.NoLimit {
 		l.Cpuset = pl.Cpuset
+	}
+	if pl.BlkioWeight != spec.NoLimit && pl.BlkioWeight != "" {
+		w, err := strconv.Atoi(pl.BlkioWeight)
+		if err != nil {
+			return l, fmt.Errorf("blkio_weight %q: %w", pl.BlkioWeight, err)
+		}
+		l.BlkioWeight = uint16(w)
+	}
+	for _, bps := range []struct {
+		level string
+		to    *int64
+	}{{pl.ReadBps, &l.ReadBps}, {pl.WriteBps, &l.WriteBps}} {
+		if bps.level != spec.NoLimit && bps.level != "" {
+			n, err := workload.ParseSize(bps.level)
+			if err != nil {
+				return l, fmt.Errorf("block I/O rate %q: %w", bps.level, err)
+			}
+			*bps.to = n
+		}
 	}
 	if pl.Memory != spec.NoLimit && pl.Memory != "" {
 		n, err := workload.ParseSize(pl.Memory)

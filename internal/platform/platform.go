@@ -35,10 +35,16 @@ type Limits struct {
 	CPUs        float64 `json:"cpus,omitempty"`   // CFS quota in cores, e.g. 1.5
 	Cpuset      string  `json:"cpuset,omitempty"` // e.g. "0" or "0-1"
 	MemoryBytes int64   `json:"memory,omitempty"`
+	// Block I/O: a proportional weight (10..1000, where the kernel supports
+	// it) and throttles in bytes per second on the device that holds the
+	// instance's data (the platform finds it).
+	BlkioWeight uint16 `json:"blkio_weight,omitempty"`
+	ReadBps     int64  `json:"read_bps,omitempty"`
+	WriteBps    int64  `json:"write_bps,omitempty"`
 }
 
 // IsZero reports whether no limit is set.
-func (l Limits) IsZero() bool { return l.CPUs == 0 && l.Cpuset == "" && l.MemoryBytes == 0 }
+func (l Limits) IsZero() bool { return l == Limits{} }
 
 // InstanceSpec says what to start.
 type InstanceSpec struct {
@@ -85,6 +91,10 @@ type Setup struct {
 	Tools      []string          // external binaries the workloads need (for images)
 	Storages   []string          // storage levels the campaign uses on this platform
 	Progress   io.Writer         // human-readable notes (image build, network creation)
+	// CgroupParent, when set, is a cgroup path below the root (e.g.
+	// "ctrbench/<campaign>/machine") that every instance is placed under:
+	// the experiment's emulated machine size, limits set by the caller.
+	CgroupParent string
 }
 
 // Platform starts instances.

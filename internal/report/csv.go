@@ -18,7 +18,7 @@ func CSV(w io.Writer, rows []Row) error {
 	}
 	header = append(header, "n", "failed", "mean", "sd", "rsd_pct", "ci95_low", "ci95_high",
 		"vs_baseline_pct", "vs_baseline_low", "vs_baseline_high", "p_value", "significant",
-		"vs_baseline_method", "baseline", "ir", "ir_low", "ir_high", "ir_excludes_0")
+		"vs_baseline_method", "baseline", "ir", "ir_low", "ir_high", "ir_excludes_0", "flagged")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("write csv header: %w", err)
@@ -40,7 +40,7 @@ func CSV(w io.Writer, rows []Row) error {
 			csvNum(r.Mean), csvNum(r.SD), csvNum(r.RSDPct), csvNum(r.CI95[0]), csvNum(r.CI95[1]),
 			csvPtr(r.VsBaselinePct), vsLow, vsHigh, csvPtr(r.PValue), csvBool(r.Significant),
 			r.VsBaselineMethod, strconv.FormatBool(r.Baseline),
-			csvPtr(r.IR), irLow, irHigh, csvBool(r.IRExcludes0))
+			csvPtr(r.IR), irLow, irHigh, csvBool(r.IRExcludes0), strconv.Itoa(r.Flagged))
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write csv row: %w", err)
 		}

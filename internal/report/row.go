@@ -22,6 +22,7 @@ type Series struct {
 	CellID       int
 	Values       []float64 // one per ok, non-warmup trial
 	Failed       int       // trials of this cell that failed or timed out
+	Flagged      int       // ok trials whose conditions were not as planned (see result.Trial.Flags)
 	Baseline     []float64 // the baseline cell's values for the same metric; nil if none
 	IsBaseline   bool
 	// Interference marks a cell with neighbours: its row also carries S0's
@@ -41,6 +42,9 @@ type Row struct {
 	Cell             map[string]string `json:"cell"`
 	N                int               `json:"n"`
 	Failed           int               `json:"failed"`
+	// Flagged counts ok trials whose conditions were not as planned (e.g.
+	// antagonists covering under 95% of the window); they are included.
+	Flagged int `json:"flagged"`
 	Mean             float64           `json:"mean"`
 	SD               float64           `json:"sd"`
 	RSDPct           float64           `json:"rsd_pct"`
@@ -104,7 +108,7 @@ func row(s Series) Row {
 	r := Row{
 		Campaign: s.Campaign, Workload: s.Workload, WorkloadType: s.WorkloadType,
 		Metric: s.Metric, Unit: s.Unit, Better: s.Better, Cell: cell,
-		N: sum.N, Failed: s.Failed,
+		N: sum.N, Failed: s.Failed, Flagged: s.Flagged,
 		Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95,
 		Baseline: s.IsBaseline,
 	}

@@ -67,9 +67,10 @@ func writeGroup(w io.Writer, rows []Row, withCampaign bool) error {
 		return fmt.Errorf("write table heading: %w", err)
 	}
 	factors := factorNames(rows)
-	showFailed, showIR := false, false
+	showFailed, showIR, showFlagged := false, false, false
 	for _, r := range rows {
 		showFailed = showFailed || r.Failed != 0
+		showFlagged = showFlagged || r.Flagged != 0
 		showIR = showIR || r.IR != nil
 	}
 	cols := append(append([]string{}, factors...), "n", "mean", "sd", "rsd%", "95% CI", "vs baseline")
@@ -78,6 +79,9 @@ func writeGroup(w io.Writer, rows []Row, withCampaign bool) error {
 	}
 	if showFailed {
 		cols = append(cols, "failed")
+	}
+	if showFlagged {
+		cols = append(cols, "flagged")
 	}
 	lines := []string{strings.Join(cols, "\t")}
 	for _, r := range rows {
@@ -92,6 +96,9 @@ func writeGroup(w io.Writer, rows []Row, withCampaign bool) error {
 		}
 		if showFailed {
 			cells = append(cells, strconv.Itoa(r.Failed))
+		}
+		if showFlagged {
+			cells = append(cells, strconv.Itoa(r.Flagged))
 		}
 		lines = append(lines, strings.Join(cells, "\t"))
 	}

@@ -62,6 +62,9 @@ type Trial struct {
 	Started      time.Time     `json:"started"`
 	Ended        time.Time     `json:"ended"`
 	Observations []Observation `json:"observations,omitempty"`
+	// Flags say why an ok trial's conditions were not as planned ("" when
+	// they were), e.g. antagonists that covered too little of its window.
+	Flags string `json:"flags,omitempty"`
 	// Role of each observation's origin is folded into the metric name only
 	// when a workload reports from more than one role ("server.cpu_pct").
 }

@@ -72,6 +72,15 @@ type NeighbourReport struct {
 	Failures   int      `json:"failures"`
 	LastError  string   `json:"last_error,omitempty"`
 	Windows    []Window `json:"windows"`
+	// Telemetry of a neighbour in an instance of its own, sampled while it
+	// ran: the part over the target's window is attached to the trial.
+	Telemetry []TelemetrySample `json:"telemetry,omitempty"`
+}
+
+// TelemetrySample is a reading of cumulative counters at a moment.
+type TelemetrySample struct {
+	At     time.Time          `json:"at"`
+	Values map[string]float64 `json:"values"`
 }
 
 // Failf returns a failed Result with a formatted reason.

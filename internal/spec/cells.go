@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -67,25 +68,28 @@ func matches(levels, pattern map[string]string) bool {
 
 // Cells expands the experiment: for each workload, every combination of the
 // factors that matter to it, minus exclusions. IDs are 1-based in that order.
+// With symmetric, a pairing whose mirror runs (the neighbour as target, the
+// target as its neighbour) runs too, with the target's baseline: each side
+// of a pair is measured as the target in turn.
 func (e *Experiment) Cells() []result.Cell {
+	combos := combinations(e.Factors)
+	excluded := func(w string, combo map[string]string) bool {
+		named := map[string]string{ExcludeWorkload: w}
+		for k, v := range combo {
+			named[k] = v
+		}
+		for _, ex := range e.Exclude {
+			if matches(named, ex) {
+				return true
+			}
+		}
+		return false
+	}
 	var cells []result.Cell
 	for _, w := range e.Workloads {
 		seen := map[string]bool{}
-		for _, combo := range combinations(e.Factors) {
-			excluded := false
-			named := map[string]string{ExcludeWorkload: w.Name}
-			for k, v := range combo {
-				named[k] = v
-			}
-			for _, ex := range e.Exclude {
-				if matches(named, ex) {
-					excluded = true
-					break
-				}
-			}
-			if excluded {
-				continue
-			}
+		var wcells []result.Cell
+		add := func(combo map[string]string) {
 			c := result.Cell{Workload: w.Name, WorkloadType: w.Type, Factors: map[string]string{}, Params: map[string]string{}}
 			for k, v := range w.Params {
 				c.Params[k] = v
@@ -104,9 +108,44 @@ func (e *Experiment) Cells() []result.Cell {
 			dropIrrelevant(c.Factors)
 			key := c.Key()
 			if seen[key] {
-				continue
+				return
 			}
 			seen[key] = true
+			wcells = append(wcells, c)
+		}
+		for _, combo := range combos {
+			if !excluded(w.Name, combo) {
+				add(combo)
+			}
+		}
+		// The mirror of every pairing in which w is the neighbour: w as the
+		// target, that target as w's neighbour.
+		mirrored := false
+		for _, t := range e.Workloads {
+			if !e.Symmetric || t.Name == w.Name {
+				continue
+			}
+			for _, combo := range combos {
+				if combo[FAntagonist] != w.Name || excluded(t.Name, combo) {
+					continue
+				}
+				mirror := maps.Clone(combo)
+				mirror[FAntagonist] = t.Name
+				n := len(wcells)
+				add(mirror)
+				mirrored = mirrored || len(wcells) > n
+			}
+		}
+		// A target that runs only because of symmetry still needs its
+		// baseline (the target alone under the baseline's levels).
+		if mirrored && len(e.Baseline) > 0 {
+			for _, combo := range combos {
+				if matches(combo, e.Baseline) {
+					add(combo)
+				}
+			}
+		}
+		for _, c := range wcells {
 			c.ID = len(cells) + 1
 			cells = append(cells, c)
 		}

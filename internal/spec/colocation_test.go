@@ -96,3 +96,78 @@ workloads:
 		t.Fatalf("%v", keys(cells))
 	}
 }
+
+// symmetric: a neighbour-only workload is measured as the target too,
+// beside each workload it neighbours, with its own baseline.
+func TestSymmetric(t *testing.T) {
+	src := `name: aa
+symmetric: true
+factors:
+  platform: [docker]
+  antagonist: [noisy]
+  packaging: [separate-containers]
+  cpus: ["1"]
+exclude:
+  - {workload: noisy}
+workloads:
+  - {name: target, type: cpu.primes}
+  - {name: noisy, type: cpu.primes}
+`
+	e, err := Parse("aa.yaml", []byte(src), nil, Machine{CPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := e.Cells()
+	got := keys(cells)
+	if len(cells) != 4 {
+		t.Fatalf("want target alone, target+noisy, noisy+target, noisy alone; got %v", got)
+	}
+	var mirror bool
+	for _, c := range cells {
+		if c.Workload == "noisy" && c.Factors[FAntagonist] == "target" {
+			mirror = true
+			if _, ok := e.BaselineOf(c, cells); !ok {
+				t.Errorf("mirrored cell %s has no baseline", c.Key())
+			}
+		}
+	}
+	if !mirror {
+		t.Errorf("no mirrored cell in %v", got)
+	}
+	// Without symmetric the file measures one side only.
+	e2, _ := Parse("aa.yaml", []byte(strings.Replace(src, "symmetric: true", "symmetric: false", 1)), nil, Machine{CPUs: 2})
+	if n := len(e2.Cells()); n != 2 {
+		t.Errorf("symmetric false: %d cells, want 2", n)
+	}
+	_, err = Parse("x.yaml", []byte("name: x\nsymmetric: true\nworkloads: [{type: cpu.primes}]\n"), nil, Machine{CPUs: 2})
+	if err == nil || !strings.Contains(err.Error(), "x.yaml:2:12: symmetric measures both sides") {
+		t.Errorf("symmetric without antagonist: %v", err)
+	}
+}
+
+func TestMachineAndBlkio(t *testing.T) {
+	m := Machine{CPUs: 2, MemBytes: 8 << 30, NoBlkioWeight: true}
+	src := "name: m\nmachine: {cpus: 2, memory: 4GiB}\nfactors:\n  platform: [docker]\n  write_bps: [none, 50MiB]\nworkloads: [{type: cpu.primes}]\n"
+	e, err := Parse("m.yaml", []byte(src), nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Envelope.CPUs != 2 || e.Envelope.MemoryBytes != 4<<30 {
+		t.Errorf("envelope %+v", e.Envelope)
+	}
+	if pl := PlacementFor(e.Cells()[1].Factors, "main"); pl.WriteBps != "50MiB" {
+		t.Errorf("placement %+v", pl)
+	}
+	for name, c := range map[string]struct{ src, want string }{
+		"machine too big":   {strings.Replace(src, "memory: 4GiB", "memory: 64GiB", 1), "m.yaml:2:28: machine: level \"64GiB\" of memory: larger than this machine's memory"},
+		"machine bad key":   {strings.Replace(src, "cpus: 2", "cores: 2", 1), `m.yaml:2:11: unknown key "cores" in machine; allowed: cpus, cpuset, memory`},
+		"no blkio weight":   {strings.Replace(src, "write_bps: [none, 50MiB]", "blkio_weight: [100, 500]", 1), `m.yaml:5:18: level "100" of blkio_weight: this kernel has no proportional block I/O weight`},
+		"bad weight":        {strings.Replace(src, "write_bps: [none, 50MiB]", "blkio_weight: [5]", 1), `m.yaml:5:18: level "5" of blkio_weight: want none or a weight from 10 to 1000`},
+		"bad rate":          {strings.Replace(src, "50MiB", "fast", 1), `m.yaml:5:21: level "fast" of write_bps: want none or bytes per second`},
+	} {
+		_, err := Parse("m.yaml", []byte(c.src), nil, m)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v\nwant %s", name, err, c.want)
+		}
+	}
+}

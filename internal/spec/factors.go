@@ -18,6 +18,11 @@ const (
 	FCpuset   = "cpuset"
 	FMemory   = "memory"
 	FStorage  = "storage"
+	// Block I/O limits: a proportional weight (10..1000, where the kernel
+	// supports it) and throttles in bytes per second on the data's disk.
+	FBlkioWeight = "blkio_weight"
+	FReadBps     = "read_bps"
+	FWriteBps    = "write_bps"
 	// FAntagonist names the neighbours that run beside the measured
 	// workload (the target): none, idle, a workload of the file, or several
 	// joined by "+". FPackaging says how they are packaged with it.
@@ -33,11 +38,11 @@ const (
 var (
 	Platforms        = []string{"native", "docker"}
 	Networks         = []string{"host", "bridge"}
-	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory, FStorage}
+	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory, FStorage, FBlkioWeight, FReadBps, FWriteBps}
 	// Storage levels: where disk workloads write.
 	Storages = []string{StorageLayer, StorageVolume, StorageTmpfs}
 	// Placement defaults when a factor is absent from the file.
-	placementDefaults = map[string]string{FPlatform: "native", FNetwork: "host", FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit, FStorage: StorageLayer}
+	placementDefaults = map[string]string{FPlatform: "native", FNetwork: "host", FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit, FStorage: StorageLayer, FBlkioWeight: NoLimit, FReadBps: NoLimit, FWriteBps: NoLimit}
 )
 
 // Machine is what validation knows of the host, to reject limits it cannot
@@ -45,6 +50,9 @@ var (
 type Machine struct {
 	CPUs     int
 	MemBytes int64
+	// NoBlkioWeight is true where the kernel has no proportional block I/O
+	// weight (no blkio.weight / blkio.bfq.weight): blkio_weight is refused.
+	NoBlkioWeight bool
 }
 
 // splitFactor returns the role qualifier ("" if none) and the base name.
@@ -173,6 +181,27 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 		return level, nil
 	case FStorage:
 		return level, oneOf(name, level, Storages)
+	case FBlkioWeight:
+		if level == NoLimit {
+			return level, nil
+		}
+		w, err := strconv.Atoi(level)
+		if err != nil || w < 10 || w > 1000 {
+			return "", fmt.Errorf("level %q of %s: want %s or a weight from 10 to 1000", level, name, NoLimit)
+		}
+		if m.NoBlkioWeight {
+			return "", fmt.Errorf("level %q of %s: this kernel has no proportional block I/O weight (no blkio.weight or blkio.bfq.weight: its I/O scheduler does not do cgroup weights); allowed here: %s; %s and %s (throttles) work", level, name, NoLimit, FReadBps, FWriteBps)
+		}
+		return level, nil
+	case FReadBps, FWriteBps:
+		if level == NoLimit {
+			return level, nil
+		}
+		n, err := workload.ParseSize(level)
+		if err != nil || n < 1<<20 {
+			return "", fmt.Errorf("level %q of %s: want %s or bytes per second of at least 1MiB, such as 50MiB", level, name, NoLimit)
+		}
+		return level, nil
 	case FMemory:
 		if level == NoLimit {
 			return level, nil
@@ -290,6 +319,8 @@ type Placement struct {
 	Cpuset   string
 	Memory   string
 	Storage  string // layer, volume or tmpfs
+	// BlkioWeight, ReadBps, WriteBps: "none" or the level's text.
+	BlkioWeight, ReadBps, WriteBps string
 }
 
 // PlacementFor resolves the placement of a role from a cell's factor levels:
@@ -304,5 +335,6 @@ func PlacementFor(factors map[string]string, role string) Placement {
 		}
 		return placementDefaults[base]
 	}
-	return Placement{Platform: get(FPlatform), Network: get(FNetwork), CPUs: get(FCPUs), Cpuset: get(FCpuset), Memory: get(FMemory), Storage: get(FStorage)}
+	return Placement{Platform: get(FPlatform), Network: get(FNetwork), CPUs: get(FCPUs), Cpuset: get(FCpuset), Memory: get(FMemory), Storage: get(FStorage),
+		BlkioWeight: get(FBlkioWeight), ReadBps: get(FReadBps), WriteBps: get(FWriteBps)}
 }

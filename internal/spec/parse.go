@@ -16,7 +16,7 @@ import (
 )
 
 // topKeys are the keys an experiment file may have, in documentation order.
-var topKeys = []string{"name", "description", "seed", "repetitions", "warmup", "timeout", "factors", "exclude", "baseline", "workloads"}
+var topKeys = []string{"name", "description", "seed", "repetitions", "warmup", "timeout", "machine", "symmetric", "factors", "exclude", "baseline", "workloads"}
 
 var workloadKeys = []string{"name", "type", "params"}
 
@@ -234,6 +234,19 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 			}
 		}
 	}
+	if n, ok := f["symmetric"]; ok {
+		if v, ok := p.scalar(n, "symmetric"); ok {
+			switch v {
+			case "true", "false":
+				e.Symmetric = v == "true"
+			default:
+				p.addf(n, "symmetric must be true or false, got %q", v)
+			}
+		}
+	}
+	if n, ok := f["machine"]; ok {
+		e.Envelope = p.envelope(n, m)
+	}
 	if n, ok := f["workloads"]; ok {
 		e.Workloads = p.workloads(n)
 		p.wls = e.Workloads
@@ -264,10 +277,41 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 			e.Baseline[FAntagonist] = AntagonistNone
 		}
 	}
+	if n, ok := f["symmetric"]; ok && e.Symmetric && findFactor(e.Factors, FAntagonist) == nil {
+		p.addf(n, "symmetric measures both sides of a pairing, but there is no antagonist factor naming neighbours")
+	}
 	if len(p.problems) == 0 {
 		p.checkCells(e, root, factorNodes, f["baseline"])
 	}
 	return e
+}
+
+// envelope reads "machine: {cpus, cpuset, memory}", the emulated machine.
+func (p *parser) envelope(n *yaml.Node, m Machine) Envelope {
+	var v Envelope
+	for key, vn := range p.fields(n, "machine", []string{FCPUs, FCpuset, FMemory}) {
+		s, ok := p.scalar(vn, "machine."+key)
+		if !ok {
+			continue
+		}
+		level, err := checkLevel(key, s, p.wls, m)
+		if err != nil {
+			p.addf(vn, "machine: %v", err)
+			continue
+		}
+		switch key {
+		case FCPUs:
+			v.CPUs, _ = strconv.ParseFloat(level, 64)
+		case FCpuset:
+			v.Cpuset = level
+		case FMemory:
+			v.MemoryBytes, _ = workload.ParseSize(level)
+		}
+		if level == NoLimit {
+			p.addf(vn, "machine.%s: give a size (leave the key out for no limit)", key)
+		}
+	}
+	return v
 }
 
 func (p *parser) workloads(n *yaml.Node) []Workload {

@@ -24,6 +24,12 @@ type Experiment struct {
 	Exclude     []map[string]string
 	Baseline    map[string]string
 	Workloads   []Workload
+	// Envelope emulates a smaller machine ("machine:" in the file): every
+	// instance of the campaign runs inside one cgroup with these limits,
+	// as on a host of that size (S0: the host is twice Case 1's limits).
+	Envelope Envelope
+	// Symmetric measures both sides of every pairing: see Cells.
+	Symmetric bool
 
 	Path string // the file read
 	Text string // the file's text, followed by the --set overrides as comments
@@ -49,3 +55,13 @@ const (
 	DefaultWarmup      = 0
 	DefaultTimeout     = 5 * time.Minute
 )
+
+// Envelope is the emulated machine's size; zero values are not limited.
+type Envelope struct {
+	CPUs        float64
+	Cpuset      string
+	MemoryBytes int64
+}
+
+// IsZero reports whether the experiment emulates no machine.
+func (v Envelope) IsZero() bool { return v == Envelope{} }

@@ -62,10 +62,13 @@ CREATE TABLE observations (
 );
 CREATE INDEX observations_trial ON observations(trial_id);
 `,
+	// 2: flags on a trial that ran but whose conditions were not as
+	// planned (antagonists that did not cover the measured window).
+	`ALTER TABLE trials ADD COLUMN flags TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 func init() {
 	if len(migrations) != SchemaVersion {

@@ -24,10 +24,10 @@ func (d *DB) RecordTrial(ctx context.Context, t result.Trial) (int64, error) {
 	var id int64
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO trials
-			(campaign_id, cell_id, seq, repetition, warmup, status, error, raw, started, ended)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(campaign_id, cell_id, seq, repetition, warmup, status, error, raw, started, ended, flags)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.CampaignID, t.CellID, t.Seq, t.Repetition, t.Warmup, string(t.Status),
-			t.Error, t.Raw, encodeTime(t.Started), encodeTime(t.Ended))
+			t.Error, t.Raw, encodeTime(t.Started), encodeTime(t.Ended), t.Flags)
 		if err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func (d *DB) Trials(ctx context.Context, campaignID string) ([]result.Trial, err
 
 func (d *DB) trialRows(ctx context.Context, campaignID string) ([]result.Trial, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT id, campaign_id, cell_id, seq, repetition, warmup,
-		status, error, raw, started, ended FROM trials WHERE campaign_id = ? ORDER BY seq`, campaignID)
+		status, error, raw, started, ended, flags FROM trials WHERE campaign_id = ? ORDER BY seq`, campaignID)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (d *DB) trialRows(ctx context.Context, campaignID string) ([]result.Trial, 
 			started, ended sql.NullString
 		)
 		if err := rows.Scan(&t.ID, &t.CampaignID, &t.CellID, &t.Seq, &t.Repetition, &t.Warmup,
-			&status, &t.Error, &t.Raw, &started, &ended); err != nil {
+			&status, &t.Error, &t.Raw, &started, &ended, &t.Flags); err != nil {
 			return nil, err
 		}
 		t.Status = result.Status(status)

@@ -5,8 +5,10 @@ package sysinfo
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -112,4 +114,29 @@ func Machine() (cpus int, memBytes int64) {
 		}
 	}
 	return cpus, memBytes
+}
+
+// BlockDevice finds the whole disk holding path: its device node (e.g.
+// /dev/vda) and "major:minor", which blkio throttle limits name. A
+// partition resolves to its disk; a filesystem without a block device
+// (tmpfs, overlay on tmpfs) is an error.
+func BlockDevice(path string) (node, majMin string, err error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return "", "", err
+	}
+	major, minor := (st.Dev>>8)&0xfff|(st.Dev>>32)&^0xfff, st.Dev&0xff|(st.Dev>>12)&^0xff
+	sys := "/sys/dev/block/" + strconv.FormatUint(major, 10) + ":" + strconv.FormatUint(minor, 10)
+	real, err := filepath.EvalSymlinks(sys)
+	if err != nil {
+		return "", "", fmt.Errorf("%s is not on a block device (device %d:%d)", path, major, minor)
+	}
+	if _, err := os.Stat(real + "/partition"); err == nil {
+		real = real[:strings.LastIndex(real, "/")]
+	}
+	dev, err := os.ReadFile(real + "/dev")
+	if err != nil {
+		return "", "", err
+	}
+	return "/dev/" + real[strings.LastIndex(real, "/")+1:], strings.TrimSpace(string(dev)), nil
 }

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/blkiodev"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/sysinfo"
 )
 
 // DataMount is where a volume or tmpfs for disk workloads is mounted.
@@ -56,6 +58,24 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err != nil {
 		return nil, fmt.Errorf("instance %s: %w", spec.Name, err)
 	}
+	if spec.Limits.ReadBps > 0 || spec.Limits.WriteBps > 0 {
+		p.mu.Lock()
+		root := p.rootDir
+		p.mu.Unlock()
+		node, _, err := sysinfo.BlockDevice(root)
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: block I/O limits: the daemon's data root %s: %w", spec.Name, root, err)
+		}
+		if spec.Limits.ReadBps > 0 {
+			res.BlkioDeviceReadBps = []*blkiodev.ThrottleDevice{{Path: node, Rate: uint64(spec.Limits.ReadBps)}}
+		}
+		if spec.Limits.WriteBps > 0 {
+			res.BlkioDeviceWriteBps = []*blkiodev.ThrottleDevice{{Path: node, Rate: uint64(spec.Limits.WriteBps)}}
+		}
+	}
+	p.mu.Lock()
+	res.CgroupParent = p.cgParent
+	p.mu.Unlock()
 	hostCfg := &container.HostConfig{NetworkMode: mode, Resources: res}
 	args := spec.Args
 	switch spec.Storage {
@@ -157,6 +177,7 @@ func resources(l platform.Limits) (container.Resources, error) {
 		return r, fmt.Errorf("invalid memory limit %d", l.MemoryBytes)
 	}
 	r.NanoCPUs = int64(math.Round(l.CPUs * 1e9))
+	r.BlkioWeight = l.BlkioWeight
 	r.CpusetCpus = l.Cpuset
 	if l.MemoryBytes > 0 {
 		r.Memory = l.MemoryBytes

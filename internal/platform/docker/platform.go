@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -49,6 +50,9 @@ type Platform struct {
 	closed    bool
 	prepared  bool
 	buildSecs float64
+	rootDir   string // the daemon's data root, whose disk blkio limits name
+	cgDriver  string
+	cgParent  string // Setup.CgroupParent as Docker takes it ("/..."), or ""
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -132,6 +136,14 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		}
 		p.versions = v
 	}
+	if s.CgroupParent != "" {
+		// With the cgroupfs driver a parent is a path below each
+		// hierarchy's root; the systemd driver wants a slice instead.
+		if p.cgDriver == "systemd" {
+			return errors.New("docker platform: an emulated machine (cgroup parent) needs the daemon's cgroupfs driver, this one uses systemd")
+		}
+		p.cgParent = "/" + strings.TrimPrefix(s.CgroupParent, "/")
+	}
 	if p.imageTag == "" {
 		if err := p.ensureImage(ctx, s.Tools, progress); err != nil {
 			return err
@@ -179,6 +191,7 @@ func (p *Platform) daemonFacts(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading docker info: %w", err)
 	}
+	p.rootDir, p.cgDriver = info.DockerRootDir, info.CgroupDriver
 	facts["docker.cgroup_driver"] = info.CgroupDriver
 	facts["docker.cgroup_version"] = info.CgroupVersion
 	facts["docker.storage_driver"] = info.Driver

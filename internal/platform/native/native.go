@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/sysinfo"
 )
 
 // CgroupParent is the cgroup below which every native group is created.
@@ -28,6 +29,7 @@ const CgroupParent = "ctrbench"
 type Platform struct {
 	binary   string
 	campaign string
+	parent   string // cgroup every instance's group is created in
 }
 
 // New returns a native platform running binary (the ctrbench executable).
@@ -37,6 +39,10 @@ func (p *Platform) Name() string { return "native" }
 
 func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	p.campaign = s.CampaignID
+	p.parent = CgroupParent + "/" + p.campaign
+	if s.CgroupParent != "" {
+		p.parent = s.CgroupParent
+	}
 	for _, n := range s.Networks {
 		if n != platform.NetHost {
 			return fmt.Errorf("native platform supports network host only, not %q", n)
@@ -86,9 +92,20 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	args := spec.Args
 	var group *cgroup.Group
-	if !spec.Limits.IsZero() {
+	// Under an emulated machine (a cgroup parent with limits) every agent
+	// gets a group, so the machine's limits bind it too.
+	if !spec.Limits.IsZero() || p.parent != CgroupParent+"/"+p.campaign {
+		sp := cgroup.Spec{CPUs: spec.Limits.CPUs, Cpuset: spec.Limits.Cpuset, MemoryBytes: spec.Limits.MemoryBytes,
+			BlkioWeight: spec.Limits.BlkioWeight, ReadBps: spec.Limits.ReadBps, WriteBps: spec.Limits.WriteBps, Always: true}
+		if sp.ReadBps > 0 || sp.WriteBps > 0 {
+			_, mm, err := sysinfo.BlockDevice(os.TempDir())
+			if err != nil {
+				return nil, fmt.Errorf("block I/O limits for %s: %w", spec.Name, err)
+			}
+			sp.Device = mm
+		}
 		var err error
-		group, err = cgroup.Create(CgroupParent+"/"+p.campaign+"/"+spec.Name, spec.Limits.CPUs, spec.Limits.Cpuset, spec.Limits.MemoryBytes)
+		group, err = cgroup.Create(p.parent+"/"+spec.Name, sp)
 		if err != nil {
 			return nil, fmt.Errorf("applying limits to %s: %w", spec.Name, err)
 		}
