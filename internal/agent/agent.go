@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -46,8 +47,72 @@ type Options struct {
 	// Telemetry says which counters are the instance's own (its cgroup,
 	// its network namespace); the orchestrator knows from the placement.
 	Telemetry telemetry.Scope
-	Stdout    io.Writer
-	Stderr    io.Writer
+	// WaitNet: ctrbench wires this instance's network namespace from
+	// outside after it starts, address last; the agent waits for an
+	// address on an interface other than loopback before any work.
+	WaitNet bool
+	// StartAt, when set, is the moment the measured run begins (several
+	// client/server pairs start together).
+	StartAt time.Time
+	Stdout  io.Writer
+	Stderr  io.Writer
+}
+
+// waitAddrTimeout bounds how long an agent waits for its address.
+const waitAddrTimeout = 20 * time.Second
+
+// waitForNet polls the interfaces until one besides loopback has an
+// IPv4 address.
+func waitForNet(ctx context.Context) error {
+	deadline := time.Now().Add(waitAddrTimeout)
+	for {
+		ifs, _ := net.Interfaces()
+		for _, i := range ifs {
+			if i.Flags&net.FlagLoopback != 0 || i.Flags&net.FlagUp == 0 {
+				continue
+			}
+			addrs, _ := i.Addrs()
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no network address appeared on this instance's interfaces (waited %s for ctrbench to wire them)", waitAddrTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// interfaces describes the network the agent sees: every interface but
+// loopback with its addresses and MTU, e.g. "ctb0 198.18.1.2/24 mtu 1500".
+func interfaces() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, i := range ifs {
+		if i.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		var as []string
+		if addrs, err := i.Addrs(); err == nil {
+			for _, a := range addrs {
+				as = append(as, a.String())
+			}
+		}
+		parts = append(parts, strings.TrimSpace(fmt.Sprintf("%s %s mtu %d", i.Name, strings.Join(as, " "), i.MTU)))
+	}
+	if len(parts) == 0 {
+		return "loopback only"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // emitter writes events; a server's ready and the result may come from
@@ -85,6 +150,11 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	}()
 	if len(o.JoinCgroups) > 0 {
 		if err := cgroup.JoinSelf(o.JoinCgroups); err != nil {
+			return result.Failf("%v", err)
+		}
+	}
+	if o.WaitNet {
+		if err := waitForNet(ctx); err != nil {
 			return result.Failf("%v", err)
 		}
 	}
@@ -134,6 +204,12 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	if len(neighbours) > 0 {
 		if running, err = neighbour.Start(ctx, neighbours, data, env.Log); err != nil {
 			return result.Failf("starting antagonists: %v", err)
+		}
+	}
+	if d := time.Until(o.StartAt); !o.StartAt.IsZero() && d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
 		}
 	}
 	before := telemetry.Read(o.Telemetry)
@@ -287,6 +363,7 @@ func seen(dataDir string) map[string]string {
 		"cgroup.version": strconv.Itoa(l.Version),
 		"cgroup.cpuset":  l.Cpuset,
 		"pid":            strconv.Itoa(os.Getpid()),
+		"net.interfaces": interfaces(),
 	}
 	if l.CPUs > 0 {
 		s["cgroup.cpus"] = strconv.FormatFloat(l.CPUs, 'g', 6, 64)

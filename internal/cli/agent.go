@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctrbench/ctrbench/internal/agent"
 	"github.com/ctrbench/ctrbench/internal/telemetry"
+	"github.com/ctrbench/ctrbench/internal/wireguard"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -18,6 +21,7 @@ func newAgentCmd() *cobra.Command {
 	}
 	o := agent.Options{}
 	var join, tele string
+	var startAt int64
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run one role of a workload once and print JSON events on stdout",
@@ -32,6 +36,9 @@ func newAgentCmd() *cobra.Command {
 				return err
 			}
 			o.Telemetry = sc
+			if startAt > 0 {
+				o.StartAt = time.Unix(0, startAt)
+			}
 			return agent.Run(cmd.Context(), o)
 		},
 	}
@@ -45,6 +52,8 @@ func newAgentCmd() *cobra.Command {
 	f.StringArrayVar(&o.Antagonists, "antagonist", nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
 	f.StringVar(&tele, "telemetry", "", "counters that are this instance's own: cgroup, netns (comma-separated)")
 	f.StringVar(&join, "join-cgroups", "", "cgroup directories to enter before any work (comma-separated)")
+	f.BoolVar(&o.WaitNet, "wait-net", false, "wait until an interface besides loopback has an address (ctrbench wires the namespace from outside)")
+	f.Int64Var(&startAt, "start-at", 0, "begin the measured run at this time (Unix nanoseconds), so several pairs start together")
 	_ = run.MarkFlagRequired("workload")
 	lo := agent.Options{}
 	var loopJoin, loopTele string
@@ -73,7 +82,28 @@ func newAgentCmd() *cobra.Command {
 	loop.Flags().StringVar(&lo.DataDir, "data-dir", "", "ignored by neighbours; accepted for symmetry with run")
 	loop.Flags().StringVar(&loopTele, "telemetry", "", "counters that are this instance's own: cgroup, netns (comma-separated)")
 	_ = loop.MarkFlagRequired("workload")
-	c.AddCommand(run, loop)
+	var wgConfig string
+	wg := &cobra.Command{
+		Use:   "wireguard",
+		Short: "Run a userspace WireGuard tunnel (wireguard-go) in this process's network namespace until stopped",
+		Long: `Started by ctrbench inside an emulated host's network namespace for the
+overlay-encrypted network: creates the TUN device, configures wireguard-go,
+prints {"event":"ready"} and runs until SIGTERM.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var cfg wireguard.Config
+			if err := json.Unmarshal([]byte(wgConfig), &cfg); err != nil {
+				return usageError{fmt.Errorf("--config: %w", err)}
+			}
+			out := cmd.OutOrStdout()
+			return wireguard.Run(cmd.Context(), cfg, cmd.ErrOrStderr(), func() {
+				fmt.Fprintln(out, `{"event":"ready"}`)
+			})
+		},
+	}
+	wg.Flags().StringVar(&wgConfig, "config", "", "the tunnel as JSON: interface, mtu, address, private_key, listen_port, peers")
+	_ = wg.MarkFlagRequired("config")
+	c.AddCommand(run, loop, wg)
 	return c
 }
 

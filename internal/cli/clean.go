@@ -3,12 +3,15 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/links"
+	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/native"
@@ -48,8 +51,23 @@ func newCleanCmd() *cobra.Command {
 			} else {
 				fmt.Fprintf(w, "docker: not reachable, skipped (%v)\n", firstLineOf(err.Error()))
 			}
-			// Links are not labelled, only named; while a campaign runs its
-			// links are in use, so they are kept unless forced.
+			// Links and namespaces are not labelled, only named; while a
+			// campaign runs they are in use, so they are kept unless forced.
+			if pids := otherRuns(); len(pids) > 0 && !live {
+				live = true
+				fmt.Fprintf(w, "a ctrbench run is in progress (pid %s)\n", strings.Join(pids, ", "))
+			}
+			if !live || force {
+				removed, err := netlab.Clean()
+				for _, r := range removed {
+					fmt.Fprintf(w, "removed %s\n", r)
+				}
+				if err != nil {
+					problems = append(problems, err.Error())
+				}
+			} else {
+				fmt.Fprintf(w, "kept network namespaces and OVS bridges named %s* (a campaign is still running; --force removes them)\n", platform.LinkPrefix)
+			}
 			if !live || force {
 				removed, err := links.RemoveAll(nil)
 				for _, l := range removed {
@@ -80,6 +98,27 @@ func newCleanCmd() *cobra.Command {
 	c.Flags().BoolVar(&force, "force", false, "also remove objects of campaigns whose ctrbench process is still running")
 	c.Flags().BoolVar(&images, "images", false, "also remove the cached ctrbench-agent images")
 	return c
+}
+
+// otherRuns lists the pids of other `ctrbench run` processes.
+func otherRuns() []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) >= 2 && filepath.Base(args[0]) == "ctrbench" && args[1] == "run" {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 func firstLineOf(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }

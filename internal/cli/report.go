@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -23,6 +24,7 @@ type reportOptions struct {
 	Format    string
 	Failures  bool
 	Telemetry bool
+	PerPair   bool
 	Matrix    bool
 }
 
@@ -62,7 +64,7 @@ func newReportCmd() *cobra.Command {
 				}
 				return report.Matrix(cmd.OutOrStdout(), report.Rows(series))
 			}
-			return writeReport(cmd.Context(), db, id, o.Format, o.Telemetry, cmd.OutOrStdout())
+			return writeReport(cmd.Context(), db, id, o.Format, o.Telemetry, o.PerPair, cmd.OutOrStdout())
 		},
 	}
 	c.Flags().StringVar(&o.DB, "db", DefaultDB, "results database (SQLite)")
@@ -70,6 +72,7 @@ func newReportCmd() *cobra.Command {
 	c.Flags().StringVar(&o.Format, "format", "table", "table, csv or json")
 	c.Flags().BoolVar(&o.Failures, "failures", false, "list failed and timed-out trials with their reasons instead")
 	c.Flags().BoolVar(&o.Matrix, "matrix", false, "co-location campaigns: S0's matrices, targets by neighbours per case, IR with intervals and mean [SD]")
+	c.Flags().BoolVar(&o.PerPair, "per-pair", false, "also show each client/server pair's own results (pair<i>.<metric>) in the table, with pairs > 1; JSON and CSV always include them")
 	c.Flags().BoolVar(&o.Telemetry, "telemetry", false, "also show telemetry (CPU time, throttling, memory peak, I/O, context switches, retransmissions) in the table; JSON and CSV always include it")
 	return c
 }
@@ -178,7 +181,7 @@ func metricOrder(c result.Cell, seen []string) []string {
 	return out
 }
 
-func writeReport(ctx context.Context, db *store.DB, id, format string, withTelemetry bool, w io.Writer) error {
+func writeReport(ctx context.Context, db *store.DB, id, format string, withTelemetry, perPair bool, w io.Writer) error {
 	f, err := report.Lookup(format)
 	if err != nil {
 		return usageError{err}
@@ -189,15 +192,13 @@ func writeReport(ctx context.Context, db *store.DB, id, format string, withTelem
 	}
 	if format == "table" {
 		fmt.Fprintf(w, "campaign %s (%s), %s, started %s\n\n", camp.ID, camp.SpecPath, camp.Status, camp.Started.Format("2006-01-02 15:04:05 MST"))
-		if !withTelemetry {
-			kept := series[:0]
-			for _, s := range series {
-				if !isTelemetry(s.Metric) {
-					kept = append(kept, s)
-				}
+		kept := series[:0]
+		for _, s := range series {
+			if (withTelemetry || !isTelemetry(s.Metric)) && (perPair || !isPerPair(s.Metric)) {
+				kept = append(kept, s)
 			}
-			series = kept
 		}
+		series = kept
 	}
 	return f(w, report.Rows(series))
 }
@@ -205,6 +206,22 @@ func writeReport(ctx context.Context, db *store.DB, id, format string, withTelem
 // isTelemetry reports whether a metric is telemetry ("telemetry.cpu_seconds",
 // "server.telemetry.cpu_seconds").
 func isTelemetry(metric string) bool {
+	return isTelemetryName(metric)
+}
+
+// isPerPair reports whether a metric is one pair's ("pair3.throughput_gbps")
+// rather than the trial's aggregate.
+func isPerPair(metric string) bool {
+	rest, ok := strings.CutPrefix(metric, "pair")
+	if !ok {
+		return false
+	}
+	n, _, ok := strings.Cut(rest, ".")
+	_, err := strconv.Atoi(n)
+	return ok && err == nil
+}
+
+func isTelemetryName(metric string) bool {
 	return strings.HasPrefix(metric, "telemetry.") || strings.Contains(metric, ".telemetry.")
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
@@ -42,12 +43,18 @@ type Options struct {
 	// CleanupTimeout bounds removal of what a trial or campaign created,
 	// which runs even after ctx is cancelled.
 	CleanupTimeout time.Duration
+	// Binary is the ctrbench executable, run for helper agents such as
+	// the WireGuard tunnel; default: this process's own.
+	Binary string
 
 	// runToken makes instance names unique per invocation, so a resumed
 	// campaign never collides with a leftover of the interrupted one.
 	runToken string
 	// cgroupParent is the emulated machine's cgroup, "" for none.
 	cgroupParent string
+	// lab holds the networks ctrbench wires itself (emulated hosts,
+	// macvlan, OVS, overlays); nil when no cell needs one.
+	lab *netlab.Lab
 }
 
 // Summary counts what a run did.
@@ -97,6 +104,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		for _, name := range used {
 			if err := o.Platforms[name].Close(cctx); err != nil {
 				fmt.Fprintf(os.Stderr, "ctrbench: cleaning up platform %s: %v\n", name, err)
+			}
+		}
+		if o.lab != nil {
+			if err := o.lab.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "ctrbench: removing the network lab: %v\n", err)
 			}
 		}
 	}()
@@ -152,11 +164,18 @@ func (o *Options) prepare(ctx context.Context) ([]string, error) {
 	nets := map[string]map[string]bool{}
 	tools := map[string]map[string]bool{}
 	storages := map[string]map[string]bool{}
-	need := func(pl spec.Placement, ws ...*workload.Spec) {
+	maxHosts := 1
+	labModes := map[string]bool{}
+	need := func(pl spec.Placement, hosts int, ws ...*workload.Spec) {
 		if nets[pl.Platform] == nil {
 			nets[pl.Platform], tools[pl.Platform], storages[pl.Platform] = map[string]bool{}, map[string]bool{}, map[string]bool{}
 		}
-		nets[pl.Platform][pl.Network] = true
+		network, wired := platformNet(pl, hosts)
+		nets[pl.Platform][network] = true
+		if wired != "" {
+			labModes[wired] = true
+		}
+		maxHosts = max(maxHosts, hosts)
 		storages[pl.Platform][pl.Storage] = true
 		for _, w := range ws {
 			for _, t := range w.Tools {
@@ -173,20 +192,29 @@ func (o *Options) prepare(ctx context.Context) ([]string, error) {
 			}
 		}
 		roles := ws.RoleList()
+		hosts := spec.Hosts(c.Factors)
 		for i, role := range roles {
 			// Neighbours in the same container run in the driver's instance.
 			if i == len(roles)-1 && c.Factors[spec.FPackaging] == spec.PackSame {
-				need(spec.PlacementFor(c.Factors, role), append([]*workload.Spec{ws}, neighbours...)...)
+				need(spec.PlacementFor(c.Factors, role), hosts, append([]*workload.Spec{ws}, neighbours...)...)
 				continue
 			}
-			need(spec.PlacementFor(c.Factors, role), ws)
+			need(spec.PlacementFor(c.Factors, role), hosts, ws)
 		}
 		if c.Factors[spec.FPackaging] == spec.PackSeparate {
-			need(spec.PlacementFor(c.Factors, spec.RoleAntagonist), neighbours...)
+			need(spec.PlacementFor(c.Factors, spec.RoleAntagonist), hosts, neighbours...)
 		}
 	}
 	var used []string
 	info := map[string]string{}
+	if maxHosts > 1 || len(labModes) > 0 {
+		if err := o.buildLab(ctx, maxHosts, sortedKeys(labModes)); err != nil {
+			return used, err
+		}
+		for k, v := range o.lab.Info() {
+			info["net."+k] = v
+		}
+	}
 	for _, name := range sortedSet(nets) {
 		p, ok := o.Platforms[name]
 		if !ok {

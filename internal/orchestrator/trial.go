@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+
 	"strconv"
 	"strings"
 	"time"
@@ -27,11 +27,13 @@ func (o *Options) trial(ctx context.Context, cell result.Cell, pt spec.PlannedTr
 	t := result.Trial{CampaignID: o.CampaignID, CellID: cell.ID, Seq: pt.Seq, Repetition: pt.Repetition, Warmup: pt.Warmup, Started: time.Now().UTC()}
 	tctx, cancel := context.WithTimeout(ctx, o.Experiment.Timeout)
 	defer cancel()
-	obs, raw, flags, err := o.execute(tctx, cell, pt)
+	var ex extras
+	obs, raw, err := o.executeChain(tctx, cell, pt, &ex)
 	t.Ended = time.Now().UTC()
+	t.Seen = ex.seen
 	switch {
 	case err == nil:
-		t.Status, t.Observations, t.Flags = result.OK, obs, flags
+		t.Status, t.Observations, t.Flags = result.OK, obs, ex.flags
 	case errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		t.Status = result.Timeout
 		t.Error = fmt.Sprintf("timed out after %s (timeout in the experiment file): %v", o.Experiment.Timeout, err)
@@ -132,175 +134,20 @@ func (r *running) awaitReady(ctx context.Context) (string, error) {
 	}
 }
 
-func (o *Options) execute(ctx context.Context, cell result.Cell, pt spec.PlannedTrial) (obs []result.Observation, raw, flags string, err error) {
-	obs, raw, err = o.executeChain(ctx, cell, pt, &flags)
-	return obs, raw, flags, err
+// extras is what a trial records beside its observations.
+type extras struct {
+	flags string            // see result.Trial.Flags
+	seen  map[string]string // see result.Trial.Seen
 }
 
-func (o *Options) executeChain(ctx context.Context, cell result.Cell, pt spec.PlannedTrial, flags *string) ([]result.Observation, string, error) {
-	ws, ok := workload.Lookup(cell.WorkloadType)
-	if !ok {
-		return nil, "", fmt.Errorf("unknown workload type %q", cell.WorkloadType)
+// see merges what an agent saw into the trial's record.
+func (x *extras) see(prefix string, m map[string]string) {
+	if x.seen == nil {
+		x.seen = map[string]string{}
 	}
-	params, _ := json.Marshal(cell.Params)
-	var started []*running
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.CleanupTimeout)
-		defer cancel()
-		for _, r := range started {
-			_ = r.inst.Remove(cctx)
-		}
-	}()
-	// startAs launches one agent: args, placed as role says.
-	startAs := func(role, name string, args []string) (*running, error) {
-		pl := spec.PlacementFor(cell.Factors, role)
-		p := o.Platforms[pl.Platform]
-		// Which counters are the instance's own: a container has its own
-		// cgroup (and, off the host network, its own network namespace); a
-		// native agent has its own cgroup only under limits.
-		var scopes []string
-		if pl.Platform != "native" {
-			scopes = append(scopes, "cgroup")
-			if pl.Network != platform.NetHost {
-				scopes = append(scopes, "netns")
-			}
-		}
-		if len(scopes) > 0 {
-			args = append(args, "--telemetry", strings.Join(scopes, ","))
-		}
-		labels := o.labels()
-		labels["io.ctrbench.trial"] = strconv.Itoa(pt.Seq)
-		labels["io.ctrbench.role"] = role
-		lim, err := limitsOf(pl)
-		if err != nil {
-			return nil, err
-		}
-		inst, err := p.Start(ctx, platform.InstanceSpec{Name: name, Args: args, Network: pl.Network, Limits: lim, Labels: labels, Storage: pl.Storage})
-		if err != nil {
-			return nil, fmt.Errorf("starting %s on %s: %w", role, pl.Platform, err)
-		}
-		r := watch(role, inst)
-		started = append(started, r)
-		return r, nil
+	for k, v := range m {
+		x.seen[prefix+k] = v
 	}
-	start := func(role, bind, target string, extra ...string) (*running, error) {
-		name := fmt.Sprintf("ctrbench-%s-t%d-%s-%s", o.CampaignID, pt.Seq, role, o.runToken)
-		args := []string{"agent", "run", "--workload", cell.WorkloadType, "--role", role, "--params", string(params)}
-		args = append(args, extra...)
-		if bind != "" {
-			args = append(args, "--bind", bind)
-		}
-		if target != "" {
-			args = append(args, "--target", target)
-		}
-		return startAs(role, name, args)
-	}
-
-	// Neighbours (S0's antagonists): in the measured instance, or each in
-	// an instance of its own, started and running before the target.
-	neighbours := o.neighbours(cell)
-	separate := len(neighbours) > 0 && cell.Factors[spec.FPackaging] == spec.PackSeparate
-	var sameContainer []string
-	var loops []*running
-	for i, nb := range neighbours {
-		if !separate {
-			sameContainer = append(sameContainer, "--antagonist", nb)
-			continue
-		}
-		typ, params := neighbour.Parse(nb)
-		name := fmt.Sprintf("ctrbench-%s-t%d-antagonist%d-%s", o.CampaignID, pt.Seq, i+1, o.runToken)
-		r, err := startAs(spec.RoleAntagonist, name, []string{"agent", "loop", "--workload", typ, "--params", params})
-		if err != nil {
-			return nil, "", err
-		}
-		if _, err := r.awaitReady(ctx); err != nil {
-			return nil, "", fmt.Errorf("antagonist %s: %w", typ, err)
-		}
-		loops = append(loops, r)
-	}
-
-	// A chain of roles: every role but the last is a server, started and
-	// ready before the next, which is its client; the last drives the load
-	// and is the one measured. tcp_stream is server <- client; S2's
-	// ping-pong is pong <- ping <- client.
-	roles := ws.RoleList()
-	servers := make([]*running, len(roles)-1)
-	target := ""
-	for i, role := range roles[:len(roles)-1] {
-		spl := spec.PlacementFor(cell.Factors, role)
-		cpl := spec.PlacementFor(cell.Factors, roles[i+1])
-		bind := "0.0.0.0" // a server in its own namespace listens on its own addresses
-		if inHostNS(spl) {
-			// Bind only the address the client will use: loopback, or the
-			// gateway of the ctrbench bridge the client sits on. Never
-			// 0.0.0.0 in the host's namespace, which would listen on the
-			// real interface.
-			bind = "127.0.0.1"
-			if !inHostNS(cpl) {
-				bind = o.Platforms[cpl.Platform].HostAddr(cpl.Network)
-			}
-		}
-		srv, err := start(role, bind, target)
-		if err != nil {
-			return nil, "", err
-		}
-		servers[i] = srv
-		addr, err := srv.awaitReady(ctx)
-		if err != nil {
-			return nil, "", err
-		}
-		_, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, "", fmt.Errorf("%s announced a bad address %q: %w", role, addr, err)
-		}
-		host := bind
-		if !inHostNS(spl) {
-			if host = srv.inst.IP(); host == "" {
-				return nil, "", fmt.Errorf("%s has no address on network %s", role, spl.Network)
-			}
-		}
-		target = net.JoinHostPort(host, port)
-	}
-	driver := roles[len(roles)-1]
-	cli, err := start(driver, "", target, sameContainer...)
-	if err != nil {
-		return nil, "", err
-	}
-	cres, err := cli.await(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	if separate && cres.Status == result.OK {
-		if err := stopNeighbours(ctx, loops, cres); err != nil {
-			return nil, "", err
-		}
-	}
-	obs, raw, err := fromResult(cres)
-	*flags = cres.Seen[neighbour.FlagKey]
-	if err != nil {
-		// Servers may wait for a client that never came; they are removed
-		// with the trial rather than waited for.
-		return nil, raw, err
-	}
-	// Servers finish once their client is done: the last client first.
-	gctx, cancel := context.WithTimeout(ctx, serverGrace)
-	defer cancel()
-	for i := len(servers) - 1; i >= 0; i-- {
-		role := roles[i]
-		sres, err := servers[i].await(gctx)
-		if err != nil {
-			return nil, "", fmt.Errorf("the %s finished but the %s did not: %w", driver, role, err)
-		}
-		sobs, sraw, err := fromResult(sres)
-		if err != nil {
-			return nil, sraw, fmt.Errorf("%s: %w", role, err)
-		}
-		for _, ob := range sobs {
-			ob.Metric = role + "." + ob.Metric
-			obs = append(obs, ob)
-		}
-	}
-	return obs, "", nil
 }
 
 // neighbours lists the cell's antagonists as the agent takes them:
@@ -351,11 +198,6 @@ func fromResult(res *result.Result) ([]result.Observation, string, error) {
 		return nil, res.Raw, fmt.Errorf("%s", res.Error)
 	}
 	return res.Observations, "", nil
-}
-
-// inHostNS reports whether a placement shares the host's network namespace.
-func inHostNS(pl spec.Placement) bool {
-	return pl.Platform == "native" || pl.Network == platform.NetHost
 }
 
 func limitsOf(pl spec.Placement) (platform.Limits, error) {

@@ -20,7 +20,12 @@ const (
 // Network modes a platform may support.
 const (
 	NetHost   = "host"
-	NetBridge = "bridge"
+	NetBridge = "bridge" // a user-defined bridge network per campaign
+	// NetBridgeDefault is Docker's default bridge (docker0).
+	NetBridgeDefault = "bridge-default"
+	// NetNone is a namespace with loopback only: ctrbench wires it itself
+	// (netlab) after the instance starts, or it is the loopback network.
+	NetNone = "none"
 )
 
 // Storage levels a platform may support.
@@ -50,9 +55,15 @@ func (l Limits) IsZero() bool { return l == Limits{} }
 type InstanceSpec struct {
 	Name    string   // unique per campaign, e.g. ctrbench-3f2a-t12-server
 	Args    []string // arguments to the ctrbench binary, e.g. ["agent","run",...]
-	Network string   // NetHost or NetBridge
-	Limits  Limits
-	Labels  map[string]string
+	Network string   // NetHost, NetBridge, NetBridgeDefault or NetNone
+	// ShareNetworkWith names a running instance (by its Name) whose network
+	// namespace this one joins: both ends over loopback. Overrides Network.
+	ShareNetworkWith string
+	// NetNS is the path of a network namespace to run in (emulated hosts);
+	// native only.
+	NetNS  string
+	Limits Limits
+	Labels map[string]string
 	// Storage is where the agent's data directory lives: "" or "layer"
 	// (the platform's own filesystem), "volume" or "tmpfs".
 	Storage string
@@ -81,6 +92,12 @@ type Instance interface {
 	// Remove stops the agent if it still runs and releases everything made
 	// for it. It is safe to call more than once.
 	Remove(ctx context.Context) error
+}
+
+// NetNSer is an instance whose network namespace can be entered by path,
+// so ctrbench can wire links into it (Docker's --network none).
+type NetNSer interface {
+	NetNSPath() string
 }
 
 // Setup tells a platform what a campaign will need before the first trial.

@@ -33,28 +33,28 @@ type Series struct {
 // Row is what every format prints. Its JSON field names are a contract
 // with scripts that read the output; NaN and Inf encode as null.
 type Row struct {
-	Campaign         string            `json:"campaign"`
-	Workload         string            `json:"workload"`
-	WorkloadType     string            `json:"workload_type"`
-	Metric           string            `json:"metric"`
-	Unit             string            `json:"unit"`
-	Better           result.Better     `json:"better"`
-	Cell             map[string]string `json:"cell"`
-	N                int               `json:"n"`
-	Failed           int               `json:"failed"`
+	Campaign     string            `json:"campaign"`
+	Workload     string            `json:"workload"`
+	WorkloadType string            `json:"workload_type"`
+	Metric       string            `json:"metric"`
+	Unit         string            `json:"unit"`
+	Better       result.Better     `json:"better"`
+	Cell         map[string]string `json:"cell"`
+	N            int               `json:"n"`
+	Failed       int               `json:"failed"`
 	// Flagged counts ok trials whose conditions were not as planned (e.g.
 	// antagonists covering under 95% of the window); they are included.
-	Flagged int `json:"flagged"`
-	Mean             float64           `json:"mean"`
-	SD               float64           `json:"sd"`
-	RSDPct           float64           `json:"rsd_pct"`
-	CI95             [2]float64        `json:"ci95"`
-	VsBaselinePct    *float64          `json:"vs_baseline_pct"` // nil for the baseline cell and when not computable
-	VsBaselineCI95   *[2]float64       `json:"vs_baseline_ci95"`
-	PValue           *float64          `json:"p_value"`
-	Significant      *bool             `json:"significant"` // the interval excludes 0
-	VsBaselineMethod string            `json:"vs_baseline_method,omitempty"`
-	Baseline         bool              `json:"baseline"`
+	Flagged          int         `json:"flagged"`
+	Mean             float64     `json:"mean"`
+	SD               float64     `json:"sd"`
+	RSDPct           float64     `json:"rsd_pct"`
+	CI95             [2]float64  `json:"ci95"`
+	VsBaselinePct    *float64    `json:"vs_baseline_pct"` // nil for the baseline cell and when not computable
+	VsBaselineCI95   *[2]float64 `json:"vs_baseline_ci95"`
+	PValue           *float64    `json:"p_value"`
+	Significant      *bool       `json:"significant"` // the interval excludes 0
+	VsBaselineMethod string      `json:"vs_baseline_method,omitempty"`
+	Baseline         bool        `json:"baseline"`
 	// Interference ratio (S0): (mean − mean_alone)/mean_alone, negated for
 	// lower-is-better metrics so that negative is always worse; its 95%
 	// interval as for vs_baseline; nil for cells without neighbours.

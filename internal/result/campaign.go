@@ -65,6 +65,9 @@ type Trial struct {
 	// Flags say why an ok trial's conditions were not as planned ("" when
 	// they were), e.g. antagonists that covered too little of its window.
 	Flags string `json:"flags,omitempty"`
+	// Seen is what the agents observed of their environment (interfaces,
+	// limits, filesystem); a server's keys are prefixed with its role.
+	Seen map[string]string `json:"seen,omitempty"`
 	// Role of each observation's origin is folded into the metric name only
 	// when a workload reports from more than one role ("server.cpu_pct").
 }

@@ -167,7 +167,7 @@ func TestNativeBridgeSuggestionWorks(t *testing.T) {
 	}{
 		{"testdata/bad/native_bridge.yaml", ""},
 		{"testdata/bad/native_bridge_server.yaml", ""},
-		{"testdata/bad/native_bridge_role.yaml", "{network: bridge, server.platform: native}, "},
+		{"testdata/bad/native_bridge_role.yaml", "{network: bridge, server.platform: docker}, "},
 	}
 	suggestion := regexp.MustCompile(`exclude: \[(\{[^}]*\})\]`)
 	for _, tc := range tests {

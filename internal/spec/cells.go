@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -193,18 +194,27 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 	reported := map[string]bool{}
 	for _, c := range cells {
 		w := e.workload(c.Workload)
+		netReported := false
 		for _, role := range w.Spec.RoleList() {
 			pl := PlacementFor(c.Factors, role)
 			if pl.Platform != "native" {
 				continue
 			}
-			// A host process has only the host's network and filesystem.
+			// A host process has only the host's network and filesystem;
+			// on a network with a host side (a bridge, macvlan, OVS, an
+			// overlay's host address) it talks to a container across it.
 			for _, lim := range []struct{ factor, level, only, what string }{
-				{FNetwork, pl.Network, "host", "runs in the host's network only"},
+				{FNetwork, pl.Network, "host", "runs in the host's network only (or on the host side of a network shared with a container of its workload)"},
 				{FStorage, pl.Storage, StorageLayer, "writes to the host's own filesystem only (storage " + StorageLayer + ")"},
 			} {
 				if lim.level == lim.only {
 					continue
+				}
+				if lim.factor == FNetwork && (netReported || hostSided(lim.level) && chainHasContainer(c.Factors, w.Spec.RoleList())) {
+					continue
+				}
+				if lim.factor == FNetwork {
+					netReported = true // one problem per cell: the first native role's
 				}
 				// Suggest an exclusion naming the factors that placed this
 				// role (server.platform, or none when native is the default).
@@ -229,6 +239,7 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 			}
 		}
 	}
+	p.checkNetworks(cells, root, factorNodes)
 	if findFactor(e.Factors, FPackaging) != nil && findFactor(e.Factors, FAntagonist) == nil {
 		p.addf(factorNodes[FPackaging], "factor packaging says how neighbours are packaged, but there is no antagonist factor naming them")
 	}
@@ -294,3 +305,90 @@ func (e *Experiment) Workload(name string) (Workload, bool) {
 
 // Roles returns the roles of a workload type (Main when it has one role).
 func Roles(s *workload.Spec) []string { return s.RoleList() }
+
+// checkNetworks rejects network modes a cell's emulated hosts cannot give,
+// each combination once, at the factor that set it.
+func (p *parser) checkNetworks(cells []result.Cell, root *yaml.Node, factorNodes map[string]*yaml.Node) {
+	reported := map[string]bool{}
+	report := func(c result.Cell, role, factor, msg string) {
+		if reported[msg] {
+			return
+		}
+		reported[msg] = true
+		node := factorNodes[placementSource(c.Factors, role, factor)]
+		if node == nil {
+			node = factorNodes[FHosts]
+		}
+		if node == nil {
+			node = root
+		}
+		p.addf(node, "%s (cell %s); exclude that combination or change the levels", msg, c.Key())
+	}
+	for _, c := range cells {
+		hosts := Hosts(c.Factors)
+		roles := workloadRoles(c)
+		loop, chain := 0, 0
+		for _, role := range roles {
+			pl := PlacementFor(c.Factors, role)
+			if h, err := strconv.Atoi(pl.Host); err == nil && h > hosts {
+				report(c, role, FHost, fmt.Sprintf("%s is placed on emulated host %d, but the cell has hosts %d", role, h, hosts))
+			}
+			if role != RoleAntagonist {
+				chain++
+				if pl.Network == NetLoopback {
+					loop++
+				}
+			}
+			if pl.Platform != "docker" {
+				continue
+			}
+			switch {
+			case (pl.Network == NetOverlay || pl.Network == NetOverlayEncrypted) && hosts < 2:
+				report(c, role, FNetwork, fmt.Sprintf("network %s joins emulated hosts: it needs hosts 2 or more", pl.Network))
+			case (pl.Network == NetMacvlan || pl.Network == NetOVS || pl.Network == NetBridgeDefault) && hosts > 1:
+				report(c, role, FNetwork, fmt.Sprintf("network %s is on the machine itself, not between emulated hosts (hosts %d): use bridge, overlay or overlay-encrypted there", pl.Network, hosts))
+			case pl.Network == NetHost && hosts > 1:
+				report(c, role, FNetwork, fmt.Sprintf("a Docker container cannot share an emulated host's namespace (network host with hosts %d): use platform native for processes on the hosts, or bridge/overlay for containers", hosts))
+			}
+		}
+		if Pairs(c.Factors) > 1 && c.Factors[FAntagonist] != "" && c.Factors[FAntagonist] != AntagonistNone {
+			report(c, roles[0], FPairs, "pairs and antagonists do not combine: neighbours load one measured target, pairs are several")
+		}
+		if loop > 0 && loop < chain {
+			report(c, roles[0], FNetwork, "network loopback puts every role of the workload in one container's namespace: give all its roles network loopback")
+		}
+	}
+}
+
+// workloadRoles lists the roles a cell places: its workload's chain, and the
+// neighbours' when they run in instances of their own.
+func workloadRoles(c result.Cell) []string {
+	var roles []string
+	if ws, ok := workload.Lookup(c.WorkloadType); ok {
+		roles = ws.RoleList()
+	}
+	if c.Factors[FPackaging] == PackSeparate {
+		roles = append(roles, RoleAntagonist)
+	}
+	return roles
+}
+
+// hostSided reports whether a network has an address in the host's (or an
+// emulated host's) namespace that a host process can use.
+func hostSided(network string) bool {
+	switch network {
+	case NetBridge, NetBridgeDefault, NetMacvlan, NetOVS, NetOverlay, NetOverlayEncrypted:
+		return true
+	}
+	return false
+}
+
+// chainHasContainer reports whether any role of the chain runs in a container.
+func chainHasContainer(factors map[string]string, roles []string) bool {
+	for _, r := range roles {
+		if PlacementFor(factors, r).Platform != "native" {
+			return true
+		}
+	}
+	return false
+}

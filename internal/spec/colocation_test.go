@@ -159,11 +159,11 @@ func TestMachineAndBlkio(t *testing.T) {
 		t.Errorf("placement %+v", pl)
 	}
 	for name, c := range map[string]struct{ src, want string }{
-		"machine too big":   {strings.Replace(src, "memory: 4GiB", "memory: 64GiB", 1), "m.yaml:2:28: machine: level \"64GiB\" of memory: larger than this machine's memory"},
-		"machine bad key":   {strings.Replace(src, "cpus: 2", "cores: 2", 1), `m.yaml:2:11: unknown key "cores" in machine; allowed: cpus, cpuset, memory`},
-		"no blkio weight":   {strings.Replace(src, "write_bps: [none, 50MiB]", "blkio_weight: [100, 500]", 1), `m.yaml:5:18: level "100" of blkio_weight: this kernel has no proportional block I/O weight`},
-		"bad weight":        {strings.Replace(src, "write_bps: [none, 50MiB]", "blkio_weight: [5]", 1), `m.yaml:5:18: level "5" of blkio_weight: want none or a weight from 10 to 1000`},
-		"bad rate":          {strings.Replace(src, "50MiB", "fast", 1), `m.yaml:5:21: level "fast" of write_bps: want none or bytes per second`},
+		"machine too big": {strings.Replace(src, "memory: 4GiB", "memory: 64GiB", 1), "m.yaml:2:28: machine: level \"64GiB\" of memory: larger than this machine's memory"},
+		"machine bad key": {strings.Replace(src, "cpus: 2", "cores: 2", 1), `m.yaml:2:11: unknown key "cores" in machine; allowed: cpus, cpuset, memory`},
+		"no blkio weight": {strings.Replace(src, "write_bps: [none, 50MiB]", "blkio_weight: [100, 500]", 1), `m.yaml:5:18: level "100" of blkio_weight: this kernel has no proportional block I/O weight`},
+		"bad weight":      {strings.Replace(src, "write_bps: [none, 50MiB]", "blkio_weight: [5]", 1), `m.yaml:5:18: level "5" of blkio_weight: want none or a weight from 10 to 1000`},
+		"bad rate":        {strings.Replace(src, "50MiB", "fast", 1), `m.yaml:5:21: level "fast" of write_bps: want none or bytes per second`},
 	} {
 		_, err := Parse("m.yaml", []byte(c.src), nil, m)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

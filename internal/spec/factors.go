@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,18 @@ const (
 	// joined by "+". FPackaging says how they are packaged with it.
 	FAntagonist = "antagonist"
 	FPackaging  = "packaging"
+	// FHosts is the number of emulated hosts (network namespaces joined by
+	// an underlay link); FHost places a role on one of them (1-based);
+	// FUnderlay rate-limits the underlay ("none" or a tc rate, "1gbit").
+	FHosts    = "hosts"
+	FHost     = "host"
+	FUnderlay = "underlay"
+	// FPairs runs that many client/server chains of the workload at once
+	// (S4: up to 50 pairs on one node).
+	FPairs = "pairs"
+	// MaxHosts and MaxPairs bound those factors.
+	MaxHosts = 16
+	MaxPairs = 100
 	// ParamPrefix makes a workload parameter a factor: "param.message_size".
 	ParamPrefix = "param."
 	// NoLimit is the level meaning "no cgroup limit" for cpus, cpuset, memory.
@@ -37,12 +50,12 @@ const (
 // Platforms and networks this version knows.
 var (
 	Platforms        = []string{"native", "docker"}
-	Networks         = []string{"host", "bridge"}
-	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory, FStorage, FBlkioWeight, FReadBps, FWriteBps}
+	Networks         = []string{NetHost, NetLoopback, NetBridge, NetBridgeDefault, NetMacvlan, NetOVS, NetOverlay, NetOverlayEncrypted}
+	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory, FStorage, FBlkioWeight, FReadBps, FWriteBps, FHost}
 	// Storage levels: where disk workloads write.
 	Storages = []string{StorageLayer, StorageVolume, StorageTmpfs}
 	// Placement defaults when a factor is absent from the file.
-	placementDefaults = map[string]string{FPlatform: "native", FNetwork: "host", FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit, FStorage: StorageLayer, FBlkioWeight: NoLimit, FReadBps: NoLimit, FWriteBps: NoLimit}
+	placementDefaults = map[string]string{FPlatform: "native", FNetwork: "host", FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit, FStorage: StorageLayer, FBlkioWeight: NoLimit, FReadBps: NoLimit, FWriteBps: NoLimit, FHost: ""}
 )
 
 // Machine is what validation knows of the host, to reject limits it cannot
@@ -72,7 +85,7 @@ func splitFactor(name string) (role, base string) {
 func knownFactorNames() string {
 	names := append([]string{}, placementFactors...)
 	names = append(names, "<role>.<"+strings.Join(placementFactors, "|")+"> (roles: "+strings.Join(workload.RoleNames(), ", ")+")")
-	names = append(names, FAntagonist, FPackaging, RoleAntagonist+".<placement>", ParamPrefix+"<parameter>")
+	names = append(names, FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, RoleAntagonist+".<placement>", ParamPrefix+"<parameter>")
 	return strings.Join(names, ", ")
 }
 
@@ -89,7 +102,8 @@ func checkFactorName(name string, wls []Workload) error {
 		}
 		return fmt.Errorf("factor %q: no workload of this file has a parameter %q", name, p)
 	}
-	if name == FAntagonist || name == FPackaging {
+	switch name {
+	case FAntagonist, FPackaging, FHosts, FUnderlay, FPairs:
 		return nil
 	}
 	role, base := splitFactor(name)
@@ -132,6 +146,18 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 		return level, nil
 	}
 	switch name {
+	case FHosts, FPairs:
+		max := map[string]int{FHosts: MaxHosts, FPairs: MaxPairs}[name]
+		n, err := strconv.Atoi(level)
+		if err != nil || n < 1 || n > max {
+			return "", fmt.Errorf("level %q of %s: want a whole number from 1 to %d", level, name, max)
+		}
+		return strconv.Itoa(n), nil
+	case FUnderlay:
+		if level == NoLimit || rateRE.MatchString(level) {
+			return level, nil
+		}
+		return "", fmt.Errorf("level %q of %s: want %s or a rate such as 100mbit or 1gbit (tc's units: kbit, mbit, gbit)", level, name, NoLimit)
 	case FPackaging:
 		return level, oneOf(name, level, Packagings)
 	case FAntagonist:
@@ -181,6 +207,12 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 		return level, nil
 	case FStorage:
 		return level, oneOf(name, level, Storages)
+	case FHost:
+		n, err := strconv.Atoi(level)
+		if err != nil || n < 1 || n > MaxHosts {
+			return "", fmt.Errorf("level %q of %s: want an emulated host's number, 1 to %d (within the cell's hosts)", level, name, MaxHosts)
+		}
+		return strconv.Itoa(n), nil
 	case FBlkioWeight:
 		if level == NoLimit {
 			return level, nil
@@ -311,6 +343,21 @@ const (
 	StorageTmpfs  = "tmpfs"  // a tmpfs mount, in memory
 )
 
+// Network levels.
+const (
+	NetHost             = "host"           // the host's namespace (or the emulated host's)
+	NetLoopback         = "loopback"       // all roles in one container's namespace
+	NetBridge           = "bridge"         // a bridge ctrbench creates (Docker's per campaign; routed across emulated hosts)
+	NetBridgeDefault    = "bridge-default" // Docker's default bridge, docker0
+	NetMacvlan          = "macvlan"        // bridge-mode macvlan on a parent veth ctrbench creates
+	NetOVS              = "ovs"            // an Open vSwitch bridge, containers on veth pairs
+	NetOverlay          = "overlay"        // VXLAN between emulated hosts
+	NetOverlayEncrypted = "overlay-encrypted"
+)
+
+// rateRE is a tc rate: a number and a bit unit.
+var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|tbit)$`)
+
 // Placement is where one role of a cell runs.
 type Placement struct {
 	Platform string
@@ -321,6 +368,9 @@ type Placement struct {
 	Storage  string // layer, volume or tmpfs
 	// BlkioWeight, ReadBps, WriteBps: "none" or the level's text.
 	BlkioWeight, ReadBps, WriteBps string
+	// Host is the emulated host ("1", "2"…); "" when the cell does not
+	// say, and the role goes where HostOf spreads it.
+	Host string
 }
 
 // PlacementFor resolves the placement of a role from a cell's factor levels:
@@ -336,5 +386,42 @@ func PlacementFor(factors map[string]string, role string) Placement {
 		return placementDefaults[base]
 	}
 	return Placement{Platform: get(FPlatform), Network: get(FNetwork), CPUs: get(FCPUs), Cpuset: get(FCpuset), Memory: get(FMemory), Storage: get(FStorage),
-		BlkioWeight: get(FBlkioWeight), ReadBps: get(FReadBps), WriteBps: get(FWriteBps)}
+		BlkioWeight: get(FBlkioWeight), ReadBps: get(FReadBps), WriteBps: get(FWriteBps), Host: get(FHost)}
+}
+
+// Hosts is a cell's number of emulated hosts: 1 (the machine itself, no
+// emulated hosts) unless the hosts factor says more.
+func Hosts(factors map[string]string) int {
+	n, err := strconv.Atoi(factors[FHosts])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// Pairs is a cell's number of concurrent client/server chains (default 1).
+func Pairs(factors map[string]string) int {
+	n, err := strconv.Atoi(factors[FPairs])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// HostOf is the emulated host (1-based) a role of a chain runs on when
+// hosts > 1: the host factor when the cell has one, else spread along the
+// chain — the driver on host 1, its server on host 2, that server's own
+// server on host 3, wrapping around — so traffic crosses the underlay.
+// roles is the chain, servers first and the driver last.
+func HostOf(factors map[string]string, role string, roles []string) int {
+	if h, err := strconv.Atoi(PlacementFor(factors, role).Host); err == nil && h > 0 {
+		return h
+	}
+	n := Hosts(factors)
+	for i, r := range roles {
+		if r == role {
+			return (len(roles)-1-i)%n + 1
+		}
+	}
+	return 1
 }

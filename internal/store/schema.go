@@ -65,10 +65,13 @@ CREATE INDEX observations_trial ON observations(trial_id);
 	// 2: flags on a trial that ran but whose conditions were not as
 	// planned (antagonists that did not cover the measured window).
 	`ALTER TABLE trials ADD COLUMN flags TEXT NOT NULL DEFAULT '';`,
+	// 3: what the agents saw of their environment (interfaces, limits,
+	// filesystem), as a JSON object of strings.
+	`ALTER TABLE trials ADD COLUMN seen_json TEXT NOT NULL DEFAULT '{}';`,
 }
 
 // SchemaVersion is the schema version this build writes.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 func init() {
 	if len(migrations) != SchemaVersion {

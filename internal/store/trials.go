@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -24,10 +25,10 @@ func (d *DB) RecordTrial(ctx context.Context, t result.Trial) (int64, error) {
 	var id int64
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO trials
-			(campaign_id, cell_id, seq, repetition, warmup, status, error, raw, started, ended, flags)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(campaign_id, cell_id, seq, repetition, warmup, status, error, raw, started, ended, flags, seen_json)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.CampaignID, t.CellID, t.Seq, t.Repetition, t.Warmup, string(t.Status),
-			t.Error, t.Raw, encodeTime(t.Started), encodeTime(t.Ended), t.Flags)
+			t.Error, t.Raw, encodeTime(t.Started), encodeTime(t.Ended), t.Flags, seenJSON(t.Seen))
 		if err != nil {
 			return err
 		}
@@ -71,7 +72,7 @@ func (d *DB) Trials(ctx context.Context, campaignID string) ([]result.Trial, err
 
 func (d *DB) trialRows(ctx context.Context, campaignID string) ([]result.Trial, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT id, campaign_id, cell_id, seq, repetition, warmup,
-		status, error, raw, started, ended, flags FROM trials WHERE campaign_id = ? ORDER BY seq`, campaignID)
+		status, error, raw, started, ended, flags, seen_json FROM trials WHERE campaign_id = ? ORDER BY seq`, campaignID)
 	if err != nil {
 		return nil, err
 	}
@@ -82,12 +83,18 @@ func (d *DB) trialRows(ctx context.Context, campaignID string) ([]result.Trial, 
 			t              result.Trial
 			status         string
 			started, ended sql.NullString
+			seen           string
 		)
 		if err := rows.Scan(&t.ID, &t.CampaignID, &t.CellID, &t.Seq, &t.Repetition, &t.Warmup,
-			&status, &t.Error, &t.Raw, &started, &ended, &t.Flags); err != nil {
+			&status, &t.Error, &t.Raw, &started, &ended, &t.Flags, &seen); err != nil {
 			return nil, err
 		}
 		t.Status = result.Status(status)
+		if seen != "" && seen != "{}" {
+			if err := json.Unmarshal([]byte(seen), &t.Seen); err != nil {
+				return nil, fmt.Errorf("trial %d seen_json: %w", t.Seq, err)
+			}
+		}
 		if t.Started, err = decodeTime(started); err != nil {
 			return nil, fmt.Errorf("trial %d started: %w", t.Seq, err)
 		}
@@ -155,4 +162,13 @@ func (d *DB) DoneSeqs(ctx context.Context, campaignID string) (map[int]bool, err
 		return nil, fmt.Errorf("reading done trials of campaign %s: %w", campaignID, err)
 	}
 	return done, nil
+}
+
+// seenJSON encodes what the agents saw; an empty map is "{}".
+func seenJSON(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
 }

@@ -43,14 +43,21 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, errNoPrepare
 	}
 	var mode container.NetworkMode
-	switch spec.Network {
-	case platform.NetHost, "":
+	ipOn := netName // the network whose address is the instance's
+	switch {
+	case spec.ShareNetworkWith != "":
+		mode, ipOn = container.NetworkMode("container:"+spec.ShareNetworkWith), ""
+	case spec.Network == platform.NetHost || spec.Network == "":
 		mode = "host"
-	case platform.NetBridge:
+	case spec.Network == platform.NetBridge:
 		if netName == "" {
 			return nil, fmt.Errorf("instance %s: bridge network not prepared (Setup.Networks lacks %q)", spec.Name, platform.NetBridge)
 		}
 		mode = container.NetworkMode(netName)
+	case spec.Network == platform.NetBridgeDefault:
+		mode, ipOn = "bridge", "bridge"
+	case spec.Network == platform.NetNone:
+		mode, ipOn = "none", ""
 	default:
 		return nil, fmt.Errorf("instance %s: docker platform does not support network %q", spec.Name, spec.Network)
 	}
@@ -147,20 +154,23 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err := p.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return fail(fmt.Errorf("starting container %s: %w", spec.Name, err))
 	}
-	if mode != "host" {
-		c, err := p.api.ContainerInspect(ctx, created.ID)
-		if err != nil {
-			return fail(fmt.Errorf("inspecting container %s: %w", spec.Name, err))
-		}
+	c, err := p.api.ContainerInspect(ctx, created.ID)
+	if err != nil {
+		return fail(fmt.Errorf("inspecting container %s: %w", spec.Name, err))
+	}
+	if c.State != nil {
+		inst.pid = c.State.Pid
+	}
+	if ipOn != "" && mode != "host" {
 		if c.NetworkSettings != nil {
-			if ep := c.NetworkSettings.Networks[netName]; ep != nil {
+			if ep := c.NetworkSettings.Networks[ipOn]; ep != nil {
 				inst.ip = ep.IPAddress
 			}
 		}
 		// A container that exits at once has no address any more; only a
 		// running one without an address is a fault.
 		if inst.ip == "" && c.State != nil && c.State.Running {
-			return fail(fmt.Errorf("container %s has no address on network %s", spec.Name, netName))
+			return fail(fmt.Errorf("container %s has no address on network %s", spec.Name, ipOn))
 		}
 	}
 	return inst, nil
@@ -192,6 +202,7 @@ type instance struct {
 	id   string
 	name string
 	ip   string
+	pid  int // the container's first process, as the host sees it
 
 	conn   types.HijackedResponse
 	stdout *buffer
@@ -219,6 +230,15 @@ func (i *instance) demux() {
 
 func (i *instance) Stdout() io.Reader { return i.stdout }
 func (i *instance) IP() string        { return i.ip }
+
+// NetNSPath implements platform.NetNSer: the container's network
+// namespace, through its first process ("" when it has exited).
+func (i *instance) NetNSPath() string {
+	if i.pid <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("/proc/%d/ns/net", i.pid)
+}
 
 // Wait implements platform.Instance. It returns ctx's error when ctx ends
 // first; the caller then calls Remove.

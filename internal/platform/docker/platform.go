@@ -53,6 +53,7 @@ type Platform struct {
 	rootDir   string // the daemon's data root, whose disk blkio limits name
 	cgDriver  string
 	cgParent  string // Setup.CgroupParent as Docker takes it ("/..."), or ""
+	defaultGW string // gateway of Docker's default bridge, when used
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -154,6 +155,19 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 			return err
 		}
 	}
+	if slices.Contains(s.Networks, platform.NetBridgeDefault) && p.defaultGW == "" {
+		// Docker's own default bridge (docker0): only its gateway is read.
+		n, err := p.api.NetworkInspect(ctx, "bridge", network.InspectOptions{})
+		if err != nil {
+			return fmt.Errorf("reading Docker's default bridge network: %w", err)
+		}
+		if len(n.IPAM.Config) > 0 {
+			p.defaultGW = n.IPAM.Config[0].Gateway
+		}
+		if p.defaultGW == "" {
+			return errors.New("Docker's default bridge network has no gateway (is the daemon running with --bridge=none?)")
+		}
+	}
 	if slices.Contains(s.Storages, platform.StorageVolume) && p.volume == "" {
 		name := NetworkName(s.CampaignID) + "-data"
 		if _, err := p.api.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: p.labels}); err != nil {
@@ -244,6 +258,10 @@ func (p *Platform) HostAddr(netMode string) string {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return p.gateway
+	case platform.NetBridgeDefault:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.defaultGW
 	}
 	return ""
 }

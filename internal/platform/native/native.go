@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 )
@@ -44,7 +45,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		p.parent = s.CgroupParent
 	}
 	for _, n := range s.Networks {
-		if n != platform.NetHost {
+		if n != platform.NetHost && n != "" {
 			return fmt.Errorf("native platform supports network host only, not %q", n)
 		}
 	}
@@ -74,6 +75,7 @@ func (p *Platform) Close(context.Context) error {
 }
 
 type instance struct {
+	netns  string
 	cmd    *exec.Cmd
 	stdout io.ReadCloser
 	stderr *tailBuffer
@@ -86,6 +88,9 @@ type instance struct {
 func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
 	if spec.Network != "" && spec.Network != platform.NetHost {
 		return nil, fmt.Errorf("native platform supports network host only, not %q", spec.Network)
+	}
+	if spec.ShareNetworkWith != "" {
+		return nil, fmt.Errorf("native platform runs in the host's namespace (or an emulated host's), it cannot join %s's", spec.ShareNetworkWith)
 	}
 	if spec.Storage != "" && spec.Storage != platform.StorageLayer {
 		return nil, fmt.Errorf("native platform supports storage %q only, not %q", platform.StorageLayer, spec.Storage)
@@ -125,7 +130,13 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	cmd.Stdout = w
 	tail := &tailBuffer{max: 8 << 10}
 	cmd.Stderr = tail
-	err = cmd.Start()
+	if spec.NetNS != "" {
+		// An emulated host: the agent and every thread it starts live in
+		// that network namespace.
+		err = netns.Start(spec.NetNS, cmd)
+	} else {
+		err = cmd.Start()
+	}
 	w.Close()
 	if err != nil {
 		out.Close()
@@ -134,7 +145,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		}
 		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)
 	}
-	in := &instance{cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
+	in := &instance{netns: spec.NetNS, cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
 	go func() {
 		in.err = cmd.Wait()
 		close(in.done)
@@ -224,4 +235,12 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.buf.String()
+}
+
+// NetNSPath implements platform.NetNSer.
+func (i *instance) NetNSPath() string {
+	if i.netns != "" {
+		return i.netns
+	}
+	return fmt.Sprintf("/proc/%d/ns/net", i.cmd.Process.Pid)
 }

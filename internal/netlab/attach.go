@@ -1,0 +1,405 @@
+package netlab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// rootNL talks to the root namespace: a zero Handle opens a socket per
+// request in the calling thread's namespace, and every thread outside
+// netns.Do is in the root namespace. It is safe for concurrent use.
+var rootNL = &netlink.Handle{}
+
+// Attach wires a container's namespace (empty, e.g. docker --network none;
+// a path like /proc/<pid>/ns/net) into mode's network on host. The
+// interface inside is ctb0 (ctb1... if taken). It is safe to call
+// concurrently.
+func (l *Lab) Attach(ctx context.Context, mode string, host int, netnsPath string) (Attachment, error) {
+	if err := l.check(mode, host); err != nil {
+		return Attachment{}, err
+	}
+	if mode == ModeHost {
+		return Attachment{}, errors.New("netlab: host mode has nothing to attach: run the process in the host's own namespace (HostNS, or the machine's for host 0)")
+	}
+	if err := ctx.Err(); err != nil {
+		return Attachment{}, fmt.Errorf("netlab: attach: %w", err)
+	}
+	n, err := l.alloc(mode, host)
+	if err != nil {
+		return Attachment{}, err
+	}
+	defer l.attaching.Done()
+	var a Attachment
+	switch mode {
+	case ModeBridge, ModeOverlay, ModeOverlayEncrypted:
+		a, err = l.attachVeth(mode, host, n, netnsPath)
+	case ModeOVS:
+		a, err = l.attachOVS(ctx, n, netnsPath)
+	case ModeMacvlan:
+		a, err = l.attachMacvlan(n, netnsPath)
+	}
+	if err != nil {
+		l.release(mode, host, n)
+		return Attachment{}, fmt.Errorf("netlab: attaching %s to %s on host %d: %w", netnsPath, mode, host, err)
+	}
+	return a, nil
+}
+
+// alloc reserves the lowest free last octet (2..254) on mode's network on
+// host and counts the caller as an Attach in flight.
+func (l *Lab) alloc(mode string, host int) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, errors.New("netlab: lab is closed")
+	}
+	s := slot{mode, host}
+	used := l.inUse[s]
+	if used == nil {
+		used = map[int]bool{}
+		l.inUse[s] = used
+	}
+	for n := 2; n <= 254; n++ {
+		if !used[n] {
+			used[n] = true
+			l.attaching.Add(1)
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("netlab: no free address on %s, host %d (253 attached)", mode, host)
+}
+
+func (l *Lab) release(mode string, host, n int) {
+	l.mu.Lock()
+	delete(l.inUse[slot{mode, host}], n)
+	l.mu.Unlock()
+}
+
+func (l *Lab) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// detacher makes Attachment.Detach: remove runs until it succeeds once,
+// then the address is free again and further calls do nothing.
+func (l *Lab) detacher(mode string, host, n int, remove func() error) func() error {
+	var mu sync.Mutex
+	done := false
+	return func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return nil
+		}
+		if err := remove(); err != nil {
+			return fmt.Errorf("netlab: detaching from %s on host %d: %w", mode, host, err)
+		}
+		done = true
+		l.release(mode, host, n)
+		return nil
+	}
+}
+
+// pickIface returns the first of ctb0..ctb9 not present in the namespace.
+func pickIface(h *netlink.Handle) (string, error) {
+	for i := range 10 {
+		name := fmt.Sprintf("ctb%d", i)
+		if _, err := h.LinkByName(name); err != nil {
+			if isNotFound(err) {
+				return name, nil
+			}
+			return "", fmt.Errorf("looking for %s: %w", name, err)
+		}
+	}
+	return "", errors.New("ctb0..ctb9 all exist in the namespace")
+}
+
+// configure brings lo and the container's interface up, adds the default
+// route (with gw) and only then the address: an agent waiting for its
+// address (agent run --wait-net) starts with its routes already in place.
+func configure(h *netlink.Handle, ifname string, addr *net.IPNet, gw net.IP) error {
+	if err := setUp(h, "lo", nil); err != nil {
+		return err
+	}
+	if err := setUp(h, ifname, nil); err != nil {
+		return err
+	}
+	lk, err := h.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("finding %s: %w", ifname, err)
+	}
+	if gw != nil {
+		// Without an address yet, the gateway is reachable through an
+		// on-link host route.
+		onLink := &netlink.Route{LinkIndex: lk.Attrs().Index, Dst: &net.IPNet{IP: gw, Mask: net.CIDRMask(32, 32)}, Scope: netlink.SCOPE_LINK}
+		if err := h.RouteAdd(onLink); err != nil {
+			return fmt.Errorf("route to gateway %s: %w", gw, err)
+		}
+		if err := h.RouteAdd(&netlink.Route{LinkIndex: lk.Attrs().Index, Gw: gw}); err != nil {
+			if errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("default route via %s: the namespace already has one (attached twice?)", gw)
+			}
+			return fmt.Errorf("default route via %s: %w", gw, err)
+		}
+	}
+	if err := h.AddrAdd(lk, &netlink.Addr{IPNet: addr}); err != nil {
+		return fmt.Errorf("adding %s to %s: %w", addr, ifname, err)
+	}
+	return nil
+}
+
+// nsOpen opens a container's namespace file for netlink's
+// IFLA_NET_NS_FD and a netlink handle inside it.
+func nsOpen(path string) (*os.File, *netlink.Handle, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening namespace: %w", err)
+	}
+	h, err := handleAt(path)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, h, nil
+}
+
+// attachVeth plugs a veth into the mode's bridge inside an emulated host.
+func (l *Lab) attachVeth(mode string, host, n int, netnsPath string) (Attachment, error) {
+	var (
+		brName, letter string
+		mtu            int
+		addr           *net.IPNet
+		gw             net.IP
+	)
+	switch mode {
+	case ModeBridge:
+		brName, letter, mtu = ifBridge, "b", 1500
+		addr = &net.IPNet{IP: net.ParseIP(ip4(198, 18, host, n)).To4(), Mask: net.CIDRMask(24, 32)}
+		gw = net.ParseIP(ip4(198, 18, host, 1)).To4()
+	case ModeOverlay, ModeOverlayEncrypted:
+		o := overlayPlain
+		if mode == ModeOverlayEncrypted {
+			o = overlayEncrypted
+		}
+		brName, letter, mtu = o.bridge, o.letter, o.mtu
+		addr = &net.IPNet{IP: net.ParseIP(ip4(198, 19, o.third+host, n)).To4(), Mask: net.CIDRMask(17, 32)}
+	}
+	hostPath := l.HostNS(host)
+	hh, err := handleAt(hostPath)
+	if err != nil {
+		return Attachment{}, err
+	}
+	defer hh.Close()
+	cf, ch, err := nsOpen(netnsPath)
+	if err != nil {
+		return Attachment{}, err
+	}
+	defer cf.Close()
+	defer ch.Close()
+	br, err := hh.LinkByName(brName)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("finding %s: %w", brName, err)
+	}
+	ifname, err := pickIface(ch)
+	if err != nil {
+		return Attachment{}, err
+	}
+	hostEnd := l.name(letter, n)
+	veth := &netlink.Veth{
+		LinkAttrs:        netlink.LinkAttrs{Name: hostEnd, MTU: mtu, MasterIndex: br.Attrs().Index},
+		PeerName:         ifname,
+		PeerNamespace:    netlink.NsFd(int(cf.Fd())),
+		PeerHardwareAddr: macFor(addr.IP),
+		PeerMTU:          uint32(mtu),
+	}
+	if err := hh.LinkAdd(veth); err != nil {
+		return Attachment{}, fmt.Errorf("creating veth %s/%s: %w", hostEnd, ifname, err)
+	}
+	// Deleting the host end takes the container end with it.
+	remove := func() error {
+		h, err := handleAt(hostPath)
+		if err != nil {
+			if isNotFound(err) {
+				return nil // the lab is closed: the host is gone
+			}
+			return err
+		}
+		defer h.Close()
+		lk, err := h.LinkByName(hostEnd)
+		if err == nil {
+			err = h.LinkDel(lk)
+		}
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("deleting %s: %w", hostEnd, err)
+		}
+		return nil
+	}
+	err = setUp(hh, hostEnd, nil)
+	if err == nil {
+		err = configure(ch, ifname, addr, gw)
+	}
+	if err != nil {
+		return Attachment{}, errors.Join(err, remove())
+	}
+	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: mtu, Detach: l.detacher(mode, host, n, remove)}, nil
+}
+
+// attachOVS plugs a veth into the OVS bridge: both ends get checksum
+// offload off while still in the root namespace (the setting moves with
+// the device), then the container end moves in and is renamed.
+func (l *Lab) attachOVS(ctx context.Context, n int, netnsPath string) (Attachment, error) {
+	k := n - 1
+	hostEnd, tmp := l.name("s", k), l.name("p", k)
+	addr := &net.IPNet{IP: net.ParseIP(ip4(198, 18, 200, n)).To4(), Mask: net.CIDRMask(24, 32)}
+	cf, ch, err := nsOpen(netnsPath)
+	if err != nil {
+		return Attachment{}, err
+	}
+	defer cf.Close()
+	defer ch.Close()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostEnd}, PeerName: tmp, PeerHardwareAddr: macFor(addr.IP)}
+	if err := rootNL.LinkAdd(veth); err != nil {
+		return Attachment{}, fmt.Errorf("creating veth %s/%s: %w", hostEnd, tmp, err)
+	}
+	remove := func() error {
+		var errs []error
+		if !l.isClosed() { // Close deleted the bridge and may have stopped OVS
+			if _, err := ovsVsctl(context.Background(), ovsTimeout, "--if-exists", "del-port", hostEnd); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		lk, err := rootNL.LinkByName(hostEnd)
+		if err == nil {
+			err = rootNL.LinkDel(lk)
+		}
+		if err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", hostEnd, err))
+		}
+		return errors.Join(errs...)
+	}
+	fail := func(err error) (Attachment, error) { return Attachment{}, errors.Join(err, remove()) }
+	for _, name := range []string{hostEnd, tmp} {
+		if err := checksumOffloadOff(name); err != nil {
+			return fail(err)
+		}
+	}
+	ifname, err := pickIface(ch)
+	if err != nil {
+		return fail(err)
+	}
+	peer, err := rootNL.LinkByName(tmp)
+	if err != nil {
+		return fail(fmt.Errorf("finding %s: %w", tmp, err))
+	}
+	if err := rootNL.LinkSetNsFd(peer, int(cf.Fd())); err != nil {
+		return fail(fmt.Errorf("moving %s into the namespace: %w", tmp, err))
+	}
+	peer, err = ch.LinkByName(tmp)
+	if err != nil {
+		return fail(fmt.Errorf("finding %s in the namespace: %w", tmp, err))
+	}
+	if err := ch.LinkSetName(peer, ifname); err != nil {
+		return fail(fmt.Errorf("renaming %s to %s: %w", tmp, ifname, err))
+	}
+	if err := configure(ch, ifname, addr, net.ParseIP(ovsHostIP).To4()); err != nil {
+		return fail(err)
+	}
+	if err := setUp(rootNL, hostEnd, nil); err != nil {
+		return fail(err)
+	}
+	if _, err := ovsVsctl(ctx, ovsTimeout, "add-port", l.ovsName(), hostEnd); err != nil {
+		return fail(err)
+	}
+	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(ModeOVS, 0, n, remove)}, nil
+}
+
+// attachMacvlan creates a macvlan child of the lab's parent directly in the
+// container's namespace.
+func (l *Lab) attachMacvlan(n int, netnsPath string) (Attachment, error) {
+	addr := &net.IPNet{IP: net.ParseIP(ip4(198, 18, 201, n)).To4(), Mask: net.CIDRMask(24, 32)}
+	mac := macFor(addr.IP)
+	parent, err := rootNL.LinkByName(l.macvlanParent())
+	if err != nil {
+		return Attachment{}, fmt.Errorf("finding the macvlan parent: %w", err)
+	}
+	cf, ch, err := nsOpen(netnsPath)
+	if err != nil {
+		return Attachment{}, err
+	}
+	defer cf.Close()
+	defer ch.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(cf.Fd()), &st); err != nil {
+		return Attachment{}, fmt.Errorf("stat of the namespace: %w", err)
+	}
+	ifname, err := pickIface(ch)
+	if err != nil {
+		return Attachment{}, err
+	}
+	mv := &netlink.Macvlan{
+		LinkAttrs: netlink.LinkAttrs{
+			Name:         ifname,
+			ParentIndex:  parent.Attrs().Index,
+			Namespace:    netlink.NsFd(int(cf.Fd())),
+			HardwareAddr: mac,
+		},
+		Mode: netlink.MACVLAN_MODE_BRIDGE,
+	}
+	if err := rootNL.LinkAdd(mv); err != nil {
+		return Attachment{}, fmt.Errorf("creating macvlan %s: %w", ifname, err)
+	}
+	lk, err := ch.LinkByName(ifname)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("finding %s in the namespace: %w", ifname, err)
+	}
+	index := lk.Attrs().Index
+	// The child lives in the container's namespace. Find it again only in
+	// that same namespace (same inode: /proc/<pid> may be reused), and only
+	// if it is still our macvlan.
+	remove := func() error {
+		f, err := os.Open(netnsPath)
+		if err != nil {
+			return nil // the namespace died, and the child with it
+		}
+		defer f.Close()
+		var now unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &now); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+			return nil
+		}
+		h, err := handleAt(netnsPath)
+		if err != nil {
+			if isNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		defer h.Close()
+		lk, err := h.LinkByIndex(index)
+		if err != nil {
+			if isNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("finding %s: %w", ifname, err)
+		}
+		if lk.Type() != "macvlan" || !bytes.Equal(lk.Attrs().HardwareAddr, mac) {
+			return nil
+		}
+		if err := h.LinkDel(lk); err != nil && !isNotFound(err) {
+			return fmt.Errorf("deleting %s: %w", ifname, err)
+		}
+		return nil
+	}
+	if err := configure(ch, ifname, addr, nil); err != nil {
+		return Attachment{}, errors.Join(err, remove())
+	}
+	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(ModeMacvlan, 0, n, remove)}, nil
+}

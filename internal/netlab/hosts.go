@@ -1,0 +1,328 @@
+package netlab
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/ctrbench/ctrbench/internal/netns"
+)
+
+// handleAt returns a netlink handle whose socket lives in the namespace at
+// path; the caller closes it.
+func handleAt(path string) (*netlink.Handle, error) {
+	var h *netlink.Handle
+	err := netns.Do(path, func() error {
+		var err error
+		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle in %s: %w", path, err)
+	}
+	return h, nil
+}
+
+// createNS creates a lab namespace and records it for Close.
+func (l *Lab) createNS(name string) (string, error) {
+	path, err := netns.Create(name)
+	if err != nil {
+		return "", fmt.Errorf("netlab: %w", err)
+	}
+	l.mu.Lock()
+	l.namespaces = append(l.namespaces, name)
+	l.mu.Unlock()
+	return path, nil
+}
+
+// quietBridges turns off br_netfilter inside a lab namespace (best effort:
+// the sysctls exist only when br_netfilter is loaded). No iptables rules
+// live there, so it would only cost time.
+func quietBridges(path string) {
+	for _, k := range []string{"bridge-nf-call-iptables", "bridge-nf-call-ip6tables", "bridge-nf-call-arptables"} {
+		_ = netns.Sysctl(path, "net.bridge."+k, "0")
+	}
+}
+
+// buildUnderlay creates the switch namespace and bridge and every host.
+func (l *Lab) buildUnderlay(ctx context.Context) error {
+	swPath, err := l.createNS(l.switchName())
+	if err != nil {
+		return err
+	}
+	quietBridges(swPath)
+	sw, err := handleAt(swPath)
+	if err != nil {
+		return fmt.Errorf("netlab: %w", err)
+	}
+	defer sw.Close()
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: l.switchName()}}
+	if err := sw.LinkAdd(br); err != nil {
+		return fmt.Errorf("netlab: creating underlay bridge %s: %w", br.Name, err)
+	}
+	if err := sw.LinkSetUp(br); err != nil {
+		return fmt.Errorf("netlab: bringing up %s: %w", br.Name, err)
+	}
+	for h := 1; h <= l.hosts; h++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("netlab: building hosts: %w", err)
+		}
+		if err := l.buildHost(sw, br, h); err != nil {
+			return err
+		}
+	}
+	rate := "unlimited"
+	if l.rate > 0 {
+		rate = l.cfg.UnderlayRate
+	}
+	l.setInfo("hosts", strconv.Itoa(l.hosts))
+	l.setInfo("underlay.rate", rate)
+	l.setInfo("underlay.switch", "linux bridge in netns "+l.switchName())
+	l.notef("%d emulated hosts on underlay %s (198.18.0.0/24, rate %s)", l.hosts, l.switchName(), rate)
+	return nil
+}
+
+// buildHost makes host h's namespace and plugs it into the switch.
+func (l *Lab) buildHost(sw *netlink.Handle, br netlink.Link, h int) error {
+	path, err := l.createNS(l.hostNSName(h))
+	if err != nil {
+		return err
+	}
+	quietBridges(path)
+	if err := netns.Sysctl(path, "net.ipv4.ip_forward", "1"); err != nil {
+		return fmt.Errorf("netlab: host %d: %w", h, err)
+	}
+	nsf, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("netlab: host %d: %w", h, err)
+	}
+	defer nsf.Close()
+	hh, err := handleAt(path)
+	if err != nil {
+		return fmt.Errorf("netlab: host %d: %w", h, err)
+	}
+	defer hh.Close()
+
+	ip := net.ParseIP(ip4(198, 18, 0, h)).To4()
+	port := l.name("u", h)
+	veth := &netlink.Veth{
+		LinkAttrs:        netlink.LinkAttrs{Name: port, MasterIndex: br.Attrs().Index},
+		PeerName:         ifUnderlay,
+		PeerNamespace:    netlink.NsFd(int(nsf.Fd())),
+		PeerHardwareAddr: macFor(ip),
+	}
+	if err := sw.LinkAdd(veth); err != nil {
+		return fmt.Errorf("netlab: host %d: creating underlay veth %s: %w", h, port, err)
+	}
+	if err := sw.LinkSetUp(veth); err != nil {
+		return fmt.Errorf("netlab: host %d: bringing up %s: %w", h, port, err)
+	}
+	if err := setUp(hh, "lo", nil); err != nil {
+		return fmt.Errorf("netlab: host %d: %w", h, err)
+	}
+	ul, err := hh.LinkByName(ifUnderlay)
+	if err != nil {
+		return fmt.Errorf("netlab: host %d: %w", h, err)
+	}
+	if err := setUp(hh, ifUnderlay, &net.IPNet{IP: ip, Mask: net.CIDRMask(24, 32)}); err != nil {
+		return fmt.Errorf("netlab: host %d: %w", h, err)
+	}
+	if l.rate > 0 {
+		if err := addTbf(hh, ul, l.rate); err != nil {
+			return fmt.Errorf("netlab: host %d: shaping %s to %s: %w", h, ifUnderlay, l.cfg.UnderlayRate, err)
+		}
+	}
+	return nil
+}
+
+// setUp gives the link an address (if addr is not nil) and brings it up.
+func setUp(h *netlink.Handle, name string, addr *net.IPNet) error {
+	lk, err := h.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("finding %s: %w", name, err)
+	}
+	if addr != nil {
+		if err := h.AddrAdd(lk, &netlink.Addr{IPNet: addr}); err != nil {
+			return fmt.Errorf("adding %s to %s: %w", addr, name, err)
+		}
+	}
+	if err := h.LinkSetUp(lk); err != nil {
+		return fmt.Errorf("bringing up %s: %w", name, err)
+	}
+	return nil
+}
+
+// addBridge creates a bridge with a fixed MAC (derived from its address, so
+// it does not change as ports come and go), an address and an MTU, up.
+func addBridge(h *netlink.Handle, name string, addr *net.IPNet, mtu int) (netlink.Link, error) {
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: mtu, HardwareAddr: macFor(addr.IP)}}
+	if err := h.LinkAdd(br); err != nil {
+		return nil, fmt.Errorf("creating bridge %s: %w", name, err)
+	}
+	if err := setUp(h, name, addr); err != nil {
+		return nil, err
+	}
+	return h.LinkByName(name)
+}
+
+// buildBridge gives every host a routed bridge.
+func (l *Lab) buildBridge(ctx context.Context) error {
+	for h := 1; h <= l.hosts; h++ {
+		if err := l.buildHostBridge(h); err != nil {
+			return fmt.Errorf("netlab: bridge mode on host %d: %w", h, err)
+		}
+	}
+	l.notef("bridge mode: ctbbr0 with 198.18.<h>.1/24 on each host, routed over the underlay")
+	return nil
+}
+
+func (l *Lab) buildHostBridge(h int) error {
+	hh, err := handleAt(l.HostNS(h))
+	if err != nil {
+		return err
+	}
+	defer hh.Close()
+	addr := &net.IPNet{IP: net.ParseIP(ip4(198, 18, h, 1)).To4(), Mask: net.CIDRMask(24, 32)}
+	if _, err := addBridge(hh, ifBridge, addr, 1500); err != nil {
+		return err
+	}
+	for j := 1; j <= l.hosts; j++ {
+		if j == h {
+			continue
+		}
+		dst := &net.IPNet{IP: net.ParseIP(ip4(198, 18, j, 0)).To4(), Mask: net.CIDRMask(24, 32)}
+		gw := net.ParseIP(ip4(198, 18, 0, j)).To4()
+		if err := hh.RouteAdd(&netlink.Route{Dst: dst, Gw: gw}); err != nil {
+			return fmt.Errorf("route to %s via %s: %w", dst, gw, err)
+		}
+	}
+	return nil
+}
+
+// macFor derives a locally administered unicast MAC from an IPv4 address:
+// 02:cb:a.b.c.d. A container that gets an address again gets the same MAC,
+// so neighbour caches elsewhere stay right.
+func macFor(ip net.IP) net.HardwareAddr {
+	v4 := ip.To4()
+	return net.HardwareAddr{0x02, 0xcb, v4[0], v4[1], v4[2], v4[3]}
+}
+
+// ParseRate parses a tc rate ("100mbit", "1gbit", "500kbit", "10mbps" for
+// bytes, a bare number for bit/s) into bytes per second.
+func ParseRate(s string) (uint64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], t[i:]
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("rate %q: want a positive number and a unit like 100mbit", s)
+	}
+	bits := map[string]float64{
+		"": 1, "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
+		"kibit": 1 << 10, "mibit": 1 << 20, "gibit": 1 << 30, "tibit": 1 << 40,
+		"bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9, "tbps": 8e12,
+		"kibps": 8 << 10, "mibps": 8 << 20, "gibps": 8 << 30, "tibps": 8 << 40,
+	}
+	mult, ok := bits[unit]
+	if !ok {
+		return 0, fmt.Errorf("rate %q: unknown unit %q (use bit, kbit, mbit, gbit or bps, kbps, mbps, gbps)", s, unit)
+	}
+	bytes := v * mult / 8
+	if bytes < 1000 {
+		return 0, fmt.Errorf("rate %q: below 8kbit", s)
+	}
+	return uint64(bytes), nil
+}
+
+// SetUnderlayRate reshapes every emulated host's underlay egress: "" or
+// "none" removes the shaping, a tc rate ("1gbit") sets a tbf qdisc. The
+// orchestrator calls it before each trial whose cell names a rate.
+func (l *Lab) SetUnderlayRate(rate string) error {
+	var bps uint64
+	if rate != "" && rate != "none" {
+		r, err := ParseRate(rate)
+		if err != nil {
+			return fmt.Errorf("netlab: %w", err)
+		}
+		bps = r
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if bps == l.rate {
+		return nil
+	}
+	for h := 1; h <= l.hosts; h++ {
+		hh, err := handleAt(l.HostNS(h))
+		if err != nil {
+			return fmt.Errorf("netlab: host %d: %w", h, err)
+		}
+		ul, err := hh.LinkByName(ifUnderlay)
+		if err == nil {
+			qs, _ := hh.QdiscList(ul)
+			for _, q := range qs {
+				if q.Attrs().Parent == netlink.HANDLE_ROOT && q.Type() == "tbf" {
+					if err = hh.QdiscDel(q); err != nil {
+						break
+					}
+				}
+			}
+			if err == nil && bps > 0 {
+				err = addTbf(hh, ul, bps)
+			}
+		}
+		hh.Close()
+		if err != nil {
+			return fmt.Errorf("netlab: host %d: shaping the underlay to %q: %w", h, rate, err)
+		}
+	}
+	l.rate = bps
+	if bps > 0 {
+		l.info["underlay.rate"] = rate
+	} else {
+		l.info["underlay.rate"] = "unlimited"
+	}
+	return nil
+}
+
+// addTbf shapes link's egress to rate bytes/s with a token bucket: a burst
+// of 4 ms at rate (at least 16 KiB; tbf segments GSO packets larger than
+// that) and a queue of 50 ms plus the burst.
+func addTbf(h *netlink.Handle, link netlink.Link, rate uint64) error {
+	burst := max(rate/250, 16<<10)
+	limit := rate/20 + burst
+	q := &netlink.Tbf{
+		QdiscAttrs: netlink.QdiscAttrs{
+			LinkIndex: link.Attrs().Index,
+			Handle:    netlink.MakeHandle(1, 0),
+			Parent:    netlink.HANDLE_ROOT,
+		},
+		Rate:   rate,
+		Limit:  uint32(min(limit, 1<<31)),
+		Buffer: uint32(min(burst*1_000_000_000/rate/nsPerTick(), 1<<31)),
+	}
+	return h.QdiscAdd(q)
+}
+
+// nsPerTick is the packet scheduler's clock tick in ns (the second field of
+// /proc/net/psched; 64 on every kernel since 2.6.31). tbf's buffer is given
+// in ticks.
+func nsPerTick() uint64 {
+	b, err := os.ReadFile("/proc/net/psched")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			if v, err := strconv.ParseUint(f[1], 16, 32); err == nil && v > 0 {
+				return v
+			}
+		}
+	}
+	return 64
+}

@@ -1,0 +1,854 @@
+package netlab
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/crypto/curve25519"
+	"golang.org/x/sys/unix"
+
+	"github.com/ctrbench/ctrbench/internal/netns"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("builds network topologies: needs root")
+	}
+}
+
+// logWriter turns Progress lines into test log lines.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// newLab builds a lab with a fresh token; when the test ends it closes it
+// (twice: Close is idempotent), checks nothing of it is left, and that Open
+// vSwitch is stopped again if it was not running before.
+func newLab(t *testing.T, cfg Config) *Lab {
+	t.Helper()
+	needRoot(t)
+	tok, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Token = tok
+	cfg.Progress = logWriter{t}
+	ovsBefore := ovsRunning(context.Background())
+	start := time.Now()
+	lab, err := New(context.Background(), cfg)
+	if err != nil {
+		assertGone(t, tok)
+		t.Fatal(err)
+	}
+	t.Logf("lab %s built in %v; info %v", tok, time.Since(start).Round(time.Millisecond), lab.Info())
+	t.Cleanup(func() {
+		if err := lab.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := lab.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		assertGone(t, tok)
+		if !ovsBefore && ovsRunning(context.Background()) {
+			t.Errorf("Open vSwitch still runs after Close, but was not running before")
+		}
+	})
+	return lab
+}
+
+// assertGone checks that nothing named ctb<tok>* is left: root-namespace
+// links, namespaces, OVS bridges.
+func assertGone(t *testing.T, tok string) {
+	t.Helper()
+	out, err := exec.Command("ip", "-o", "link").Output()
+	if err != nil {
+		t.Fatalf("ip -o link: %v", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, ": ctb"+tok) {
+			t.Errorf("link left behind: %s", line)
+		}
+	}
+	if left, err := netns.List("ctb" + tok); err != nil || len(left) > 0 {
+		t.Errorf("namespaces left behind: %v (%v)", left, err)
+	}
+	if ovsRunning(context.Background()) {
+		brs, err := ovsListBridges(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		for _, br := range brs {
+			if strings.HasPrefix(br, "ctb"+tok) {
+				t.Errorf("OVS bridge left behind: %s", br)
+			}
+		}
+	}
+}
+
+// container creates an empty namespace standing in for a container
+// started with --network none.
+func container(t *testing.T, lab *Lab, i int) string {
+	t.Helper()
+	name := fmt.Sprintf("ctb%sc%d", lab.tok, i)
+	path, err := netns.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := netns.Delete(name); err != nil {
+			t.Errorf("deleting %s: %v", name, err)
+		}
+	})
+	return path
+}
+
+func attach(t *testing.T, lab *Lab, mode string, host int, ns, wantIP string, wantMTU int) Attachment {
+	t.Helper()
+	a, err := lab.Attach(context.Background(), mode, host, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.IP != wantIP || a.Iface != "ctb0" || a.MTU != wantMTU {
+		t.Errorf("Attach(%s, %d) = %+v, want IP %s on ctb0, MTU %d", mode, host, a, wantIP, wantMTU)
+	}
+	t.Cleanup(func() {
+		if err := a.Detach(); err != nil {
+			t.Errorf("Detach: %v", err)
+		}
+	})
+	return a
+}
+
+// inNS runs fn in the namespace at path, or directly for "" (the root
+// namespace).
+func inNS(path string, fn func() error) error {
+	if path == "" {
+		return fn()
+	}
+	return netns.Do(path, fn)
+}
+
+// echo proves a TCP path: an echo server bound to serverIP in serverNS,
+// and a client in clientNS that sends 256 KiB (more than any MTU or
+// window, so a broken MTU shows) and reads them back.
+func echo(t *testing.T, serverNS, serverIP, clientNS string) {
+	t.Helper()
+	var ln net.Listener
+	if err := inNS(serverNS, func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(serverIP, "0"))
+		return err
+	}); err != nil {
+		t.Fatalf("listening on %s: %v", serverIP, err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c)
+	}()
+	var c net.Conn
+	if err := inNS(clientNS, func() (err error) {
+		c, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		return err
+	}); err != nil {
+		t.Fatalf("%s -> %s: %v", nsLabel(clientNS), ln.Addr(), err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := bytes.Repeat([]byte("ctrbench"), 32<<10)
+	go func() { _, _ = c.Write(msg) }()
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("%s -> %s: echo: %v", nsLabel(clientNS), ln.Addr(), err)
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatalf("%s -> %s: echo differs", nsLabel(clientNS), ln.Addr())
+	}
+}
+
+func nsLabel(path string) string {
+	if path == "" {
+		return "root namespace"
+	}
+	return path
+}
+
+func TestBridgeMode(t *testing.T) {
+	lab := newLab(t, Config{Hosts: 2, Modes: []string{ModeBridge}})
+	c1, c2 := container(t, lab, 1), container(t, lab, 2)
+	a1 := attach(t, lab, ModeBridge, 1, c1, "198.18.1.2", 1500)
+	a2 := attach(t, lab, ModeBridge, 2, c2, "198.18.2.2", 1500)
+	if got := lab.HostAddr(ModeBridge, 2); got != "198.18.2.1" {
+		t.Errorf("HostAddr(bridge, 2) = %q", got)
+	}
+	echo(t, c2, a2.IP, c1)                                  // container to container across hosts
+	echo(t, c1, a1.IP, lab.HostNS(1))                       // host to its own container
+	echo(t, c1, a1.IP, lab.HostNS(2))                       // host to a container on another host
+	echo(t, lab.HostNS(2), lab.HostAddr(ModeBridge, 2), c1) // container to another host
+
+	// Detach removes the host end (and with it the container's), twice is
+	// fine, and the address comes back with the same MAC, so the host's
+	// neighbour entry is still right.
+	if err := a1.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a1.Detach(); err != nil {
+		t.Fatalf("second Detach: %v", err)
+	}
+	err := netns.Do(c1, func() error {
+		_, err := netlink.LinkByName("ctb0")
+		return err
+	})
+	if err == nil {
+		t.Error("ctb0 still in the container after Detach")
+	}
+	a1 = attach(t, lab, ModeBridge, 1, c1, "198.18.1.2", 1500)
+	echo(t, c1, a1.IP, lab.HostNS(2))
+}
+
+func TestOverlayMode(t *testing.T) {
+	lab := newLab(t, Config{Hosts: 2, Modes: []string{ModeOverlay}})
+	if lab.Info()["overlay.mtu"] != "1450" {
+		t.Errorf("info %v", lab.Info())
+	}
+	c1, c2 := container(t, lab, 1), container(t, lab, 2)
+	a1 := attach(t, lab, ModeOverlay, 1, c1, "198.19.1.2", 1450)
+	a2 := attach(t, lab, ModeOverlay, 2, c2, "198.19.2.2", 1450)
+	echo(t, c2, a2.IP, c1)                                   // across hosts, through VXLAN
+	echo(t, c1, a1.IP, lab.HostNS(1))                        // host to its own container
+	echo(t, c1, a1.IP, lab.HostNS(2))                        // host to a container on another host
+	echo(t, lab.HostNS(1), lab.HostAddr(ModeOverlay, 1), c2) // container to another host's overlay address
+	assertVXLAN(t, lab, overlayPlain)
+}
+
+// assertVXLAN checks every host's VXLAN device and flood entries.
+func assertVXLAN(t *testing.T, lab *Lab, o overlay) {
+	t.Helper()
+	for h := 1; h <= lab.hosts; h++ {
+		err := netns.Do(lab.HostNS(h), func() error {
+			lk, err := netlink.LinkByName(o.vxlan)
+			if err != nil {
+				return err
+			}
+			vx, ok := lk.(*netlink.Vxlan)
+			if !ok || vx.VxlanId != o.vni || !vx.SrcAddr.Equal(o.vtep(h)) || vx.MTU != o.mtu || vx.Port != o.port() || !vx.Learning {
+				return fmt.Errorf("%s = %+v", o.vxlan, lk)
+			}
+			fdb, err := netlink.NeighList(lk.Attrs().Index, unix.AF_BRIDGE)
+			if err != nil {
+				return err
+			}
+			var dsts []string
+			for _, n := range fdb {
+				if n.HardwareAddr.String() == "00:00:00:00:00:00" {
+					dsts = append(dsts, n.IP.String())
+				}
+			}
+			var want []string
+			for j := 1; j <= lab.hosts; j++ {
+				if j != h {
+					want = append(want, o.vtep(j).String())
+				}
+			}
+			slices.Sort(dsts)
+			slices.Sort(want)
+			if !slices.Equal(dsts, want) {
+				return fmt.Errorf("flood entries on %s go to %v, want %v", o.vxlan, dsts, want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("host %d: %v", h, err)
+		}
+	}
+}
+
+func TestOVSMode(t *testing.T) {
+	lab := newLab(t, Config{Modes: []string{ModeOVS}})
+	if dp := lab.Info()["ovs.datapath"]; dp != "netdev" && dp != "system" {
+		t.Errorf("ovs.datapath = %q", dp)
+	}
+	c1, c2 := container(t, lab, 1), container(t, lab, 2)
+	a1 := attach(t, lab, ModeOVS, 0, c1, "198.18.200.2", 1500)
+	a2 := attach(t, lab, ModeOVS, 0, c2, "198.18.200.3", 1500)
+	if got := lab.HostAddr(ModeOVS, 0); got != "198.18.200.1" {
+		t.Errorf("HostAddr(ovs, 0) = %q", got)
+	}
+	echo(t, c2, a2.IP, c1)                    // container to container through OVS
+	echo(t, c1, a1.IP, "")                    // the machine to a container
+	echo(t, "", lab.HostAddr(ModeOVS, 0), c2) // a container to the machine
+	for _, a := range []Attachment{a1, a2} {  // Detach deletes the port and the veth, twice is fine
+		if err := a.Detach(); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Detach(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := ovsVsctl(context.Background(), "list-ports", lab.ovsName())
+	if err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("ports left on %s: %q (%v)", lab.ovsName(), out, err)
+	}
+	for _, name := range []string{lab.name("s", 1), lab.name("s", 2)} {
+		if _, err := netlink.LinkByName(name); err == nil {
+			t.Errorf("%s still exists after Detach", name)
+		}
+	}
+}
+
+func TestMacvlanMode(t *testing.T) {
+	lab := newLab(t, Config{Modes: []string{ModeMacvlan}})
+	c1, c2 := container(t, lab, 1), container(t, lab, 2)
+	a1 := attach(t, lab, ModeMacvlan, 0, c1, "198.18.201.2", 1500)
+	a2 := attach(t, lab, ModeMacvlan, 0, c2, "198.18.201.3", 1500)
+	echo(t, c2, a2.IP, c1)                        // container to container
+	echo(t, c1, a1.IP, "")                        // the machine (its own macvlan child) to a container
+	echo(t, "", lab.HostAddr(ModeMacvlan, 0), c2) // a container to the machine
+	if err := a1.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	if err := netns.Do(c1, func() error { _, err := netlink.LinkByName("ctb0"); return err }); err == nil {
+		t.Error("macvlan still in the container after Detach")
+	}
+}
+
+func TestConcurrentAttach(t *testing.T) {
+	lab := newLab(t, Config{Hosts: 1, Modes: []string{ModeBridge, ModeOVS, ModeMacvlan}})
+	modes := []string{ModeBridge, ModeOVS, ModeMacvlan}
+	const n = 30
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = container(t, lab, i)
+	}
+	atts := make([]Attachment, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			mode := modes[i%3]
+			host := 0
+			if mode == ModeBridge {
+				host = 1
+			}
+			atts[i], errs[i] = lab.Attach(context.Background(), mode, host, paths[i])
+		})
+	}
+	wg.Wait()
+	t.Logf("%d concurrent Attach calls took %v", n, time.Since(start).Round(time.Millisecond))
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, a := range atts {
+		if seen[a.IP] {
+			t.Errorf("address %s given twice", a.IP)
+		}
+		seen[a.IP] = true
+		t.Cleanup(func() { _ = atts[i].Detach() })
+	}
+	// One path per mode, between the last two containers of each.
+	for m := range 3 {
+		echo(t, paths[n-3+m], atts[n-3+m].IP, paths[n-6+m])
+	}
+	start = time.Now()
+	for i := range n {
+		wg.Go(func() { errs[i] = atts[i].Detach() })
+	}
+	wg.Wait()
+	t.Logf("%d concurrent Detach calls took %v", n, time.Since(start).Round(time.Millisecond))
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if used := lab.inUse; len(used[slot{ModeOVS, 0}])+len(used[slot{ModeMacvlan, 0}])+len(used[slot{ModeBridge, 1}]) != 0 {
+		t.Errorf("addresses still allocated after Detach: %v", used)
+	}
+}
+
+func TestUnderlayRate(t *testing.T) {
+	lab := newLab(t, Config{Hosts: 2, Modes: []string{ModeHost}, UnderlayRate: "50mbit"})
+	if got := lab.HostAddr(ModeHost, 1); got != "198.18.0.1" {
+		t.Errorf("HostAddr(host, 1) = %q", got)
+	}
+	if got := lab.HostAddr(ModeHost, 0); got != "127.0.0.1" {
+		t.Errorf("HostAddr(host, 0) = %q", got)
+	}
+	if lab.Info()["underlay.rate"] != "50mbit" {
+		t.Errorf("info %v", lab.Info())
+	}
+	for h := 1; h <= 2; h++ {
+		err := netns.Do(lab.HostNS(h), func() error {
+			lk, err := netlink.LinkByName(ifUnderlay)
+			if err != nil {
+				return err
+			}
+			qs, err := netlink.QdiscList(lk)
+			if err != nil {
+				return err
+			}
+			for _, q := range qs {
+				if tbf, ok := q.(*netlink.Tbf); ok && tbf.Rate == 50e6/8 {
+					return nil
+				}
+			}
+			return fmt.Errorf("no tbf at 50mbit on %s: %v", ifUnderlay, qs)
+		})
+		if err != nil {
+			t.Errorf("host %d: %v", h, err)
+		}
+	}
+
+	// A 2-second TCP stream from host 1 to host 2, measured by the receiver.
+	var ln net.Listener
+	if err := netns.Do(lab.HostNS(2), func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(lab.HostAddr(ModeHost, 2), "0"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const window = 2 * time.Second
+	result := make(chan float64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			result <- -1
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 1<<16)
+		if _, err := io.ReadFull(c, buf[:1]); err != nil {
+			result <- -1
+			return
+		}
+		end := time.Now().Add(window)
+		_ = c.SetReadDeadline(end)
+		total := 1
+		for {
+			n, err := c.Read(buf)
+			total += n
+			if err != nil {
+				break
+			}
+		}
+		result <- float64(total) * 8 / window.Seconds() / 1e6
+	}()
+	var c net.Conn
+	if err := netns.Do(lab.HostNS(1), func() (err error) {
+		c, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer c.Close()
+		buf := make([]byte, 1<<16)
+		_ = c.SetWriteDeadline(time.Now().Add(window + 2*time.Second))
+		for {
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	mbps := <-result
+	t.Logf("host 1 -> host 2 through tbf 50mbit: %.1f Mbit/s", mbps)
+	if mbps < 35 || mbps > 60 {
+		t.Errorf("shaped stream ran at %.1f Mbit/s, want 35..60", mbps)
+	}
+}
+
+// standIn is a Spawner for the tests: instead of a WireGuard agent it
+// creates a plain persistent TUN device as the agent would (name, address,
+// MTU, up), and records what it was asked.
+type standIn struct {
+	mu      sync.Mutex
+	calls   map[string][]string // netns path -> args
+	stopped int
+	failOn  string // a netns path whose spawn fails
+}
+
+func (s *standIn) spawn(ctx context.Context, nsPath string, args []string) (func() error, error) {
+	s.mu.Lock()
+	if s.calls == nil {
+		s.calls = map[string][]string{}
+	}
+	s.calls[nsPath] = args
+	s.mu.Unlock()
+	if nsPath == s.failOn {
+		return nil, errors.New("stand-in refuses")
+	}
+	if len(args) != 4 || args[0] != "agent" || args[1] != "wireguard" || args[2] != "--config" {
+		return nil, fmt.Errorf("args %q", args)
+	}
+	var cfg WireGuardConfig
+	if err := json.Unmarshal([]byte(args[3]), &cfg); err != nil {
+		return nil, err
+	}
+	addr, err := netlink.ParseAddr(cfg.Address)
+	if err != nil {
+		return nil, err
+	}
+	err = netns.Do(nsPath, func() error {
+		tun := &netlink.Tuntap{
+			LinkAttrs: netlink.LinkAttrs{Name: cfg.Interface, MTU: cfg.MTU},
+			Mode:      netlink.TUNTAP_MODE_TUN,
+			Flags:     netlink.TUNTAP_NO_PI,
+		}
+		if err := netlink.LinkAdd(tun); err != nil {
+			return err
+		}
+		lk, err := netlink.LinkByName(cfg.Interface)
+		if err != nil {
+			return err
+		}
+		if err := netlink.AddrAdd(lk, addr); err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(lk)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		s.mu.Lock()
+		s.stopped++
+		s.mu.Unlock()
+		return netns.Do(nsPath, func() error {
+			lk, err := netlink.LinkByName(cfg.Interface)
+			if err != nil {
+				return nil
+			}
+			return netlink.LinkDel(lk)
+		})
+	}, nil
+}
+
+func TestOverlayEncryptedWiring(t *testing.T) {
+	const hosts = 3
+	s := &standIn{}
+	t.Cleanup(func() { // registered first, so it runs after the lab's Close
+		if s.stopped != hosts {
+			t.Errorf("Close called %d stop funcs, want %d", s.stopped, hosts)
+		}
+	})
+	lab := newLab(t, Config{Hosts: hosts, Modes: []string{ModeOverlayEncrypted}, Spawn: s.spawn, skipWarmup: true})
+	if got := lab.Info()["overlay-encrypted.wireguard"]; got != "userspace (wireguard-go)" {
+		t.Errorf("info %v", lab.Info())
+	}
+	// Every host's agent got a config whose peers are the other hosts,
+	// reached over the underlay, with their real public keys.
+	pubOf := map[string]string{} // tunnel address -> public key
+	cfgs := map[int]WireGuardConfig{}
+	for h := 1; h <= hosts; h++ {
+		args := s.calls[lab.HostNS(h)]
+		if len(args) != 4 {
+			t.Fatalf("host %d: spawned with %q", h, args)
+		}
+		var c WireGuardConfig
+		if err := json.Unmarshal([]byte(args[3]), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Interface != "ctbwg0" || c.MTU != 1420 || c.ListenPort != 51820 || c.Address != fmt.Sprintf("198.18.250.%d/24", h) {
+			t.Errorf("host %d: config %+v", h, c)
+		}
+		priv, err := base64.StdEncoding.DecodeString(c.PrivateKey)
+		if err != nil || len(priv) != 32 {
+			t.Fatalf("host %d: private key %q", h, c.PrivateKey)
+		}
+		pub, err := curve25519.X25519(priv, curve25519.Basepoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pubOf[fmt.Sprintf("198.18.250.%d/32", h)] = base64.StdEncoding.EncodeToString(pub)
+		cfgs[h] = c
+	}
+	for h, c := range cfgs {
+		if len(c.Peers) != hosts-1 {
+			t.Errorf("host %d: %d peers", h, len(c.Peers))
+		}
+		for _, p := range c.Peers {
+			if len(p.AllowedIPs) != 1 || pubOf[p.AllowedIPs[0]] != p.PublicKey {
+				t.Errorf("host %d: peer %+v has the wrong key", h, p)
+				continue
+			}
+			j := strings.TrimSuffix(strings.TrimPrefix(p.AllowedIPs[0], "198.18.250."), "/32")
+			if p.Endpoint != "198.18.0."+j+":51820" || j == fmt.Sprint(h) {
+				t.Errorf("host %d: peer %+v", h, p)
+			}
+		}
+	}
+	assertVXLAN(t, lab, overlayEncrypted)
+	c1 := container(t, lab, 1)
+	attach(t, lab, ModeOverlayEncrypted, 1, c1, "198.19.129.2", 1370)
+	if got := lab.HostAddr(ModeOverlayEncrypted, 2); got != "198.19.130.1" {
+		t.Errorf("HostAddr(overlay-encrypted, 2) = %q", got)
+	}
+}
+
+func TestOverlayEncryptedSpawnFails(t *testing.T) {
+	needRoot(t)
+	tok, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &standIn{failOn: netns.RunDir + "/ctb" + tok + "h2"}
+	_, err = New(context.Background(), Config{Token: tok, Hosts: 2, Modes: []string{ModeOverlayEncrypted}, Spawn: s.spawn, skipWarmup: true})
+	if err == nil || !strings.Contains(err.Error(), "stand-in refuses") {
+		t.Errorf("New = %v, want the spawn error", err)
+	}
+	if s.stopped != 1 {
+		t.Errorf("%d agents stopped, want host 1's", s.stopped)
+	}
+	assertGone(t, tok)
+}
+
+func TestClean(t *testing.T) {
+	needRoot(t)
+	tok, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ovsBefore := ovsRunning(context.Background())
+	lab, err := New(context.Background(), Config{Token: tok, Hosts: 2, Modes: []string{ModeBridge, ModeOverlay, ModeOVS, ModeMacvlan}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, err := netns.Create("ctb" + tok + "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct {
+		mode string
+		host int
+	}{{ModeOVS, 0}, {ModeMacvlan, 0}, {ModeBridge, 1}, {ModeOverlay, 2}} {
+		if _, err := lab.Attach(context.Background(), m.mode, m.host, c1); err != nil && !strings.Contains(err.Error(), "default route") {
+			t.Fatal(err)
+		}
+	}
+	// "Crash": no Close. Clean proper removes every ctb* namespace on the
+	// machine, which would hit other work running on it; the same code
+	// limited to this token runs here.
+	removed, err := clean("ctb"+tok, "ctb"+tok, rootLinkRE(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("removed %v", removed)
+	for _, want := range []string{"netns ctb" + tok + "h1", "netns ctb" + tok + "u", "netns ctb" + tok + "c1", "ovs-bridge ctb" + tok + "s", "link ctb" + tok + "m"} {
+		if !slices.Contains(removed, want) {
+			t.Errorf("removed %v, missing %q", removed, want)
+		}
+	}
+	assertGone(t, tok)
+	if !ovsBefore && ovsRunning(context.Background()) {
+		t.Error("Open vSwitch, started by the lab, still runs after Clean")
+	}
+	if err := lab.Close(); err != nil {
+		t.Errorf("Close after Clean: %v", err)
+	}
+}
+
+func TestRootLinkPattern(t *testing.T) {
+	re := rootLinkRE("")
+	for _, name := range []string{"ctb1a2bs", "ctb1a2bs12", "ctb1a2bp3", "ctb1a2bm", "ctb1a2bn", "ctb1a2bmh"} {
+		if !re.MatchString(name) {
+			t.Errorf("%s not matched", name)
+		}
+	}
+	for _, name := range []string{"ctbtest0", "ctb1a2bh1", "ctb1a2bc1", "ctbul0", "ctb0", "eth0", "ctb1a2bmx", "ctbcecea"} {
+		if re.MatchString(name) {
+			t.Errorf("%s matched", name)
+		}
+	}
+	if !rootLinkRE("1a2b").MatchString("ctb1a2bs4") || rootLinkRE("1a2b").MatchString("ctb3c4ds4") {
+		t.Error("token pattern")
+	}
+}
+
+func TestNamesFitIFNAMSIZ(t *testing.T) {
+	l := &Lab{tok: "abcd"}
+	for _, name := range []string{l.name("h", MaxHosts), l.name("u", MaxHosts), l.name("s", 253), l.name("p", 253),
+		l.name("b", 254), l.name("o", 254), l.name("e", 254), "ctb" + l.tok + "mh", l.ovsName(), l.switchName()} {
+		if len(name) > 15 {
+			t.Errorf("%s is longer than 15", name)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	spawn := func(context.Context, string, []string) (func() error, error) { return nil, nil }
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Token: "xyz1"}, "token"},
+		{Config{Token: "ab12", Modes: []string{"ipvlan"}}, "unknown mode"},
+		{Config{Token: "ab12", Hosts: 1, Modes: []string{ModeOverlay}}, "at least 2"},
+		{Config{Token: "ab12", Hosts: 0, Modes: []string{ModeBridge}}, "emulated hosts"},
+		{Config{Token: "ab12", Hosts: 2, Modes: []string{ModeOverlayEncrypted}}, "Spawn"},
+		{Config{Token: "ab12", Hosts: 2, Modes: []string{ModeOverlayEncrypted}, Spawn: spawn, UnderlayRate: "fast"}, "rate"},
+		{Config{Token: "ab12", UnderlayRate: "1gbit"}, "emulated hosts"},
+		{Config{Token: "ab12", Hosts: 100}, "hosts"},
+	} {
+		_, err := New(context.Background(), c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v) = %v, want an error about %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+func TestWrongModeAndHost(t *testing.T) {
+	lab := newLab(t, Config{Hosts: 1, Modes: []string{ModeBridge, ModeMacvlan}})
+	c1 := container(t, lab, 1)
+	for _, c := range []struct {
+		mode string
+		host int
+		want string
+	}{
+		{ModeMacvlan, 1, "only on the machine itself (host 0)"},
+		{ModeOVS, 1, "only on the machine itself (host 0)"},
+		{ModeBridge, 0, "needs emulated hosts"},
+		{ModeOverlay, 0, "needs emulated hosts"},
+		{ModeOverlay, 1, "not built"},
+		{ModeBridge, 2, "no host 2"},
+		{ModeHost, 1, "nothing to attach"},
+		{"ipvlan", 0, "unknown mode"},
+	} {
+		_, err := lab.Attach(context.Background(), c.mode, c.host, c1)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Attach(%s, %d) = %v, want an error about %q", c.mode, c.host, err, c.want)
+		}
+		if c.mode != ModeHost && lab.HostAddr(c.mode, c.host) != "" {
+			t.Errorf("HostAddr(%s, %d) = %q, want none", c.mode, c.host, lab.HostAddr(c.mode, c.host))
+		}
+	}
+	if _, err := lab.Attach(context.Background(), ModeBridge, 1, "/nonexistent"); err == nil {
+		t.Error("Attach to a missing namespace succeeded")
+	}
+	if lab.HostNS(2) != "" || lab.HostNS(0) != "" || lab.HostNS(1) == "" {
+		t.Errorf("HostNS: %q %q %q", lab.HostNS(0), lab.HostNS(1), lab.HostNS(2))
+	}
+
+	// Detach after Close is fine (the host, and the veth, are gone), and a
+	// closed lab attaches nothing.
+	a, err := lab.Attach(context.Background(), ModeBridge, 1, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Detach(); err != nil {
+		t.Errorf("Detach after Close: %v", err)
+	}
+	if _, err := lab.Attach(context.Background(), ModeMacvlan, 0, c1); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Attach on a closed lab = %v", err)
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]uint64{
+		"1gbit": 125_000_000, "100mbit": 12_500_000, "50mbit": 6_250_000, "500kbit": 62_500,
+		"10mbps": 10_000_000, "1.5gbit": 187_500_000, "8000": 1000, "1Gbit": 125_000_000,
+	} {
+		got, err := ParseRate(in)
+		if err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "fast", "0mbit", "-1mbit", "10 furlongs", "1bit"} {
+		if _, err := ParseRate(bad); err == nil {
+			t.Errorf("ParseRate(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestAllModesTogether builds every mode in one lab: they must not get in
+// each other's way (the two overlays use UDP ports 4789 and 4790 in every host).
+func TestAllModesTogether(t *testing.T) {
+	s := &standIn{}
+	lab := newLab(t, Config{
+		Hosts: 2,
+		Modes: []string{ModeHost, ModeBridge, ModeOverlay, ModeOverlayEncrypted, ModeOVS, ModeMacvlan},
+		Spawn: s.spawn,
+
+		skipWarmup: true,
+	})
+	pairs := []struct {
+		mode         string
+		hostA, hostB int
+	}{
+		{ModeBridge, 1, 2}, {ModeOverlay, 1, 2}, {ModeOVS, 0, 0}, {ModeMacvlan, 0, 0},
+	}
+	for i, p := range pairs {
+		ca, cb := container(t, lab, 2*i), container(t, lab, 2*i+1)
+		a, err := lab.Attach(context.Background(), p.mode, p.hostA, ca)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := lab.Attach(context.Background(), p.mode, p.hostB, cb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo(t, cb, b.IP, ca)
+		echo(t, ca, a.IP, cb)
+	}
+	// The encrypted overlay is wired (its traffic needs the real agent).
+	c := container(t, lab, 9)
+	if _, err := lab.Attach(context.Background(), ModeOverlayEncrypted, 2, c); err != nil {
+		t.Fatal(err)
+	}
+	assertVXLAN(t, lab, overlayPlain)
+	assertVXLAN(t, lab, overlayEncrypted)
+	echo(t, lab.HostNS(2), lab.HostAddr(ModeHost, 2), lab.HostNS(1))
+}
+
+// SetUnderlayRate reshapes the underlay between trials: a stream measures
+// the new rate, and "none" removes the shaping.
+func TestSetUnderlayRate(t *testing.T) {
+	lab := newLab(t, Config{Hosts: 2, Modes: []string{ModeHost}})
+	if err := lab.SetUnderlayRate("40mbit"); err != nil {
+		t.Fatal(err)
+	}
+	if got := lab.Info()["underlay.rate"]; got != "40mbit" {
+		t.Errorf("info underlay.rate %q", got)
+	}
+	if err := lab.SetUnderlayRate("none"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := handleAt(lab.HostNS(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ul, err := h.LinkByName(ifUnderlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, _ := h.QdiscList(ul)
+	for _, q := range qs {
+		if q.Type() == "tbf" {
+			t.Errorf("tbf still on the underlay after none: %+v", q)
+		}
+	}
+}

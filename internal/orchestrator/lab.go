@@ -1,0 +1,106 @@
+package orchestrator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/netlab"
+	"github.com/ctrbench/ctrbench/internal/netns"
+)
+
+// buildLab creates the networks ctrbench wires itself: hosts emulated
+// hosts and the modes the cells use (netlab).
+func (o *Options) buildLab(ctx context.Context, hosts int, modes []string) error {
+	if hosts < 2 {
+		hosts = 0 // the machine itself only: macvlan, OVS
+	}
+	if hosts > 0 && len(modes) == 0 {
+		modes = []string{netlab.ModeHost}
+	}
+	lab, err := netlab.New(ctx, netlab.Config{
+		Token:    o.runToken,
+		Hosts:    hosts,
+		Modes:    modes,
+		Spawn:    o.spawnWireGuard,
+		Progress: o.Progress.Notes(),
+	})
+	if err != nil {
+		return fmt.Errorf("building the network lab: %w", err)
+	}
+	o.lab = lab
+	return nil
+}
+
+// agentBinary is the ctrbench executable that runs agents.
+func (o *Options) agentBinary() (string, error) {
+	if o.Binary != "" {
+		return o.Binary, nil
+	}
+	return os.Executable()
+}
+
+// spawnWireGuard runs `ctrbench agent wireguard` inside an emulated host's
+// namespace (netlab's Spawner) and returns once it reports ready. The
+// process dies with ctrbench (PDEATHSIG); stop ends it with SIGTERM.
+func (o *Options) spawnWireGuard(ctx context.Context, nsPath string, args []string) (func() error, error) {
+	bin, err := o.agentBinary()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := netns.Start(nsPath, cmd); err != nil {
+		return nil, fmt.Errorf("starting the WireGuard agent: %w", err)
+	}
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"event":"ready"`) {
+				close(ready)
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+		done <- cmd.Wait()
+	}()
+	stop := func() error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			done <- err
+			return nil
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			return errors.New("the WireGuard agent did not stop on SIGTERM; killed")
+		}
+	}
+	select {
+	case <-ready:
+		return stop, nil
+	case err := <-done:
+		return nil, fmt.Errorf("the WireGuard agent exited before it was ready (%v): %s", err, strings.TrimSpace(stderr.String()))
+	case <-time.After(15 * time.Second):
+		_ = stop()
+		return nil, fmt.Errorf("the WireGuard agent was not ready within 15 s: %s", strings.TrimSpace(stderr.String()))
+	case <-ctx.Done():
+		_ = stop()
+		return nil, ctx.Err()
+	}
+}
