@@ -6,6 +6,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -104,6 +105,26 @@ func assertNothingLeft(t *testing.T, campaign string) {
 	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*/ctrbench/" + campaign); len(dirs) > 0 {
 		t.Errorf("cgroups left behind: %v", dirs)
 	}
+	assertNoLab(t)
+}
+
+// assertNoLab checks that no network namespace, OVS bridge or WireGuard
+// agent of ctrbench's remains (tests run one at a time).
+func assertNoLab(t *testing.T) {
+	t.Helper()
+	if ns, _ := filepath.Glob("/run/netns/ctb*"); len(ns) > 0 {
+		t.Errorf("network namespaces left behind: %v", ns)
+	}
+	if out, err := exec.Command("ovs-vsctl", "--timeout=2", "list-br").Output(); err == nil {
+		for _, br := range strings.Fields(string(out)) {
+			if strings.HasPrefix(br, "ctb") {
+				t.Errorf("OVS bridge %s left behind", br)
+			}
+		}
+	}
+	if out, _ := exec.Command("pgrep", "-f", "agent wireguard").Output(); len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("WireGuard agents left running: %s", out)
+	}
 }
 
 func contains(t *testing.T, what, s string, subs ...string) {
@@ -113,4 +134,25 @@ func contains(t *testing.T, what, s string, subs ...string) {
 			t.Errorf("%s does not contain %q:\n%s", what, sub, s)
 		}
 	}
+}
+
+// runReport runs an experiment that must succeed, checks it left nothing
+// behind, and returns its JSON report decoded into rows of T, with the
+// database path.
+func runReport[T any](t *testing.T, src string) ([]T, string) {
+	t.Helper()
+	exp := writeExperiment(t, src)
+	db := filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 10*time.Minute, "run", exp, "--db", db, "--no-report")
+	if r.code != 0 {
+		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
+		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
+	}
+	assertNothingLeft(t, campaignID(t, r.stderr))
+	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
+	var rows []T
+	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	return rows, db
 }

@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
-	"path/filepath"
 	"testing"
-	"time"
 )
 
 type irRow struct {
@@ -20,19 +17,7 @@ type irRow struct {
 
 func interferenceRows(t *testing.T, src string) []irRow {
 	t.Helper()
-	exp := writeExperiment(t, src)
-	db := filepath.Join(t.TempDir(), "r.db")
-	r := ctrbench(t, 10*time.Minute, "run", exp, "--db", db, "--no-report")
-	if r.code != 0 {
-		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
-		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
-	}
-	assertNothingLeft(t, campaignID(t, r.stderr))
-	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
-	var rows []irRow
-	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
-		t.Fatal(err)
-	}
+	rows, _ := runReport[irRow](t, src)
 	return rows
 }
 

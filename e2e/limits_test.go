@@ -9,19 +9,7 @@ import (
 
 func meanRows(t *testing.T, src string) map[string]float64 {
 	t.Helper()
-	exp := writeExperiment(t, src)
-	db := filepath.Join(t.TempDir(), "r.db")
-	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
-	if r.code != 0 {
-		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
-		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
-	}
-	assertNothingLeft(t, campaignID(t, r.stderr))
-	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
-	var rows []row
-	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
-		t.Fatal(err)
-	}
+	rows, _ := runReport[row](t, src)
 	mean := map[string]float64{}
 	for _, x := range rows {
 		k := x.Workload + " " + x.Metric

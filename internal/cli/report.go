@@ -26,6 +26,7 @@ type reportOptions struct {
 	Telemetry bool
 	PerPair   bool
 	Matrix    bool
+	Baseline  []string // factor=level overrides of the campaign's baseline
 }
 
 func newReportCmd() *cobra.Command {
@@ -58,13 +59,13 @@ func newReportCmd() *cobra.Command {
 				return writeFailures(cmd.Context(), db, id, cmd.OutOrStdout())
 			}
 			if o.Matrix {
-				series, _, err := loadSeries(cmd.Context(), db, id)
+				series, _, err := loadSeries(cmd.Context(), db, id, o.Baseline)
 				if err != nil {
 					return err
 				}
 				return report.Matrix(cmd.OutOrStdout(), report.Rows(series))
 			}
-			return writeReport(cmd.Context(), db, id, o.Format, o.Telemetry, o.PerPair, cmd.OutOrStdout())
+			return writeReport(cmd.Context(), db, id, o.Format, o.Telemetry, o.PerPair, o.Baseline, cmd.OutOrStdout())
 		},
 	}
 	c.Flags().StringVar(&o.DB, "db", DefaultDB, "results database (SQLite)")
@@ -72,6 +73,7 @@ func newReportCmd() *cobra.Command {
 	c.Flags().StringVar(&o.Format, "format", "table", "table, csv or json")
 	c.Flags().BoolVar(&o.Failures, "failures", false, "list failed and timed-out trials with their reasons instead")
 	c.Flags().BoolVar(&o.Matrix, "matrix", false, "co-location campaigns: S0's matrices, targets by neighbours per case, IR with intervals and mean [SD]")
+	c.Flags().StringArrayVar(&o.Baseline, "baseline", nil, "compare against another baseline than the experiment's: factor=level (repeatable), e.g. --baseline layer=reference")
 	c.Flags().BoolVar(&o.PerPair, "per-pair", false, "also show each client/server pair's own results (pair<i>.<metric>) in the table, with pairs > 1; JSON and CSV always include them")
 	c.Flags().BoolVar(&o.Telemetry, "telemetry", false, "also show telemetry (CPU time, throttling, memory peak, I/O, context switches, retransmissions) in the table; JSON and CSV always include it")
 	return c
@@ -79,7 +81,7 @@ func newReportCmd() *cobra.Command {
 
 // loadSeries turns a campaign's stored trials into report series: per cell
 // and metric, the values of ok non-warm-up trials, with the baseline cell's.
-func loadSeries(ctx context.Context, db *store.DB, id string) ([]report.Series, result.Campaign, error) {
+func loadSeries(ctx context.Context, db *store.DB, id string, baseline []string) ([]report.Series, result.Campaign, error) {
 	camp, err := db.Campaign(ctx, id)
 	if err != nil {
 		return nil, camp, err
@@ -87,6 +89,20 @@ func loadSeries(ctx context.Context, db *store.DB, id string) ([]report.Series, 
 	cells, err := db.Cells(ctx, camp.ID)
 	if err != nil {
 		return nil, camp, err
+	}
+	if len(baseline) > 0 {
+		b := map[string]string{}
+		for k, v := range camp.Baseline {
+			b[k] = v
+		}
+		for _, kv := range baseline {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || !factorHasLevel(cells, k, v) {
+				return nil, camp, usageError{fmt.Errorf("--baseline %q: want factor=level with a level the campaign ran", kv)}
+			}
+			b[k] = v
+		}
+		camp.Baseline = b
 	}
 	trials, err := db.Trials(ctx, camp.ID)
 	if err != nil {
@@ -181,12 +197,22 @@ func metricOrder(c result.Cell, seen []string) []string {
 	return out
 }
 
-func writeReport(ctx context.Context, db *store.DB, id, format string, withTelemetry, perPair bool, w io.Writer) error {
+// factorHasLevel reports whether some cell has factor k at level v.
+func factorHasLevel(cells []result.Cell, k, v string) bool {
+	for _, c := range cells {
+		if c.Factors[k] == v {
+			return true
+		}
+	}
+	return false
+}
+
+func writeReport(ctx context.Context, db *store.DB, id, format string, withTelemetry, perPair bool, baseline []string, w io.Writer) error {
 	f, err := report.Lookup(format)
 	if err != nil {
 		return usageError{err}
 	}
-	series, camp, err := loadSeries(ctx, db, id)
+	series, camp, err := loadSeries(ctx, db, id, baseline)
 	if err != nil {
 		return err
 	}

@@ -64,9 +64,11 @@
 // Overlay-encrypted is the same over WireGuard: a user-space WireGuard agent
 // (started through Config.Spawn) owns the TUN device ctbwg0 with
 // 198.18.250.<h>/24 in each host, peers with every other host over the
-// underlay (UDP 51820), and the VXLAN ctbex0 (VNI 4243, bridge ctbev0) uses
-// the tunnel addresses as its endpoints, so every overlay packet is
-// encrypted.
+// underlay (UDP 51820, keepalive every 10 s), and the VXLAN ctbex0 (VNI
+// 4243, UDP 4790, bridge ctbev0) uses the tunnel addresses as its
+// endpoints, so every overlay packet is encrypted. The lab sends datagrams
+// through every tunnel before it is ready, so handshakes are done and a
+// tunnel that passes nothing fails the lab, not a trial.
 //
 // OVS and macvlan live in the machine's root namespace. OVS is a bridge
 // ctb<tok>s whose internal port carries 198.18.200.1; it uses the kernel

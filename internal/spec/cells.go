@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,9 @@ func combinations(fs []Factor) []map[string]string {
 					m[k] = v
 				}
 				m[f.Name] = l
+				for k, v := range f.Bundle[l] {
+					m[k] = v
+				}
 				next = append(next, m)
 			}
 		}
@@ -95,13 +99,13 @@ func (e *Experiment) Cells() []result.Cell {
 			for k, v := range w.Params {
 				c.Params[k] = v
 			}
-			for _, f := range e.Factors {
-				if !relevant(f.Name, w) {
-					continue
+			for _, name := range factorKeys(e.Factors) {
+				lvl, set := combo[name]
+				if !relevant(name, w) || !set {
+					continue // a bundle level may leave a factor unset
 				}
-				lvl := combo[f.Name]
-				c.Factors[f.Name] = lvl
-				if pname, ok := strings.CutPrefix(f.Name, ParamPrefix); ok {
+				c.Factors[name] = lvl
+				if pname, ok := strings.CutPrefix(name, ParamPrefix); ok {
 					prm, _ := w.Spec.Param(pname)
 					c.Params[pname], _ = prm.Normalize(lvl)
 				}
@@ -171,13 +175,34 @@ func BaselineCell(baseline map[string]string, c result.Cell, cells []result.Cell
 		want[k] = v
 	}
 	for k, v := range baseline {
-		if _, ok := want[k]; ok {
-			want[k] = v
+		cur, ok := want[k]
+		if !ok {
+			continue
 		}
+		if order, ok := strings.CutPrefix(v, Previous+":"); ok {
+			levels := strings.Split(order, ",")
+			if i := slices.Index(levels, cur); i > 0 {
+				v = levels[i-1]
+			} else {
+				v = cur
+			}
+		}
+		want[k] = v
 	}
 	dropIrrelevant(want)
+	// A factor the baseline names may fix others (a bundle's level sets
+	// platform and network, an exclusion may tie two factors): those follow
+	// it rather than stay as in c.
+	determined := map[string]bool{}
+	for k := range baseline {
+		if want[k] != c.Factors[k] {
+			for j := range determinedBy(k, c.Workload, cells) {
+				determined[j] = true
+			}
+		}
+	}
 	for _, o := range cells {
-		if o.Workload == c.Workload && len(o.Factors) == len(want) && matches(o.Factors, want) {
+		if o.Workload == c.Workload && len(o.Factors) == len(want) && matchesExcept(o.Factors, want, determined) {
 			return o.ID, true
 		}
 	}
@@ -391,4 +416,79 @@ func chainHasContainer(factors map[string]string, roles []string) bool {
 		}
 	}
 	return false
+}
+
+// factorKeys lists the factor names a cell can carry: every factor, and
+// the factors bundles set, in file order.
+func factorKeys(fs []Factor) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range fs {
+		if !seen[f.Name] {
+			seen[f.Name] = true
+			out = append(out, f.Name)
+		}
+		for _, l := range f.Levels {
+			for _, k := range sortedKeys(f.Bundle[l]) {
+				if !seen[k] {
+					seen[k] = true
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// matchesExcept is matches, skipping the keys in skip.
+func matchesExcept(levels, want map[string]string, skip map[string]bool) bool {
+	for k, v := range want {
+		if !skip[k] {
+			if lv, ok := levels[k]; !ok || lv != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// determinedBy lists the factors whose level follows from factor k's among
+// a workload's cells: every two cells with the same level of k agree on
+// them, and they take more than one level.
+func determinedBy(k, workload string, cells []result.Cell) map[string]bool {
+	val := map[string]map[string]string{} // k's level -> factor -> level
+	levels := map[string]map[string]bool{}
+	bad := map[string]bool{}
+	for _, c := range cells {
+		if c.Workload != workload {
+			continue
+		}
+		kv, ok := c.Factors[k]
+		if !ok {
+			continue
+		}
+		if val[kv] == nil {
+			val[kv] = map[string]string{}
+		}
+		for j, v := range c.Factors {
+			if j == k {
+				continue
+			}
+			if levels[j] == nil {
+				levels[j] = map[string]bool{}
+			}
+			levels[j][v] = true
+			if prev, ok := val[kv][j]; ok && prev != v {
+				bad[j] = true
+			}
+			val[kv][j] = v
+		}
+	}
+	out := map[string]bool{}
+	for j, ls := range levels {
+		if !bad[j] && len(ls) > 1 {
+			out[j] = true
+		}
+	}
+	return out
 }

@@ -171,3 +171,79 @@ func TestMachineAndBlkio(t *testing.T) {
 		}
 	}
 }
+
+// S2's layers: a factor whose levels are named sets of other factors'
+// levels, compared each with the one below it (baseline: previous).
+func TestBundleLayersAndPrevious(t *testing.T) {
+	src := `name: layers
+factors:
+  hosts: [3]
+  layer:
+    reference: {platform: native, network: host}
+    docker: {platform: docker, network: bridge}
+    overlay: {platform: docker, network: overlay}
+  param.size: [10, 1000]
+baseline: {layer: previous}
+workloads:
+  - {name: pp, type: http.pingpong}
+`
+	e, err := Parse("l.yaml", []byte(src), nil, Machine{CPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := e.Cells()
+	if len(cells) != 6 {
+		t.Fatalf("%d cells: %v", len(cells), keys(cells))
+	}
+	byKey := map[string]int{}
+	for _, c := range cells {
+		byKey[c.Factors["layer"]+"/"+c.Factors["param.size"]] = c.ID
+		if pl := PlacementFor(c.Factors, "pong"); c.Factors["layer"] == "overlay" && (pl.Platform != "docker" || pl.Network != NetOverlay) {
+			t.Errorf("overlay layer placed pong as %+v", pl)
+		}
+	}
+	for _, c := range cells {
+		got, ok := e.BaselineOf(c, cells)
+		want := map[string]string{"reference": "reference", "docker": "reference", "overlay": "docker"}[c.Factors["layer"]]
+		if !ok || got != byKey[want+"/"+c.Factors["param.size"]] {
+			t.Errorf("baseline of %s: cell %d (%v), want the %s cell of the same size", c.Key(), got, ok, want)
+		}
+	}
+	for name, c := range map[string]struct{ src, want string }{
+		"bundle sets a factor also given": {strings.Replace(src, "  hosts: [3]\n", "  hosts: [3]\n  platform: [docker]\n", 1), "l.yaml:4:3: factor platform is also set by the levels of layer"},
+		"bad level in a bundle":           {strings.Replace(src, "network: bridge}", "network: weave}", 1), `l.yaml:6:41: level "docker" of layer: level "weave" of network: allowed:`},
+		"built-in name":                   {strings.Replace(src, "  layer:\n", "  network:\n", 1), `l.yaml:4:3: factor "network": a factor whose levels are named sets`},
+	} {
+		_, err := Parse("l.yaml", []byte(c.src), nil, Machine{CPUs: 2})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v\nwant %s", name, err, c.want)
+		}
+	}
+}
+
+func TestNetworkValidation(t *testing.T) {
+	m := Machine{CPUs: 2}
+	base := "name: n\nfactors:\n  platform: [docker]\n%s\nworkloads: [{name: tcp, type: net.tcp_stream}]\n"
+	for name, c := range map[string]struct{ factors, want string }{
+		"overlay needs hosts":    {"  network: [overlay]", "n.yaml:4:3: network overlay joins emulated hosts: it needs hosts 2 or more"},
+		"ovs on emulated hosts":  {"  hosts: [2]\n  network: [ovs]", "n.yaml:5:3: network ovs is on the machine itself"},
+		"docker host on hosts":   {"  hosts: [2]\n  network: [host]", "n.yaml:5:3: a Docker container cannot share an emulated host's namespace"},
+		"host beyond hosts":      {"  hosts: [2]\n  network: [bridge]\n  server.host: [3]", "n.yaml:6:3: server is placed on emulated host 3, but the cell has hosts 2"},
+		"half loopback":          {"  network: [bridge]\n  client.network: [loopback]", "network loopback puts every role of the workload in one container's namespace"},
+		"bad underlay":           {"  underlay: [fast]", `n.yaml:4:14: level "fast" of underlay: want none or a rate such as 100mbit`},
+		"too many pairs":         {"  pairs: [500]", `n.yaml:4:11: level "500" of pairs: want a whole number from 1 to 100`},
+		"pairs with antagonists": {"  pairs: [2]\n  antagonist: [tcp]\n  packaging: [separate-containers]", "pairs and antagonists do not combine"},
+	} {
+		src := strings.Replace(base, "%s", c.factors, 1)
+		_, err := Parse("n.yaml", []byte(src), nil, m)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v\nwant %s", name, err, c.want)
+		}
+	}
+	// Every machine network with a host process on one side is valid.
+	ok := strings.Replace(base, "%s", "  client.platform: [native]\n  server.platform: [docker]\n  network: [bridge, bridge-default, macvlan, ovs]", 1)
+	ok = strings.Replace(ok, "  platform: [docker]\n", "", 1)
+	if _, err := Parse("n.yaml", []byte(ok), nil, m); err != nil {
+		t.Errorf("host process to a container: %v", err)
+	}
+}

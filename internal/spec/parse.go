@@ -256,6 +256,7 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 	factorNodes := map[string]*yaml.Node{}
 	if n, ok := f["factors"]; ok {
 		e.Factors, factorNodes = p.factors(n, e.Workloads, m)
+		p.checkBundles(e.Factors, factorNodes)
 	}
 	// With neighbours, the target alone (S0's Case 1) is always run: added
 	// when missing, before exclusions and the baseline may name it.
@@ -406,6 +407,14 @@ func (p *parser) factors(n *yaml.Node, wls []Workload, m Machine) ([]Factor, map
 			continue
 		}
 		nodes[k.Value] = k
+		if v.Kind == yaml.MappingNode {
+			// Kept even with problems, so the baseline and exclusions
+			// that name it do not add errors of their own.
+			if f, _ := p.bundle(k, v, wls, m); len(f.Levels) > 0 {
+				out = append(out, f)
+			}
+			continue
+		}
 		if err := checkFactorName(k.Value, wls); err != nil {
 			p.addf(k, "%v", err)
 			continue
@@ -453,6 +462,84 @@ func (p *parser) factors(n *yaml.Node, wls []Workload, m Machine) ([]Factor, map
 }
 
 // levelMap reads a {factor: level} mapping and checks both exist.
+// bundle reads a factor whose levels are named sets of other factors'
+// levels: "layer: {reference: {platform: native, network: host}, docker:
+// {platform: docker, network: bridge}}". Its name is the user's own.
+func (p *parser) bundle(k, v *yaml.Node, wls []Workload, m Machine) (Factor, bool) {
+	f := Factor{Name: k.Value, Bundle: map[string]map[string]string{}}
+	if checkFactorName(k.Value, wls) == nil || strings.ContainsAny(k.Value, ". +") || k.Value == ExcludeWorkload {
+		p.addf(k, "factor %q: a factor whose levels are named sets of other factors' levels needs a name of its own (e.g. layer), not a built-in factor's", k.Value)
+		return f, false
+	}
+	ok := true
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		ln, lv := v.Content[i], v.Content[i+1]
+		if _, dup := f.Bundle[ln.Value]; dup {
+			p.addf(ln, "level %q of %s appears twice", ln.Value, k.Value)
+			ok = false
+			continue
+		}
+		if lv.Kind != yaml.MappingNode {
+			p.addf(lv, "level %q of %s must be a mapping of factor to level, e.g. {platform: docker, network: bridge}", ln.Value, k.Value)
+			ok = false
+			continue
+		}
+		set := map[string]string{}
+		for j := 0; j+1 < len(lv.Content); j += 2 {
+			fk, fv := lv.Content[j], lv.Content[j+1]
+			if fk.Value == FAntagonist || fk.Value == FPackaging {
+				p.addf(fk, "level %q of %s: %s cannot be set by a bundle; make it a factor of its own", ln.Value, k.Value, fk.Value)
+				ok = false
+				continue
+			}
+			if err := checkFactorName(fk.Value, wls); err != nil {
+				p.addf(fk, "level %q of %s: %v", ln.Value, k.Value, err)
+				ok = false
+				continue
+			}
+			sv, good := p.scalar(fv, "a level of "+fk.Value)
+			if !good {
+				ok = false
+				continue
+			}
+			lvl, err := checkLevel(fk.Value, sv, wls, m)
+			if err != nil {
+				p.addf(fv, "level %q of %s: %v", ln.Value, k.Value, err)
+				ok = false
+				continue
+			}
+			set[fk.Value] = lvl
+		}
+		f.Bundle[ln.Value] = set
+		f.Levels = append(f.Levels, ln.Value)
+	}
+	if len(f.Levels) == 0 {
+		p.addf(v, "factor %s has no levels", k.Value)
+		ok = false
+	}
+	return f, ok
+}
+
+// checkBundles rejects a factor set both by a bundle and on its own.
+func (p *parser) checkBundles(fs []Factor, nodes map[string]*yaml.Node) {
+	for _, f := range fs {
+		done := map[string]bool{}
+		for _, l := range f.Levels {
+			for _, name := range sortedKeys(f.Bundle[l]) {
+				if findFactor(fs, name) != nil && !done[name] {
+					done[name] = true
+					p.addf(nodes[name], "factor %s is also set by the levels of %s: set it in one place", name, f.Name)
+				}
+			}
+		}
+	}
+}
+
+// Previous is the baseline level meaning "the level before this one in the
+// file's order" (S2's layer-on-layer ratios); the first level is its own
+// baseline. Stored as "previous:<level>,<level>,…" so a report needs no file.
+const Previous = "previous"
+
 func (p *parser) levelMap(n *yaml.Node, what string, factors []Factor) map[string]string {
 	out := map[string]string{}
 	if n.Kind != yaml.MappingNode {
@@ -468,6 +555,10 @@ func (p *parser) levelMap(n *yaml.Node, what string, factors []Factor) map[strin
 		}
 		s, ok := p.scalar(v, what+" level")
 		if !ok {
+			continue
+		}
+		if what == "baseline" && s == Previous {
+			out[k.Value] = Previous + ":" + strings.Join(f.Levels, ",")
 			continue
 		}
 		lvl, ok := sameLevel(f, s, p.wls)

@@ -28,7 +28,7 @@ func TestQuickstart(t *testing.T) {
 	if e.Repetitions != 3 || e.Warmup != 1 || e.Timeout != 60*time.Second {
 		t.Errorf("repetitions/warmup/timeout = %d/%d/%s", e.Repetitions, e.Warmup, e.Timeout)
 	}
-	wantFactors := []Factor{{"platform", []string{"native", "docker"}}, {"network", []string{"host", "bridge"}}}
+	wantFactors := []Factor{{Name: "platform", Levels: []string{"native", "docker"}}, {Name: "network", Levels: []string{"host", "bridge"}}}
 	if !reflect.DeepEqual(e.Factors, wantFactors) {
 		t.Errorf("factors = %v, want %v", e.Factors, wantFactors)
 	}
@@ -168,11 +168,11 @@ workloads:
   - {type: cpu.primes}
 `)
 	want := []Factor{
-		{"network", []string{"host"}},
-		{"platform", []string{"docker", "native"}},
-		{"cpus", []string{"none", "0.5", "2"}},
-		{"cpuset", []string{"none", "0", "0-1", "0,1"}},
-		{"memory", []string{"none", "6MiB", "1GiB"}},
+		{Name: "network", Levels: []string{"host"}},
+		{Name: "platform", Levels: []string{"docker", "native"}},
+		{Name: "cpus", Levels: []string{"none", "0.5", "2"}},
+		{Name: "cpuset", Levels: []string{"none", "0", "0-1", "0,1"}},
+		{Name: "memory", Levels: []string{"none", "6MiB", "1GiB"}},
 	}
 	if !reflect.DeepEqual(e.Factors, want) {
 		t.Errorf("factors = %v\nwant %v", e.Factors, want)

@@ -113,7 +113,7 @@ func TestSet(t *testing.T) {
 			}
 		}},
 		{"dotted factor without a factors key", "name: x\nworkloads: [{name: tcp, type: net.tcp_stream}]\n", []string{"factors.client.platform=[docker]"}, func(t *testing.T, e *Experiment) {
-			if !reflect.DeepEqual(e.Factors, []Factor{{"client.platform", []string{"docker"}}}) {
+			if !reflect.DeepEqual(e.Factors, []Factor{{Name: "client.platform", Levels: []string{"docker"}}}) {
 				t.Errorf("factors = %v", e.Factors)
 			}
 		}},

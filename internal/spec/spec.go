@@ -39,6 +39,10 @@ type Experiment struct {
 type Factor struct {
 	Name   string
 	Levels []string
+	// Bundle, for a factor whose levels are named sets of other factors'
+	// levels ("layer: {reference: {platform: native, network: host}}"):
+	// level -> the levels it sets. nil for an ordinary factor.
+	Bundle map[string]map[string]string
 }
 
 // Workload is one workload entry of the file.

@@ -19,6 +19,7 @@ func TestParseBonnie(t *testing.T) {
 		"rewrite_mbs":          1814624 * 1024 / 1e6,
 		"block_input_mbs":      3076852 * 1024 / 1e6,
 		"random_seeks_per_sec": 4820,
+		"seeks_timed":          1,
 	}
 	if len(m) != len(want) {
 		t.Errorf("metrics %v", m)
@@ -27,6 +28,19 @@ func TestParseBonnie(t *testing.T) {
 		if !near(m[k], v, 1e-9*v) {
 			t.Errorf("%s = %v, want %v", k, m[k], v)
 		}
+	}
+
+	// Seeks faster than bonnie++'s 0.5 s timer: the throughputs stand, the
+	// seek rate is left out and the trial says so.
+	fast := strings.Replace(readTestdata(t, "bonnie", "ok_4g.csv"), "4820,", "+++++,", 1)
+	obs, err = parseBonnie(fast, 4096, 0)
+	if err != nil {
+		t.Fatalf("untimed seeks: %v", err)
+	}
+	if mf := obsMap(obs); mf["seeks_timed"] != 0 || mf["block_input_mbs"] != m["block_input_mbs"] {
+		t.Errorf("untimed seeks read as %v", mf)
+	} else if _, ok := mf["random_seeks_per_sec"]; ok {
+		t.Errorf("a seek rate was reported for untimed seeks: %v", mf)
 	}
 
 	// Format 1.97 (bonnie++ 1.97.x, e.g. Debian 10): no seeks and seeker

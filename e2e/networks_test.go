@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/store"
+)
+
+type netRow struct {
+	Workload string            `json:"workload"`
+	Metric   string            `json:"metric"`
+	Cell     map[string]string `json:"cell"`
+	N        int               `json:"n"`
+	Mean     float64           `json:"mean"`
+}
+
+// TestEveryNetworkOnTheMachine: a request/response workload over every
+// network mode of the machine itself, from a container and from a host
+// process to a container; every trial ok, each agent saw the interface it
+// should, and the campaign recorded the OVS datapath.
+func TestEveryNetworkOnTheMachine(t *testing.T) {
+	requireDocker(t)
+	rows, db := runReport[netRow](t, `name: e2e-networks
+seed: 11
+repetitions: 1
+factors:
+  server.platform: [docker]
+  client.platform: [docker, native]
+  network: [host, loopback, bridge, bridge-default, macvlan, ovs]
+exclude:
+  - {client.platform: native, network: loopback}
+workloads:
+  - {name: rr, type: net.tcp_rr, params: {duration: 300ms}}
+`)
+	got := map[string]bool{}
+	for _, r := range rows {
+		if r.Metric == "transactions_per_sec" && r.N == 1 && r.Mean > 0 {
+			got[r.Cell["client.platform"]+"/"+r.Cell["network"]] = true
+		}
+	}
+	if len(got) != 11 {
+		t.Errorf("want 11 cells with a result, got %d: %v", len(got), got)
+	}
+	d, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	camp, err := d.LatestCampaign(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dp := camp.Env["net.ovs.datapath"]; dp != "netdev" && dp != "system" {
+		t.Errorf("campaign env has no OVS datapath: %v", camp.Env)
+	}
+	trials, err := d.Trials(context.Background(), camp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, _ := d.Cells(context.Background(), camp.ID)
+	netOf := map[int]string{}
+	for _, c := range cells {
+		netOf[c.ID] = c.Factors["network"] + "/" + c.Factors["client.platform"]
+	}
+	want := map[string]string{ // what the server saw on its interfaces
+		"loopback/docker": "loopback only", "ovs/docker": "198.18.200.", "macvlan/docker": "198.18.201.", "macvlan/native": "198.18.201.",
+	}
+	for _, tr := range trials {
+		if w, ok := want[netOf[tr.CellID]]; ok && !strings.Contains(tr.Seen["server.net.interfaces"], w) {
+			t.Errorf("%s: the server saw %q, want %q", netOf[tr.CellID], tr.Seen["server.net.interfaces"], w)
+		}
+	}
+}
+
+// TestEmulatedHosts: processes and containers on two emulated hosts, over
+// the routed bridge, the overlay and the encrypted overlay, S2's ping-pong
+// across three roles; the underlay's tbf rate caps a stream between hosts.
+func TestEmulatedHosts(t *testing.T) {
+	requireDocker(t)
+	rows, _ := runReport[netRow](t, `name: e2e-hosts
+seed: 12
+repetitions: 1
+factors:
+  hosts: [2]
+  layer:
+    reference: {platform: native, network: host}
+    docker: {platform: docker, network: bridge}
+    overlay: {platform: docker, network: overlay}
+    encrypted: {platform: docker, network: overlay-encrypted}
+  underlay: [none, 200mbit]
+exclude:
+  - {workload: pp, underlay: 200mbit}
+workloads:
+  - {name: pp, type: http.pingpong, params: {duration: 500ms, size: 10000}}
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
+`)
+	pp, tcp := map[string]float64{}, map[string]float64{}
+	for _, r := range rows {
+		switch {
+		case r.Workload == "pp" && r.Metric == "transfer_rate":
+			pp[r.Cell["layer"]] = r.Mean
+		case r.Workload == "tcp" && r.Metric == "throughput":
+			tcp[r.Cell["layer"]+"/"+r.Cell["underlay"]] = r.Mean
+		}
+	}
+	for _, l := range []string{"reference", "docker", "overlay", "encrypted"} {
+		if pp[l] <= 0 {
+			t.Errorf("ping-pong over %s: transfer rate %v", l, pp[l])
+		}
+		if v := tcp[l+"/200mbit"]; v <= 0 || v > 0.23 {
+			t.Errorf("%s over a 200 Mbit/s underlay: %.3f Gbit/s", l, v)
+		}
+	}
+	if v := tcp["docker/none"]; v < 0.5 {
+		t.Errorf("unshaped bridge across hosts: %.3f Gbit/s, want well above the 0.2 shaped rate", v)
+	}
+}
+
+// TestPairs: four client/server pairs at once; each pair's result is kept,
+// the aggregate is their sum, and Jain's index is in (0, 1].
+func TestPairs(t *testing.T) {
+	requireDocker(t)
+	rows, _ := runReport[netRow](t, `name: e2e-pairs
+seed: 13
+repetitions: 1
+factors:
+  platform: [docker]
+  network: [bridge]
+  pairs: [4]
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
+`)
+	var sum, agg, jain, overlap float64
+	n := 0
+	for _, r := range rows {
+		switch {
+		case strings.HasPrefix(r.Metric, "pair") && strings.HasSuffix(r.Metric, ".throughput"):
+			sum += r.Mean
+			n++
+		case r.Metric == "throughput":
+			agg = r.Mean
+		case r.Metric == "pairs.jain":
+			jain = r.Mean
+		case r.Metric == "pairs.overlap_pct":
+			overlap = r.Mean
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%d per-pair throughputs, want 4", n)
+	}
+	if d := agg - sum; d > 1e-9*sum || d < -1e-9*sum || agg <= 0 {
+		t.Errorf("aggregate %.4f is not the sum of the pairs %.4f", agg, sum)
+	}
+	if jain <= 0.25 || jain > 1 {
+		t.Errorf("Jain's index %v out of (1/4, 1]", jain)
+	}
+	if overlap < 50 {
+		t.Errorf("the pairs ran together for only %.0f%% of their window", overlap)
+	}
+}
+
+// TestCleanAfterKillWithLab: a run killed while its emulated hosts, overlay
+// and WireGuard agents exist leaves them; `ctrbench clean` removes every
+// namespace, link and agent.
+func TestCleanAfterKillWithLab(t *testing.T) {
+	requireDocker(t)
+	db := filepath.Join(t.TempDir(), "r.db")
+	exp := writeExperiment(t, `name: e2e-kill-lab
+seed: 1
+repetitions: 1
+timeout: 1h
+factors:
+  hosts: [2]
+  platform: [docker]
+  network: [overlay-encrypted]
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1h}}
+`)
+	cmd, stderr := startCtrbench(t, "run", exp, "--db", db)
+	waitFor(t, "the campaign to start", time.Minute, func() bool { return campaignLine.MatchString(stderr.String()) })
+	id := campaignID(t, stderr.String())
+	waitFor(t, "the trial to run", time.Minute, func() bool { return strings.Contains(stderr.String(), "docker: ") })
+	time.Sleep(2 * time.Second)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cmd.Process.Wait()
+	if ns, _ := filepath.Glob("/run/netns/ctb*"); len(ns) == 0 {
+		t.Fatal("the killed run left no namespaces: nothing for clean to do (killed too early?)")
+	}
+	r := ctrbench(t, time.Minute, "clean", "--campaign", id)
+	if r.code != 0 {
+		t.Fatalf("clean exited %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	contains(t, "clean output", r.stdout, "removed netns ctb")
+	assertNothingLeft(t, id)
+}

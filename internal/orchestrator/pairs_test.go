@@ -1,0 +1,42 @@
+package orchestrator
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+func TestAggregatePairs(t *testing.T) {
+	ws := &workload.Spec{Metrics: []workload.Metric{{Name: "throughput", Unit: "Gbit/s", Better: result.Higher}}}
+	ob := func(m string, v float64, unit string) result.Observation {
+		return result.Observation{Metric: m, Value: v, Unit: unit, Better: result.Higher}
+	}
+	per := [][]result.Observation{
+		{ob("throughput", 1, "Gbit/s"), ob("latency_p99", 10, "ms")},
+		{ob("throughput", 3, "Gbit/s"), ob("latency_p99", 30, "ms")},
+	}
+	t0 := time.Unix(1000, 0)
+	windows := []result.Window{{Start: t0, End: t0.Add(10 * time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(11 * time.Second)}}
+	got := map[string]float64{}
+	for _, o := range aggregatePairs(per, windows, ws) {
+		got[o.Metric] = o.Value
+	}
+	want := map[string]float64{
+		"throughput": 4, "latency_p99": 20, // rates add up, the rest is the mean
+		"pair1.throughput": 1, "pair2.throughput": 3, "pair1.latency_p99": 10, "pair2.latency_p99": 30,
+		"pairs.jain":          16.0 / (2 * 10), // (1+3)² / (2·(1+9))
+		"pairs.max_min_ratio": 3,
+		"pairs.overlap_pct":   90, // 9 s together of a 10 s mean window
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || math.Abs(g-v) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d observations, want %d: %v", len(got), len(want), got)
+	}
+}
