@@ -28,7 +28,6 @@ PKGS=(
 	"/usr/lib/x86_64-linux-gnu/libgomp.so.1:libgomp1"
 	"chromium:chromium"
 	"ovs-vsctl:openvswitch-switch"
-	"ethtool:ethtool"
 )
 
 missing_pkgs() {
