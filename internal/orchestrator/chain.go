@@ -284,6 +284,7 @@ func (o *Options) executeChain(ctx context.Context, cell result.Cell, pt spec.Pl
 	loopOwners := make([]string, npairs)
 	errs := make([]error, npairs)
 	var wg sync.WaitGroup
+	serversFrom := time.Now()
 	for p := range pairs {
 		pairs[p] = &pairRun{}
 		wg.Add(1)
@@ -343,7 +344,10 @@ func (o *Options) executeChain(ctx context.Context, cell result.Cell, pt spec.Pl
 	driver := roles[len(roles)-1]
 	var extra []string
 	if npairs > 1 {
-		at := time.Now().Add(2*time.Second + time.Duration(npairs)*150*time.Millisecond)
+		// The clients take about as long to start as the servers did:
+		// give them that, half again, and a second more.
+		margin := max(2*time.Second, time.Second+time.Since(serversFrom)*3/2)
+		at := time.Now().Add(margin)
 		extra = append(extra, "--start-at", strconv.FormatInt(at.UnixNano(), 10))
 	}
 	extra = append(extra, sameContainer...)
@@ -414,8 +418,18 @@ func (o *Options) executeChain(ctx context.Context, cell result.Cell, pt spec.Pl
 	for p, pr := range pairs {
 		windows[p] = result.Window{Start: pr.res.Started, End: pr.res.Ended}
 	}
-	return aggregatePairs(perPair, windows, ws), "", nil
+	obs := aggregatePairs(perPair, windows, ws)
+	for _, ob := range obs {
+		if ob.Metric == "pairs.overlap_pct" && ob.Value < minPairsOverlap {
+			ex.flags = fmt.Sprintf("the %d pairs ran together for only %.0f%% of their mean window (want %.0f%%): some started late", npairs, ob.Value, minPairsOverlap)
+		}
+	}
+	return obs, "", nil
 }
+
+// minPairsOverlap is the share of their window all pairs must run
+// together; below it the trial is flagged.
+const minPairsOverlap = 90.0
 
 func pairErr(npairs, p int, err error) error {
 	if npairs == 1 {
@@ -428,11 +442,14 @@ func pairErr(npairs, p int, err error) error {
 func isRate(unit string) bool { return strings.HasSuffix(unit, "/s") }
 
 // aggregatePairs turns the pairs' observations into the trial's: each
-// pair's as "pair<i>.<metric>", the aggregate under the metric's own name
-// (the sum of rates, the mean of everything else), and for the workload's
+// pair's as "pair<i>.<metric>", the aggregate under the metric's own name,
+// and for the workload's
 // headline metric Jain's fairness index and the max/min ratio across pairs
 // (S4); "pairs.overlap_pct" is how much of the pairs' mean window all of
-// them ran at once.
+// them ran at once. The aggregate of a rate is the pairs' work over the
+// whole span, Σ rate_i·duration_i / (last end − first start): the sum of
+// the rates when the pairs ran together, less when they did not (never a
+// sum of rates that were not simultaneous). Other metrics are averaged.
 func aggregatePairs(perPair [][]result.Observation, windows []result.Window, ws *workload.Spec) []result.Observation {
 	type agg struct {
 		ob   result.Observation
@@ -455,17 +472,30 @@ func aggregatePairs(perPair [][]result.Observation, windows []result.Window, ws 
 			out = append(out, pob)
 		}
 	}
+	var first, last time.Time
+	for i, w := range windows {
+		if i == 0 || w.Start.Before(first) {
+			first = w.Start
+		}
+		if i == 0 || w.End.After(last) {
+			last = w.End
+		}
+	}
+	span := last.Sub(first).Seconds()
 	var aggs []result.Observation
 	for _, m := range order {
 		a := byMetric[m]
-		var sum float64
+		var sum, work float64
 		for _, v := range a.vals {
 			sum += v
 		}
 		ob := a.ob
-		ob.Value = sum
-		if !isRate(ob.Unit) {
-			ob.Value = sum / float64(len(a.vals))
+		ob.Value = sum / float64(len(a.vals))
+		if isRate(ob.Unit) && len(a.vals) == len(windows) && span > 0 {
+			for p, v := range a.vals {
+				work += v * windows[p].End.Sub(windows[p].Start).Seconds()
+			}
+			ob.Value = work / span
 		}
 		aggs = append(aggs, ob)
 	}

@@ -25,7 +25,7 @@ func TestAggregatePairs(t *testing.T) {
 		got[o.Metric] = o.Value
 	}
 	want := map[string]float64{
-		"throughput": 4, "latency_p99": 20, // rates add up, the rest is the mean
+		"throughput": (1*10 + 3*10) / 11.0, "latency_p99": 20, // rates: the work over the span (11 s); the rest: the mean
 		"pair1.throughput": 1, "pair2.throughput": 3, "pair1.latency_p99": 10, "pair2.latency_p99": 30,
 		"pairs.jain":          16.0 / (2 * 10), // (1+3)² / (2·(1+9))
 		"pairs.max_min_ratio": 3,
@@ -38,5 +38,20 @@ func TestAggregatePairs(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("got %d observations, want %d: %v", len(got), len(want), got)
+	}
+}
+
+// Pairs that ran one after the other do not add up their rates.
+func TestAggregatePairsApart(t *testing.T) {
+	ws := &workload.Spec{Metrics: []workload.Metric{{Name: "throughput", Unit: "Gbit/s", Better: result.Higher}}}
+	per := [][]result.Observation{{{Metric: "throughput", Value: 10, Unit: "Gbit/s"}}, {{Metric: "throughput", Value: 10, Unit: "Gbit/s"}}}
+	t0 := time.Unix(1000, 0)
+	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(2 * time.Second)}}
+	got := map[string]float64{}
+	for _, o := range aggregatePairs(per, windows, ws) {
+		got[o.Metric] = o.Value
+	}
+	if got["throughput"] != 10 || got["pairs.overlap_pct"] != 0 {
+		t.Errorf("back-to-back pairs: aggregate %v (want 10, not 20), overlap %v", got["throughput"], got["pairs.overlap_pct"])
 	}
 }
