@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
-	"path/filepath"
 	"testing"
-	"time"
 )
 
 func meanRows(t *testing.T, src string) map[string]float64 {
@@ -72,7 +69,7 @@ workloads:
 // TestWriteThrottle: write_bps caps a container's direct writes.
 func TestWriteThrottle(t *testing.T) {
 	requireDocker(t)
-	exp := writeExperiment(t, `name: e2e-throttle
+	exp := (`name: e2e-throttle
 seed: 7
 repetitions: 1
 factors:
@@ -82,17 +79,7 @@ factors:
 workloads:
   - {name: disk, type: disk.fio, params: {size: 64MiB, runtime: 2s, direct: true}}
 `)
-	db := filepath.Join(t.TempDir(), "r.db")
-	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
-	if r.code != 0 {
-		t.Fatalf("run exited %d\n%s", r.code, r.stderr)
-	}
-	assertNothingLeft(t, campaignID(t, r.stderr))
-	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
-	var rows []row
-	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
-		t.Fatal(err)
-	}
+	rows, _ := runReport[row](t, exp)
 	got := map[string]float64{}
 	for _, x := range rows {
 		got[x.Cell["write_bps"]+" "+x.Metric] = x.Mean

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -12,7 +11,7 @@ import (
 // client on the bridge sees its own TCP segments.
 func TestTelemetryExplainsLimits(t *testing.T) {
 	requireDocker(t)
-	exp := writeExperiment(t, `name: e2e-telemetry
+	exp := (`name: e2e-telemetry
 seed: 4
 repetitions: 2
 factors:
@@ -23,17 +22,7 @@ workloads:
   - {name: cpu, type: cpu.primes, params: {duration: 2s, max_prime: 5000}}
   - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
 `)
-	db := filepath.Join(t.TempDir(), "r.db")
-	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
-	if r.code != 0 {
-		t.Fatalf("run exited %d\n%s", r.code, r.stderr)
-	}
-	assertNothingLeft(t, campaignID(t, r.stderr))
-	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
-	var rows []row
-	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
-		t.Fatal(err)
-	}
+	rows, db := runReport[row](t, exp)
 	mean := map[string]float64{}
 	for _, x := range rows {
 		mean[x.Workload+" "+x.Metric] = x.Mean

@@ -58,6 +58,7 @@ type wireRow struct {
 	Cell             map[string]string `json:"cell"`
 	N                int               `json:"n"`
 	Failed           int               `json:"failed"`
+	Flagged          int               `json:"flagged"`
 	Mean             num               `json:"mean"`
 	SD               num               `json:"sd"`
 	RSDPct           num               `json:"rsd_pct"`
@@ -78,7 +79,7 @@ func (r Row) MarshalJSON() ([]byte, error) {
 	w := wireRow{
 		Campaign: r.Campaign, Workload: r.Workload, WorkloadType: r.WorkloadType,
 		Metric: r.Metric, Unit: r.Unit, Better: r.Better, Cell: r.Cell,
-		N: r.N, Failed: r.Failed,
+		N: r.N, Failed: r.Failed, Flagged: r.Flagged,
 		Mean: num(r.Mean), SD: num(r.SD), RSDPct: num(r.RSDPct),
 		CI95:        [2]num{num(r.CI95[0]), num(r.CI95[1])},
 		Significant: r.Significant, VsBaselineMethod: r.VsBaselineMethod,
@@ -118,7 +119,7 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 	*r = Row{
 		Campaign: w.Campaign, Workload: w.Workload, WorkloadType: w.WorkloadType,
 		Metric: w.Metric, Unit: w.Unit, Better: w.Better, Cell: w.Cell,
-		N: w.N, Failed: w.Failed,
+		N: w.N, Failed: w.Failed, Flagged: w.Flagged,
 		Mean: float64(w.Mean), SD: float64(w.SD), RSDPct: float64(w.RSDPct),
 		CI95:        [2]float64{float64(w.CI95[0]), float64(w.CI95[1])},
 		Significant: w.Significant, VsBaselineMethod: w.VsBaselineMethod,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -186,5 +187,26 @@ func TestLookup(t *testing.T) {
 	_, err := Lookup("xml")
 	if err == nil || !strings.Contains(err.Error(), "csv, json, table") {
 		t.Errorf("Lookup(xml) error = %v, want the allowed names", err)
+	}
+}
+
+// Every field of Row reaches JSON: wireRow must have the same JSON names.
+func TestWireRowHasEveryField(t *testing.T) {
+	names := func(v any) map[string]bool {
+		out := map[string]bool{}
+		ty := reflect.TypeOf(v)
+		for i := 0; i < ty.NumField(); i++ {
+			out[strings.Split(ty.Field(i).Tag.Get("json"), ",")[0]] = true
+		}
+		return out
+	}
+	row, wire := names(Row{}), names(wireRow{})
+	for n := range row {
+		if !wire[n] {
+			t.Errorf("Row's %q is missing from the JSON form", n)
+		}
+	}
+	if len(row) != len(wire) {
+		t.Errorf("Row has %d JSON fields, the JSON form %d", len(row), len(wire))
 	}
 }
