@@ -79,7 +79,7 @@ func newAgentCmd() *cobra.Command {
 	loop.Flags().StringVar(&lo.Workload, "workload", "", "workload type, or idle")
 	loop.Flags().StringVar(&lo.Params, "params", "{}", "parameters as a JSON object of strings")
 	loop.Flags().StringVar(&loopJoin, "join-cgroups", "", "cgroup directories to enter first (comma-separated)")
-	loop.Flags().StringVar(&lo.DataDir, "data-dir", "", "ignored by neighbours; accepted for symmetry with run")
+	loop.Flags().StringVar(&lo.DataDir, "data-dir", "", "directory in which disk neighbours write (default: the system's temporary directory)")
 	loop.Flags().StringVar(&loopTele, "telemetry", "", "counters that are this instance's own: cgroup, netns (comma-separated)")
 	_ = loop.MarkFlagRequired("workload")
 	var wgConfig string

@@ -75,14 +75,15 @@ func (p *Platform) Close(context.Context) error {
 }
 
 type instance struct {
-	netns  string
-	cmd    *exec.Cmd
-	stdout io.ReadCloser
-	stderr *tailBuffer
-	group  *cgroup.Group
-	done   chan struct{}
-	err    error
-	once   sync.Once
+	netns   string
+	dataDir string // removed with the instance
+	cmd     *exec.Cmd
+	stdout  io.ReadCloser
+	stderr  *tailBuffer
+	group   *cgroup.Group
+	done    chan struct{}
+	err     error
+	once    sync.Once
 }
 
 func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
@@ -118,6 +119,18 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		// measured instruction runs outside the limits.
 		args = insertAfterRun(args, "--join-cgroups", strings.Join(group.Dirs, ","))
 	}
+	// The agent's data lives in a directory the platform owns and removes
+	// with the instance: an agent killed mid-trial cannot clean up itself.
+	dataDir, err := os.MkdirTemp("", "ctrbench-agent-")
+	if err != nil {
+		if group != nil {
+			group.Remove()
+		}
+		return nil, fmt.Errorf("making a data directory for %s: %w", spec.Name, err)
+	}
+	if isAgent(args) {
+		args = insertAfterRun(args, "--data-dir", dataDir)
+	}
 	cmd := exec.Command(p.binary, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cmd.Env = append(os.Environ(), "CTRBENCH_INSTANCE="+spec.Name)
@@ -125,6 +138,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	// soon as the process exits, losing output not yet read.
 	out, w, err := os.Pipe()
 	if err != nil {
+		os.RemoveAll(dataDir)
 		return nil, err
 	}
 	cmd.Stdout = w
@@ -140,17 +154,28 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	w.Close()
 	if err != nil {
 		out.Close()
+		os.RemoveAll(dataDir)
 		if group != nil {
 			group.Remove()
 		}
 		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)
 	}
-	in := &instance{netns: spec.NetNS, cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
+	in := &instance{netns: spec.NetNS, dataDir: dataDir, cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
 	go func() {
 		in.err = cmd.Wait()
 		close(in.done)
 	}()
 	return in, nil
+}
+
+// isAgent reports whether args run an agent role or neighbour.
+func isAgent(args []string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "agent" && (args[i+1] == "run" || args[i+1] == "loop") {
+			return true
+		}
+	}
+	return false
 }
 
 // insertAfterRun puts flags right after "agent run" so they precede any
@@ -207,6 +232,7 @@ func (in *instance) Remove(ctx context.Context) error {
 		case <-time.After(10 * time.Second):
 		}
 		in.stdout.Close()
+		os.RemoveAll(in.dataDir)
 		if in.group != nil {
 			in.group.Remove()
 		}
