@@ -15,18 +15,12 @@ type irRow struct {
 	IRExcludes0 *bool             `json:"ir_excludes_0"`
 }
 
-func interferenceRows(t *testing.T, src string) []irRow {
-	t.Helper()
-	rows, _ := runReport[irRow](t, src)
-	return rows
-}
-
 // The A/A check of the instrument: a neighbour that does nothing must not
 // show interference — the IR interval of the target contains 0 — and it
 // covered the target's whole window.
 func TestInterferenceAA(t *testing.T) {
 	requireDocker(t)
-	rows := interferenceRows(t, `name: e2e-aa
+	rows, _ := runReport[irRow](t, `name: e2e-aa
 seed: 9
 repetitions: 6
 factors:
@@ -61,7 +55,7 @@ workloads:
 // core each get half of it, so the target's rate drops by half: IR -0.5.
 func TestInterferenceKnownEffect(t *testing.T) {
 	requireDocker(t)
-	rows := interferenceRows(t, `name: e2e-known-effect
+	rows, _ := runReport[irRow](t, `name: e2e-known-effect
 seed: 10
 repetitions: 3
 factors:

@@ -69,7 +69,7 @@ workloads:
 // TestWriteThrottle: write_bps caps a container's direct writes.
 func TestWriteThrottle(t *testing.T) {
 	requireDocker(t)
-	exp := (`name: e2e-throttle
+	rows, _ := runReport[row](t, `name: e2e-throttle
 seed: 7
 repetitions: 1
 factors:
@@ -79,7 +79,6 @@ factors:
 workloads:
   - {name: disk, type: disk.fio, params: {size: 64MiB, runtime: 2s, direct: true}}
 `)
-	rows, _ := runReport[row](t, exp)
 	got := map[string]float64{}
 	for _, x := range rows {
 		got[x.Cell["write_bps"]+" "+x.Metric] = x.Mean

@@ -11,7 +11,7 @@ import (
 // client on the bridge sees its own TCP segments.
 func TestTelemetryExplainsLimits(t *testing.T) {
 	requireDocker(t)
-	exp := (`name: e2e-telemetry
+	rows, db := runReport[row](t, `name: e2e-telemetry
 seed: 4
 repetitions: 2
 factors:
@@ -22,7 +22,6 @@ workloads:
   - {name: cpu, type: cpu.primes, params: {duration: 2s, max_prime: 5000}}
   - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
 `)
-	rows, db := runReport[row](t, exp)
 	mean := map[string]float64{}
 	for _, x := range rows {
 		mean[x.Workload+" "+x.Metric] = x.Mean

@@ -286,6 +286,7 @@ func Loop(ctx context.Context, o Options) error {
 	ns, err := resolveNeighbours([]string{spec})
 	if err == nil && len(o.JoinCgroups) > 0 {
 		err = cgroup.JoinSelf(o.JoinCgroups)
+		o.Telemetry.Cgroup = true // a native neighbour under limits has its own cgroup
 	}
 	if err != nil {
 		res.Status, res.Error = result.Failed, err.Error()

@@ -65,14 +65,12 @@ func newAgentCmd() *cobra.Command {
 			lo.Stdout, lo.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if loopJoin != "" {
 				lo.JoinCgroups = strings.Split(loopJoin, ",")
-				lo.Telemetry.Cgroup = true
 			}
 			sc, err := telemetryScope(loopTele)
 			if err != nil {
 				return err
 			}
-			lo.Telemetry.Cgroup = lo.Telemetry.Cgroup || sc.Cgroup
-			lo.Telemetry.Netns = sc.Netns
+			lo.Telemetry = sc
 			return agent.Loop(cmd.Context(), lo)
 		},
 	}

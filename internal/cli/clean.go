@@ -58,26 +58,22 @@ func newCleanCmd() *cobra.Command {
 				fmt.Fprintf(w, "a ctrbench run is in progress (pid %s)\n", strings.Join(pids, ", "))
 			}
 			if !live || force {
-				removed, err := netlab.Clean()
-				for _, r := range removed {
-					fmt.Fprintf(w, "removed %s\n", r)
-				}
+				labRemoved, err := netlab.Clean()
 				if err != nil {
 					problems = append(problems, err.Error())
 				}
-			} else {
-				fmt.Fprintf(w, "kept network namespaces and OVS bridges named %s* (a campaign is still running; --force removes them)\n", platform.LinkPrefix)
-			}
-			if !live || force {
+				for _, r := range labRemoved {
+					fmt.Fprintf(w, "removed %s\n", r)
+				}
 				removed, err := links.RemoveAll(nil)
+				if err != nil {
+					problems = append(problems, err.Error())
+				}
 				for _, l := range removed {
 					fmt.Fprintf(w, "removed link %s\n", l)
 				}
-				if err != nil {
-					problems = append(problems, err.Error())
-				}
 			} else {
-				fmt.Fprintf(w, "kept links named %s* (a campaign is still running; --force removes them)\n", platform.LinkPrefix)
+				fmt.Fprintf(w, "kept network namespaces, OVS bridges and links named %s* (a campaign is still running; --force removes them)\n", platform.LinkPrefix)
 			}
 			tree := native.CgroupParent
 			if campaign != "" {

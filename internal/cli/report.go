@@ -232,7 +232,7 @@ func writeReport(ctx context.Context, db *store.DB, id, format string, withTelem
 // isTelemetry reports whether a metric is telemetry ("telemetry.cpu_seconds",
 // "server.telemetry.cpu_seconds").
 func isTelemetry(metric string) bool {
-	return isTelemetryName(metric)
+	return strings.HasPrefix(metric, "telemetry.") || strings.Contains(metric, ".telemetry.")
 }
 
 // isPerPair reports whether a metric is one pair's ("pair3.throughput_gbps")
@@ -245,10 +245,6 @@ func isPerPair(metric string) bool {
 	n, _, ok := strings.Cut(rest, ".")
 	_, err := strconv.Atoi(n)
 	return ok && err == nil
-}
-
-func isTelemetryName(metric string) bool {
-	return strings.HasPrefix(metric, "telemetry.") || strings.Contains(metric, ".telemetry.")
 }
 
 func writeFailures(ctx context.Context, db *store.DB, id string, w io.Writer) error {

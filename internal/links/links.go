@@ -32,6 +32,12 @@ func List() ([]string, error) {
 // RemoveAll deletes every host link named with the ctrbench prefix, except
 // those in keep. It returns the names removed.
 func RemoveAll(keep map[string]bool) ([]string, error) {
+	return RemoveMatching(func(name string) bool { return !keep[name] })
+}
+
+// RemoveMatching deletes the host links named with the ctrbench prefix for
+// which match is true, and returns their names.
+func RemoveMatching(match func(name string) bool) ([]string, error) {
 	ls, err := netlink.LinkList()
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
@@ -40,11 +46,12 @@ func RemoveAll(keep map[string]bool) ([]string, error) {
 	var errs []string
 	for _, l := range ls {
 		name := l.Attrs().Name
-		if !strings.HasPrefix(name, platform.LinkPrefix) || keep[name] {
+		if !strings.HasPrefix(name, platform.LinkPrefix) || !match(name) {
 			continue
 		}
-		// Deleting one end of a veth pair deletes its peer too, so a link
-		// listed a moment ago may already be gone: that is success.
+		// Deleting one end of a veth pair deletes its peer too (and a
+		// parent its macvlan children), so a link listed a moment ago may
+		// already be gone: that is success.
 		if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
 			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
 			continue

@@ -107,6 +107,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/netns"
 )
 
@@ -388,7 +389,7 @@ func (l *Lab) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if _, err := removeRootLinks(rootLinkRE(l.tok)); err != nil {
+	if _, err := links.RemoveMatching(rootLinkRE(l.tok).MatchString); err != nil {
 		errs = append(errs, err)
 	}
 	// Hosts first, the switch last: deleting a namespace destroys its
@@ -435,31 +436,6 @@ func rootLinkRE(tok string) *regexp.Regexp {
 		t = "[0-9a-f]{4}"
 	}
 	return regexp.MustCompile(`^ctb` + t + `(s[0-9]*|p[0-9]+|m|n|mh)$`)
-}
-
-// removeRootLinks deletes root-namespace links whose names match re and
-// returns their names.
-func removeRootLinks(re *regexp.Regexp) ([]string, error) {
-	ls, err := netlink.LinkList()
-	if err != nil {
-		return nil, fmt.Errorf("listing links: %w", err)
-	}
-	var removed []string
-	var errs []error
-	for _, lk := range ls {
-		name := lk.Attrs().Name
-		if !re.MatchString(name) {
-			continue
-		}
-		// One end of a veth pair takes its peer with it, and macvlan
-		// children go with their parent: a link already gone is success.
-		if err := netlink.LinkDel(lk); err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting link %s: %w", name, err))
-			continue
-		}
-		removed = append(removed, name)
-	}
-	return removed, errors.Join(errs...)
 }
 
 // Clean removes what crashed labs left behind: every namespace
@@ -509,11 +485,11 @@ func clean(nsPrefix, brPrefix string, linkRE *regexp.Regexp) ([]string, error) {
 			removed = append(removed, "openvswitch daemons")
 		}
 	}
-	links, err := removeRootLinks(linkRE)
+	gone, err := links.RemoveMatching(linkRE.MatchString)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, n := range links {
+	for _, n := range gone {
 		removed = append(removed, "link "+n)
 	}
 	if err := errors.Join(errs...); err != nil {

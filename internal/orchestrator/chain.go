@@ -19,26 +19,42 @@ import (
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
+// placed is where a role of a cell runs: its placement and its emulated
+// host (0 = the machine itself).
+type placed struct {
+	role string
+	pl   spec.Placement
+	host int
+}
+
+// place resolves role's placement in cell; chain is the workload's roles
+// (servers first, driver last), along which roles spread over hosts.
+func place(cell result.Cell, role string, chain []string) placed {
+	at := placed{role: role, pl: spec.PlacementFor(cell.Factors, role)}
+	if spec.Hosts(cell.Factors) > 1 {
+		at.host = spec.HostOf(cell.Factors, role, chain)
+	}
+	return at
+}
+
+// rootNS reports whether the role shares the machine's own network
+// namespace: a host process on the machine, or a container on its network.
+func (p placed) rootNS() bool {
+	return p.pl.Platform == "native" && p.host == 0 || p.pl.Platform != "native" && p.pl.Network == spec.NetHost
+}
+
 // agentRef is a started agent and where it sits on the network.
 type agentRef struct {
 	*running
-	role string
-	pl   spec.Placement
-	host int    // emulated host, 0 = the machine itself
-	ip   string // its own address ("" in the host's namespace)
-}
-
-// nsKind says whose network namespace an agent is in.
-func (a *agentRef) rootNS() bool {
-	return a.pl.Platform == "native" && a.host == 0 || a.pl.Platform != "native" && a.pl.Network == spec.NetHost
+	placed
+	ip string // its own address ("" in the host's namespace)
 }
 
 // trialRun holds what one trial started, for cleanup.
 type trialRun struct {
-	o     *Options
-	cell  result.Cell
-	pt    spec.PlannedTrial
-	roles []string
+	o    *Options
+	cell result.Cell
+	pt   spec.PlannedTrial
 
 	mu      sync.Mutex
 	started []*running
@@ -69,15 +85,10 @@ func platformNet(pl spec.Placement, hosts int) (network, wired string) {
 // start launches one agent placed as its role says: on its emulated host,
 // in its network (wired by netlab after it starts, or joining the first
 // instance of its pair for loopback).
-func (tr *trialRun) start(ctx context.Context, role, name string, args []string, chain []string, loopOwner *string) (*agentRef, error) {
-	o, cell := tr.o, tr.cell
-	pl := spec.PlacementFor(cell.Factors, role)
-	hosts := spec.Hosts(cell.Factors)
-	ref := &agentRef{role: role, pl: pl}
-	if hosts > 1 {
-		ref.host = spec.HostOf(cell.Factors, role, chain)
-	}
-	network, wired := platformNet(pl, hosts)
+func (tr *trialRun) start(ctx context.Context, at placed, name string, args []string, loopOwner *string) (*agentRef, error) {
+	o, role, pl := tr.o, at.role, at.pl
+	ref := &agentRef{placed: at}
+	network, wired := platformNet(pl, spec.Hosts(tr.cell.Factors))
 	isp := platform.InstanceSpec{Name: name, Network: network, Storage: pl.Storage}
 	if pl.Platform == "native" && ref.host > 0 {
 		isp.NetNS = o.lab.HostNS(ref.host)
@@ -157,38 +168,35 @@ func (tr *trialRun) cleanup(ctx context.Context) {
 	}
 }
 
-// serverAddrs works out where a server listens and where its client
-// connects. Never 0.0.0.0 in the machine's own namespace, which would
-// listen on the real interface: there the server binds loopback, or the
-// host-side address of the network its client sits on.
-func (o *Options) serverAddrs(srv *agentRef, cli spec.Placement, cliHost int) (bind, host string, err error) {
-	cliRoot := cli.Platform == "native" && cliHost == 0 || cli.Platform != "native" && cli.Network == spec.NetHost
+// serverAddrs works out where a server listens and the address its
+// client connects to; target "" means the server's own address, known once
+// it runs. Never 0.0.0.0 in the machine's own namespace, which would listen
+// on the real interface: there the server binds loopback, or the host-side
+// address of the network its client sits on.
+func (o *Options) serverAddrs(srv, cli placed) (bind, target string, err error) {
 	switch {
 	case srv.rootNS():
-		if cliRoot {
+		if cli.rootNS() {
 			return "127.0.0.1", "127.0.0.1", nil
 		}
-		addr := o.hostSide(cli, 0)
+		addr := o.hostSide(cli.pl, 0)
 		if addr == "" {
-			return "", "", fmt.Errorf("no host-side address on network %s for the %s", cli.Network, srv.role)
+			return "", "", fmt.Errorf("no host-side address on network %s for the %s", cli.pl.Network, srv.role)
 		}
 		return addr, addr, nil
 	case srv.pl.Platform == "native": // on an emulated host: a namespace of ctrbench's own
-		if cli.Platform == "native" && cliHost == srv.host {
+		if cli.pl.Platform == "native" && cli.host == srv.host {
 			return "0.0.0.0", "127.0.0.1", nil
 		}
-		addr := o.hostSide(cli, srv.host)
+		addr := o.hostSide(cli.pl, srv.host)
 		if addr == "" {
-			return "", "", fmt.Errorf("emulated host %d has no address on network %s", srv.host, cli.Network)
+			return "", "", fmt.Errorf("emulated host %d has no address on network %s", srv.host, cli.pl.Network)
 		}
 		return "0.0.0.0", addr, nil
 	case srv.pl.Network == spec.NetLoopback:
 		return "127.0.0.1", "127.0.0.1", nil
 	}
-	if srv.ip == "" {
-		return "", "", fmt.Errorf("%s has no address on network %s", srv.role, srv.pl.Network)
-	}
-	return "0.0.0.0", srv.ip, nil
+	return "0.0.0.0", "", nil
 }
 
 // hostSide is the address a host (0 = the machine, ≥1 = emulated) has on
@@ -224,7 +232,7 @@ func (o *Options) executeChain(ctx context.Context, cell result.Cell, pt spec.Pl
 	}
 	params, _ := json.Marshal(cell.Params)
 	roles := ws.RoleList()
-	tr := &trialRun{o: o, cell: cell, pt: pt, roles: roles}
+	tr := &trialRun{o: o, cell: cell, pt: pt}
 	defer tr.cleanup(ctx)
 	if spec.Hosts(cell.Factors) > 1 && o.lab != nil {
 		if err := o.lab.SetUnderlayRate(cell.Factors[spec.FUnderlay]); err != nil {
@@ -264,7 +272,8 @@ func (o *Options) executeChain(ctx context.Context, cell result.Cell, pt spec.Pl
 		typ, nparams := neighbour.Parse(nb)
 		name := fmt.Sprintf("ctrbench-%s-t%d-antagonist%d-%s", o.CampaignID, pt.Seq, i+1, o.runToken)
 		var none string
-		r, err := tr.start(ctx, spec.RoleAntagonist, name, []string{"agent", "loop", "--workload", typ, "--params", nparams}, []string{spec.RoleAntagonist}, &none)
+		at := place(cell, spec.RoleAntagonist, []string{spec.RoleAntagonist})
+		r, err := tr.start(ctx, at, name, []string{"agent", "loop", "--workload", typ, "--params", nparams}, &none)
 		if err != nil {
 			return nil, "", err
 		}
@@ -291,24 +300,13 @@ func (o *Options) executeChain(ctx context.Context, cell result.Cell, pt spec.Pl
 		go func() {
 			defer wg.Done()
 			for i, role := range roles[:len(roles)-1] {
-				cli := spec.PlacementFor(cell.Factors, roles[i+1])
-				cliHost := 0
-				if spec.Hosts(cell.Factors) > 1 {
-					cliHost = spec.HostOf(cell.Factors, roles[i+1], roles)
-				}
-				// The bind address depends only on placements, so it is
-				// known before the server starts.
-				probe := &agentRef{role: role, pl: spec.PlacementFor(cell.Factors, role)}
-				if spec.Hosts(cell.Factors) > 1 {
-					probe.host = spec.HostOf(cell.Factors, role, roles)
-				}
-				probe.ip = "pending"
-				bind, _, err := o.serverAddrs(probe, cli, cliHost)
+				srvAt, cliAt := place(cell, role, roles), place(cell, roles[i+1], roles)
+				bind, host, err := o.serverAddrs(srvAt, cliAt)
 				if err != nil {
 					errs[p] = err
 					return
 				}
-				srv, err := tr.start(ctx, role, nameOf(role, p), agentArgs(role, bind, targets[p]), roles, &loopOwners[p])
+				srv, err := tr.start(ctx, srvAt, nameOf(role, p), agentArgs(role, bind, targets[p]), &loopOwners[p])
 				if err != nil {
 					errs[p] = err
 					return
@@ -324,10 +322,11 @@ func (o *Options) executeChain(ctx context.Context, cell result.Cell, pt spec.Pl
 					errs[p] = fmt.Errorf("%s announced a bad address %q: %w", role, addr, err)
 					return
 				}
-				_, host, err := o.serverAddrs(srv, cli, cliHost)
-				if err != nil {
-					errs[p] = err
-					return
+				if host == "" {
+					if host = srv.ip; host == "" {
+						errs[p] = fmt.Errorf("%s has no address on network %s", role, srvAt.pl.Network)
+						return
+					}
 				}
 				targets[p] = net.JoinHostPort(host, port)
 			}
@@ -355,7 +354,7 @@ func (o *Options) executeChain(ctx context.Context, cell result.Cell, pt spec.Pl
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := tr.start(ctx, driver, nameOf(driver, p), agentArgs(driver, "", targets[p], extra...), roles, &loopOwners[p])
+			d, err := tr.start(ctx, place(cell, driver, roles), nameOf(driver, p), agentArgs(driver, "", targets[p], extra...), &loopOwners[p])
 			if err != nil {
 				errs[p] = err
 				return

@@ -78,6 +78,7 @@ func matches(levels, pattern map[string]string) bool {
 // of a pair is measured as the target in turn.
 func (e *Experiment) Cells() []result.Cell {
 	combos := combinations(e.Factors)
+	keys := factorKeys(e.Factors)
 	excluded := func(w string, combo map[string]string) bool {
 		named := map[string]string{ExcludeWorkload: w}
 		for k, v := range combo {
@@ -99,7 +100,7 @@ func (e *Experiment) Cells() []result.Cell {
 			for k, v := range w.Params {
 				c.Params[k] = v
 			}
-			for _, name := range factorKeys(e.Factors) {
+			for _, name := range keys {
 				lvl, set := combo[name]
 				if !relevant(name, w) || !set {
 					continue // a bundle level may leave a factor unset

@@ -31,6 +31,7 @@ type Platform struct {
 	binary   string
 	campaign string
 	parent   string // cgroup every instance's group is created in
+	machine  bool   // parent is an emulated machine (Setup.CgroupParent)
 }
 
 // New returns a native platform running binary (the ctrbench executable).
@@ -42,7 +43,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	p.campaign = s.CampaignID
 	p.parent = CgroupParent + "/" + p.campaign
 	if s.CgroupParent != "" {
-		p.parent = s.CgroupParent
+		p.parent, p.machine = s.CgroupParent, true
 	}
 	for _, n := range s.Networks {
 		if n != platform.NetHost && n != "" {
@@ -100,7 +101,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	var group *cgroup.Group
 	// Under an emulated machine (a cgroup parent with limits) every agent
 	// gets a group, so the machine's limits bind it too.
-	if !spec.Limits.IsZero() || p.parent != CgroupParent+"/"+p.campaign {
+	if !spec.Limits.IsZero() || p.machine {
 		sp := cgroup.Spec{CPUs: spec.Limits.CPUs, Cpuset: spec.Limits.Cpuset, MemoryBytes: spec.Limits.MemoryBytes,
 			BlkioWeight: spec.Limits.BlkioWeight, ReadBps: spec.Limits.ReadBps, WriteBps: spec.Limits.WriteBps, Always: true}
 		if sp.ReadBps > 0 || sp.WriteBps > 0 {
@@ -168,27 +169,29 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	return in, nil
 }
 
-// isAgent reports whether args run an agent role or neighbour.
-func isAgent(args []string) bool {
+// agentAt is the index of "agent run" or "agent loop" in args, or -1.
+func agentAt(args []string) int {
 	for i := 0; i+1 < len(args); i++ {
 		if args[i] == "agent" && (args[i+1] == "run" || args[i+1] == "loop") {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
+
+// isAgent reports whether args run an agent role or neighbour.
+func isAgent(args []string) bool { return agentAt(args) >= 0 }
 
 // insertAfterRun puts flags right after "agent run" so they precede any
 // positional arguments.
 func insertAfterRun(args []string, flags ...string) []string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "agent" && (args[i+1] == "run" || args[i+1] == "loop") {
-			out := append([]string{}, args[:i+2]...)
-			out = append(out, flags...)
-			return append(out, args[i+2:]...)
-		}
+	i := agentAt(args)
+	if i < 0 {
+		return append(append([]string{}, args...), flags...)
 	}
-	return append(append([]string{}, args...), flags...)
+	out := append([]string{}, args[:i+2]...)
+	out = append(out, flags...)
+	return append(out, args[i+2:]...)
 }
 
 func (in *instance) Stdout() io.Reader { return in.stdout }
