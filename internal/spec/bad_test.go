@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -185,5 +186,42 @@ func TestNativeBridgeSuggestionWorks(t *testing.T) {
 		if _, err := Parse(tc.file, data, []string{set}, testMachine); err != nil {
 			t.Errorf("%s with the suggested --set %s:\n%v", tc.file, set, err)
 		}
+	}
+}
+
+var updateBad = flag.Bool("update", false, "rewrite testdata/bad.golden")
+
+// Every bad file's problems, as printed, are exactly those of
+// testdata/bad.golden: the .want files pin what must be said, this pins
+// every word, so a change of how validation decides cannot change a
+// message unnoticed.
+func TestBadFilesGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, file := range files {
+		_, err := Load(file, nil, testMachine)
+		fmt.Fprintf(&b, "== %s\n%v\n", file, err)
+	}
+	if *updateBad {
+		if err := os.WriteFile("testdata/bad.golden", []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile("testdata/bad.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); got != string(want) {
+		wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
+		for i := range min(len(wl), len(gl)) {
+			if wl[i] != gl[i] {
+				t.Fatalf("line %d:\n want %s\n  got %s", i+1, wl[i], gl[i])
+			}
+		}
+		t.Fatalf("want %d lines, got %d", len(wl), len(gl))
 	}
 }
