@@ -21,12 +21,30 @@ const (
 // Valid reports whether b is one of the two directions.
 func (b Better) Valid() bool { return b == Higher || b == Lower }
 
-// Observation is one measured value of one metric.
+// Observation is one measured value of one metric. Its identity is
+// structured (see MetricID): a workload sets only Metric, and the agent and
+// the trial runner say whose value it is and what kind.
 type Observation struct {
-	Metric string  `json:"metric"`
+	Metric string  `json:"metric"` // the metric's own name, as its workload or telemetry declares it
+	Scope  Scope   `json:"scope,omitempty"`
+	Kind   Kind    `json:"kind,omitempty"`
+	Role   string  `json:"role,omitempty"`  // the role that reported it; "" for the measured (driving) role
+	Index  int     `json:"index,omitempty"` // 1-based pair or neighbour number; 0 for all of them
 	Value  float64 `json:"value"`
 	Unit   string  `json:"unit"`
 	Better Better  `json:"better"`
+}
+
+// ID is the observation's identity, with defaults filled in.
+func (o Observation) ID() MetricID {
+	id := MetricID{Metric: o.Metric, Scope: o.Scope, Kind: o.Kind, Role: o.Role, Index: o.Index}
+	if id.Scope == "" {
+		id.Scope = ScopeTrial
+	}
+	if id.Kind == "" {
+		id.Kind = KindMeasure
+	}
+	return id
 }
 
 // Status of a trial or of one agent's run.

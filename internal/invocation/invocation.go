@@ -1,0 +1,196 @@
+// Package invocation is the typed command line of ctrbench's agent: what
+// the orchestrator asks an instance to run. It is encoded once (Args, by
+// the runners and platforms) and decoded once (Bind, by the CLI's agent
+// commands), with the flag names written only here.
+package invocation
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Kind is the agent subcommand.
+type Kind string
+
+const (
+	// Run runs one role of a workload once and prints its result.
+	Run Kind = "run"
+	// Loop runs a workload over and over as a neighbour until SIGTERM.
+	Loop Kind = "loop"
+)
+
+// Counters says which counters are the instance's own: its cgroup's (a
+// container, or a process under limits) and its network namespace's.
+type Counters struct {
+	Cgroup bool
+	Netns  bool
+}
+
+// Agent is one invocation of `ctrbench agent run|loop`.
+type Agent struct {
+	Kind     Kind
+	Workload string // workload type, e.g. cpu.primes, or idle for a loop
+	Params   string // JSON object of parameter name -> value; "" = {}
+	// Role, Bind, Target: run only. Bind "" is loopback (127.0.0.1).
+	Role   string
+	Bind   string
+	Target string // host:port of the server, for a client
+	// DataDir is where disk workloads write; "" = the system's temporary
+	// directory. The platform sets it where it mounts storage.
+	DataDir string
+	// Antagonists are neighbours to loop beside the target in this same
+	// instance ("TYPE=PARAMS_JSON" or "idle"); run only.
+	Antagonists []string
+	Counters    Counters
+	// JoinCgroups are cgroup directories the agent enters before any work:
+	// how a platform without cgroups of its own applies limits.
+	JoinCgroups []string
+	// WaitNet: ctrbench wires the namespace from outside after the start;
+	// wait for an address first. Run only.
+	WaitNet bool
+	// StartAt begins the measured run at this moment (pairs start
+	// together); zero = at once. Run only.
+	StartAt time.Time
+}
+
+// Flag names, written once.
+const (
+	flagWorkload    = "workload"
+	flagParams      = "params"
+	flagRole        = "role"
+	flagBind        = "bind"
+	flagTarget      = "target"
+	flagDataDir     = "data-dir"
+	flagAntagonist  = "antagonist"
+	flagTelemetry   = "telemetry"
+	flagJoinCgroups = "join-cgroups"
+	flagWaitNet     = "wait-net"
+	flagStartAt     = "start-at"
+)
+
+// Args encodes the invocation as the arguments of the ctrbench binary.
+func (a Agent) Args() []string {
+	args := []string{"agent", string(a.Kind), "--" + flagWorkload, a.Workload}
+	add := func(flag, v string) {
+		if v != "" {
+			args = append(args, "--"+flag, v)
+		}
+	}
+	add(flagParams, a.Params)
+	add(flagRole, a.Role)
+	add(flagBind, a.Bind)
+	add(flagTarget, a.Target)
+	add(flagDataDir, a.DataDir)
+	for _, n := range a.Antagonists {
+		add(flagAntagonist, n)
+	}
+	add(flagTelemetry, a.Counters.String())
+	add(flagJoinCgroups, strings.Join(a.JoinCgroups, ","))
+	if a.WaitNet {
+		args = append(args, "--"+flagWaitNet)
+	}
+	if !a.StartAt.IsZero() {
+		add(flagStartAt, strconv.FormatInt(a.StartAt.UnixNano(), 10))
+	}
+	return args
+}
+
+// Decoder holds flag values until Decode turns them into an Agent.
+type Decoder struct {
+	kind            Kind
+	a               Agent
+	telemetry, join string
+	startAt         int64
+	antagonists     []string
+}
+
+// Bind defines the flags of the kind's subcommand on fs; after fs has
+// parsed, Decode returns the invocation.
+func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
+	d := &Decoder{kind: kind}
+	fs.StringVar(&d.a.Workload, flagWorkload, "", "workload type, e.g. cpu.primes"+map[Kind]string{Loop: ", or idle"}[kind])
+	fs.StringVar(&d.a.Params, flagParams, "", "parameters as a JSON object of strings (default {})")
+	fs.StringVar(&d.a.DataDir, flagDataDir, "", "directory in which disk workloads write (default: the system's temporary directory)")
+	fs.StringVar(&d.telemetry, flagTelemetry, "", "counters that are this instance's own: cgroup, netns (comma-separated)")
+	fs.StringVar(&d.join, flagJoinCgroups, "", "cgroup directories to enter before any work (comma-separated)")
+	if kind == Run {
+		fs.StringVar(&d.a.Role, flagRole, "", "role, e.g. server or client (default main)")
+		fs.StringVar(&d.a.Bind, flagBind, "", "address a server listens on (default 127.0.0.1)")
+		fs.StringVar(&d.a.Target, flagTarget, "", "host:port of the server, for a client")
+		fs.StringArrayVar(&d.antagonists, flagAntagonist, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
+		fs.BoolVar(&d.a.WaitNet, flagWaitNet, false, "wait until an interface besides loopback has an address (ctrbench wires the namespace from outside)")
+		fs.Int64Var(&d.startAt, flagStartAt, 0, "begin the measured run at this time (Unix nanoseconds), so several pairs start together")
+	}
+	return d
+}
+
+// Decode returns the invocation the parsed flags describe.
+func (d *Decoder) Decode() (Agent, error) {
+	a := d.a
+	a.Kind = d.kind
+	if a.Workload == "" {
+		return a, fmt.Errorf("--%s is required", flagWorkload)
+	}
+	c, err := ParseCounters(d.telemetry)
+	if err != nil {
+		return a, err
+	}
+	a.Counters = c
+	if d.join != "" {
+		a.JoinCgroups = strings.Split(d.join, ",")
+	}
+	a.Antagonists = d.antagonists
+	if d.startAt > 0 {
+		a.StartAt = time.Unix(0, d.startAt)
+	}
+	return a, nil
+}
+
+// Parse decodes args as Args encodes them ("agent", the kind, flags).
+func Parse(args []string) (Agent, error) {
+	if len(args) < 2 || args[0] != "agent" || (Kind(args[1]) != Run && Kind(args[1]) != Loop) {
+		return Agent{}, fmt.Errorf("not an agent invocation: %q", args)
+	}
+	fs := pflag.NewFlagSet("agent "+args[1], pflag.ContinueOnError)
+	d := Bind(Kind(args[1]), fs)
+	if err := fs.Parse(args[2:]); err != nil {
+		return Agent{}, err
+	}
+	if fs.NArg() > 0 {
+		return Agent{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return d.Decode()
+}
+
+// String is the --telemetry form: "cgroup,netns", "cgroup", or "".
+func (c Counters) String() string {
+	var s []string
+	if c.Cgroup {
+		s = append(s, "cgroup")
+	}
+	if c.Netns {
+		s = append(s, "netns")
+	}
+	return strings.Join(s, ",")
+}
+
+// ParseCounters reads the --telemetry form.
+func ParseCounters(s string) (Counters, error) {
+	var c Counters
+	for _, t := range strings.Split(s, ",") {
+		switch t {
+		case "cgroup":
+			c.Cgroup = true
+		case "netns":
+			c.Netns = true
+		case "":
+		default:
+			return c, fmt.Errorf("--%s: unknown scope %q (cgroup, netns)", flagTelemetry, t)
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,121 @@
+package result
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Scope says whose value an observation is.
+type Scope string
+
+const (
+	ScopeTrial     Scope = "trial"     // the trial's: its only pair, or a single-role workload
+	ScopePair      Scope = "pair"      // one client/server pair of several (Index)
+	ScopeAggregate Scope = "aggregate" // all the pairs of a trial together
+	ScopeNeighbour Scope = "neighbour" // an antagonist beside the target (Index; 0 = all of them)
+)
+
+// Kind says what an observation measures.
+type Kind string
+
+const (
+	KindMeasure   Kind = "measure"   // a metric the workload declares
+	KindTelemetry Kind = "telemetry" // a resource counter read around the run (CPU time, retransmissions…)
+	KindPairs     Kind = "pairs"     // a statistic across the pairs of a trial (fairness, overlap)
+)
+
+// MetricID is a metric's identity: which metric, whose, and what kind.
+// It is comparable, so reports group by it.
+type MetricID struct {
+	Metric string
+	Scope  Scope
+	Kind   Kind
+	Role   string
+	Index  int
+}
+
+// String is the metric's name as reports print it, e.g. "throughput",
+// "server.telemetry.cpu_seconds", "pair3.throughput", "pairs.jain",
+// "antagonist2.telemetry.cpu_seconds". ParseMetricName reads it back.
+func (id MetricID) String() string {
+	var b strings.Builder
+	switch {
+	case id.Scope == ScopePair:
+		b.WriteString("pair" + strconv.Itoa(id.Index) + ".")
+	case id.Scope == ScopeNeighbour && id.Index > 1:
+		b.WriteString(neighbourName + strconv.Itoa(id.Index) + ".")
+	case id.Scope == ScopeNeighbour:
+		b.WriteString(neighbourName + ".")
+	}
+	if id.Kind == KindPairs {
+		b.WriteString(pairsName + ".")
+	}
+	if id.Role != "" {
+		b.WriteString(id.Role + ".")
+	}
+	if id.Kind == KindTelemetry {
+		b.WriteString(telemetryName + ".")
+	}
+	b.WriteString(id.Metric)
+	return b.String()
+}
+
+const (
+	neighbourName = "antagonist"
+	pairsName     = "pairs"
+	telemetryName = "telemetry"
+)
+
+// ParseMetricName reads a name as String prints it: the form in which
+// result files before schema version 4 stored a metric's identity. pairs
+// says whether the trial ran several pairs, so that an unqualified name is
+// their aggregate. Workload and telemetry metric names never contain dots,
+// so every dot-separated qualifier is one of the prefixes above or a role.
+func ParseMetricName(name string, pairs bool) MetricID {
+	id := MetricID{Scope: ScopeTrial, Kind: KindMeasure}
+	if pairs {
+		id.Scope = ScopeAggregate
+	}
+	first, rest, ok := strings.Cut(name, ".")
+	if !ok {
+		id.Metric = name
+		return id
+	}
+	switch {
+	case first == pairsName:
+		id.Kind, id.Scope = KindPairs, ScopeAggregate
+		first, rest, ok = strings.Cut(rest, ".")
+	case strings.HasPrefix(first, "pair") && isIndex(first[len("pair"):]):
+		id.Scope = ScopePair
+		id.Index, _ = strconv.Atoi(first[len("pair"):])
+		first, rest, ok = strings.Cut(rest, ".")
+	case first == neighbourName:
+		id.Scope = ScopeNeighbour
+		first, rest, ok = strings.Cut(rest, ".")
+		if first == telemetryName && ok {
+			id.Index = 1 // the first neighbour's own counters
+		}
+	case strings.HasPrefix(first, neighbourName) && isIndex(first[len(neighbourName):]):
+		id.Scope = ScopeNeighbour
+		id.Index, _ = strconv.Atoi(first[len(neighbourName):])
+		first, rest, ok = strings.Cut(rest, ".")
+	}
+	if ok && first != telemetryName {
+		id.Role = first
+		first, rest, ok = strings.Cut(rest, ".")
+	}
+	if ok && first == telemetryName {
+		id.Kind = KindTelemetry
+		first, rest, ok = strings.Cut(rest, ".")
+	}
+	if ok { // more qualifiers than any writer produced: keep the rest whole
+		first += "." + rest
+	}
+	id.Metric = first
+	return id
+}
+
+func isIndex(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0 && strconv.Itoa(n) == s
+}

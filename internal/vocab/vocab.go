@@ -1,0 +1,105 @@
+// Package vocab is the vocabulary every part of ctrbench shares: network
+// modes, storage levels and the phases of an instance's life. Each word and
+// each fact about it is written here once; experiment files (spec),
+// platform drivers, the resolver (plan) and the network lab (netlab) use
+// these values rather than spellings of their own.
+package vocab
+
+import "slices"
+
+// Network is a network mode: how the instances of a cell reach each other.
+type Network string
+
+// Network modes. Host through OverlayEncrypted are the levels of the
+// network factor; None is what a platform is asked for when ctrbench wires
+// the namespace itself (or an instance joins another's for Loopback).
+const (
+	Host             Network = "host"           // the machine's namespace, or an emulated host's
+	Loopback         Network = "loopback"       // every role of a pair in one instance's namespace
+	Bridge           Network = "bridge"         // a bridge made for the campaign (routed across emulated hosts)
+	BridgeDefault    Network = "bridge-default" // an engine's default bridge (Docker's docker0)
+	Macvlan          Network = "macvlan"        // bridge-mode macvlan on a parent veth ctrbench creates
+	OVS              Network = "ovs"            // an Open vSwitch bridge, instances on veth pairs
+	Overlay          Network = "overlay"        // VXLAN between emulated hosts
+	OverlayEncrypted Network = "overlay-encrypted"
+	None             Network = "none" // a namespace with loopback only, wired from outside
+)
+
+// Networks are the levels the network factor accepts, in the order
+// messages list them.
+var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted}
+
+// NetworkNames is Networks as strings.
+func NetworkNames() []string { return names(Networks) }
+
+// Valid reports whether n is a level of the network factor.
+func (n Network) Valid() bool { return slices.Contains(Networks, n) }
+
+// NeedsHosts reports whether the mode exists only between emulated hosts
+// (an overlay joins hosts: it needs two or more).
+func (n Network) NeedsHosts() bool { return n == Overlay || n == OverlayEncrypted }
+
+// MachineOnly reports whether the mode exists only on the machine itself,
+// not between emulated hosts.
+func (n Network) MachineOnly() bool { return n == Macvlan || n == OVS || n == BridgeDefault }
+
+// HostSided reports whether the mode gives the host (the machine, or an
+// emulated host) an address of its own on it, so a host process can talk
+// to an instance across it.
+func (n Network) HostSided() bool {
+	switch n {
+	case Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted:
+		return true
+	}
+	return false
+}
+
+// Lab reports whether ctrbench's network lab (netlab) builds the mode
+// with hosts emulated hosts (0 or 1: the machine alone): macvlan and Open
+// vSwitch on the machine; the bridge and the overlays between emulated
+// hosts, and their own namespaces (Host) on them.
+func (n Network) Lab(hosts int) bool {
+	if hosts > 1 {
+		return n == Host || n == Bridge || n == Overlay || n == OverlayEncrypted
+	}
+	return n == Macvlan || n == OVS
+}
+
+// Storage is where a disk workload writes.
+type Storage string
+
+// Storage levels.
+const (
+	Layer  Storage = "layer"  // the platform's own filesystem: a container's writable layer, the host's for a process
+	Volume Storage = "volume" // a volume made for the campaign
+	Tmpfs  Storage = "tmpfs"  // a tmpfs mount, in memory
+)
+
+// Storages are the levels of the storage factor.
+var Storages = []Storage{Layer, Volume, Tmpfs}
+
+// StorageNames is Storages as strings.
+func StorageNames() []string { return names(Storages) }
+
+// Phase is a moment in an instance's life that a platform can time.
+type Phase string
+
+// Phases, in the order they happen.
+const (
+	Create Phase = "create" // the hosting entity exists (a container created)
+	Start  Phase = "start"  // its first process runs
+	Ready  Phase = "ready"  // the agent announced it is ready (a server listening)
+	Exit   Phase = "exit"   // its process ended
+	Remove Phase = "remove" // everything made for it is gone
+)
+
+// Phases lists every phase in order.
+var Phases = []Phase{Create, Start, Ready, Exit, Remove}
+
+func names[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
