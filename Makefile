@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/ctrbench/ctrbench/internal/sysinfo.Version=$(VERSION)
 GOFILES := $(shell find . -name '*.go' -not -path './.git/*') go.mod go.sum
 
-.PHONY: all build setup demo test test-short vet bench clean-leftovers kernels
+.PHONY: all build setup demo test test-short vet lint bench clean-leftovers kernels
 
 all: build
 
@@ -26,8 +26,16 @@ demo: setup build
 vet:
 	$(GO) vet ./...
 
+# staticcheck, pinned; installed with go install when missing or another
+# version.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
+lint:
+	@$(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(STATICCHECK) ./...
+
 # Every test, against the real Docker Engine (setup starts it when needed).
-test: setup build vet
+test: setup build vet lint
 	CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout 25m ./...
 
 # Unit tests only: no Docker, no root.

@@ -16,9 +16,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/orchestrator"
-	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
-	"github.com/ctrbench/ctrbench/internal/platform/native"
+	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers every platform
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/stats"
@@ -127,22 +125,11 @@ func run(ctx context.Context, reps int, dur, bin string, placements []string) er
 		return err
 	}
 	cells := e.Cells()
-	ps := map[string]platform.Platform{"native": native.New(abs)}
-	if seen["pdocker"] {
-		if err := docker.Available(ctx); err != nil {
-			return err
-		}
-		d, err := docker.New(docker.WithBinary(abs))
-		if err != nil {
-			return err
-		}
-		ps["docker"] = d
-	}
 	var trials []result.Trial
 	fmt.Fprintf(os.Stderr, "bench: %d cells x (%d + 1 warm-up) trials of %s each\n", len(cells), reps, dur)
 	start := time.Now()
-	_, err = orchestrator.Run(ctx, orchestrator.Options{
-		Experiment: e, CampaignID: fmt.Sprintf("bench-%d", os.Getpid()), Cells: cells, Platforms: ps,
+	_, err = orchestrator.Run(ctx, orchestrator.Config{
+		Experiment: e, CampaignID: fmt.Sprintf("bench-%d", os.Getpid()), Cells: cells, Binary: abs,
 		Sink:     func(t result.Trial) error { trials = append(trials, t); return nil },
 		Progress: orchestrator.NewProgress(os.Stderr, false),
 	})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/neighbour"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/telemetry"
@@ -25,37 +26,32 @@ import (
 	_ "github.com/ctrbench/ctrbench/internal/workloads" // registers the workload types
 )
 
-// Options is one agent run, mapped from the command line.
+// Options is one agent run: the invocation (decoded from the command
+// line) and where its output goes.
 type Options struct {
-	Workload string
-	Role     string
-	Params   string // JSON object of parameter name -> value
-	Bind     string
-	Target   string
-	// JoinCgroups are cgroup directories to enter before any work (the
-	// native platform's way of applying limits to a host process).
-	JoinCgroups []string
-	// DataDir is where disk workloads write. The agent makes a fresh
-	// directory inside it for the run and removes it afterwards; empty
-	// means the system's temporary directory (the container's writable
-	// layer in a container).
-	DataDir string
-	// Antagonists are neighbours ("TYPE=PARAMS_JSON") to run in loops in
-	// this same instance for as long as the target runs (packaging
-	// same-container).
-	Antagonists []string
-	// Telemetry says which counters are the instance's own (its cgroup,
-	// its network namespace); the orchestrator knows from the placement.
-	Telemetry telemetry.Scope
-	// WaitNet: ctrbench wires this instance's network namespace from
-	// outside after it starts, address last; the agent waits for an
-	// address on an interface other than loopback before any work.
-	WaitNet bool
-	// StartAt, when set, is the moment the measured run begins (several
-	// client/server pairs start together).
-	StartAt time.Time
-	Stdout  io.Writer
-	Stderr  io.Writer
+	invocation.Agent
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// defaults fills what an invocation may leave out.
+func (o *Options) defaults() {
+	if o.Role == "" {
+		o.Role = workload.Main
+	}
+	if o.Bind == "" {
+		o.Bind = "127.0.0.1"
+	}
+}
+
+// scope is which counters are the instance's own; an agent that joined
+// cgroups (a native agent under limits) has a cgroup of its own.
+func (o *Options) scope() telemetry.Scope {
+	sc := telemetry.Scope{Cgroup: o.Counters.Cgroup, Netns: o.Counters.Netns}
+	if len(o.JoinCgroups) > 0 {
+		sc.Cgroup = true
+	}
+	return sc
 }
 
 // waitAddrTimeout bounds how long an agent waits for its address.
@@ -134,6 +130,7 @@ func (e *emitter) emit(ev result.Event) {
 // problems that prevent printing a result at all; a failed workload is a
 // printed result with status failed.
 func Run(ctx context.Context, o Options) error {
+	o.defaults()
 	em := &emitter{w: o.Stdout}
 	res := run(ctx, o, em)
 	em.emit(result.Event{Event: "result", Result: res})
@@ -193,9 +190,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		Ready:   func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
 		Log:     func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
 	}
-	if len(o.JoinCgroups) > 0 {
-		o.Telemetry.Cgroup = true // a native agent under limits has its own cgroup
-	}
+	scope := o.scope()
 	neighbours, err := resolveNeighbours(o.Antagonists)
 	if err != nil {
 		return result.Failf("%v", err)
@@ -212,12 +207,12 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		case <-ctx.Done():
 		}
 	}
-	before := telemetry.Read(o.Telemetry)
+	before := telemetry.Read(scope)
 	runStart := time.Now()
 	obs, raw, err := runFn(ctx, vals, env)
 	runEnd := time.Now()
 	if err == nil {
-		obs = append(obs, telemetryObservations(telemetry.Diff(before, telemetry.Read(o.Telemetry)))...)
+		obs = append(obs, telemetryObservations(telemetry.Diff(before, telemetry.Read(scope)))...)
 	}
 	res = &result.Result{Status: result.OK, Observations: obs, Seen: seen(data)}
 	// The measured window is the workload's run, not the agent's start-up.
@@ -277,6 +272,7 @@ func resolveNeighbours(specs []string) ([]neighbour.Spec, error) {
 // separate-containers) until ctx ends: it announces "ready" once the first
 // iteration is under way, and its result lists when it was busy.
 func Loop(ctx context.Context, o Options) error {
+	scope := o.scope()
 	em := &emitter{w: o.Stdout}
 	res := &result.Result{Workload: o.Workload, Role: "antagonist", Status: result.OK, Started: time.Now()}
 	spec := o.Workload
@@ -286,7 +282,6 @@ func Loop(ctx context.Context, o Options) error {
 	ns, err := resolveNeighbours([]string{spec})
 	if err == nil && len(o.JoinCgroups) > 0 {
 		err = cgroup.JoinSelf(o.JoinCgroups)
-		o.Telemetry.Cgroup = true // a native neighbour under limits has its own cgroup
 	}
 	if err != nil {
 		res.Status, res.Error = result.Failed, err.Error()
@@ -303,7 +298,7 @@ func Loop(ctx context.Context, o Options) error {
 	// target's window is attached to the target's result.
 	var samples []result.TelemetrySample
 	sample := func() {
-		samples = append(samples, result.TelemetrySample{At: time.Now(), Values: telemetry.Read(o.Telemetry)})
+		samples = append(samples, result.TelemetrySample{At: time.Now(), Values: telemetry.Read(scope)})
 		if len(samples) > 4000 { // a long trial: keep every other reading
 			kept := samples[:0]
 			for i := 0; i < len(samples); i += 2 {
@@ -325,7 +320,7 @@ func Loop(ctx context.Context, o Options) error {
 	}
 	sample()
 	res.Neighbours = r.Stop()
-	if len(res.Neighbours) == 1 && (o.Telemetry.Cgroup || o.Telemetry.Netns) {
+	if len(res.Neighbours) == 1 && (scope.Cgroup || scope.Netns) {
 		res.Neighbours[0].Telemetry = samples
 	}
 	res.Ended = time.Now()
@@ -336,14 +331,14 @@ func Loop(ctx context.Context, o Options) error {
 // telemetryEvery is how often a neighbour samples its counters.
 const telemetryEvery = 250 * time.Millisecond
 
-// telemetryObservations reports telemetry as observations named
-// "telemetry.<name>". Their direction is "lower" (less resource used);
-// they explain a result rather than score it.
+// telemetryObservations reports telemetry as observations of kind
+// telemetry. Their direction is "lower" (less resource used); they explain
+// a result rather than score it.
 func telemetryObservations(vals map[string]float64) []result.Observation {
 	var out []result.Observation
 	for _, m := range telemetry.Metrics {
 		if v, ok := vals[m.Name]; ok {
-			out = append(out, result.Observation{Metric: "telemetry." + m.Name, Value: v, Unit: m.Unit, Better: result.Lower})
+			out = append(out, result.Observation{Metric: m.Name, Kind: result.KindTelemetry, Value: v, Unit: m.Unit, Better: result.Lower})
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/ctrbench/ctrbench/internal/invocation"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func runAgent(t *testing.T, o Options) []result.Event {
 }
 
 func TestAgentResult(t *testing.T) {
-	evs := runAgent(t, Options{Workload: "cpu.primes", Role: "main", Params: `{"duration":"100ms","max_prime":"1000"}`})
+	evs := runAgent(t, Options{Agent: invocation.Agent{Workload: "cpu.primes", Role: "main", Params: `{"duration":"100ms","max_prime":"1000"}`}})
 	res := evs[len(evs)-1].Result
 	if res.Status != result.OK || res.Workload != "cpu.primes" || res.Role != "main" {
 		t.Fatalf("%+v", res)
@@ -49,11 +50,11 @@ func TestAgentFailuresAreResults(t *testing.T) {
 		o    Options
 		want string
 	}{
-		"unknown workload": {Options{Workload: "cpu.nope", Role: "main"}, "unknown workload type"},
-		"unknown role":     {Options{Workload: "cpu.primes", Role: "server"}, "has no role"},
-		"bad json":         {Options{Workload: "cpu.primes", Role: "main", Params: `{`}, "not a JSON object"},
-		"bad value":        {Options{Workload: "cpu.primes", Role: "main", Params: `{"threads":"0"}`}, "threads"},
-		"no server":        {Options{Workload: "net.tcp_stream", Role: "client", Params: `{"duration":"100ms"}`, Target: "127.0.0.1:1"}, "connecting"},
+		"unknown workload": {Options{Agent: invocation.Agent{Workload: "cpu.nope", Role: "main"}}, "unknown workload type"},
+		"unknown role":     {Options{Agent: invocation.Agent{Workload: "cpu.primes", Role: "server"}}, "has no role"},
+		"bad json":         {Options{Agent: invocation.Agent{Workload: "cpu.primes", Role: "main", Params: `{`}}, "not a JSON object"},
+		"bad value":        {Options{Agent: invocation.Agent{Workload: "cpu.primes", Role: "main", Params: `{"threads":"0"}`}}, "threads"},
+		"no server":        {Options{Agent: invocation.Agent{Workload: "net.tcp_stream", Role: "client", Params: `{"duration":"100ms"}`, Target: "127.0.0.1:1"}}, "connecting"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			evs := runAgent(t, c.o)
@@ -71,7 +72,7 @@ func TestServerAnnouncesReadyFirst(t *testing.T) {
 	done := make(chan struct{})
 	pr := &notifyWriter{w: &out, onWrite: func() { cancel() }}
 	go func() {
-		_ = Run(ctx, Options{Workload: "net.tcp_stream", Role: "server", Bind: "127.0.0.1", Stdout: pr, Stderr: &bytes.Buffer{}})
+		_ = Run(ctx, Options{Agent: invocation.Agent{Workload: "net.tcp_stream", Role: "server", Bind: "127.0.0.1"}, Stdout: pr, Stderr: &bytes.Buffer{}})
 		close(done)
 	}()
 	<-done
@@ -107,15 +108,15 @@ func (n *notifyWriter) Write(p []byte) (int, error) {
 }
 
 func TestAntagonistsInTheSameInstance(t *testing.T) {
-	evs := runAgent(t, Options{Workload: "cpu.primes", Role: "main", Params: `{"duration":"500ms","max_prime":"2000"}`,
-		Antagonists: []string{`cpu.primes={"duration":"100ms","max_prime":"2000"}`, "idle"}})
+	evs := runAgent(t, Options{Agent: invocation.Agent{Workload: "cpu.primes", Role: "main", Params: `{"duration":"500ms","max_prime":"2000"}`,
+		Antagonists: []string{`cpu.primes={"duration":"100ms","max_prime":"2000"}`, "idle"}}})
 	res := evs[len(evs)-1].Result
 	if res.Status != result.OK {
 		t.Fatalf("%+v", res)
 	}
 	m := map[string]float64{}
 	for _, o := range res.Observations {
-		m[o.Metric] = o.Value
+		m[o.ID().String()] = o.Value
 	}
 	if m["antagonist.overlap_pct"] < 95 || m["antagonist.iterations"] < 3 {
 		t.Errorf("neighbours did not cover the target: %v", m)
@@ -126,8 +127,8 @@ func TestAntagonistsInTheSameInstance(t *testing.T) {
 }
 
 func TestAntagonistThatNeverRunsFailsTheTrial(t *testing.T) {
-	evs := runAgent(t, Options{Workload: "cpu.primes", Role: "main", Params: `{"duration":"300ms"}`,
-		Antagonists: []string{`net.tcp_stream={"duration":"100ms","message_size":"0"}`}})
+	evs := runAgent(t, Options{Agent: invocation.Agent{Workload: "cpu.primes", Role: "main", Params: `{"duration":"300ms"}`,
+		Antagonists: []string{`net.tcp_stream={"duration":"100ms","message_size":"0"}`}}})
 	res := evs[len(evs)-1].Result
 	if res.Status != result.Failed || !strings.Contains(res.Error, "antagonist net.tcp_stream: bad parameters") {
 		t.Fatalf("%+v", res)
@@ -141,7 +142,7 @@ func TestLoopUntilStopped(t *testing.T) {
 		// Stop 300 ms after the neighbour is ready.
 		go func() { time.Sleep(300 * time.Millisecond); cancel() }()
 	}}
-	if err := Loop(ctx, Options{Workload: "cpu.primes", Params: `{"duration":"50ms","max_prime":"1000"}`, Stdout: pr, Stderr: &bytes.Buffer{}}); err != nil {
+	if err := Loop(ctx, Options{Agent: invocation.Agent{Workload: "cpu.primes", Params: `{"duration":"50ms","max_prime":"1000"}`}, Stdout: pr, Stderr: &bytes.Buffer{}}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

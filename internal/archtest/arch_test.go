@@ -52,10 +52,14 @@ func TestOnlyOnePackageImports(t *testing.T) {
 	}
 }
 
-// Packages that compute never import packages that act.
+// Packages that compute never import packages that act. The platform
+// package itself only declares (interfaces, the driver registry,
+// capabilities); its subpackages, the drivers, act.
 func TestComputeDoesNotImportAct(t *testing.T) {
-	compute := []string{"internal/stats", "internal/report", "internal/spec", "internal/result", "internal/workload"}
-	act := []string{"internal/orchestrator", "internal/store", "internal/platform", "internal/cli", "internal/agent", "internal/links", "internal/cgroup"}
+	compute := []string{"internal/stats", "internal/report", "internal/spec", "internal/result", "internal/workload",
+		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform"}
+	act := []string{"internal/orchestrator", "internal/runner", "internal/campaign", "internal/store", "internal/platform/",
+		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/netns"}
 	all := imports(t)
 	for _, c := range compute {
 		for _, imp := range all[c] {
@@ -76,5 +80,17 @@ func TestNobodyImportsCLI(t *testing.T) {
 				t.Errorf("%s imports the CLI", pkg)
 			}
 		}
+	}
+}
+
+// The rest of the code asks a platform's driver what it can do; it never
+// compares platform names. Only the drivers' own packages (and their
+// tests) spell them.
+func TestNobodyComparesPlatformNames(t *testing.T) {
+	cmd := exec.Command("git", "grep", "-n", "-E", `(==|!=) *"(native|docker)"|case "(native|docker)"`, "--", "*.go", ":!*_test.go", ":!internal/platform/native/*", ":!internal/platform/docker/*")
+	cmd.Dir = testutil.ModuleRoot()
+	out, _ := cmd.Output() // git grep exits 1 when nothing matches
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("platform names compared outside their drivers (ask platform.Lookup(name).Caps instead):\n%s", s)
 	}
 }

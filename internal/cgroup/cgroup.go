@@ -17,6 +17,13 @@ import (
 // Root is where cgroup hierarchies are mounted.
 var Root = "/sys/fs/cgroup"
 
+// Base is the group, in every hierarchy, below which ctrbench makes all of
+// its own: Base/<campaign>/… (`ctrbench clean` removes the tree).
+const Base = "ctrbench"
+
+// CampaignTree is the group of one campaign's cgroups.
+func CampaignTree(campaign string) string { return Base + "/" + campaign }
+
 // V2 reports whether Root is a unified (v2-only) hierarchy.
 func V2() bool {
 	_, err := os.Stat(filepath.Join(Root, "cgroup.controllers"))

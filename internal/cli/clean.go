@@ -14,7 +14,6 @@ import (
 	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
-	"github.com/ctrbench/ctrbench/internal/platform/native"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -31,25 +30,26 @@ func newCleanCmd() *cobra.Command {
 			w := cmd.OutOrStdout()
 			var problems []string
 			live := false
-			if err := docker.Available(cmd.Context()); err == nil {
-				rep, err := docker.Clean(cmd.Context(), campaign, force, images)
-				for _, kind := range []struct {
-					name  string
-					items []string
-				}{{"container", rep.Containers}, {"network", rep.Networks}, {"volume", rep.Volumes}, {"image", rep.Images}} {
-					for _, it := range kind.items {
-						fmt.Fprintf(w, "removed %s %s\n", kind.name, it)
-					}
+			// What each platform's engine holds: containers, networks,
+			// volumes, images.
+			for _, d := range platform.Drivers() {
+				if d.Clean == nil {
+					continue
 				}
-				for _, s := range rep.Skipped {
-					fmt.Fprintf(w, "kept %s\n", s)
+				out, err := d.Clean(cmd.Context(), platform.CleanOptions{Campaign: campaign, Force: force, Images: images})
+				if out.Skipped != "" {
+					fmt.Fprintf(w, "%s: %s\n", d.Name, out.Skipped)
 				}
-				live = len(rep.Skipped) > 0
+				for _, r := range out.Removed {
+					fmt.Fprintf(w, "removed %s\n", r)
+				}
+				for _, k := range out.Kept {
+					fmt.Fprintf(w, "kept %s\n", k)
+				}
+				live = live || len(out.Kept) > 0
 				if err != nil {
 					problems = append(problems, err.Error())
 				}
-			} else {
-				fmt.Fprintf(w, "docker: not reachable, skipped (%v)\n", firstLineOf(err.Error()))
 			}
 			// Links and namespaces are not labelled, only named; while a
 			// campaign runs they are in use, so they are kept unless forced.
@@ -75,9 +75,9 @@ func newCleanCmd() *cobra.Command {
 			} else {
 				fmt.Fprintf(w, "kept network namespaces, OVS bridges and links named %s* (a campaign is still running; --force removes them)\n", platform.LinkPrefix)
 			}
-			tree := native.CgroupParent
+			tree := cgroup.Base
 			if campaign != "" {
-				tree += "/" + campaign
+				tree = cgroup.CampaignTree(campaign)
 			}
 			if !live || force {
 				for _, d := range cgroup.RemoveTree(tree) {
@@ -116,8 +116,6 @@ func otherRuns() []string {
 	}
 	return out
 }
-
-func firstLineOf(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
 
 func newImageCmd() *cobra.Command {
 	c := &cobra.Command{Use: "image", Short: "Manage the workload image"}

@@ -2,28 +2,20 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"io"
 	"os"
-	"regexp"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ctrbench/ctrbench/internal/orchestrator"
-	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
-	"github.com/ctrbench/ctrbench/internal/platform/native"
-	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/campaign"
+	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/plan"
+	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers every platform
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/store"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
-	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
 // DefaultDB is where results go unless --db says otherwise.
@@ -81,187 +73,48 @@ func machine() spec.Machine {
 	return spec.Machine{CPUs: cpus, MemBytes: mem, NoBlkioWeight: !cgroup.BlkioWeightSupported()}
 }
 
-var setTrailer = regexp.MustCompile(`(?m)^# --set (.*)$`)
-
 func runCampaign(ctx context.Context, o runOptions) error {
-	var (
-		e        *spec.Experiment
-		db       *store.DB
-		campaign result.Campaign
-		err      error
-		done     map[int]bool
-	)
+	co := campaign.Options{Resume: o.Resume, Machine: machine(), Stderr: o.Stderr, TTY: isTerminal(o.Stderr)}
 	if o.Resume == "" {
-		if e, err = spec.Load(o.File, o.Sets, machine()); err != nil {
+		e, err := spec.Load(o.File, o.Sets, co.Machine)
+		if err != nil {
 			return err
 		}
+		if o.DryRun {
+			return plan.Describe(o.Stdout, e, plan.Schedule(e, e.Cells()))
+		}
+		co.Experiment = e
+	} else if o.DryRun {
+		return usageError{errors.New("--dry-run needs an experiment file")}
 	}
-	if o.DryRun {
-		if e == nil {
-			return usageError{errors.New("--dry-run needs an experiment file")}
-		}
-		return printPlan(o.Stdout, e)
-	}
-	if db, err = store.Open(ctx, o.DB); err != nil {
-		return err
-	}
-	defer db.Close()
-
-	if o.Resume != "" {
-		if campaign, err = db.Campaign(ctx, o.Resume); err != nil {
-			return fmt.Errorf("finding campaign to resume: %w", err)
-		}
-		var sets []string
-		for _, m := range setTrailer.FindAllStringSubmatch(campaign.SpecText, -1) {
-			sets = append(sets, m[1])
-		}
-		text := setTrailer.ReplaceAllString(campaign.SpecText, "")
-		if e, err = spec.Parse(campaign.SpecPath, []byte(strings.TrimRight(text, "\n")+"\n"), sets, machine()); err != nil {
-			return err
-		}
-		e.Seed = campaign.Seed
-		if done, err = db.DoneSeqs(ctx, campaign.ID); err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Stderr, "resuming campaign %s (%s)\n", campaign.ID, campaign.SpecPath)
-	}
-	cells := e.Cells()
-
 	binary, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding the ctrbench binary: %w", err)
 	}
-	platforms, err := platformsFor(ctx, cells, binary)
+	co.Binary = binary
+	db, err := store.Open(ctx, o.DB)
 	if err != nil {
 		return err
 	}
-
-	if o.Resume == "" {
-		campaign = result.Campaign{
-			ID: newCampaignID(e.Name), Name: e.Name, SpecPath: e.Path, SpecText: e.Text, Seed: e.Seed,
-			Started: time.Now().UTC(), Status: "running", Env: sysinfo.Fingerprint(toolNames(cells)), Baseline: e.Baseline,
-		}
-		if err := db.CreateCampaign(ctx, campaign); err != nil {
-			return err
-		}
-		if err := db.AddCells(ctx, campaign.ID, cells); err != nil {
-			return err
-		}
-		seedNote := ""
-		if !e.SeedGiven {
-			seedNote = " (drawn; pass --set seed=N to repeat this order)"
-		}
-		fmt.Fprintf(o.Stderr, "campaign %s: %d cells, %d trials, seed %d%s, results in %s\n",
-			campaign.ID, len(cells), len(cells)*(e.Repetitions+e.Warmup), e.Seed, seedNote, o.DB)
-	}
-
-	sum, runErr := orchestrator.Run(ctx, orchestrator.Options{
-		Experiment: e,
-		CampaignID: campaign.ID,
-		Cells:      cells,
-		Platforms:  platforms,
-		Done:       done,
-		Sink: func(t result.Trial) error {
-			// The campaign's context may be cancelled already (Ctrl-C): a
-			// finished trial is still written.
-			_, err := db.RecordTrial(context.WithoutCancel(ctx), t)
-			return err
-		},
-		Prepared: func(info map[string]string) {
-			if err := db.SetCampaignEnv(context.WithoutCancel(ctx), campaign.ID, info); err != nil {
-				fmt.Fprintf(o.Stderr, "ctrbench: recording platform info: %v\n", err)
-			}
-		},
-		Progress: orchestrator.NewProgress(o.Stderr, isTerminal(o.Stderr)),
-	})
-	status := "done"
-	switch {
-	case errors.Is(runErr, orchestrator.ErrInterrupted):
-		status = "interrupted"
-	case runErr != nil:
-		status = "failed"
-	}
-	if err := db.FinishCampaign(context.WithoutCancel(ctx), campaign.ID, status, time.Now().UTC()); err != nil {
-		fmt.Fprintf(o.Stderr, "ctrbench: recording campaign end: %v\n", err)
-	}
-	if errors.Is(runErr, orchestrator.ErrInterrupted) {
-		return withCode(ExitError, fmt.Errorf("interrupted after %d of %d trials; everything it created was removed; resume with: ctrbench run --db %s --resume %s", sum.Ran, sum.Planned, o.DB, campaign.ID))
+	defer db.Close()
+	out, runErr := campaign.Run(ctx, db, co)
+	id, sum := out.Campaign.ID, out.Summary
+	if errors.Is(runErr, campaign.ErrInterrupted) {
+		return withCode(ExitError, fmt.Errorf("interrupted after %d of %d trials; everything it created was removed; resume with: ctrbench run --db %s --resume %s", sum.Ran, sum.Planned, o.DB, id))
 	}
 	if runErr != nil {
 		return runErr
 	}
-	fmt.Fprintf(o.Stderr, "campaign %s finished: %d trials ok, %d failed\n", campaign.ID, sum.OK, sum.Failed)
+	fmt.Fprintf(o.Stderr, "campaign %s finished: %d trials ok, %d failed\n", id, sum.OK, sum.Failed)
 	if !o.NoReport {
-		if err := writeReport(ctx, db, campaign.ID, o.Format, false, false, nil, o.Stdout); err != nil {
+		if err := writeReport(ctx, db, id, o.Format, false, false, nil, o.Stdout); err != nil {
 			return err
 		}
 	}
 	if sum.Failed > 0 {
-		return withCode(ExitTrialsFailed, fmt.Errorf("%d trial(s) failed; see `ctrbench report --db %s --campaign %s --failures`", sum.Failed, o.DB, campaign.ID))
+		return withCode(ExitTrialsFailed, fmt.Errorf("%d trial(s) failed; see `ctrbench report --db %s --campaign %s --failures`", sum.Failed, o.DB, id))
 	}
 	return nil
-}
-
-// platformsFor creates only the platforms the cells use, so a native-only
-// experiment needs no Docker daemon.
-func platformsFor(ctx context.Context, cells []result.Cell, binary string) (map[string]platform.Platform, error) {
-	used := map[string]bool{}
-	for _, c := range cells {
-		ws, _ := workload.Lookup(c.WorkloadType)
-		for _, r := range ws.RoleList() {
-			used[spec.PlacementFor(c.Factors, r).Platform] = true
-		}
-		if c.Factors[spec.FPackaging] == spec.PackSeparate {
-			used[spec.PlacementFor(c.Factors, spec.RoleAntagonist).Platform] = true
-		}
-	}
-	out := map[string]platform.Platform{}
-	if used["native"] {
-		out["native"] = native.New(binary)
-	}
-	if used["docker"] {
-		if err := docker.Available(ctx); err != nil {
-			return nil, err
-		}
-		p, err := docker.New(docker.WithBinary(binary))
-		if err != nil {
-			return nil, err
-		}
-		out["docker"] = p
-	}
-	return out, nil
-}
-
-func toolNames(cells []result.Cell) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range cells {
-		ws, _ := workload.Lookup(c.WorkloadType)
-		for _, t := range ws.Tools {
-			if !seen[t.Binary] {
-				seen[t.Binary] = true
-				out = append(out, t.Binary)
-			}
-		}
-	}
-	return out
-}
-
-var nonID = regexp.MustCompile(`[^a-z0-9]+`)
-
-// newCampaignID is name-date-time-random: readable, sortable, unique, and
-// valid in Docker object names.
-func newCampaignID(name string) string {
-	n := strings.Trim(nonID.ReplaceAllString(strings.ToLower(name), "-"), "-")
-	if len(n) > 24 {
-		n = n[:24]
-	}
-	if n == "" {
-		n = "campaign"
-	}
-	b := make([]byte, 2)
-	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s-%s-%s", n, time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b))
 }
 
 func isTerminal(w io.Writer) bool {
@@ -271,48 +124,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func printPlan(w io.Writer, e *spec.Experiment) error {
-	cells := e.Cells()
-	fmt.Fprintf(w, "experiment %s: %d cells x (%d repetitions + %d warm-up) = %d trials, seed %d, timeout %s per trial\n",
-		e.Name, len(cells), e.Repetitions, e.Warmup, len(cells)*(e.Repetitions+e.Warmup), e.Seed, e.Timeout)
-	if v := e.Envelope; !v.IsZero() {
-		var parts []string
-		if v.CPUs > 0 {
-			parts = append(parts, fmt.Sprintf("%g cores", v.CPUs))
-		}
-		if v.Cpuset != "" {
-			parts = append(parts, "cpuset "+v.Cpuset)
-		}
-		if v.MemoryBytes > 0 {
-			parts = append(parts, workload.FormatSize(v.MemoryBytes))
-		}
-		fmt.Fprintf(w, "emulated machine: %s (every instance runs inside one cgroup with these limits)\n", strings.Join(parts, ", "))
-	}
-	for _, c := range cells {
-		base := ""
-		if id, ok := e.BaselineOf(c, cells); ok {
-			if id == c.ID {
-				base = "  (baseline)"
-			} else {
-				base = fmt.Sprintf("  (baseline: cell %d)", id)
-			}
-		}
-		fmt.Fprintf(w, "  cell %2d  %-12s %s%s\n", c.ID, c.Workload, result.FactorString(c.Factors), base)
-	}
-	ids := make([]int, len(cells))
-	for i, c := range cells {
-		ids[i] = c.ID
-	}
-	fmt.Fprint(w, "order (cell ids):")
-	for _, pt := range spec.Order(ids, e.Repetitions, e.Warmup, e.Seed) {
-		mark := ""
-		if pt.Warmup {
-			mark = "w"
-		}
-		fmt.Fprintf(w, " %d%s", pt.CellID, mark)
-	}
-	fmt.Fprintln(w)
-	return nil
 }

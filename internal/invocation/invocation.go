@@ -194,3 +194,19 @@ func ParseCounters(s string) (Counters, error) {
 	}
 	return c, nil
 }
+
+// flagConfig is `agent wireguard`'s one flag.
+const flagConfig = "config"
+
+// WireGuardArgs are the arguments of `agent wireguard`: a userspace
+// WireGuard tunnel configured by config (JSON), run in an emulated host's
+// namespace.
+func WireGuardArgs(config []byte) []string {
+	return []string{"agent", "wireguard", "--" + flagConfig, string(config)}
+}
+
+// BindWireGuard defines `agent wireguard`'s flag on fs; after fs has
+// parsed, the returned string holds the configuration.
+func BindWireGuard(fs *pflag.FlagSet) *string {
+	return fs.String(flagConfig, "", "the tunnel as JSON: interface, mtu, address, private_key, listen_port, peers")
+}

@@ -45,7 +45,6 @@ type Running struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	reports []*Report
-	started chan struct{}
 }
 
 // Start launches every neighbour in its own loop and returns once each has
@@ -253,19 +252,15 @@ func Attach(res *result.Result, start, end time.Time) error {
 		iters += n.Iterations
 	}
 	for i, n := range res.Neighbours {
-		prefix := "antagonist."
-		if i > 0 {
-			prefix = fmt.Sprintf("antagonist%d.", i+1)
-		}
 		for _, m := range telemetry.Metrics {
 			if v, ok := WindowTelemetry(n.Telemetry, start, end)[m.Name]; ok {
-				res.Observations = append(res.Observations, result.Observation{Metric: prefix + "telemetry." + m.Name, Value: v, Unit: m.Unit, Better: result.Lower})
+				res.Observations = append(res.Observations, result.Observation{Metric: m.Name, Scope: result.ScopeNeighbour, Index: i + 1, Kind: result.KindTelemetry, Value: v, Unit: m.Unit, Better: result.Lower})
 			}
 		}
 	}
 	res.Observations = append(res.Observations,
-		result.Observation{Metric: "antagonist.overlap_pct", Value: 100 * minOverlap, Unit: "%", Better: result.Higher},
-		result.Observation{Metric: "antagonist.iterations", Value: float64(iters), Unit: "count", Better: result.Higher})
+		result.Observation{Metric: "overlap_pct", Scope: result.ScopeNeighbour, Value: 100 * minOverlap, Unit: "%", Better: result.Higher},
+		result.Observation{Metric: "iterations", Scope: result.ScopeNeighbour, Value: float64(iters), Unit: "count", Better: result.Higher})
 	if minOverlap < MinOverlap {
 		if res.Seen == nil {
 			res.Seen = map[string]string{}

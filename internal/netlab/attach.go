@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"net"
 	"os"
 	"sync"
@@ -22,11 +23,11 @@ var rootNL = &netlink.Handle{}
 // a path like /proc/<pid>/ns/net) into mode's network on host. The
 // interface inside is ctb0 (ctb1... if taken). It is safe to call
 // concurrently.
-func (l *Lab) Attach(ctx context.Context, mode string, host int, netnsPath string) (Attachment, error) {
+func (l *Lab) Attach(ctx context.Context, mode vocab.Network, host int, netnsPath string) (Attachment, error) {
 	if err := l.check(mode, host); err != nil {
 		return Attachment{}, err
 	}
-	if mode == ModeHost {
+	if mode == vocab.Host {
 		return Attachment{}, errors.New("netlab: host mode has nothing to attach: run the process in the host's own namespace (HostNS, or the machine's for host 0)")
 	}
 	if err := ctx.Err(); err != nil {
@@ -39,11 +40,11 @@ func (l *Lab) Attach(ctx context.Context, mode string, host int, netnsPath strin
 	defer l.attaching.Done()
 	var a Attachment
 	switch mode {
-	case ModeBridge, ModeOverlay, ModeOverlayEncrypted:
+	case vocab.Bridge, vocab.Overlay, vocab.OverlayEncrypted:
 		a, err = l.attachVeth(mode, host, n, netnsPath)
-	case ModeOVS:
+	case vocab.OVS:
 		a, err = l.attachOVS(ctx, n, netnsPath)
-	case ModeMacvlan:
+	case vocab.Macvlan:
 		a, err = l.attachMacvlan(n, netnsPath)
 	}
 	if err != nil {
@@ -55,7 +56,7 @@ func (l *Lab) Attach(ctx context.Context, mode string, host int, netnsPath strin
 
 // alloc reserves the lowest free last octet (2..254) on mode's network on
 // host and counts the caller as an Attach in flight.
-func (l *Lab) alloc(mode string, host int) (int, error) {
+func (l *Lab) alloc(mode vocab.Network, host int) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -77,7 +78,7 @@ func (l *Lab) alloc(mode string, host int) (int, error) {
 	return 0, fmt.Errorf("netlab: no free address on %s, host %d (253 attached)", mode, host)
 }
 
-func (l *Lab) release(mode string, host, n int) {
+func (l *Lab) release(mode vocab.Network, host, n int) {
 	l.mu.Lock()
 	delete(l.inUse[slot{mode, host}], n)
 	l.mu.Unlock()
@@ -91,7 +92,7 @@ func (l *Lab) isClosed() bool {
 
 // detacher makes Attachment.Detach: remove runs until it succeeds once,
 // then the address is free again and further calls do nothing.
-func (l *Lab) detacher(mode string, host, n int, remove func() error) func() error {
+func (l *Lab) detacher(mode vocab.Network, host, n int, remove func() error) func() error {
 	var mu sync.Mutex
 	done := false
 	return func() error {
@@ -173,7 +174,7 @@ func nsOpen(path string) (*os.File, *netlink.Handle, error) {
 }
 
 // attachVeth plugs a veth into the mode's bridge inside an emulated host.
-func (l *Lab) attachVeth(mode string, host, n int, netnsPath string) (Attachment, error) {
+func (l *Lab) attachVeth(mode vocab.Network, host, n int, netnsPath string) (Attachment, error) {
 	var (
 		brName, letter string
 		mtu            int
@@ -181,13 +182,13 @@ func (l *Lab) attachVeth(mode string, host, n int, netnsPath string) (Attachment
 		gw             net.IP
 	)
 	switch mode {
-	case ModeBridge:
+	case vocab.Bridge:
 		brName, letter, mtu = ifBridge, "b", 1500
 		addr = &net.IPNet{IP: net.ParseIP(ip4(198, 18, host, n)).To4(), Mask: net.CIDRMask(24, 32)}
 		gw = net.ParseIP(ip4(198, 18, host, 1)).To4()
-	case ModeOverlay, ModeOverlayEncrypted:
+	case vocab.Overlay, vocab.OverlayEncrypted:
 		o := overlayPlain
-		if mode == ModeOverlayEncrypted {
+		if mode == vocab.OverlayEncrypted {
 			o = overlayEncrypted
 		}
 		brName, letter, mtu = o.bridge, o.letter, o.mtu
@@ -319,7 +320,7 @@ func (l *Lab) attachOVS(ctx context.Context, n int, netnsPath string) (Attachmen
 	if _, err := ovsVsctl(ctx, ovsTimeout, "add-port", l.ovsName(), hostEnd); err != nil {
 		return fail(err)
 	}
-	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(ModeOVS, 0, n, remove)}, nil
+	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(vocab.OVS, 0, n, remove)}, nil
 }
 
 // attachMacvlan creates a macvlan child of the lab's parent directly in the
@@ -401,5 +402,5 @@ func (l *Lab) attachMacvlan(n int, netnsPath string) (Attachment, error) {
 	if err := configure(ch, ifname, addr, nil); err != nil {
 		return Attachment{}, errors.Join(err, remove())
 	}
-	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(ModeMacvlan, 0, n, remove)}, nil
+	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(vocab.Macvlan, 0, n, remove)}, nil
 }

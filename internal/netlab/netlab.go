@@ -95,6 +95,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"io"
 	"maps"
 	"net"
@@ -111,16 +112,6 @@ import (
 	"github.com/ctrbench/ctrbench/internal/netns"
 )
 
-// Modes.
-const (
-	ModeHost             = "host"
-	ModeBridge           = "bridge"
-	ModeMacvlan          = "macvlan"
-	ModeOVS              = "ovs"
-	ModeOverlay          = "overlay"
-	ModeOverlayEncrypted = "overlay-encrypted"
-)
-
 // MaxHosts is the most emulated hosts a lab can have (198.18.<h>.0/24 must
 // stay below the machine-wide subnets).
 const MaxHosts = 99
@@ -133,11 +124,11 @@ type Spawner func(ctx context.Context, netnsPath string, args []string) (stop fu
 
 // Config says what to build.
 type Config struct {
-	Token        string   // 4 hex chars, unique per campaign run; part of every name
-	Hosts        int      // emulated hosts; 0 means none (only the root-namespace modes)
-	Modes        []string // modes to build; each is independent
-	UnderlayRate string   // "" = unlimited, else a tc rate like "1gbit" (tbf on each host's underlay egress)
-	Spawn        Spawner  // starts the WireGuard agent; needed only for overlay-encrypted
+	Token        string          // 4 hex chars, unique per campaign run; part of every name
+	Hosts        int             // emulated hosts; 0 means none (only the root-namespace modes)
+	Modes        []vocab.Network // modes to build; each is independent
+	UnderlayRate string          // "" = unlimited, else a tc rate like "1gbit" (tbf on each host's underlay egress)
+	Spawn        Spawner         // starts the WireGuard agent; needed only for overlay-encrypted
 	// skipWarmup: tests whose stand-in WireGuard agent passes no traffic.
 	skipWarmup bool
 	Progress   io.Writer // one-line human notes, may be nil
@@ -156,7 +147,7 @@ type Lab struct {
 	cfg   Config
 	tok   string
 	hosts int
-	modes map[string]bool
+	modes map[vocab.Network]bool
 	rate  uint64 // underlay rate in bytes/s, 0 = unlimited
 
 	mu         sync.Mutex
@@ -171,7 +162,7 @@ type Lab struct {
 
 // slot is one mode's network on one host.
 type slot struct {
-	mode string
+	mode vocab.Network
 	host int
 }
 
@@ -192,7 +183,7 @@ func New(ctx context.Context, cfg Config) (*Lab, error) {
 		cfg:   cfg,
 		tok:   cfg.Token,
 		hosts: cfg.Hosts,
-		modes: map[string]bool{},
+		modes: map[vocab.Network]bool{},
 		info:  map[string]string{},
 		inUse: map[slot]map[int]bool{},
 	}
@@ -217,16 +208,16 @@ func (l *Lab) validate() error {
 	}
 	for _, m := range l.cfg.Modes {
 		switch m {
-		case ModeHost, ModeOVS, ModeMacvlan:
-		case ModeBridge:
+		case vocab.Host, vocab.OVS, vocab.Macvlan:
+		case vocab.Bridge:
 			if l.hosts < 1 {
 				return errors.New("netlab: bridge mode needs emulated hosts (Hosts ≥ 1)")
 			}
-		case ModeOverlay, ModeOverlayEncrypted:
+		case vocab.Overlay, vocab.OverlayEncrypted:
 			if l.hosts < 2 {
 				return fmt.Errorf("netlab: %s needs at least 2 emulated hosts", m)
 			}
-			if m == ModeOverlayEncrypted && l.cfg.Spawn == nil {
+			if m == vocab.OverlayEncrypted && l.cfg.Spawn == nil {
 				return errors.New("netlab: overlay-encrypted needs Config.Spawn to start the WireGuard agent")
 			}
 		default:
@@ -255,14 +246,14 @@ func (l *Lab) build(ctx context.Context) error {
 		}
 	}
 	steps := []struct {
-		mode  string
+		mode  vocab.Network
 		build func(context.Context) error
 	}{
-		{ModeBridge, l.buildBridge},
-		{ModeOverlay, func(ctx context.Context) error { return l.buildOverlay(ctx, overlayPlain) }},
-		{ModeOverlayEncrypted, l.buildEncrypted},
-		{ModeOVS, l.buildOVS},
-		{ModeMacvlan, l.buildMacvlan},
+		{vocab.Bridge, l.buildBridge},
+		{vocab.Overlay, func(ctx context.Context) error { return l.buildOverlay(ctx, overlayPlain) }},
+		{vocab.OverlayEncrypted, l.buildEncrypted},
+		{vocab.OVS, l.buildOVS},
+		{vocab.Macvlan, l.buildMacvlan},
 	}
 	for _, s := range steps {
 		if !l.modes[s.mode] {
@@ -291,47 +282,43 @@ func (l *Lab) HostNS(host int) string {
 // namespace, ≥1 = emulated host) has on mode's network: what a server
 // running there binds and a client targets. It is "" if there is none. On
 // the machine itself, host mode is loopback.
-func (l *Lab) HostAddr(mode string, host int) string {
+func (l *Lab) HostAddr(mode vocab.Network, host int) string {
 	if l.check(mode, host) != nil {
 		return ""
 	}
 	switch mode {
-	case ModeHost:
+	case vocab.Host:
 		if host == 0 {
 			return "127.0.0.1"
 		}
 		return ip4(198, 18, 0, host)
-	case ModeBridge:
+	case vocab.Bridge:
 		return ip4(198, 18, host, 1)
-	case ModeOverlay:
+	case vocab.Overlay:
 		return overlayPlain.hostIP(host).String()
-	case ModeOverlayEncrypted:
+	case vocab.OverlayEncrypted:
 		return overlayEncrypted.hostIP(host).String()
-	case ModeOVS:
+	case vocab.OVS:
 		return ovsHostIP
-	case ModeMacvlan:
+	case vocab.Macvlan:
 		return macvlanHostIP
 	}
 	return ""
 }
 
 // check says whether mode exists on host in this lab.
-func (l *Lab) check(mode string, host int) error {
+func (l *Lab) check(mode vocab.Network, host int) error {
 	if host < 0 || host > l.hosts {
 		return fmt.Errorf("netlab: no host %d (the lab has %d emulated hosts)", host, l.hosts)
 	}
-	switch mode {
-	case ModeHost:
+	switch {
+	case mode == vocab.Host:
 		return nil // the underlay (or loopback) is always there
-	case ModeBridge, ModeOverlay, ModeOverlayEncrypted:
-		if host == 0 {
-			return fmt.Errorf("netlab: %s needs emulated hosts (host ≥ 1), not the machine itself", mode)
-		}
-	case ModeOVS, ModeMacvlan:
-		if host != 0 {
-			return fmt.Errorf("netlab: %s is only on the machine itself (host 0)", mode)
-		}
-	default:
+	case host == 0 && !mode.Lab(1) && mode.Lab(2):
+		return fmt.Errorf("netlab: %s needs emulated hosts (host ≥ 1), not the machine itself", mode)
+	case host > 0 && mode.Lab(1):
+		return fmt.Errorf("netlab: %s is only on the machine itself (host 0)", mode)
+	case !mode.Lab(1) && !mode.Lab(2):
 		return fmt.Errorf("netlab: unknown mode %q", mode)
 	}
 	if !l.modes[mode] {

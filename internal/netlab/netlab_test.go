@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"io"
 	"net"
 	"os"
@@ -120,7 +121,7 @@ func container(t *testing.T, lab *Lab, i int) string {
 	return path
 }
 
-func attach(t *testing.T, lab *Lab, mode string, host int, ns, wantIP string, wantMTU int) Attachment {
+func attach(t *testing.T, lab *Lab, mode vocab.Network, host int, ns, wantIP string, wantMTU int) Attachment {
 	t.Helper()
 	a, err := lab.Attach(context.Background(), mode, host, ns)
 	if err != nil {
@@ -195,17 +196,17 @@ func nsLabel(path string) string {
 }
 
 func TestBridgeMode(t *testing.T) {
-	lab := newLab(t, Config{Hosts: 2, Modes: []string{ModeBridge}})
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Bridge}})
 	c1, c2 := container(t, lab, 1), container(t, lab, 2)
-	a1 := attach(t, lab, ModeBridge, 1, c1, "198.18.1.2", 1500)
-	a2 := attach(t, lab, ModeBridge, 2, c2, "198.18.2.2", 1500)
-	if got := lab.HostAddr(ModeBridge, 2); got != "198.18.2.1" {
+	a1 := attach(t, lab, vocab.Bridge, 1, c1, "198.18.1.2", 1500)
+	a2 := attach(t, lab, vocab.Bridge, 2, c2, "198.18.2.2", 1500)
+	if got := lab.HostAddr(vocab.Bridge, 2); got != "198.18.2.1" {
 		t.Errorf("HostAddr(bridge, 2) = %q", got)
 	}
-	echo(t, c2, a2.IP, c1)                                  // container to container across hosts
-	echo(t, c1, a1.IP, lab.HostNS(1))                       // host to its own container
-	echo(t, c1, a1.IP, lab.HostNS(2))                       // host to a container on another host
-	echo(t, lab.HostNS(2), lab.HostAddr(ModeBridge, 2), c1) // container to another host
+	echo(t, c2, a2.IP, c1)                                    // container to container across hosts
+	echo(t, c1, a1.IP, lab.HostNS(1))                         // host to its own container
+	echo(t, c1, a1.IP, lab.HostNS(2))                         // host to a container on another host
+	echo(t, lab.HostNS(2), lab.HostAddr(vocab.Bridge, 2), c1) // container to another host
 
 	// Detach removes the host end (and with it the container's), twice is
 	// fine, and the address comes back with the same MAC, so the host's
@@ -223,22 +224,22 @@ func TestBridgeMode(t *testing.T) {
 	if err == nil {
 		t.Error("ctb0 still in the container after Detach")
 	}
-	a1 = attach(t, lab, ModeBridge, 1, c1, "198.18.1.2", 1500)
+	a1 = attach(t, lab, vocab.Bridge, 1, c1, "198.18.1.2", 1500)
 	echo(t, c1, a1.IP, lab.HostNS(2))
 }
 
 func TestOverlayMode(t *testing.T) {
-	lab := newLab(t, Config{Hosts: 2, Modes: []string{ModeOverlay}})
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Overlay}})
 	if lab.Info()["overlay.mtu"] != "1450" {
 		t.Errorf("info %v", lab.Info())
 	}
 	c1, c2 := container(t, lab, 1), container(t, lab, 2)
-	a1 := attach(t, lab, ModeOverlay, 1, c1, "198.19.1.2", 1450)
-	a2 := attach(t, lab, ModeOverlay, 2, c2, "198.19.2.2", 1450)
-	echo(t, c2, a2.IP, c1)                                   // across hosts, through VXLAN
-	echo(t, c1, a1.IP, lab.HostNS(1))                        // host to its own container
-	echo(t, c1, a1.IP, lab.HostNS(2))                        // host to a container on another host
-	echo(t, lab.HostNS(1), lab.HostAddr(ModeOverlay, 1), c2) // container to another host's overlay address
+	a1 := attach(t, lab, vocab.Overlay, 1, c1, "198.19.1.2", 1450)
+	a2 := attach(t, lab, vocab.Overlay, 2, c2, "198.19.2.2", 1450)
+	echo(t, c2, a2.IP, c1)                                     // across hosts, through VXLAN
+	echo(t, c1, a1.IP, lab.HostNS(1))                          // host to its own container
+	echo(t, c1, a1.IP, lab.HostNS(2))                          // host to a container on another host
+	echo(t, lab.HostNS(1), lab.HostAddr(vocab.Overlay, 1), c2) // container to another host's overlay address
 	assertVXLAN(t, lab, overlayPlain)
 }
 
@@ -285,20 +286,20 @@ func assertVXLAN(t *testing.T, lab *Lab, o overlay) {
 }
 
 func TestOVSMode(t *testing.T) {
-	lab := newLab(t, Config{Modes: []string{ModeOVS}})
+	lab := newLab(t, Config{Modes: []vocab.Network{vocab.OVS}})
 	if dp := lab.Info()["ovs.datapath"]; dp != "netdev" && dp != "system" {
 		t.Errorf("ovs.datapath = %q", dp)
 	}
 	c1, c2 := container(t, lab, 1), container(t, lab, 2)
-	a1 := attach(t, lab, ModeOVS, 0, c1, "198.18.200.2", 1500)
-	a2 := attach(t, lab, ModeOVS, 0, c2, "198.18.200.3", 1500)
-	if got := lab.HostAddr(ModeOVS, 0); got != "198.18.200.1" {
+	a1 := attach(t, lab, vocab.OVS, 0, c1, "198.18.200.2", 1500)
+	a2 := attach(t, lab, vocab.OVS, 0, c2, "198.18.200.3", 1500)
+	if got := lab.HostAddr(vocab.OVS, 0); got != "198.18.200.1" {
 		t.Errorf("HostAddr(ovs, 0) = %q", got)
 	}
-	echo(t, c2, a2.IP, c1)                    // container to container through OVS
-	echo(t, c1, a1.IP, "")                    // the machine to a container
-	echo(t, "", lab.HostAddr(ModeOVS, 0), c2) // a container to the machine
-	for _, a := range []Attachment{a1, a2} {  // Detach deletes the port and the veth, twice is fine
+	echo(t, c2, a2.IP, c1)                      // container to container through OVS
+	echo(t, c1, a1.IP, "")                      // the machine to a container
+	echo(t, "", lab.HostAddr(vocab.OVS, 0), c2) // a container to the machine
+	for _, a := range []Attachment{a1, a2} {    // Detach deletes the port and the veth, twice is fine
 		if err := a.Detach(); err != nil {
 			t.Fatal(err)
 		}
@@ -318,13 +319,13 @@ func TestOVSMode(t *testing.T) {
 }
 
 func TestMacvlanMode(t *testing.T) {
-	lab := newLab(t, Config{Modes: []string{ModeMacvlan}})
+	lab := newLab(t, Config{Modes: []vocab.Network{vocab.Macvlan}})
 	c1, c2 := container(t, lab, 1), container(t, lab, 2)
-	a1 := attach(t, lab, ModeMacvlan, 0, c1, "198.18.201.2", 1500)
-	a2 := attach(t, lab, ModeMacvlan, 0, c2, "198.18.201.3", 1500)
-	echo(t, c2, a2.IP, c1)                        // container to container
-	echo(t, c1, a1.IP, "")                        // the machine (its own macvlan child) to a container
-	echo(t, "", lab.HostAddr(ModeMacvlan, 0), c2) // a container to the machine
+	a1 := attach(t, lab, vocab.Macvlan, 0, c1, "198.18.201.2", 1500)
+	a2 := attach(t, lab, vocab.Macvlan, 0, c2, "198.18.201.3", 1500)
+	echo(t, c2, a2.IP, c1)                          // container to container
+	echo(t, c1, a1.IP, "")                          // the machine (its own macvlan child) to a container
+	echo(t, "", lab.HostAddr(vocab.Macvlan, 0), c2) // a container to the machine
 	if err := a1.Detach(); err != nil {
 		t.Fatal(err)
 	}
@@ -334,8 +335,8 @@ func TestMacvlanMode(t *testing.T) {
 }
 
 func TestConcurrentAttach(t *testing.T) {
-	lab := newLab(t, Config{Hosts: 1, Modes: []string{ModeBridge, ModeOVS, ModeMacvlan}})
-	modes := []string{ModeBridge, ModeOVS, ModeMacvlan}
+	lab := newLab(t, Config{Hosts: 1, Modes: []vocab.Network{vocab.Bridge, vocab.OVS, vocab.Macvlan}})
+	modes := []vocab.Network{vocab.Bridge, vocab.OVS, vocab.Macvlan}
 	const n = 30
 	paths := make([]string, n)
 	for i := range paths {
@@ -349,7 +350,7 @@ func TestConcurrentAttach(t *testing.T) {
 		wg.Go(func() {
 			mode := modes[i%3]
 			host := 0
-			if mode == ModeBridge {
+			if mode == vocab.Bridge {
 				host = 1
 			}
 			atts[i], errs[i] = lab.Attach(context.Background(), mode, host, paths[i])
@@ -381,17 +382,17 @@ func TestConcurrentAttach(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if used := lab.inUse; len(used[slot{ModeOVS, 0}])+len(used[slot{ModeMacvlan, 0}])+len(used[slot{ModeBridge, 1}]) != 0 {
+	if used := lab.inUse; len(used[slot{vocab.OVS, 0}])+len(used[slot{vocab.Macvlan, 0}])+len(used[slot{vocab.Bridge, 1}]) != 0 {
 		t.Errorf("addresses still allocated after Detach: %v", used)
 	}
 }
 
 func TestUnderlayRate(t *testing.T) {
-	lab := newLab(t, Config{Hosts: 2, Modes: []string{ModeHost}, UnderlayRate: "50mbit"})
-	if got := lab.HostAddr(ModeHost, 1); got != "198.18.0.1" {
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Host}, UnderlayRate: "50mbit"})
+	if got := lab.HostAddr(vocab.Host, 1); got != "198.18.0.1" {
 		t.Errorf("HostAddr(host, 1) = %q", got)
 	}
-	if got := lab.HostAddr(ModeHost, 0); got != "127.0.0.1" {
+	if got := lab.HostAddr(vocab.Host, 0); got != "127.0.0.1" {
 		t.Errorf("HostAddr(host, 0) = %q", got)
 	}
 	if lab.Info()["underlay.rate"] != "50mbit" {
@@ -422,7 +423,7 @@ func TestUnderlayRate(t *testing.T) {
 	// A 2-second TCP stream from host 1 to host 2, measured by the receiver.
 	var ln net.Listener
 	if err := netns.Do(lab.HostNS(2), func() (err error) {
-		ln, err = net.Listen("tcp", net.JoinHostPort(lab.HostAddr(ModeHost, 2), "0"))
+		ln, err = net.Listen("tcp", net.JoinHostPort(lab.HostAddr(vocab.Host, 2), "0"))
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -545,6 +546,7 @@ func (s *standIn) spawn(ctx context.Context, nsPath string, args []string) (func
 }
 
 func TestOverlayEncryptedWiring(t *testing.T) {
+	needRoot(t) // before the cleanup below, which would fail a skipped test
 	const hosts = 3
 	s := &standIn{}
 	t.Cleanup(func() { // registered first, so it runs after the lab's Close
@@ -552,7 +554,7 @@ func TestOverlayEncryptedWiring(t *testing.T) {
 			t.Errorf("Close called %d stop funcs, want %d", s.stopped, hosts)
 		}
 	})
-	lab := newLab(t, Config{Hosts: hosts, Modes: []string{ModeOverlayEncrypted}, Spawn: s.spawn, skipWarmup: true})
+	lab := newLab(t, Config{Hosts: hosts, Modes: []vocab.Network{vocab.OverlayEncrypted}, Spawn: s.spawn, skipWarmup: true})
 	if got := lab.Info()["overlay-encrypted.wireguard"]; got != "userspace (wireguard-go)" {
 		t.Errorf("info %v", lab.Info())
 	}
@@ -600,8 +602,8 @@ func TestOverlayEncryptedWiring(t *testing.T) {
 	}
 	assertVXLAN(t, lab, overlayEncrypted)
 	c1 := container(t, lab, 1)
-	attach(t, lab, ModeOverlayEncrypted, 1, c1, "198.19.129.2", 1370)
-	if got := lab.HostAddr(ModeOverlayEncrypted, 2); got != "198.19.130.1" {
+	attach(t, lab, vocab.OverlayEncrypted, 1, c1, "198.19.129.2", 1370)
+	if got := lab.HostAddr(vocab.OverlayEncrypted, 2); got != "198.19.130.1" {
 		t.Errorf("HostAddr(overlay-encrypted, 2) = %q", got)
 	}
 }
@@ -613,7 +615,7 @@ func TestOverlayEncryptedSpawnFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &standIn{failOn: netns.RunDir + "/ctb" + tok + "h2"}
-	_, err = New(context.Background(), Config{Token: tok, Hosts: 2, Modes: []string{ModeOverlayEncrypted}, Spawn: s.spawn, skipWarmup: true})
+	_, err = New(context.Background(), Config{Token: tok, Hosts: 2, Modes: []vocab.Network{vocab.OverlayEncrypted}, Spawn: s.spawn, skipWarmup: true})
 	if err == nil || !strings.Contains(err.Error(), "stand-in refuses") {
 		t.Errorf("New = %v, want the spawn error", err)
 	}
@@ -630,7 +632,7 @@ func TestClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	ovsBefore := ovsRunning(context.Background())
-	lab, err := New(context.Background(), Config{Token: tok, Hosts: 2, Modes: []string{ModeBridge, ModeOverlay, ModeOVS, ModeMacvlan}})
+	lab, err := New(context.Background(), Config{Token: tok, Hosts: 2, Modes: []vocab.Network{vocab.Bridge, vocab.Overlay, vocab.OVS, vocab.Macvlan}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -639,9 +641,9 @@ func TestClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []struct {
-		mode string
+		mode vocab.Network
 		host int
-	}{{ModeOVS, 0}, {ModeMacvlan, 0}, {ModeBridge, 1}, {ModeOverlay, 2}} {
+	}{{vocab.OVS, 0}, {vocab.Macvlan, 0}, {vocab.Bridge, 1}, {vocab.Overlay, 2}} {
 		if _, err := lab.Attach(context.Background(), m.mode, m.host, c1); err != nil && !strings.Contains(err.Error(), "default route") {
 			t.Fatal(err)
 		}
@@ -702,11 +704,11 @@ func TestConfigErrors(t *testing.T) {
 		want string
 	}{
 		{Config{Token: "xyz1"}, "token"},
-		{Config{Token: "ab12", Modes: []string{"ipvlan"}}, "unknown mode"},
-		{Config{Token: "ab12", Hosts: 1, Modes: []string{ModeOverlay}}, "at least 2"},
-		{Config{Token: "ab12", Hosts: 0, Modes: []string{ModeBridge}}, "emulated hosts"},
-		{Config{Token: "ab12", Hosts: 2, Modes: []string{ModeOverlayEncrypted}}, "Spawn"},
-		{Config{Token: "ab12", Hosts: 2, Modes: []string{ModeOverlayEncrypted}, Spawn: spawn, UnderlayRate: "fast"}, "rate"},
+		{Config{Token: "ab12", Modes: []vocab.Network{"ipvlan"}}, "unknown mode"},
+		{Config{Token: "ab12", Hosts: 1, Modes: []vocab.Network{vocab.Overlay}}, "at least 2"},
+		{Config{Token: "ab12", Hosts: 0, Modes: []vocab.Network{vocab.Bridge}}, "emulated hosts"},
+		{Config{Token: "ab12", Hosts: 2, Modes: []vocab.Network{vocab.OverlayEncrypted}}, "Spawn"},
+		{Config{Token: "ab12", Hosts: 2, Modes: []vocab.Network{vocab.OverlayEncrypted}, Spawn: spawn, UnderlayRate: "fast"}, "rate"},
 		{Config{Token: "ab12", UnderlayRate: "1gbit"}, "emulated hosts"},
 		{Config{Token: "ab12", Hosts: 100}, "hosts"},
 	} {
@@ -718,31 +720,31 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestWrongModeAndHost(t *testing.T) {
-	lab := newLab(t, Config{Hosts: 1, Modes: []string{ModeBridge, ModeMacvlan}})
+	lab := newLab(t, Config{Hosts: 1, Modes: []vocab.Network{vocab.Bridge, vocab.Macvlan}})
 	c1 := container(t, lab, 1)
 	for _, c := range []struct {
-		mode string
+		mode vocab.Network
 		host int
 		want string
 	}{
-		{ModeMacvlan, 1, "only on the machine itself (host 0)"},
-		{ModeOVS, 1, "only on the machine itself (host 0)"},
-		{ModeBridge, 0, "needs emulated hosts"},
-		{ModeOverlay, 0, "needs emulated hosts"},
-		{ModeOverlay, 1, "not built"},
-		{ModeBridge, 2, "no host 2"},
-		{ModeHost, 1, "nothing to attach"},
+		{vocab.Macvlan, 1, "only on the machine itself (host 0)"},
+		{vocab.OVS, 1, "only on the machine itself (host 0)"},
+		{vocab.Bridge, 0, "needs emulated hosts"},
+		{vocab.Overlay, 0, "needs emulated hosts"},
+		{vocab.Overlay, 1, "not built"},
+		{vocab.Bridge, 2, "no host 2"},
+		{vocab.Host, 1, "nothing to attach"},
 		{"ipvlan", 0, "unknown mode"},
 	} {
 		_, err := lab.Attach(context.Background(), c.mode, c.host, c1)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Attach(%s, %d) = %v, want an error about %q", c.mode, c.host, err, c.want)
 		}
-		if c.mode != ModeHost && lab.HostAddr(c.mode, c.host) != "" {
+		if c.mode != vocab.Host && lab.HostAddr(c.mode, c.host) != "" {
 			t.Errorf("HostAddr(%s, %d) = %q, want none", c.mode, c.host, lab.HostAddr(c.mode, c.host))
 		}
 	}
-	if _, err := lab.Attach(context.Background(), ModeBridge, 1, "/nonexistent"); err == nil {
+	if _, err := lab.Attach(context.Background(), vocab.Bridge, 1, "/nonexistent"); err == nil {
 		t.Error("Attach to a missing namespace succeeded")
 	}
 	if lab.HostNS(2) != "" || lab.HostNS(0) != "" || lab.HostNS(1) == "" {
@@ -751,7 +753,7 @@ func TestWrongModeAndHost(t *testing.T) {
 
 	// Detach after Close is fine (the host, and the veth, are gone), and a
 	// closed lab attaches nothing.
-	a, err := lab.Attach(context.Background(), ModeBridge, 1, c1)
+	a, err := lab.Attach(context.Background(), vocab.Bridge, 1, c1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -761,7 +763,7 @@ func TestWrongModeAndHost(t *testing.T) {
 	if err := a.Detach(); err != nil {
 		t.Errorf("Detach after Close: %v", err)
 	}
-	if _, err := lab.Attach(context.Background(), ModeMacvlan, 0, c1); err == nil || !strings.Contains(err.Error(), "closed") {
+	if _, err := lab.Attach(context.Background(), vocab.Macvlan, 0, c1); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("Attach on a closed lab = %v", err)
 	}
 }
@@ -789,16 +791,16 @@ func TestAllModesTogether(t *testing.T) {
 	s := &standIn{}
 	lab := newLab(t, Config{
 		Hosts: 2,
-		Modes: []string{ModeHost, ModeBridge, ModeOverlay, ModeOverlayEncrypted, ModeOVS, ModeMacvlan},
+		Modes: []vocab.Network{vocab.Host, vocab.Bridge, vocab.Overlay, vocab.OverlayEncrypted, vocab.OVS, vocab.Macvlan},
 		Spawn: s.spawn,
 
 		skipWarmup: true,
 	})
 	pairs := []struct {
-		mode         string
+		mode         vocab.Network
 		hostA, hostB int
 	}{
-		{ModeBridge, 1, 2}, {ModeOverlay, 1, 2}, {ModeOVS, 0, 0}, {ModeMacvlan, 0, 0},
+		{vocab.Bridge, 1, 2}, {vocab.Overlay, 1, 2}, {vocab.OVS, 0, 0}, {vocab.Macvlan, 0, 0},
 	}
 	for i, p := range pairs {
 		ca, cb := container(t, lab, 2*i), container(t, lab, 2*i+1)
@@ -815,18 +817,18 @@ func TestAllModesTogether(t *testing.T) {
 	}
 	// The encrypted overlay is wired (its traffic needs the real agent).
 	c := container(t, lab, 9)
-	if _, err := lab.Attach(context.Background(), ModeOverlayEncrypted, 2, c); err != nil {
+	if _, err := lab.Attach(context.Background(), vocab.OverlayEncrypted, 2, c); err != nil {
 		t.Fatal(err)
 	}
 	assertVXLAN(t, lab, overlayPlain)
 	assertVXLAN(t, lab, overlayEncrypted)
-	echo(t, lab.HostNS(2), lab.HostAddr(ModeHost, 2), lab.HostNS(1))
+	echo(t, lab.HostNS(2), lab.HostAddr(vocab.Host, 2), lab.HostNS(1))
 }
 
 // SetUnderlayRate reshapes the underlay between trials: a stream measures
 // the new rate, and "none" removes the shaping.
 func TestSetUnderlayRate(t *testing.T) {
-	lab := newLab(t, Config{Hosts: 2, Modes: []string{ModeHost}})
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Host}})
 	if err := lab.SetUnderlayRate("40mbit"); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"net"
 	"strconv"
 	"time"
@@ -19,7 +21,7 @@ import (
 
 // overlay describes one of the two VXLAN overlays.
 type overlay struct {
-	mode   string
+	mode   vocab.Network
 	vni    int
 	bridge string // bridge in each host
 	vxlan  string // VXLAN device in each host
@@ -29,8 +31,8 @@ type overlay struct {
 }
 
 var (
-	overlayPlain     = overlay{ModeOverlay, 4242, "ctbov0", "ctbvx0", 0, 1450, "o"}
-	overlayEncrypted = overlay{ModeOverlayEncrypted, 4243, "ctbev0", "ctbex0", 128, 1370, "e"}
+	overlayPlain     = overlay{vocab.Overlay, 4242, "ctbov0", "ctbvx0", 0, 1450, "o"}
+	overlayEncrypted = overlay{vocab.OverlayEncrypted, 4243, "ctbev0", "ctbex0", 128, 1370, "e"}
 )
 
 // vxlanPort is the IANA VXLAN port, used by the plain overlay; the
@@ -40,7 +42,7 @@ var (
 const vxlanPort = 4789
 
 func (o overlay) port() int {
-	if o.mode == ModeOverlayEncrypted {
+	if o.mode == vocab.OverlayEncrypted {
 		return vxlanPort + 1
 	}
 	return vxlanPort
@@ -51,7 +53,7 @@ func (o overlay) hostIP(h int) net.IP { return net.ParseIP(ip4(198, 19, o.third+
 // vtep is host h's VXLAN endpoint: its underlay address, or its WireGuard
 // tunnel address for the encrypted overlay.
 func (o overlay) vtep(h int) net.IP {
-	if o.mode == ModeOverlayEncrypted {
+	if o.mode == vocab.OverlayEncrypted {
 		return net.ParseIP(ip4(198, 18, 250, h)).To4()
 	}
 	return net.ParseIP(ip4(198, 18, 0, h)).To4()
@@ -59,7 +61,7 @@ func (o overlay) vtep(h int) net.IP {
 
 // vtepDev is the device the VXLAN sends through.
 func (o overlay) vtepDev() string {
-	if o.mode == ModeOverlayEncrypted {
+	if o.mode == vocab.OverlayEncrypted {
 		return ifWG
 	}
 	return ifUnderlay
@@ -75,8 +77,8 @@ func (l *Lab) buildOverlay(ctx context.Context, o overlay) error {
 			return fmt.Errorf("netlab: %s on host %d: %w", o.mode, h, err)
 		}
 	}
-	l.setInfo(o.mode+".mtu", strconv.Itoa(o.mtu))
-	l.setInfo(o.mode+".vni", strconv.Itoa(o.vni))
+	l.setInfo(string(o.mode)+".mtu", strconv.Itoa(o.mtu))
+	l.setInfo(string(o.mode)+".vni", strconv.Itoa(o.vni))
 	l.notef("%s: VXLAN %d over %s, bridge %s, MTU %d", o.mode, o.vni, o.vtepDev(), o.bridge, o.mtu)
 	return nil
 }
@@ -229,7 +231,7 @@ func (l *Lab) buildEncrypted(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("netlab: overlay-encrypted: %w", err)
 		}
-		stop, err := l.cfg.Spawn(ctx, l.HostNS(h), []string{"agent", "wireguard", "--config", string(js)})
+		stop, err := l.cfg.Spawn(ctx, l.HostNS(h), invocation.WireGuardArgs(js))
 		if err != nil {
 			return fmt.Errorf("netlab: overlay-encrypted: starting the WireGuard agent on host %d: %w", h, err)
 		}

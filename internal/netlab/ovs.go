@@ -64,7 +64,7 @@ func ovsDelBridge(ctx context.Context, name string) error {
 // that a lab did, so the last Close, or Clean after a crash, stops them.
 func startOVS(ctx context.Context) error {
 	if _, err := os.Stat(ovsCtl); err != nil {
-		return fmt.Errorf("Open vSwitch is not installed (%s): %w", ovsCtl, err)
+		return fmt.Errorf("the Open vSwitch tools are not installed (%s): %w", ovsCtl, err)
 	}
 	out, err := exec.CommandContext(ctx, ovsCtl, "start", "--system-id=random").CombinedOutput()
 	if err != nil {

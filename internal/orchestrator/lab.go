@@ -14,44 +14,43 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/netns"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
-// buildLab creates the networks ctrbench wires itself: hosts emulated
-// hosts and the modes the cells use (netlab).
-func (o *Options) buildLab(ctx context.Context, hosts int, modes []string) error {
+// buildLab creates the networks ctrbench wires itself: the emulated hosts
+// and the modes the cells use (netlab).
+func (c *campaign) buildLab(ctx context.Context) error {
+	hosts, modes := c.needs.Hosts, c.needs.Lab
 	if hosts < 2 {
 		hosts = 0 // the machine itself only: macvlan, OVS
 	}
 	if hosts > 0 && len(modes) == 0 {
-		modes = []string{netlab.ModeHost}
+		modes = []vocab.Network{vocab.Host}
 	}
 	lab, err := netlab.New(ctx, netlab.Config{
-		Token:    o.runToken,
+		Token:    c.env.Token,
 		Hosts:    hosts,
 		Modes:    modes,
-		Spawn:    o.spawnWireGuard,
-		Progress: o.Progress.Notes(),
+		Spawn:    c.spawnWireGuard,
+		Progress: c.cfg.Progress.Notes(),
 	})
 	if err != nil {
 		return fmt.Errorf("building the network lab: %w", err)
 	}
-	o.lab = lab
+	c.env.Lab = lab
+	c.undo = append(c.undo, func(context.Context) {
+		if err := lab.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "ctrbench: removing the network lab: %v\n", err)
+		}
+	})
 	return nil
-}
-
-// agentBinary is the ctrbench executable that runs agents.
-func (o *Options) agentBinary() (string, error) {
-	if o.Binary != "" {
-		return o.Binary, nil
-	}
-	return os.Executable()
 }
 
 // spawnWireGuard runs `ctrbench agent wireguard` inside an emulated host's
 // namespace (netlab's Spawner) and returns once it reports ready. The
 // process dies with ctrbench (PDEATHSIG); stop ends it with SIGTERM.
-func (o *Options) spawnWireGuard(ctx context.Context, nsPath string, args []string) (func() error, error) {
-	bin, err := o.agentBinary()
+func (c *campaign) spawnWireGuard(ctx context.Context, nsPath string, args []string) (func() error, error) {
+	bin, err := c.binary()
 	if err != nil {
 		return nil, err
 	}

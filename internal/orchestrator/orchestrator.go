@@ -1,8 +1,9 @@
-// Package orchestrator runs a campaign: it expands an experiment into cells
-// and a seeded, interleaved trial order, prepares the platforms, runs each
-// trial (server first, readiness, then client) under a timeout, and hands
-// every finished trial to a Sink the moment it ends. A failed or hung
-// workload is a failed trial with its reason; the campaign goes on.
+// Package orchestrator runs a campaign: it resolves the cells (plan),
+// prepares what they need — the emulated machine's cgroup, the network lab,
+// the platforms, opened from their drivers — and runs the trials in the
+// order a Scheduler chooses, each under a timeout through its TrialRunner,
+// handing every finished trial to a Sink the moment it ends. A failed or
+// hung workload is a failed trial with its reason; the campaign goes on.
 package orchestrator
 
 import (
@@ -11,50 +12,44 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"sort"
-	"strconv"
 	"time"
 
-	"github.com/ctrbench/ctrbench/internal/cgroup"
-	"github.com/ctrbench/ctrbench/internal/netlab"
+	"github.com/ctrbench/ctrbench/internal/plan"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/runner"
+	"github.com/ctrbench/ctrbench/internal/schedule"
 	"github.com/ctrbench/ctrbench/internal/spec"
-	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
 // Sink receives each trial the moment it ends (the store commits it).
 type Sink func(result.Trial) error
 
-// Options configure one campaign run.
-type Options struct {
+// Config says what campaign to run and where its trials go.
+type Config struct {
 	Experiment *spec.Experiment
 	CampaignID string
 	Cells      []result.Cell // as expanded by Experiment.Cells()
-	Platforms  map[string]platform.Platform
-	Sink       Sink
-	// Done holds seqs already recorded, when resuming an interrupted campaign.
-	Done map[int]bool
+	// Binary is the static ctrbench executable the agents run (and the
+	// WireGuard helper); default: this process's own.
+	Binary string
+	// Platforms are platforms already made, by name (tests); the others
+	// the cells use are opened from their drivers and closed at the end.
+	Platforms map[string]platform.Platform
+	// Scheduler chooses the order; default: the seeded interleaved rounds.
+	Scheduler schedule.Scheduler
+	// Recorded are the trials an earlier run of this campaign stored:
+	// the scheduler replays them and they are not run again.
+	Recorded []result.Trial
+	// Runner chooses each cell's trial runner; default: runner.For.
+	Runner func(*plan.Cell) runner.TrialRunner
+	Sink   Sink
 	// Prepared is called once platforms are ready, with their descriptions.
 	Prepared func(info map[string]string)
 	Progress *Progress
 	// CleanupTimeout bounds removal of what a trial or campaign created,
-	// which runs even after ctx is cancelled.
+	// which runs even after ctx is cancelled; default 60 s.
 	CleanupTimeout time.Duration
-	// Binary is the ctrbench executable, run for helper agents such as
-	// the WireGuard tunnel; default: this process's own.
-	Binary string
-
-	// runToken makes instance names unique per invocation, so a resumed
-	// campaign never collides with a leftover of the interrupted one.
-	runToken string
-	// cgroupParent is the emulated machine's cgroup, "" for none.
-	cgroupParent string
-	// lab holds the networks ctrbench wires itself (emulated hosts,
-	// macvlan, OVS, overlays); nil when no cell needs one.
-	lab *netlab.Lab
 }
 
 // Summary counts what a run did.
@@ -67,200 +62,106 @@ type Summary struct {
 var ErrInterrupted = errors.New("interrupted")
 
 // Run executes the campaign.
-func Run(ctx context.Context, o Options) (Summary, error) {
-	e := o.Experiment
-	tok := make([]byte, 2)
-	_, _ = rand.Read(tok)
-	o.runToken = hex.EncodeToString(tok)
-	if o.CleanupTimeout == 0 {
-		o.CleanupTimeout = 60 * time.Second
-	}
-	cells := map[int]result.Cell{}
-	ids := make([]int, 0, len(o.Cells))
-	for _, c := range o.Cells {
-		cells[c.ID] = c
-		ids = append(ids, c.ID)
-	}
-	plan := spec.Order(ids, e.Repetitions, e.Warmup, e.Seed)
-	sum := Summary{Planned: len(plan)}
-
-	// The emulated machine: one cgroup every instance is placed under.
-	if env := e.Envelope; !env.IsZero() {
-		o.cgroupParent = "ctrbench/" + o.CampaignID + "/machine"
-		g, err := cgroup.Create(o.cgroupParent, cgroup.Spec{CPUs: env.CPUs, Cpuset: env.Cpuset, MemoryBytes: env.MemoryBytes, Always: true})
-		if err != nil {
-			return sum, fmt.Errorf("emulated machine: %w", err)
-		}
-		// Removed after the platforms have removed their instances.
-		defer func() {
-			_ = g.Remove()
-			cgroup.RemoveTree("ctrbench/" + o.CampaignID)
-		}()
-	}
-	used, err := o.prepare(ctx)
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.CleanupTimeout)
-		defer cancel()
-		for _, name := range used {
-			if err := o.Platforms[name].Close(cctx); err != nil {
-				fmt.Fprintf(os.Stderr, "ctrbench: cleaning up platform %s: %v\n", name, err)
-			}
-		}
-		if o.lab != nil {
-			if err := o.lab.Close(); err != nil {
-				fmt.Fprintf(os.Stderr, "ctrbench: removing the network lab: %v\n", err)
-			}
-		}
-	}()
+func Run(ctx context.Context, cfg Config) (Summary, error) {
+	c, err := newCampaign(cfg)
 	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{Planned: c.sched.Bound()}
+	defer c.close(ctx)
+	if err := c.prepare(ctx); err != nil {
 		return sum, err
 	}
-
-	todo := 0
-	for _, pt := range plan {
-		if !o.Done[pt.Seq] {
-			todo++
-		}
+	for _, t := range cfg.Recorded {
+		c.sched.Observe(t)
 	}
-	o.Progress.Begin(len(plan), todo)
-	for _, pt := range plan {
-		if o.Done[pt.Seq] {
-			continue
+	cfg.Progress.Begin(sum.Planned, sum.Planned-len(cfg.Recorded))
+	for {
+		pt, ok := c.sched.Next()
+		if !ok {
+			break
 		}
 		if ctx.Err() != nil {
 			sum.Interrupted = true
 			break
 		}
-		cell := cells[pt.CellID]
-		o.Progress.Start(pt, cell)
-		t := o.trial(ctx, cell, pt)
+		pc := c.cells[pt.CellID]
+		cfg.Progress.Start(pt, pc.Cell)
+		t := c.trial(ctx, pc, pt)
 		if ctx.Err() != nil {
 			// The trial was cut short by Ctrl-C, not by its workload: it is
 			// not a result, and a resumed campaign runs it again.
 			sum.Interrupted = true
 			break
 		}
-		if err := o.Sink(t); err != nil {
+		if err := cfg.Sink(t); err != nil {
 			return sum, fmt.Errorf("recording trial %d: %w", pt.Seq, err)
 		}
+		c.sched.Observe(t)
 		sum.Ran++
 		if t.Status == result.OK {
 			sum.OK++
 		} else {
 			sum.Failed++
 		}
-		o.Progress.End(pt, cell, t)
+		cfg.Progress.End(pt, pc.Cell, t)
 	}
-	o.Progress.Finish()
+	cfg.Progress.Finish()
 	if sum.Interrupted {
 		return sum, ErrInterrupted
 	}
 	return sum, nil
 }
 
-// prepare readies each platform the cells use, with the networks and tools
-// they need there. It returns the names of platforms to close.
-func (o *Options) prepare(ctx context.Context) ([]string, error) {
-	nets := map[string]map[string]bool{}
-	tools := map[string]map[string]bool{}
-	storages := map[string]map[string]bool{}
-	maxHosts := 1
-	labModes := map[string]bool{}
-	need := func(pl spec.Placement, hosts int, ws ...*workload.Spec) {
-		if nets[pl.Platform] == nil {
-			nets[pl.Platform], tools[pl.Platform], storages[pl.Platform] = map[string]bool{}, map[string]bool{}, map[string]bool{}
-		}
-		network, wired := platformNet(pl, hosts)
-		nets[pl.Platform][network] = true
-		if wired != "" {
-			labModes[wired] = true
-		}
-		maxHosts = max(maxHosts, hosts)
-		storages[pl.Platform][pl.Storage] = true
-		for _, w := range ws {
-			for _, t := range w.Tools {
-				tools[pl.Platform][t.Binary] = true
-			}
-		}
-	}
-	for _, c := range o.Cells {
-		ws, _ := workload.Lookup(c.WorkloadType)
-		var neighbours []*workload.Spec
-		for _, name := range spec.Antagonists(c.Factors[spec.FAntagonist]) {
-			if w, ok := o.Experiment.Workload(name); ok {
-				neighbours = append(neighbours, w.Spec)
-			}
-		}
-		roles := ws.RoleList()
-		hosts := spec.Hosts(c.Factors)
-		for i, role := range roles {
-			// Neighbours in the same container run in the driver's instance.
-			if i == len(roles)-1 && c.Factors[spec.FPackaging] == spec.PackSame {
-				need(spec.PlacementFor(c.Factors, role), hosts, append([]*workload.Spec{ws}, neighbours...)...)
-				continue
-			}
-			need(spec.PlacementFor(c.Factors, role), hosts, ws)
-		}
-		if c.Factors[spec.FPackaging] == spec.PackSeparate {
-			need(spec.PlacementFor(c.Factors, spec.RoleAntagonist), hosts, neighbours...)
-		}
-	}
-	var used []string
-	info := map[string]string{}
-	if maxHosts > 1 || len(labModes) > 0 {
-		if err := o.buildLab(ctx, maxHosts, sortedKeys(labModes)); err != nil {
-			return used, err
-		}
-		for k, v := range o.lab.Info() {
-			info["net."+k] = v
-		}
-	}
-	for _, name := range sortedSet(nets) {
-		p, ok := o.Platforms[name]
-		if !ok {
-			return used, fmt.Errorf("platform %q is not available", name)
-		}
-		used = append(used, name)
-		s := platform.Setup{
-			CampaignID:   o.CampaignID,
-			Labels:       o.labels(),
-			Networks:     sortedKeys(nets[name]),
-			Tools:        sortedKeys(tools[name]),
-			Storages:     sortedKeys(storages[name]),
-			Progress:     o.Progress.Notes(),
-			CgroupParent: o.cgroupParent,
-		}
-		if err := p.Prepare(ctx, s); err != nil {
-			return used, fmt.Errorf("preparing platform %s: %w", name, err)
-		}
-		for k, v := range p.Info() {
-			info[k] = v
-		}
-	}
-	if o.Prepared != nil {
-		o.Prepared(info)
-	}
-	return used, nil
+// campaign is a campaign while it runs: its resolved cells and what was
+// made for them.
+type campaign struct {
+	cfg   Config
+	cells map[int]*plan.Cell
+	needs plan.Needs
+	sched schedule.Scheduler
+	env   runner.Env
+	// machine is the emulated machine's cgroup, "" for none; undo removes
+	// what prepare made, last first.
+	machine string
+	undo    []func(context.Context)
 }
 
-func (o *Options) labels() map[string]string {
-	return map[string]string{
-		platform.LabelManaged:  "true",
-		platform.LabelCampaign: o.CampaignID,
-		platform.LabelOwnerPID: strconv.Itoa(os.Getpid()),
+func newCampaign(cfg Config) (*campaign, error) {
+	if cfg.CleanupTimeout == 0 {
+		cfg.CleanupTimeout = 60 * time.Second
 	}
+	if cfg.Runner == nil {
+		cfg.Runner = runner.For
+	}
+	cells, err := plan.ResolveAll(cfg.Experiment, cfg.Cells)
+	if err != nil {
+		return nil, err
+	}
+	c := &campaign{cfg: cfg, cells: map[int]*plan.Cell{}, needs: plan.Collect(cells), sched: cfg.Scheduler}
+	for _, pc := range cells {
+		c.cells[pc.ID] = pc
+	}
+	if c.sched == nil {
+		c.sched = plan.Schedule(cfg.Experiment, cfg.Cells)
+	}
+	tok := make([]byte, 2)
+	_, _ = rand.Read(tok)
+	c.env = runner.Env{
+		CampaignID:     cfg.CampaignID,
+		Token:          hex.EncodeToString(tok),
+		Platforms:      map[string]platform.Platform{},
+		Labels:         labels(cfg.CampaignID),
+		CleanupTimeout: cfg.CleanupTimeout,
+	}
+	return c, nil
 }
 
-func sortedSet[V any](m map[string]V) []string { return sortedKeys(m) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
+// close undoes what prepare did, last first, even after ctx ended.
+func (c *campaign) close(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CleanupTimeout)
+	defer cancel()
+	for i := len(c.undo) - 1; i >= 0; i-- {
+		c.undo[i](cctx)
 	}
-	sort.Strings(k)
-	return k
 }
-
-// Discard is a progress writer that prints nothing.
-var Discard io.Writer = io.Discard

@@ -14,6 +14,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/testutil"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	_ "github.com/ctrbench/ctrbench/internal/workloads"
 )
 
@@ -39,8 +40,8 @@ func (s *sink) record(t result.Trial) error {
 	return s.err
 }
 
-func options(e *spec.Experiment, ps map[string]platform.Platform, s *sink) Options {
-	return Options{Experiment: e, CampaignID: "test-orch", Cells: e.Cells(), Platforms: ps, Sink: s.record, CleanupTimeout: 10 * time.Second}
+func options(e *spec.Experiment, ps map[string]platform.Platform, s *sink) Config {
+	return Config{Experiment: e, CampaignID: "test-orch", Cells: e.Cells(), Platforms: ps, Sink: s.record, CleanupTimeout: 10 * time.Second}
 }
 
 // Real agents on the native platform: every planned trial is handed to the
@@ -91,7 +92,19 @@ workloads:
 	}
 }
 
-// A fake platform, for failure paths a real engine does not produce on demand.
+// A fake platform, for failure paths a real engine does not produce on
+// demand. Its driver declares container-like capabilities; the tests hand
+// the orchestrator the instance to use.
+func init() {
+	platform.Register(platform.Driver{
+		Name: "fake", Noun: "fake container", Rank: 100,
+		Caps: platform.Capabilities{Networks: []vocab.Network{vocab.Host}, OwnNetNS: true, OwnCgroup: true, Storages: []vocab.Storage{vocab.Layer}},
+		Open: func(context.Context, platform.Config) (platform.Platform, error) {
+			return nil, errors.New("the fake platform is given to the orchestrator, never opened")
+		},
+	})
+}
+
 type fake struct {
 	startErr error
 	exit     platform.Exit
@@ -99,9 +112,9 @@ type fake struct {
 	closed   bool
 }
 
-func (f *fake) Name() string                                  { return "docker" }
+func (f *fake) Name() string                                  { return "fake" }
 func (f *fake) Prepare(context.Context, platform.Setup) error { return nil }
-func (f *fake) HostAddr(string) string                        { return "127.0.0.1" }
+func (f *fake) HostAddr(vocab.Network) string                 { return "127.0.0.1" }
 func (f *fake) Close(context.Context) error                   { f.closed = true; return nil }
 func (f *fake) Info() map[string]string                       { return nil }
 func (f *fake) Start(context.Context, platform.InstanceSpec) (platform.Instance, error) {
@@ -121,10 +134,11 @@ func (i *fakeInstance) Wait(context.Context) (platform.Exit, error) { return i.e
 func (i *fakeInstance) IP() string                                  { return "" }
 func (i *fakeInstance) Remove(context.Context) error                { return nil }
 func (i *fakeInstance) Stop(context.Context) error                  { return nil }
+func (i *fakeInstance) Timings() platform.Timings                   { return platform.Timings{} }
 
-const oneDockerCell = `name: f
+const oneFakeCell = `name: f
 repetitions: 2
-factors: {platform: [docker]}
+factors: {platform: [fake]}
 workloads: [{type: cpu.primes}]
 `
 
@@ -133,14 +147,14 @@ func TestFailuresAreTrials(t *testing.T) {
 		f    *fake
 		want string
 	}{
-		"start fails":     {&fake{startErr: errors.New("OCI runtime create failed")}, "starting main on docker: OCI runtime create failed"},
+		"start fails":     {&fake{startErr: errors.New("OCI runtime create failed")}, "starting main on fake: OCI runtime create failed"},
 		"exit, no result": {&fake{exit: platform.Exit{Code: 137, Stderr: "Killed"}, stdout: "some noise\n"}, "exited with code 137 without a result: Killed | some noise"},
 		"failed result":   {&fake{stdout: `{"event":"result","result":{"status":"failed","error":"validation: wrong"}}` + "\n"}, "validation: wrong"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := &sink{}
-			e := experiment(t, oneDockerCell)
-			sum, err := Run(context.Background(), options(e, map[string]platform.Platform{"docker": c.f}, s))
+			e := experiment(t, oneFakeCell)
+			sum, err := Run(context.Background(), options(e, map[string]platform.Platform{"fake": c.f}, s))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,9 +175,9 @@ func TestFailuresAreTrials(t *testing.T) {
 
 func TestSinkErrorStopsTheCampaign(t *testing.T) {
 	s := &sink{err: errors.New("disk full")}
-	e := experiment(t, oneDockerCell)
+	e := experiment(t, oneFakeCell)
 	f := &fake{stdout: `{"event":"result","result":{"status":"ok"}}` + "\n"}
-	_, err := Run(context.Background(), options(e, map[string]platform.Platform{"docker": f}, s))
+	_, err := Run(context.Background(), options(e, map[string]platform.Platform{"fake": f}, s))
 	if err == nil || !strings.Contains(err.Error(), "disk full") || len(s.trials) != 1 {
 		t.Fatalf("got %v after %d trials", err, len(s.trials))
 	}
@@ -208,16 +222,5 @@ workloads: [{type: cpu.primes, params: {duration: 1m}}]
 	}
 	if len(s.trials) != 1 || s.trials[0].Status != result.Timeout || !strings.Contains(s.trials[0].Error, "timed out after 300ms") {
 		t.Fatalf("%+v", s.trials)
-	}
-}
-
-func TestLimitsOf(t *testing.T) {
-	l, err := limitsOf(spec.Placement{CPUs: "1.5", Cpuset: "0-1", Memory: "512MiB"})
-	if err != nil || l.CPUs != 1.5 || l.Cpuset != "0-1" || l.MemoryBytes != 512<<20 {
-		t.Fatalf("%+v %v", l, err)
-	}
-	l, err = limitsOf(spec.Placement{CPUs: spec.NoLimit, Cpuset: spec.NoLimit, Memory: spec.NoLimit})
-	if err != nil || !l.IsZero() {
-		t.Fatalf("%+v %v", l, err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/schedule"
 )
 
 // Progress prints one live line while a campaign runs: trial k/N, the cell,
@@ -54,7 +54,7 @@ func (p *Progress) eta() string {
 	return fmt.Sprintf("elapsed %s, ETA %s", fmtDur(el), fmtDur(left))
 }
 
-func label(pt spec.PlannedTrial, c result.Cell) string {
+func label(pt schedule.Trial, c result.Cell) string {
 	s := fmt.Sprintf("%s %s rep %d", c.Workload, result.FactorString(c.Factors), pt.Repetition)
 	if pt.Warmup {
 		s += " (warm-up)"
@@ -62,7 +62,7 @@ func label(pt spec.PlannedTrial, c result.Cell) string {
 	return s
 }
 
-func (p *Progress) Start(pt spec.PlannedTrial, c result.Cell) {
+func (p *Progress) Start(pt schedule.Trial, c result.Cell) {
 	if p == nil || !p.tty {
 		return
 	}
@@ -70,7 +70,7 @@ func (p *Progress) Start(pt spec.PlannedTrial, c result.Cell) {
 	p.active = true
 }
 
-func (p *Progress) End(pt spec.PlannedTrial, c result.Cell, t result.Trial) {
+func (p *Progress) End(pt schedule.Trial, c result.Cell, t result.Trial) {
 	if p == nil {
 		return
 	}
@@ -80,7 +80,7 @@ func (p *Progress) End(pt spec.PlannedTrial, c result.Cell, t result.Trial) {
 	if t.Status == result.OK {
 		if len(t.Observations) > 0 {
 			o := t.Observations[0]
-			detail = fmt.Sprintf("%s=%.4g %s", o.Metric, o.Value, o.Unit)
+			detail = fmt.Sprintf("%s=%.4g %s", o.ID(), o.Value, o.Unit)
 		}
 	} else {
 		detail = firstLine(t.Error)

@@ -1,11 +1,20 @@
-// Package platform defines where an agent runs: a host process (native), a
-// Docker container, and later other runtimes. Every platform passes the
-// conformance suite in platformtest.
+// Package platform defines where an agent runs — a host process, a Docker
+// container, and later other runtimes — as drivers that declare what they
+// can do. Each platform is one package that registers a Driver; the rest of
+// ctrbench asks a driver's Capabilities and never compares platform names.
+// Every platform passes the conformance suite in platformtest.
+//
+// This package declares; it does not act: it holds the interfaces, the
+// registry and the rules that follow from capabilities.
 package platform
 
 import (
 	"context"
 	"io"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // Label keys carried by every object ctrbench creates (containers, networks,
@@ -14,25 +23,9 @@ const (
 	LabelManaged  = "io.ctrbench.managed"  // always "true"
 	LabelCampaign = "io.ctrbench.campaign" // campaign ID
 	LabelOwnerPID = "io.ctrbench.owner-pid"
-	LinkPrefix    = "ctb" // every host link ctrbench creates starts with this
-)
-
-// Network modes a platform may support.
-const (
-	NetHost   = "host"
-	NetBridge = "bridge" // a user-defined bridge network per campaign
-	// NetBridgeDefault is Docker's default bridge (docker0).
-	NetBridgeDefault = "bridge-default"
-	// NetNone is a namespace with loopback only: ctrbench wires it itself
-	// (netlab) after the instance starts, or it is the loopback network.
-	NetNone = "none"
-)
-
-// Storage levels a platform may support.
-const (
-	StorageLayer  = "layer"
-	StorageVolume = "volume"
-	StorageTmpfs  = "tmpfs"
+	LabelTrial    = "io.ctrbench.trial" // the trial's seq
+	LabelRole     = "io.ctrbench.role"  // the role the instance runs
+	LinkPrefix    = "ctb"               // every host link ctrbench creates starts with this
 )
 
 // Limits are cgroup limits for one instance; zero values mean "no limit".
@@ -53,26 +46,39 @@ func (l Limits) IsZero() bool { return l == Limits{} }
 
 // InstanceSpec says what to start.
 type InstanceSpec struct {
-	Name    string   // unique per campaign, e.g. ctrbench-3f2a-t12-server
-	Args    []string // arguments to the ctrbench binary, e.g. ["agent","run",...]
-	Network string   // NetHost, NetBridge, NetBridgeDefault or NetNone
+	Name string // unique per campaign, e.g. ctrbench-3f2a-t12-server
+	// Agent is the ctrbench agent the instance runs. The platform may set
+	// its DataDir (where the instance's storage is mounted) and JoinCgroups
+	// (limits it applies by cgroups the agent enters) before encoding it.
+	Agent invocation.Agent
+	// Network is what the platform provides: one of its Capabilities.
+	// Networks, or vocab.None when ctrbench wires the namespace (netlab)
+	// or it joins another instance's (ShareNetworkWith).
+	Network vocab.Network
 	// ShareNetworkWith names a running instance (by its Name) whose network
 	// namespace this one joins: both ends over loopback. Overrides Network.
 	ShareNetworkWith string
-	// NetNS is the path of a network namespace to run in (emulated hosts);
-	// native only.
+	// NetNS is the path of an emulated host's network namespace to run in;
+	// only for platforms without a namespace of their own (OwnNetNS false).
 	NetNS  string
 	Limits Limits
 	Labels map[string]string
-	// Storage is where the agent's data directory lives: "" or "layer"
-	// (the platform's own filesystem), "volume" or "tmpfs".
-	Storage string
+	// Storage is where the agent's data directory lives: "" or Layer (the
+	// platform's own filesystem), Volume or Tmpfs.
+	Storage vocab.Storage
 }
 
 // Exit is how an instance ended.
 type Exit struct {
 	Code   int
 	Stderr string // tail of stderr, for failure reasons
+}
+
+// Timings are the moments an instance's phases ended, as the platform saw
+// them; a phase the platform cannot time is absent.
+type Timings struct {
+	Requested time.Time // Start was called
+	At        map[vocab.Phase]time.Time
 }
 
 // Instance is one running agent.
@@ -92,10 +98,13 @@ type Instance interface {
 	// Remove stops the agent if it still runs and releases everything made
 	// for it. It is safe to call more than once.
 	Remove(ctx context.Context) error
+	// Timings says when each phase the platform can time ended so far
+	// (Capabilities.Phases): creation-time experiments read them.
+	Timings() Timings
 }
 
 // NetNSer is an instance whose network namespace can be entered by path,
-// so ctrbench can wire links into it (Docker's --network none).
+// so ctrbench can wire links into it (Capabilities.Wireable).
 type NetNSer interface {
 	NetNSPath() string
 }
@@ -104,9 +113,9 @@ type NetNSer interface {
 type Setup struct {
 	CampaignID string
 	Labels     map[string]string // to put on every created object
-	Networks   []string          // network modes the campaign uses on this platform
+	Networks   []vocab.Network   // network modes the campaign asks of this platform
 	Tools      []string          // external binaries the workloads need (for images)
-	Storages   []string          // storage levels the campaign uses on this platform
+	Storages   []vocab.Storage   // storage levels the campaign uses on this platform
 	Progress   io.Writer         // human-readable notes (image build, network creation)
 	// CgroupParent, when set, is a cgroup path below the root (e.g.
 	// "ctrbench/<campaign>/machine") that every instance is placed under:
@@ -123,8 +132,8 @@ type Platform interface {
 	Start(ctx context.Context, spec InstanceSpec) (Instance, error)
 	// HostAddr is the host's address as seen from an instance on the given
 	// network, for a client in that network reaching a server in the host's
-	// namespace; "127.0.0.1" for NetHost.
-	HostAddr(network string) string
+	// namespace; "127.0.0.1" for Host.
+	HostAddr(network vocab.Network) string
 	// Close removes campaign-wide resources made by Prepare.
 	Close(ctx context.Context) error
 	// Info describes the platform for the campaign's environment record

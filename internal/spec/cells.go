@@ -9,7 +9,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -223,31 +225,37 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 		netReported := false
 		for _, role := range w.Spec.RoleList() {
 			pl := PlacementFor(c.Factors, role)
-			if pl.Platform != "native" {
+			d, ok := platform.Lookup(pl.Platform)
+			if !ok || d.Caps.OwnNetNS {
 				continue
 			}
-			// A host process has only the host's network and filesystem;
-			// on a network with a host side (a bridge, macvlan, OVS, an
-			// overlay's host address) it talks to a container across it.
-			for _, lim := range []struct{ factor, level, only, what string }{
-				{FNetwork, pl.Network, "host", "runs in the host's network only (or on the host side of a network shared with a container of its workload)"},
-				{FStorage, pl.Storage, StorageLayer, "writes to the host's own filesystem only (storage " + StorageLayer + ")"},
+			// A process without namespaces of its own has only its host's
+			// network and filesystem; on a network with a host side (a
+			// bridge, macvlan, OVS, an overlay's host address) it talks to
+			// a container across it.
+			for _, lim := range []struct {
+				factor, level string
+				ok            bool
+				what          string
+			}{
+				{FNetwork, string(pl.Network), pl.Network == vocab.Host, "runs in the host's network only (or on the host side of a network shared with a container of its workload)"},
+				{FStorage, string(pl.Storage), slices.Contains(d.Caps.Storages, pl.Storage), "writes to the host's own filesystem only (storage " + strings.Join(vocab.Strings(d.Caps.Storages), ", ") + ")"},
 			} {
-				if lim.level == lim.only {
+				if lim.ok {
 					continue
 				}
-				if lim.factor == FNetwork && (netReported || hostSided(lim.level) && chainHasContainer(c.Factors, w.Spec.RoleList())) {
+				if lim.factor == FNetwork && (netReported || pl.Network.HostSided() && chainHasOwnNetNS(c.Factors, w.Spec.RoleList())) {
 					continue
 				}
 				if lim.factor == FNetwork {
-					netReported = true // one problem per cell: the first native role's
+					netReported = true // one problem per cell: the first such role's
 				}
 				// Suggest an exclusion naming the factors that placed this
-				// role (server.platform, or none when native is the default).
+				// role (server.platform, or none when it is the default).
 				pf, lf := placementSource(c.Factors, role, FPlatform), placementSource(c.Factors, role, lim.factor)
 				ex := lf + ": " + lim.level
 				if pf != "" {
-					ex = pf + ": native, " + ex
+					ex = pf + ": " + pl.Platform + ", " + ex
 				}
 				if reported[ex] {
 					continue
@@ -260,8 +268,8 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 				if node == nil {
 					node = root
 				}
-				p.addf(node, "platform native %s, but a cell combines it with %s %s (%s); exclude that combination, e.g. exclude: [{%s}]",
-					lim.what, lim.factor, lim.level, c.Key(), ex)
+				p.addf(node, "platform %s %s, but a cell combines it with %s %s (%s); exclude that combination, e.g. exclude: [{%s}]",
+					pl.Platform, lim.what, lim.factor, lim.level, c.Key(), ex)
 			}
 		}
 	}
@@ -329,9 +337,6 @@ func (e *Experiment) Workload(name string) (Workload, bool) {
 	return Workload{}, false
 }
 
-// Roles returns the roles of a workload type (Main when it has one role).
-func Roles(s *workload.Spec) []string { return s.RoleList() }
-
 // checkNetworks rejects network modes a cell's emulated hosts cannot give,
 // each combination once, at the factor that set it.
 func (p *parser) checkNetworks(cells []result.Cell, root *yaml.Node, factorNodes map[string]*yaml.Node) {
@@ -361,20 +366,19 @@ func (p *parser) checkNetworks(cells []result.Cell, root *yaml.Node, factorNodes
 			}
 			if role != RoleAntagonist {
 				chain++
-				if pl.Network == NetLoopback {
+				if pl.Network == vocab.Loopback {
 					loop++
 				}
 			}
-			if pl.Platform != "docker" {
-				continue
+			d, ok := platform.Lookup(pl.Platform)
+			if !ok || !d.Caps.OwnNetNS {
+				continue // processes in their host's namespace: checkCells
 			}
-			switch {
-			case (pl.Network == NetOverlay || pl.Network == NetOverlayEncrypted) && hosts < 2:
-				report(c, role, FNetwork, fmt.Sprintf("network %s joins emulated hosts: it needs hosts 2 or more", pl.Network))
-			case (pl.Network == NetMacvlan || pl.Network == NetOVS || pl.Network == NetBridgeDefault) && hosts > 1:
-				report(c, role, FNetwork, fmt.Sprintf("network %s is on the machine itself, not between emulated hosts (hosts %d): use bridge, overlay or overlay-encrypted there", pl.Network, hosts))
-			case pl.Network == NetHost && hosts > 1:
-				report(c, role, FNetwork, fmt.Sprintf("a Docker container cannot share an emulated host's namespace (network host with hosts %d): use platform native for processes on the hosts, or bridge/overlay for containers", hosts))
+			if _, err := d.Provision(pl.Network, hosts); err != nil {
+				report(c, role, FNetwork, err.Error())
+			}
+			if !slices.Contains(d.Caps.Storages, pl.Storage) {
+				report(c, role, FStorage, fmt.Sprintf("platform %s does not offer storage %s; it offers %s", pl.Platform, pl.Storage, strings.Join(vocab.Strings(d.Caps.Storages), ", ")))
 			}
 		}
 		if Pairs(c.Factors) > 1 && c.Factors[FAntagonist] != "" && c.Factors[FAntagonist] != AntagonistNone {
@@ -399,20 +403,12 @@ func workloadRoles(c result.Cell) []string {
 	return roles
 }
 
-// hostSided reports whether a network has an address in the host's (or an
-// emulated host's) namespace that a host process can use.
-func hostSided(network string) bool {
-	switch network {
-	case NetBridge, NetBridgeDefault, NetMacvlan, NetOVS, NetOverlay, NetOverlayEncrypted:
-		return true
-	}
-	return false
-}
-
-// chainHasContainer reports whether any role of the chain runs in a container.
-func chainHasContainer(factors map[string]string, roles []string) bool {
+// chainHasOwnNetNS reports whether any role of the chain runs in a
+// namespace of its own (a container), across whose network a host process
+// can talk to it.
+func chainHasOwnNetNS(factors map[string]string, roles []string) bool {
 	for _, r := range roles {
-		if PlacementFor(factors, r).Platform != "native" {
+		if d, ok := platform.Lookup(PlacementFor(factors, r).Platform); ok && d.Caps.OwnNetNS {
 			return true
 		}
 	}

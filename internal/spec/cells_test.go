@@ -369,16 +369,6 @@ func TestPlacementFor(t *testing.T) {
 	}
 }
 
-func TestRoles(t *testing.T) {
-	e := parse(t, "name: r\nworkloads: [{name: cpu, type: cpu.primes}, {name: tcp, type: net.tcp_stream}]\n")
-	if got := Roles(e.Workloads[0].Spec); !reflect.DeepEqual(got, []string{"main"}) {
-		t.Errorf("cpu roles %v", got)
-	}
-	if got := Roles(e.Workloads[1].Spec); !reflect.DeepEqual(got, []string{"server", "client"}) {
-		t.Errorf("tcp roles %v", got)
-	}
-}
-
 // An exclusion or baseline may spell a parameter level differently from the
 // factor (1024 for 1KiB); it names the same level.
 func TestLevelsMatchByValue(t *testing.T) {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"strings"
 	"testing"
 )
@@ -198,7 +199,7 @@ workloads:
 	byKey := map[string]int{}
 	for _, c := range cells {
 		byKey[c.Factors["layer"]+"/"+c.Factors["param.size"]] = c.ID
-		if pl := PlacementFor(c.Factors, "pong"); c.Factors["layer"] == "overlay" && (pl.Platform != "docker" || pl.Network != NetOverlay) {
+		if pl := PlacementFor(c.Factors, "pong"); c.Factors["layer"] == "overlay" && (pl.Platform != "docker" || pl.Network != vocab.Overlay) {
 			t.Errorf("overlay layer placed pong as %+v", pl)
 		}
 	}

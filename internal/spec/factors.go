@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -47,15 +49,14 @@ const (
 	NoLimit = "none"
 )
 
-// Platforms and networks this version knows.
+// DefaultPlatform is where a role runs when no platform factor says:
+// host processes, the bare-metal reference.
+const DefaultPlatform = "native"
+
 var (
-	Platforms        = []string{"native", "docker"}
-	Networks         = []string{NetHost, NetLoopback, NetBridge, NetBridgeDefault, NetMacvlan, NetOVS, NetOverlay, NetOverlayEncrypted}
 	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory, FStorage, FBlkioWeight, FReadBps, FWriteBps, FHost}
-	// Storage levels: where disk workloads write.
-	Storages = []string{StorageLayer, StorageVolume, StorageTmpfs}
 	// Placement defaults when a factor is absent from the file.
-	placementDefaults = map[string]string{FPlatform: "native", FNetwork: "host", FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit, FStorage: StorageLayer, FBlkioWeight: NoLimit, FReadBps: NoLimit, FWriteBps: NoLimit, FHost: ""}
+	placementDefaults = map[string]string{FPlatform: DefaultPlatform, FNetwork: string(vocab.Host), FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit, FStorage: string(vocab.Layer), FBlkioWeight: NoLimit, FReadBps: NoLimit, FWriteBps: NoLimit, FHost: ""}
 )
 
 // Machine is what validation knows of the host, to reject limits it cannot
@@ -182,9 +183,9 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 	_, base := splitFactor(name)
 	switch base {
 	case FPlatform:
-		return level, oneOf(name, level, Platforms)
+		return level, oneOf(name, level, platform.Names())
 	case FNetwork:
-		return level, oneOf(name, level, Networks)
+		return level, oneOf(name, level, vocab.Strings(vocab.Networks))
 	case FCPUs:
 		if level == NoLimit {
 			return level, nil
@@ -206,7 +207,7 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 		}
 		return level, nil
 	case FStorage:
-		return level, oneOf(name, level, Storages)
+		return level, oneOf(name, level, vocab.Strings(vocab.Storages))
 	case FHost:
 		n, err := strconv.Atoi(level)
 		if err != nil || n < 1 || n > MaxHosts {
@@ -336,36 +337,17 @@ func Antagonists(level string) []string {
 	return strings.Split(level, "+")
 }
 
-// Storage levels.
-const (
-	StorageLayer  = "layer"  // the platform's own filesystem: a container's writable layer, the host's for native
-	StorageVolume = "volume" // a Docker volume made for the campaign
-	StorageTmpfs  = "tmpfs"  // a tmpfs mount, in memory
-)
-
-// Network levels.
-const (
-	NetHost             = "host"           // the host's namespace (or the emulated host's)
-	NetLoopback         = "loopback"       // all roles in one container's namespace
-	NetBridge           = "bridge"         // a bridge ctrbench creates (Docker's per campaign; routed across emulated hosts)
-	NetBridgeDefault    = "bridge-default" // Docker's default bridge, docker0
-	NetMacvlan          = "macvlan"        // bridge-mode macvlan on a parent veth ctrbench creates
-	NetOVS              = "ovs"            // an Open vSwitch bridge, containers on veth pairs
-	NetOverlay          = "overlay"        // VXLAN between emulated hosts
-	NetOverlayEncrypted = "overlay-encrypted"
-)
-
 // rateRE is a tc rate: a number and a bit unit.
 var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|tbit)$`)
 
 // Placement is where one role of a cell runs.
 type Placement struct {
 	Platform string
-	Network  string
+	Network  vocab.Network
 	CPUs     string // level text: "none" or cores
 	Cpuset   string
 	Memory   string
-	Storage  string // layer, volume or tmpfs
+	Storage  vocab.Storage
 	// BlkioWeight, ReadBps, WriteBps: "none" or the level's text.
 	BlkioWeight, ReadBps, WriteBps string
 	// Host is the emulated host ("1", "2"…); "" when the cell does not
@@ -385,7 +367,7 @@ func PlacementFor(factors map[string]string, role string) Placement {
 		}
 		return placementDefaults[base]
 	}
-	return Placement{Platform: get(FPlatform), Network: get(FNetwork), CPUs: get(FCPUs), Cpuset: get(FCpuset), Memory: get(FMemory), Storage: get(FStorage),
+	return Placement{Platform: get(FPlatform), Network: vocab.Network(get(FNetwork)), CPUs: get(FCPUs), Cpuset: get(FCpuset), Memory: get(FMemory), Storage: vocab.Storage(get(FStorage)),
 		BlkioWeight: get(FBlkioWeight), ReadBps: get(FReadBps), WriteBps: get(FWriteBps), Host: get(FHost)}
 }
 

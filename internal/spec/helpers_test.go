@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/ctrbench/ctrbench/internal/workloads" // registers cpu.primes, net.tcp_stream, net.iperf3
+	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers native and docker
+	_ "github.com/ctrbench/ctrbench/internal/workloads"        // registers cpu.primes, net.tcp_stream, net.iperf3
 )
 
 // testMachine is the machine every validation test assumes: 2 CPUs, 8GiB.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,9 +81,32 @@ func Parse(path string, data []byte, sets []string, m Machine) (*Experiment, err
 	var text bytes.Buffer
 	text.Write(data)
 	for _, s := range sets {
-		fmt.Fprintf(&text, "\n# --set %s", s)
+		fmt.Fprintf(&text, "\n%s%s", setTrailer, s)
 	}
 	e.Text = text.String()
+	return e, nil
+}
+
+// setTrailer begins each line Parse appends to Experiment.Text for an
+// override, so that Reload can apply it again.
+const setTrailer = "# --set "
+
+var setTrailerRE = regexp.MustCompile(`(?m)^` + setTrailer + `(.*)$`)
+
+// Reload parses an experiment again from its stored Text (the file as read,
+// then its --set overrides as comments), with the seed it ran with: the
+// same cells and order, for resuming a campaign.
+func Reload(path, text string, seed int64, m Machine) (*Experiment, error) {
+	var sets []string
+	for _, sm := range setTrailerRE.FindAllStringSubmatch(text, -1) {
+		sets = append(sets, sm[1])
+	}
+	file := setTrailerRE.ReplaceAllString(text, "")
+	e, err := Parse(path, []byte(strings.TrimRight(file, "\n")+"\n"), sets, m)
+	if err != nil {
+		return nil, err
+	}
+	e.Seed, e.SeedGiven = seed, true
 	return e, nil
 }
 

@@ -29,9 +29,6 @@ const (
 // messages list them.
 var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted}
 
-// NetworkNames is Networks as strings.
-func NetworkNames() []string { return names(Networks) }
-
 // Valid reports whether n is a level of the network factor.
 func (n Network) Valid() bool { return slices.Contains(Networks, n) }
 
@@ -78,9 +75,6 @@ const (
 // Storages are the levels of the storage factor.
 var Storages = []Storage{Layer, Volume, Tmpfs}
 
-// StorageNames is Storages as strings.
-func StorageNames() []string { return names(Storages) }
-
 // Phase is a moment in an instance's life that a platform can time.
 type Phase string
 
@@ -96,7 +90,8 @@ const (
 // Phases lists every phase in order.
 var Phases = []Phase{Create, Start, Ready, Exit, Remove}
 
-func names[T ~string](vs []T) []string {
+// Strings turns a list of words into strings, for messages.
+func Strings[T ~string](vs []T) []string {
 	out := make([]string, len(vs))
 	for i, v := range vs {
 		out[i] = string(v)

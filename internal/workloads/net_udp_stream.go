@@ -40,9 +40,8 @@ func init() {
 }
 
 // A datagram starts with its sequence number (8 bytes, little-endian) and
-// the trial's nonce, which the server chose: a datagram without it is not
-// this trial's.
-const udpStreamHeader = 16
+// the trial's nonce, which the server chose (8 bytes): a datagram without
+// it is not this trial's.
 
 // udpStreamIdle is how long the server keeps reading after the client's
 // final count while datagrams are still arriving: the count travels on TCP

@@ -1,7 +1,6 @@
 package workloads
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -141,9 +140,4 @@ func (b *blockingSock) Close() error {
 	}
 	b.closed = true
 	return syscall.Close(b.fd)
-}
-
-// isClosedErr reports errors of a socket shut down under a blocked call.
-func isClosedErr(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
 }

@@ -6,36 +6,60 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/build"
+	dockerbuild "github.com/docker/docker/api/types/build"
 
 	"github.com/ctrbench/ctrbench/internal/image"
 )
 
+// agentImage is the campaign's agent image; the zero value is none yet.
+type agentImage struct {
+	tag, id   string
+	reused    bool     // the image existed already
+	missing   []string // tools not on this host, so not in the image
+	buildSecs float64
+}
+
+// describe adds the image to a campaign's environment record.
+func (a agentImage) describe(info map[string]string) {
+	if a.tag == "" {
+		return
+	}
+	info["docker.image"], info["docker.image_id"] = a.tag, a.id
+	info["docker.image_reused"] = strconv.FormatBool(a.reused)
+	if !a.reused {
+		info["docker.image_build_seconds"] = strconv.FormatFloat(a.buildSecs, 'f', 2, 64)
+	}
+	if len(a.missing) > 0 {
+		info["docker.image_missing_tools"] = fmt.Sprint(a.missing)
+	}
+}
+
 // ensureImage plans the agent image and builds it unless an image with the
 // same content tag is already present. Nothing is ever pulled.
-func (p *Platform) ensureImage(ctx context.Context, tools []string, progress io.Writer) error {
-	if p.binary == "" {
-		return errors.New("docker platform: no ctrbench binary configured (WithBinary)")
+func ensureImage(ctx context.Context, api API, binary string, tools []string, labels map[string]string, progress io.Writer) (agentImage, error) {
+	if binary == "" {
+		return agentImage{}, errors.New("docker platform: no ctrbench binary configured (WithBinary)")
 	}
-	plan, err := image.Plan(image.Input{Binary: p.binary, Tools: tools})
+	plan, err := image.Plan(image.Input{Binary: binary, Tools: tools})
 	if err != nil {
-		return fmt.Errorf("planning agent image: %w", err)
+		return agentImage{}, fmt.Errorf("planning agent image: %w", err)
 	}
-	p.missing = plan.Missing
+	a := agentImage{tag: plan.Tag, missing: plan.Missing}
 	if len(plan.Missing) > 0 {
 		fmt.Fprintf(progress, "docker: not installed on this host, so not in the image: %s (workloads that need them will fail)\n",
 			strings.Join(plan.Missing, ", "))
 	}
-	if img, err := p.api.ImageInspect(ctx, plan.Tag); err == nil {
-		p.imageTag, p.imageID, p.reused = plan.Tag, img.ID, true
+	if img, err := api.ImageInspect(ctx, plan.Tag); err == nil {
+		a.id, a.reused = img.ID, true
 		fmt.Fprintf(progress, "docker: reusing image %s\n", plan.Tag)
-		return nil
+		return a, nil
 	} else if !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("inspecting image %s: %w", plan.Tag, err)
+		return agentImage{}, fmt.Errorf("inspecting image %s: %w", plan.Tag, err)
 	}
 
 	var size int
@@ -44,17 +68,16 @@ func (p *Platform) ensureImage(ctx context.Context, tools []string, progress io.
 	}
 	fmt.Fprintf(progress, "docker: building image %s (%d files, %.1f MiB)\n", plan.Tag, len(plan.Files), float64(size)/(1<<20))
 	start := time.Now()
-	if err := p.build(ctx, plan, progress); err != nil {
-		return fmt.Errorf("building image %s: %w", plan.Tag, err)
+	if err := buildImage(ctx, api, plan, labels); err != nil {
+		return agentImage{}, fmt.Errorf("building image %s: %w", plan.Tag, err)
 	}
-	img, err := p.api.ImageInspect(ctx, plan.Tag)
+	img, err := api.ImageInspect(ctx, plan.Tag)
 	if err != nil {
-		return fmt.Errorf("inspecting built image %s: %w", plan.Tag, err)
+		return agentImage{}, fmt.Errorf("inspecting built image %s: %w", plan.Tag, err)
 	}
-	p.imageTag, p.imageID, p.reused = plan.Tag, img.ID, false
-	p.buildSecs = time.Since(start).Seconds()
-	fmt.Fprintf(progress, "docker: built image %s in %.1fs\n", plan.Tag, p.buildSecs)
-	return nil
+	a.id, a.buildSecs = img.ID, time.Since(start).Seconds()
+	fmt.Fprintf(progress, "docker: built image %s in %.1fs\n", plan.Tag, a.buildSecs)
+	return a, nil
 }
 
 // buildMessage is one line of the daemon's JSON build output.
@@ -67,22 +90,22 @@ type buildMessage struct {
 	} `json:"errorDetail"`
 }
 
-func (p *Platform) build(ctx context.Context, plan *image.Context, progress io.Writer) error {
+func buildImage(ctx context.Context, api API, plan *image.Context, labels map[string]string) error {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(plan.WriteTar(pw)) }()
 	// Unblocks the tar writer whichever way the build ends.
 	defer pr.Close()
 
-	resp, err := p.api.ImageBuild(ctx, pr, build.ImageBuildOptions{
+	resp, err := api.ImageBuild(ctx, pr, dockerbuild.ImageBuildOptions{
 		Tags:        []string{plan.Tag},
-		Labels:      p.labels,
+		Labels:      labels,
 		Remove:      true,
 		ForceRemove: true,
 		PullParent:  false,
 		NetworkMode: "none",
 		// The classic builder needs no BuildKit session and handles
 		// FROM scratch + COPY offline.
-		Version: build.BuilderV1,
+		Version: dockerbuild.BuilderV1,
 	})
 	if err != nil {
 		return err

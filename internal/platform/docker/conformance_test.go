@@ -10,6 +10,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
 	"github.com/ctrbench/ctrbench/internal/testutil"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // TestConformance runs the real ctrbench agent in containers through the
@@ -29,11 +30,11 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nets := []string{platform.NetHost, platform.NetBridge}
+	nets := []vocab.Network{vocab.Host, vocab.Bridge}
 	labels := map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: campaign}
-	storages := map[string]string{platform.StorageLayer: "overlay", platform.StorageVolume: "", platform.StorageTmpfs: "tmpfs"}
+	storages := map[vocab.Storage]string{vocab.Layer: "overlay", vocab.Volume: "", vocab.Tmpfs: "tmpfs"}
 	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Tools: []string{"iperf3"},
-		Storages: []string{platform.StorageLayer, platform.StorageVolume, platform.StorageTmpfs}}); err != nil {
+		Storages: []vocab.Storage{vocab.Layer, vocab.Volume, vocab.Tmpfs}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -41,5 +42,5 @@ func TestConformance(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets, Limits: true, Storages: storages})
+	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets, Limits: true, Storages: storages, Caps: docker.Caps})
 }

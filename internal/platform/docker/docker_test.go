@@ -26,6 +26,7 @@ import (
 
 	ctrimage "github.com/ctrbench/ctrbench/internal/image"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // These tests drive the real Docker engine. They skip, saying why, only
@@ -108,7 +109,7 @@ func requireDocker(t *testing.T) {
 
 // newCampaign returns a prepared platform for a fresh campaign, removed
 // with everything it made when the test ends, failed or not.
-func newCampaign(t *testing.T, networks ...string) (*Platform, string) {
+func newCampaign(t *testing.T, networks ...vocab.Network) (*Platform, string) {
 	t.Helper()
 	requireDocker(t)
 	campaign := "test-" + randHex(8)
@@ -147,17 +148,21 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func start(t *testing.T, p *Platform, spec platform.InstanceSpec) platform.Instance {
+// start runs the stand-in with the commands of args (see testdata/standin).
+func start(t *testing.T, p *Platform, spec platform.InstanceSpec, args ...string) platform.Instance {
 	t.Helper()
 	if spec.Name == "" {
-		spec.Name = "ctrbench-" + p.campaign + "-" + randHex(6)
+		spec.Name = "ctrbench-" + p.camp.id + "-" + randHex(6)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	t0 := time.Now()
-	inst, err := p.Start(ctx, spec)
+	if args == nil {
+		args = []string{}
+	}
+	inst, err := p.start(ctx, spec, args)
 	if err != nil {
-		t.Fatalf("Start %v: %v", spec.Args, err)
+		t.Fatalf("Start %v: %v", args, err)
 	}
 	t.Logf("started %s in %v", spec.Name, time.Since(t0).Round(time.Millisecond))
 	t.Cleanup(func() { inst.Remove(context.Background()) })
@@ -272,9 +277,7 @@ func TestImageBuildAndReuse(t *testing.T) {
 	checkLabels(t, "image", img.Config.Labels, c1)
 
 	// The image holds working copies of dynamically linked host tools.
-	inst := start(t, p1, platform.InstanceSpec{
-		Args: []string{"stat", "/tmp", ";", "exec", "ls", "/ctrbench", ";", "exec", "iperf3", "--version"},
-	})
+	inst := start(t, p1, platform.InstanceSpec{}, []string{"stat", "/tmp", ";", "exec", "ls", "/ctrbench", ";", "exec", "iperf3", "--version"}...)
 	exit := wait(t, inst)
 	out := readAll(t, inst.Stdout())
 	if exit.Code != 0 {
@@ -291,10 +294,7 @@ func TestImageBuildAndReuse(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	p, _ := newCampaign(t)
-	inst := start(t, p, platform.InstanceSpec{
-		Args:   []string{"cgroup"},
-		Limits: platform.Limits{CPUs: 0.5, Cpuset: "0", MemoryBytes: 64 << 20},
-	})
+	inst := start(t, p, platform.InstanceSpec{Limits: platform.Limits{CPUs: 0.5, Cpuset: "0", MemoryBytes: 64 << 20}}, []string{"cgroup"}...)
 	exit := wait(t, inst)
 	out := readAll(t, inst.Stdout())
 	if exit.Code != 0 {
@@ -342,7 +342,7 @@ func TestLimits(t *testing.T) {
 }
 
 func TestBridgeNetwork(t *testing.T) {
-	p, campaign := newCampaign(t, platform.NetBridge)
+	p, campaign := newCampaign(t, vocab.Bridge)
 	ctx := context.Background()
 
 	n, err := docker.NetworkInspect(ctx, NetworkName(campaign), network.InspectOptions{})
@@ -358,15 +358,12 @@ func TestBridgeNetwork(t *testing.T) {
 		t.Errorf("host link %s missing: %v", bridge, err)
 	}
 	info := p.Info()
-	if info["docker.network_subnet"] == "" || info["docker.network_gateway"] != p.HostAddr(platform.NetBridge) || info["docker.network_bridge"] != bridge {
+	if info["docker.network_subnet"] == "" || info["docker.network_gateway"] != p.HostAddr(vocab.Bridge) || info["docker.network_bridge"] != bridge {
 		t.Errorf("Info network fields: %v", info)
 	}
 
-	server := start(t, p, platform.InstanceSpec{
-		Args:    []string{"serve", ":8080", "3"},
-		Network: platform.NetBridge,
-		Labels:  map[string]string{"io.ctrbench.role": "server"},
-	})
+	server := start(t, p, platform.InstanceSpec{Network: vocab.Bridge,
+		Labels: map[string]string{"io.ctrbench.role": "server"}}, []string{"serve", ":8080", "3"}...)
 	c := inspect(t, server)
 	checkLabels(t, "container", c.Config.Labels, campaign)
 	if c.Config.Labels["io.ctrbench.role"] != "server" {
@@ -394,7 +391,7 @@ func TestBridgeNetwork(t *testing.T) {
 	}
 
 	// From a second container on the same network.
-	peer := start(t, p, platform.InstanceSpec{Args: []string{"dial", ip + ":8080"}, Network: platform.NetBridge})
+	peer := start(t, p, platform.InstanceSpec{Network: vocab.Bridge}, []string{"dial", ip + ":8080"}...)
 	if exit := wait(t, peer); exit.Code != 0 {
 		t.Fatalf("client exit %d: %s", exit.Code, exit.Stderr)
 	}
@@ -403,7 +400,7 @@ func TestBridgeNetwork(t *testing.T) {
 	}
 
 	// A container reaches a server on the host at HostAddr.
-	ln, err := net.Listen("tcp", net.JoinHostPort(p.HostAddr(platform.NetBridge), "0"))
+	ln, err := net.Listen("tcp", net.JoinHostPort(p.HostAddr(vocab.Bridge), "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +411,7 @@ func TestBridgeNetwork(t *testing.T) {
 			c.Close()
 		}
 	}()
-	toHost := start(t, p, platform.InstanceSpec{Args: []string{"dial", ln.Addr().String()}, Network: platform.NetBridge})
+	toHost := start(t, p, platform.InstanceSpec{Network: vocab.Bridge}, []string{"dial", ln.Addr().String()}...)
 	if exit := wait(t, toHost); exit.Code != 0 {
 		t.Fatalf("dial host exit %d: %s", exit.Code, exit.Stderr)
 	}
@@ -439,10 +436,10 @@ func TestHostNetwork(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	if got := p.HostAddr(platform.NetHost); got != "127.0.0.1" {
+	if got := p.HostAddr(vocab.Host); got != "127.0.0.1" {
 		t.Errorf("HostAddr(host) = %q", got)
 	}
-	inst := start(t, p, platform.InstanceSpec{Args: []string{"serve", addr, "1"}, Network: platform.NetHost})
+	inst := start(t, p, platform.InstanceSpec{Network: vocab.Host}, []string{"serve", addr, "1"}...)
 	if inst.IP() != "" {
 		t.Errorf("host-network IP() = %q, want empty", inst.IP())
 	}
@@ -469,7 +466,7 @@ func TestHostNetwork(t *testing.T) {
 
 func TestExitCodeAndStderr(t *testing.T) {
 	p, _ := newCampaign(t)
-	inst := start(t, p, platform.InstanceSpec{Args: []string{"echo", "out", ";", "spam", "3000", ";", "exit", "3", "boom"}})
+	inst := start(t, p, platform.InstanceSpec{}, []string{"echo", "out", ";", "spam", "3000", ";", "exit", "3", "boom"}...)
 	// Wait before reading stdout: nothing may block on the unread output.
 	exit := wait(t, inst)
 	if exit.Code != 3 {
@@ -485,7 +482,7 @@ func TestExitCodeAndStderr(t *testing.T) {
 
 func TestWaitTimeoutAndRemove(t *testing.T) {
 	p, _ := newCampaign(t)
-	inst := start(t, p, platform.InstanceSpec{Args: []string{"echo", "first", ";", "sleep", "60"}})
+	inst := start(t, p, platform.InstanceSpec{}, []string{"echo", "first", ";", "sleep", "60"}...)
 	br := bufio.NewReader(inst.Stdout())
 	if l := readLine(t, br); l != "first" {
 		t.Errorf("first line %q", l)
@@ -510,7 +507,7 @@ func TestWaitTimeoutAndRemove(t *testing.T) {
 	}
 
 	// A container removed behind our back counts as removed.
-	inst2 := start(t, p, platform.InstanceSpec{Args: []string{"echo", "x"}})
+	inst2 := start(t, p, platform.InstanceSpec{}, []string{"echo", "x"}...)
 	wait(t, inst2)
 	if err := docker.ContainerRemove(context.Background(), inst2.(*instance).id, container.RemoveOptions{Force: true}); err != nil {
 		t.Fatal(err)
@@ -523,15 +520,15 @@ func TestWaitTimeoutAndRemove(t *testing.T) {
 func TestStartErrors(t *testing.T) {
 	p, _ := newCampaign(t)
 	ctx := context.Background()
-	if _, err := p.Start(ctx, platform.InstanceSpec{Name: "ctrbench-" + p.campaign + "-x", Network: platform.NetBridge}); err == nil {
+	if _, err := p.Start(ctx, platform.InstanceSpec{Name: "ctrbench-" + p.camp.id + "-x", Network: vocab.Bridge}); err == nil {
 		t.Error("Start on an unprepared bridge network succeeded")
 	}
 	if _, err := p.Start(ctx, platform.InstanceSpec{Network: "macvlan"}); err == nil {
 		t.Error("Start on an unknown network succeeded")
 	}
-	name := "ctrbench-" + p.campaign + "-dup"
-	start(t, p, platform.InstanceSpec{Name: name, Args: []string{"sleep", "30"}})
-	if _, err := p.Start(ctx, platform.InstanceSpec{Name: name, Args: []string{"echo"}}); err == nil {
+	name := "ctrbench-" + p.camp.id + "-dup"
+	start(t, p, platform.InstanceSpec{Name: name}, []string{"sleep", "30"}...)
+	if _, err := p.start(ctx, platform.InstanceSpec{Name: name}, []string{"echo"}); err == nil {
 		t.Error("Start with a duplicate name succeeded")
 	}
 	q, err := New(WithBinary(standin))
@@ -544,9 +541,9 @@ func TestStartErrors(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	p, campaign := newCampaign(t, platform.NetBridge)
-	start(t, p, platform.InstanceSpec{Args: []string{"sleep", "60"}, Network: platform.NetBridge})
-	start(t, p, platform.InstanceSpec{Args: []string{"sleep", "60"}})
+	p, campaign := newCampaign(t, vocab.Bridge)
+	start(t, p, platform.InstanceSpec{Network: vocab.Bridge}, []string{"sleep", "60"}...)
+	start(t, p, platform.InstanceSpec{}, []string{"sleep", "60"}...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // Close must clean up even after Ctrl-C.
 	if err := p.Close(ctx); err != nil {

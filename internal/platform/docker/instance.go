@@ -3,10 +3,10 @@ package docker
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	cerrdefs "github.com/containerd/errdefs"
 	"io"
+	"maps"
 	"math"
 	"strings"
 	"sync"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // DataMount is where a volume or tmpfs for disk workloads is mounted.
@@ -32,31 +33,33 @@ const stderrTail = 8 << 10
 // starts, so no output is lost, and is never auto-removed, so its state can
 // be read after exit; Remove deletes it.
 func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
-	p.mu.Lock()
-	prepared, closed := p.prepared, p.closed
-	img, campaign, netName, baseLabels := p.imageTag, p.campaign, p.netName, p.labels
-	p.mu.Unlock()
-	switch {
-	case closed:
-		return nil, errors.New("docker platform: Start after Close")
-	case !prepared || img == "":
-		return nil, errNoPrepare
+	return p.start(ctx, spec, nil)
+}
+
+// start starts the container; cmd, when set, replaces the agent's command
+// line (the package's tests run a stand-in binary with commands of its own).
+func (p *Platform) start(ctx context.Context, spec platform.InstanceSpec, cmd []string) (platform.Instance, error) {
+	requested := time.Now()
+	camp, err := p.current()
+	if err != nil {
+		return nil, err
 	}
+	img, campaign, netName, baseLabels := camp.image.tag, camp.id, camp.bridge.name, camp.labels
 	var mode container.NetworkMode
 	ipOn := netName // the network whose address is the instance's
 	switch {
 	case spec.ShareNetworkWith != "":
 		mode, ipOn = container.NetworkMode("container:"+spec.ShareNetworkWith), ""
-	case spec.Network == platform.NetHost || spec.Network == "":
+	case spec.Network == vocab.Host || spec.Network == "":
 		mode = "host"
-	case spec.Network == platform.NetBridge:
+	case spec.Network == vocab.Bridge:
 		if netName == "" {
-			return nil, fmt.Errorf("instance %s: bridge network not prepared (Setup.Networks lacks %q)", spec.Name, platform.NetBridge)
+			return nil, fmt.Errorf("instance %s: bridge network not prepared (Setup.Networks lacks %q)", spec.Name, vocab.Bridge)
 		}
 		mode = container.NetworkMode(netName)
-	case spec.Network == platform.NetBridgeDefault:
+	case spec.Network == vocab.BridgeDefault:
 		mode, ipOn = "bridge", "bridge"
-	case spec.Network == platform.NetNone:
+	case spec.Network == vocab.None:
 		mode, ipOn = "none", ""
 	default:
 		return nil, fmt.Errorf("instance %s: docker platform does not support network %q", spec.Name, spec.Network)
@@ -66,9 +69,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, fmt.Errorf("instance %s: %w", spec.Name, err)
 	}
 	if spec.Limits.ReadBps > 0 || spec.Limits.WriteBps > 0 {
-		p.mu.Lock()
-		root := p.rootDir
-		p.mu.Unlock()
+		root := camp.daemon.rootDir
 		node, _, err := sysinfo.BlockDevice(root)
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: block I/O limits: the daemon's data root %s: %w", spec.Name, root, err)
@@ -80,28 +81,27 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 			res.BlkioDeviceWriteBps = []*blkiodev.ThrottleDevice{{Path: node, Rate: uint64(spec.Limits.WriteBps)}}
 		}
 	}
-	p.mu.Lock()
-	res.CgroupParent = p.cgParent
-	p.mu.Unlock()
+	res.CgroupParent = camp.cgParent
 	hostCfg := &container.HostConfig{NetworkMode: mode, Resources: res}
-	args := spec.Args
+	inv := spec.Agent
 	switch spec.Storage {
-	case "", platform.StorageLayer:
+	case "", vocab.Layer:
 		// The agent writes in /tmp: the container's writable layer.
-	case platform.StorageVolume:
-		p.mu.Lock()
-		vol := p.volume
-		p.mu.Unlock()
+	case vocab.Volume:
+		vol := camp.volume
 		if vol == "" {
-			return nil, fmt.Errorf("instance %s: volume not prepared (Setup.Storages lacks %q)", spec.Name, platform.StorageVolume)
+			return nil, fmt.Errorf("instance %s: volume not prepared (Setup.Storages lacks %q)", spec.Name, vocab.Volume)
 		}
 		hostCfg.Mounts = []mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: DataMount}}
-		args = append(append([]string{}, args...), "--data-dir", DataMount)
-	case platform.StorageTmpfs:
+		inv.DataDir = DataMount
+	case vocab.Tmpfs:
 		hostCfg.Tmpfs = map[string]string{DataMount: "rw,exec"}
-		args = append(append([]string{}, args...), "--data-dir", DataMount)
+		inv.DataDir = DataMount
 	default:
 		return nil, fmt.Errorf("instance %s: docker platform does not support storage %q", spec.Name, spec.Storage)
+	}
+	if cmd == nil {
+		cmd = inv.Args()
 	}
 	ctx, cancel := withTimeout(ctx, startTimeout)
 	defer cancel()
@@ -115,7 +115,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	created, err := p.api.ContainerCreate(cctx,
 		&container.Config{
 			Image:        img,
-			Cmd:          args,
+			Cmd:          cmd,
 			Labels:       objectLabels(campaign, baseLabels, spec.Labels),
 			AttachStdout: true,
 			AttachStderr: true,
@@ -126,12 +126,13 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, fmt.Errorf("creating container %s: %w", spec.Name, err)
 	}
 	inst := &instance{
-		api:    p.api,
-		id:     created.ID,
-		name:   spec.Name,
-		stdout: newBuffer(),
-		stderr: &tail{max: stderrTail},
-		done:   make(chan struct{}),
+		api:     p.api,
+		id:      created.ID,
+		name:    spec.Name,
+		stdout:  newBuffer(),
+		stderr:  &tail{max: stderrTail},
+		done:    make(chan struct{}),
+		timings: platform.Timings{Requested: requested, At: map[vocab.Phase]time.Time{vocab.Create: time.Now()}},
 	}
 	fail := func(err error) (platform.Instance, error) {
 		inst.Remove(ctx)
@@ -154,6 +155,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err := p.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return fail(fmt.Errorf("starting container %s: %w", spec.Name, err))
 	}
+	inst.mark(vocab.Start)
 	c, err := p.api.ContainerInspect(ctx, created.ID)
 	if err != nil {
 		return fail(fmt.Errorf("inspecting container %s: %w", spec.Name, err))
@@ -211,6 +213,30 @@ type instance struct {
 
 	mu      sync.Mutex
 	removed bool
+	timings platform.Timings // times as this client saw them
+}
+
+// mark records when a phase ended, once.
+func (i *instance) mark(ph vocab.Phase) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.markLocked(ph)
+}
+
+func (i *instance) markLocked(ph vocab.Phase) {
+	if i.timings.At == nil {
+		i.timings.At = map[vocab.Phase]time.Time{}
+	}
+	if _, ok := i.timings.At[ph]; !ok {
+		i.timings.At[ph] = time.Now()
+	}
+}
+
+// Timings implements platform.Instance.
+func (i *instance) Timings() platform.Timings {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return platform.Timings{Requested: i.timings.Requested, At: maps.Clone(i.timings.At)}
 }
 
 // demux splits the attach stream. Stdout goes to an unbounded buffer, so a
@@ -222,6 +248,9 @@ func (i *instance) demux() {
 	i.mu.Lock()
 	removed := i.removed
 	i.mu.Unlock()
+	if !removed {
+		i.mark(vocab.Exit) // the attach stream ends when the agent exits
+	}
 	if err == nil || removed {
 		err = io.EOF
 	}
@@ -249,6 +278,7 @@ func (i *instance) Wait(ctx context.Context) (platform.Exit, error) {
 	var code int
 	select {
 	case r := <-waitCh:
+		i.mark(vocab.Exit)
 		if r.Error != nil && r.Error.Message != "" {
 			return platform.Exit{}, fmt.Errorf("waiting for container %s: %s", i.name, r.Error.Message)
 		}
@@ -309,6 +339,7 @@ func (i *instance) Remove(ctx context.Context) error {
 		return fmt.Errorf("instance %s: %w", i.name, err)
 	}
 	i.removed = true
+	i.markLocked(vocab.Remove)
 	if i.conn.Conn != nil {
 		i.conn.Close()
 	}

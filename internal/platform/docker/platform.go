@@ -17,43 +17,38 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
-// bridgeNameOption names the Linux bridge Docker creates for a network.
-const bridgeNameOption = "com.docker.network.bridge.name"
-
 // Platform runs agents in Docker containers. One Platform serves one
-// campaign.
+// campaign. What Prepare makes is held in small parts — the daemon's facts,
+// the agent image, the campaign's bridge, its volume — gathered in one
+// campaign value that Start reads whole.
 type Platform struct {
 	api    API
 	owned  bool // api was created here and is closed by Close
 	binary string
 
-	mu        sync.Mutex
-	campaign  string
-	labels    map[string]string // put on every object of the campaign
-	versions  map[string]string // daemon facts, gathered by Prepare
-	imageTag  string
-	imageID   string
-	reused    bool // the image existed already
-	missing   []string
-	netName   string
-	netID     string
-	subnet    string
-	gateway   string
-	bridge    string
+	mu     sync.Mutex // serialises Prepare and Close; guards the two below
+	camp   *campaign  // nil until Prepare
+	closed bool
+}
+
+// campaign is what Prepare made for one campaign. Prepare replaces it with
+// a fuller copy when called again (more networks); Start reads a snapshot.
+type campaign struct {
+	id       string
+	labels   map[string]string // put on every object of the campaign
+	cgParent string            // Setup.CgroupParent as Docker takes it ("/..."), or ""
+	daemon   daemonFacts
+	image    agentImage
+	bridge   bridgeNet // the campaign's own bridge, when a cell uses one
+	// defaultGW is the gateway of Docker's default bridge, when used.
+	defaultGW string
 	volume    string // the campaign's data volume, when storage volume is used
-	closed    bool
-	prepared  bool
-	buildSecs float64
-	rootDir   string // the daemon's data root, whose disk blkio limits name
-	cgDriver  string
-	cgParent  string // Setup.CgroupParent as Docker takes it ("/..."), or ""
-	defaultGW string // gateway of Docker's default bridge, when used
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -106,9 +101,22 @@ func campaignFilter(campaign string) filters.Args {
 	return f
 }
 
+// current is the campaign as Prepare left it, or why there is none.
+func (p *Platform) current() (campaign, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+		return campaign{}, errors.New("docker platform: Start after Close")
+	case p.camp == nil || p.camp.image.tag == "":
+		return campaign{}, errNoPrepare
+	}
+	return *p.camp, nil
+}
+
 // Prepare builds or reuses the agent image and creates the campaign's
-// bridge network when the campaign uses one. Calling it again for the same
-// campaign does nothing new.
+// bridge network and volume when the campaign uses them. Calling it again
+// for the same campaign makes only what is new.
 func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if s.CampaignID == "" {
 		return errors.New("docker platform: Prepare needs a campaign ID")
@@ -118,8 +126,8 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if p.closed {
 		return errors.New("docker platform: Prepare after Close")
 	}
-	if p.campaign != "" && p.campaign != s.CampaignID {
-		return fmt.Errorf("docker platform: prepared for campaign %q, not %q", p.campaign, s.CampaignID)
+	if p.camp != nil && p.camp.id != s.CampaignID {
+		return fmt.Errorf("docker platform: prepared for campaign %q, not %q", p.camp.id, s.CampaignID)
 	}
 	progress := s.Progress
 	if progress == nil {
@@ -128,140 +136,75 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	ctx, cancel := withTimeout(ctx, prepareTimeout)
 	defer cancel()
 
-	p.campaign = s.CampaignID
-	p.labels = objectLabels(s.CampaignID, s.Labels)
-	if p.versions == nil {
-		v, err := p.daemonFacts(ctx)
+	c := campaign{id: s.CampaignID, labels: objectLabels(s.CampaignID, s.Labels)}
+	if p.camp != nil {
+		c = *p.camp
+	}
+	// Whatever fails below, what was made so far is kept for Close.
+	defer func() { p.camp = &c }()
+	if c.daemon.versions == nil {
+		d, err := readDaemon(ctx, p.api)
 		if err != nil {
 			return err
 		}
-		p.versions = v
+		c.daemon = d
 	}
 	if s.CgroupParent != "" {
 		// With the cgroupfs driver a parent is a path below each
 		// hierarchy's root; the systemd driver wants a slice instead.
-		if p.cgDriver == "systemd" {
+		if c.daemon.cgroupDriver == "systemd" {
 			return errors.New("docker platform: an emulated machine (cgroup parent) needs the daemon's cgroupfs driver, this one uses systemd")
 		}
-		p.cgParent = "/" + strings.TrimPrefix(s.CgroupParent, "/")
+		c.cgParent = "/" + strings.TrimPrefix(s.CgroupParent, "/")
 	}
-	if p.imageTag == "" {
-		if err := p.ensureImage(ctx, s.Tools, progress); err != nil {
-			return err
-		}
-	}
-	if slices.Contains(s.Networks, platform.NetBridge) && p.netID == "" {
-		if err := p.createNetwork(ctx, progress); err != nil {
-			return err
-		}
-	}
-	if slices.Contains(s.Networks, platform.NetBridgeDefault) && p.defaultGW == "" {
-		// Docker's own default bridge (docker0): only its gateway is read.
-		n, err := p.api.NetworkInspect(ctx, "bridge", network.InspectOptions{})
+	if c.image.tag == "" {
+		img, err := ensureImage(ctx, p.api, p.binary, s.Tools, c.labels, progress)
 		if err != nil {
-			return fmt.Errorf("reading Docker's default bridge network: %w", err)
+			return err
 		}
-		if len(n.IPAM.Config) > 0 {
-			p.defaultGW = n.IPAM.Config[0].Gateway
-		}
-		if p.defaultGW == "" {
-			return errors.New("Docker's default bridge network has no gateway (is the daemon running with --bridge=none?)")
-		}
+		c.image = img
 	}
-	if slices.Contains(s.Storages, platform.StorageVolume) && p.volume == "" {
+	if slices.Contains(s.Networks, vocab.Bridge) && c.bridge.id == "" {
+		b, err := createBridge(ctx, p.api, c.id, c.labels, progress)
+		if err != nil {
+			return err
+		}
+		c.bridge = b
+	}
+	if slices.Contains(s.Networks, vocab.BridgeDefault) && c.defaultGW == "" {
+		gw, err := defaultGateway(ctx, p.api)
+		if err != nil {
+			return err
+		}
+		c.defaultGW = gw
+	}
+	if slices.Contains(s.Storages, vocab.Volume) && c.volume == "" {
 		name := NetworkName(s.CampaignID) + "-data"
-		if _, err := p.api.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: p.labels}); err != nil {
+		if _, err := p.api.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: c.labels}); err != nil {
 			return fmt.Errorf("creating volume %s: %w", name, err)
 		}
-		p.volume = name
+		c.volume = name
 		fmt.Fprintf(progress, "docker: created volume %s\n", name)
 	}
-	p.prepared = true
-	return nil
-}
-
-func (p *Platform) daemonFacts(ctx context.Context) (map[string]string, error) {
-	v, err := p.api.ServerVersion(ctx)
-	if err != nil {
-		return nil, unreachable(p.api, err)
-	}
-	facts := map[string]string{
-		"docker.version":            v.Version,
-		"docker.api_version":        v.APIVersion,
-		"docker.client_api_version": p.api.ClientVersion(),
-		"docker.os":                 v.Os,
-		"docker.arch":               v.Arch,
-		"docker.kernel":             v.KernelVersion,
-	}
-	for _, c := range v.Components {
-		switch c.Name {
-		case "containerd":
-			facts["containerd.version"] = c.Version
-		case "runc":
-			facts["runc.version"] = c.Version
-		}
-	}
-	info, err := p.api.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading docker info: %w", err)
-	}
-	p.rootDir, p.cgDriver = info.DockerRootDir, info.CgroupDriver
-	facts["docker.cgroup_driver"] = info.CgroupDriver
-	facts["docker.cgroup_version"] = info.CgroupVersion
-	facts["docker.storage_driver"] = info.Driver
-	facts["docker.default_runtime"] = info.DefaultRuntime
-	for k, v := range facts {
-		if v == "" {
-			delete(facts, k)
-		}
-	}
-	return facts, nil
-}
-
-func (p *Platform) createNetwork(ctx context.Context, progress io.Writer) error {
-	name := NetworkName(p.campaign)
-	bridge := BridgeName(p.campaign)
-	// No subnet is chosen here: Docker assigns one from its address pools,
-	// which avoids clashing with networks this code cannot see.
-	resp, err := p.api.NetworkCreate(ctx, name, network.CreateOptions{
-		Driver:  "bridge",
-		Labels:  p.labels,
-		Options: map[string]string{bridgeNameOption: bridge},
-	})
-	if err != nil {
-		return fmt.Errorf("creating network %s: %w", name, err)
-	}
-	p.netName, p.netID, p.bridge = name, resp.ID, bridge
-	n, err := p.api.NetworkInspect(ctx, resp.ID, network.InspectOptions{})
-	if err != nil {
-		return fmt.Errorf("inspecting network %s: %w", name, err)
-	}
-	if len(n.IPAM.Config) > 0 {
-		p.subnet = n.IPAM.Config[0].Subnet
-		p.gateway = n.IPAM.Config[0].Gateway
-	}
-	if p.gateway == "" {
-		return fmt.Errorf("network %s has no IPv4 gateway", name)
-	}
-	fmt.Fprintf(progress, "docker: created network %s (subnet %s, gateway %s, bridge %s)\n", name, p.subnet, p.gateway, bridge)
 	return nil
 }
 
 // HostAddr implements platform.Platform: the host as seen from an instance.
-// On the campaign bridge that is the bridge's gateway address, which the
-// host owns.
-func (p *Platform) HostAddr(netMode string) string {
-	switch netMode {
-	case platform.NetHost, "":
+// On a bridge that is the bridge's gateway address, which the host owns.
+func (p *Platform) HostAddr(netMode vocab.Network) string {
+	if netMode == vocab.Host || netMode == "" {
 		return "127.0.0.1"
-	case platform.NetBridge:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.gateway
-	case platform.NetBridgeDefault:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.defaultGW
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.camp == nil {
+		return ""
+	}
+	switch netMode {
+	case vocab.Bridge:
+		return p.camp.bridge.gateway
+	case vocab.BridgeDefault:
+		return p.camp.defaultGW
 	}
 	return ""
 }
@@ -271,43 +214,32 @@ func (p *Platform) HostAddr(netMode string) string {
 func (p *Platform) MissingTools() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(p.missing)
+	if p.camp == nil {
+		return nil
+	}
+	return slices.Clone(p.camp.image.missing)
 }
 
 // Info implements platform.Platform.
 func (p *Platform) Info() map[string]string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	info := maps.Clone(p.versions)
-	if info == nil {
-		info = map[string]string{}
+	info := map[string]string{}
+	if p.camp == nil {
+		return info
 	}
-	set := func(k, v string) {
-		if v != "" {
-			info[k] = v
-		}
+	c := p.camp
+	maps.Copy(info, c.daemon.versions)
+	c.image.describe(info)
+	c.bridge.describe(info)
+	if c.volume != "" {
+		info["docker.volume"] = c.volume
 	}
-	set("docker.image", p.imageTag)
-	set("docker.image_id", p.imageID)
-	if p.imageTag != "" {
-		info["docker.image_reused"] = strconv.FormatBool(p.reused)
-		if !p.reused {
-			info["docker.image_build_seconds"] = strconv.FormatFloat(p.buildSecs, 'f', 2, 64)
-		}
-	}
-	if len(p.missing) > 0 {
-		info["docker.image_missing_tools"] = fmt.Sprint(p.missing)
-	}
-	set("docker.network", p.netName)
-	set("docker.network_subnet", p.subnet)
-	set("docker.network_gateway", p.gateway)
-	set("docker.network_bridge", p.bridge)
-	set("docker.volume", p.volume)
 	return info
 }
 
 // Close removes the campaign's containers that are still there, then its
-// network. It runs even when ctx is already cancelled.
+// network and volume. It runs even when ctx is already cancelled.
 func (p *Platform) Close(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -317,29 +249,27 @@ func (p *Platform) Close(ctx context.Context) error {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	var errs []error
-	if p.campaign != "" {
-		list, err := p.api.ContainerList(ctx, container.ListOptions{All: true, Filters: campaignFilter(p.campaign)})
+	if c := p.camp; c != nil {
+		list, err := p.api.ContainerList(ctx, container.ListOptions{All: true, Filters: campaignFilter(c.id)})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("listing containers of campaign %s: %w", p.campaign, err))
+			errs = append(errs, fmt.Errorf("listing containers of campaign %s: %w", c.id, err))
 		}
-		for _, c := range list {
-			if err := removeContainer(ctx, p.api, c.ID); err != nil {
+		for _, ct := range list {
+			if err := removeContainer(ctx, p.api, ct.ID); err != nil {
 				errs = append(errs, err)
 			}
 		}
-	}
-	if p.netID != "" {
-		if err := p.api.NetworkRemove(ctx, p.netID); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("removing network %s: %w", p.netName, err))
+		if err := c.bridge.remove(ctx, p.api); err != nil {
+			errs = append(errs, err)
 		} else {
-			p.netID = ""
+			c.bridge = bridgeNet{}
 		}
-	}
-	if p.volume != "" {
-		if err := p.api.VolumeRemove(ctx, p.volume, true); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("removing volume %s: %w", p.volume, err))
-		} else {
-			p.volume = ""
+		if c.volume != "" {
+			if err := p.api.VolumeRemove(ctx, c.volume, true); err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("removing volume %s: %w", c.volume, err))
+			} else {
+				c.volume = ""
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -10,9 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
-	"strings"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -21,10 +22,8 @@ import (
 	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
-
-// CgroupParent is the cgroup below which every native group is created.
-const CgroupParent = "ctrbench"
 
 // Platform runs agents as child processes of ctrbench.
 type Platform struct {
@@ -37,22 +36,45 @@ type Platform struct {
 // New returns a native platform running binary (the ctrbench executable).
 func New(binary string) *Platform { return &Platform{binary: binary} }
 
+// Caps are what host processes can do: they live in the machine's
+// namespaces (or an emulated host's network namespace), write to its
+// filesystem, and get cgroups only for limits.
+var Caps = platform.Capabilities{
+	Networks: []vocab.Network{vocab.Host},
+	Storages: []vocab.Storage{vocab.Layer},
+	Limits:   true,
+	Phases:   []vocab.Phase{vocab.Start, vocab.Exit, vocab.Remove},
+}
+
+func init() {
+	platform.Register(platform.Driver{
+		Name:    "native",
+		Summary: "host processes: the bare-metal reference",
+		Noun:    "host process",
+		Rank:    0,
+		Caps:    Caps,
+		Open: func(_ context.Context, cfg platform.Config) (platform.Platform, error) {
+			return New(cfg.Binary), nil
+		},
+	})
+}
+
 func (p *Platform) Name() string { return "native" }
 
 func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	p.campaign = s.CampaignID
-	p.parent = CgroupParent + "/" + p.campaign
+	p.parent = cgroup.CampaignTree(p.campaign)
 	if s.CgroupParent != "" {
 		p.parent, p.machine = s.CgroupParent, true
 	}
 	for _, n := range s.Networks {
-		if n != platform.NetHost && n != "" {
+		if !slices.Contains(Caps.Networks, n) {
 			return fmt.Errorf("native platform supports network host only, not %q", n)
 		}
 	}
 	for _, st := range s.Storages {
-		if st != "" && st != platform.StorageLayer {
-			return fmt.Errorf("native platform writes to the host's filesystem only (storage %q), not %q", platform.StorageLayer, st)
+		if !slices.Contains(Caps.Storages, st) {
+			return fmt.Errorf("native platform writes to the host's filesystem only (storage %q), not %q", vocab.Layer, st)
 		}
 	}
 	if _, err := os.Stat(p.binary); err != nil {
@@ -61,7 +83,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	return nil
 }
 
-func (p *Platform) HostAddr(string) string { return "127.0.0.1" }
+func (p *Platform) HostAddr(vocab.Network) string { return "127.0.0.1" }
 
 func (p *Platform) Info() map[string]string {
 	return map[string]string{"native.binary": p.binary}
@@ -70,12 +92,13 @@ func (p *Platform) Info() map[string]string {
 // Close removes the campaign's cgroup tree (instances remove their own groups).
 func (p *Platform) Close(context.Context) error {
 	if p.campaign != "" {
-		cgroup.RemoveTree(CgroupParent + "/" + p.campaign)
+		cgroup.RemoveTree(cgroup.CampaignTree(p.campaign))
 	}
 	return nil
 }
 
 type instance struct {
+	timings platform.Timings
 	netns   string
 	dataDir string // removed with the instance
 	cmd     *exec.Cmd
@@ -85,19 +108,21 @@ type instance struct {
 	done    chan struct{}
 	err     error
 	once    sync.Once
+	mu      sync.Mutex // guards timings
 }
 
 func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
-	if spec.Network != "" && spec.Network != platform.NetHost {
+	requested := time.Now()
+	if spec.Network != "" && spec.Network != vocab.Host {
 		return nil, fmt.Errorf("native platform supports network host only, not %q", spec.Network)
 	}
 	if spec.ShareNetworkWith != "" {
 		return nil, fmt.Errorf("native platform runs in the host's namespace (or an emulated host's), it cannot join %s's", spec.ShareNetworkWith)
 	}
-	if spec.Storage != "" && spec.Storage != platform.StorageLayer {
-		return nil, fmt.Errorf("native platform supports storage %q only, not %q", platform.StorageLayer, spec.Storage)
+	if spec.Storage != "" && spec.Storage != vocab.Layer {
+		return nil, fmt.Errorf("native platform supports storage %q only, not %q", vocab.Layer, spec.Storage)
 	}
-	args := spec.Args
+	inv := spec.Agent
 	var group *cgroup.Group
 	// Under an emulated machine (a cgroup parent with limits) every agent
 	// gets a group, so the machine's limits bind it too.
@@ -118,7 +143,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		}
 		// The agent enters its group itself, before any work, so no
 		// measured instruction runs outside the limits.
-		args = insertAfterRun(args, "--join-cgroups", strings.Join(group.Dirs, ","))
+		inv.JoinCgroups = group.Dirs
 	}
 	// The agent's data lives in a directory the platform owns and removes
 	// with the instance: an agent killed mid-trial cannot clean up itself.
@@ -129,10 +154,8 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		}
 		return nil, fmt.Errorf("making a data directory for %s: %w", spec.Name, err)
 	}
-	if isAgent(args) {
-		args = insertAfterRun(args, "--data-dir", dataDir)
-	}
-	cmd := exec.Command(p.binary, args...)
+	inv.DataDir = dataDir
+	cmd := exec.Command(p.binary, inv.Args()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cmd.Env = append(os.Environ(), "CTRBENCH_INSTANCE="+spec.Name)
 	// An os.Pipe we own, not cmd.StdoutPipe: Wait would close that one as
@@ -162,36 +185,27 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)
 	}
 	in := &instance{netns: spec.NetNS, dataDir: dataDir, cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
+	in.timings = platform.Timings{Requested: requested, At: map[vocab.Phase]time.Time{vocab.Start: time.Now()}}
 	go func() {
 		in.err = cmd.Wait()
+		in.mark(vocab.Exit)
 		close(in.done)
 	}()
 	return in, nil
 }
 
-// agentAt is the index of "agent run" or "agent loop" in args, or -1.
-func agentAt(args []string) int {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "agent" && (args[i+1] == "run" || args[i+1] == "loop") {
-			return i
-		}
-	}
-	return -1
+// mark records when a phase ended.
+func (in *instance) mark(ph vocab.Phase) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.timings.At[ph] = time.Now()
 }
 
-// isAgent reports whether args run an agent role or neighbour.
-func isAgent(args []string) bool { return agentAt(args) >= 0 }
-
-// insertAfterRun puts flags right after "agent run" so they precede any
-// positional arguments.
-func insertAfterRun(args []string, flags ...string) []string {
-	i := agentAt(args)
-	if i < 0 {
-		return append(append([]string{}, args...), flags...)
-	}
-	out := append([]string{}, args[:i+2]...)
-	out = append(out, flags...)
-	return append(out, args[i+2:]...)
+// Timings implements platform.Instance.
+func (in *instance) Timings() platform.Timings {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return platform.Timings{Requested: in.timings.Requested, At: maps.Clone(in.timings.At)}
 }
 
 func (in *instance) Stdout() io.Reader { return in.stdout }
@@ -239,6 +253,7 @@ func (in *instance) Remove(ctx context.Context) error {
 		if in.group != nil {
 			in.group.Remove()
 		}
+		in.mark(vocab.Remove)
 	})
 	return nil
 }

@@ -2,6 +2,7 @@ package native_test
 
 import (
 	"context"
+	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform/native"
 	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
 	"github.com/ctrbench/ctrbench/internal/testutil"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 func TestConformance(t *testing.T) {
@@ -19,28 +21,28 @@ func TestConformance(t *testing.T) {
 	}
 	campaign := "test-native-" + strconv.Itoa(os.Getpid())
 	p := native.New(testutil.Binary(t))
-	if err := p.Prepare(context.Background(), platform.Setup{CampaignID: campaign, Networks: []string{platform.NetHost}}); err != nil {
+	if err := p.Prepare(context.Background(), platform.Setup{CampaignID: campaign, Networks: []vocab.Network{vocab.Host}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = p.Close(context.Background())
 		for _, c := range []string{"cpu", "cpuset", "memory"} {
 			// The parent goes too when no other campaign uses it.
-			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, native.CgroupParent, campaign)); err == nil {
-				t.Errorf("cgroup %s/%s/%s left behind", c, native.CgroupParent, campaign)
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, cgroup.Base, campaign)); err == nil {
+				t.Errorf("cgroup %s/%s/%s left behind", c, cgroup.Base, campaign)
 			}
-			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, native.CgroupParent)); err == nil {
-				t.Errorf("empty cgroup %s/%s left behind", c, native.CgroupParent)
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, cgroup.Base)); err == nil {
+				t.Errorf("empty cgroup %s/%s left behind", c, cgroup.Base)
 			}
 		}
 	})
-	platformtest.Run(t, campaign, p, platformtest.Options{Networks: []string{platform.NetHost}, Limits: os.Geteuid() == 0,
-		Storages: map[string]string{platform.StorageLayer: ""}})
+	platformtest.Run(t, campaign, p, platformtest.Options{Networks: []vocab.Network{vocab.Host}, Limits: os.Geteuid() == 0,
+		Storages: map[vocab.Storage]string{vocab.Layer: ""}, Caps: native.Caps})
 }
 
 func TestRejectsOtherNetworks(t *testing.T) {
 	p := native.New("/bin/true")
-	err := p.Prepare(context.Background(), platform.Setup{CampaignID: "x", Networks: []string{platform.NetBridge}})
+	err := p.Prepare(context.Background(), platform.Setup{CampaignID: "x", Networks: []vocab.Network{vocab.Bridge}})
 	if err == nil {
 		t.Fatal("native must refuse a bridge network")
 	}

@@ -7,37 +7,46 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
-// Options say what the platform under test supports.
+// Options say what of the platform to exercise.
 type Options struct {
-	Networks []string // network modes to exercise
-	Limits   bool     // whether cgroup limits must be applied and read back
+	Networks []vocab.Network // network modes to exercise (of Capabilities.Networks)
+	Limits   bool            // whether cgroup limits must be applied and read back
 	// Storages maps each storage level the platform supports to the
 	// filesystem type the agent must see in its data directory ("" = any).
-	Storages map[string]string
+	Storages map[vocab.Storage]string
+	// Caps are the platform's declared capabilities: the phases it says it
+	// times must be timed.
+	Caps platform.Capabilities
 }
 
-// Run runs the suite. newPlatform returns a platform already Prepared for
-// campaign with the given networks.
+// Run runs the suite against p, already Prepared for campaign with the
+// given networks.
 func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 	labels := map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: campaign}
 	n := 0
 	name := func() string { n++; return campaign + "-i" + strconv.Itoa(n) }
-	spec := func(network string, args ...string) platform.InstanceSpec {
-		return platform.InstanceSpec{Name: name(), Args: args, Network: network, Labels: labels}
+	spec := func(network vocab.Network, inv invocation.Agent) platform.InstanceSpec {
+		return platform.InstanceSpec{Name: name(), Agent: inv, Network: network, Labels: labels}
+	}
+	runAgent := func(workload, params string) invocation.Agent {
+		return invocation.Agent{Kind: invocation.Run, Workload: workload, Params: params}
 	}
 	ctx := context.Background()
 
 	for _, network := range o.Networks {
-		t.Run("main/"+network, func(t *testing.T) {
-			in := start(t, p, spec(network, "agent", "run", "--workload", "cpu.primes", "--params", `{"duration":"200ms","max_prime":"2000"}`))
+		t.Run("main/"+string(network), func(t *testing.T) {
+			in := start(t, p, spec(network, runAgent("cpu.primes", `{"duration":"200ms","max_prime":"2000"}`)))
 			res := readResult(t, in)
 			if res.Status != result.OK {
 				t.Fatalf("status %s: %s", res.Status, res.Error)
@@ -49,18 +58,23 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 			if ex.Code != 0 {
 				t.Fatalf("exit code %d, stderr %q", ex.Code, ex.Stderr)
 			}
+			checkTimings(t, in, o.Caps, vocab.Exit)
+			if err := in.Remove(ctx); err != nil {
+				t.Fatal(err)
+			}
+			checkTimings(t, in, o.Caps, vocab.Remove)
 		})
 
-		t.Run("failed-workload-is-a-result/"+network, func(t *testing.T) {
-			in := start(t, p, spec(network, "agent", "run", "--workload", "no.such", "--params", `{}`))
+		t.Run("failed-workload-is-a-result/"+string(network), func(t *testing.T) {
+			in := start(t, p, spec(network, runAgent("no.such", `{}`)))
 			res := readResult(t, in)
 			if res.Status != result.Failed || res.Error == "" {
 				t.Fatalf("want a failed result with a reason, got %+v", res)
 			}
 		})
 
-		t.Run("exit-code-and-stderr/"+network, func(t *testing.T) {
-			in := start(t, p, spec(network, "agent", "run", "--no-such-flag"))
+		t.Run("exit-code-and-stderr/"+string(network), func(t *testing.T) {
+			in := start(t, p, spec(network, runAgent("", ""))) // --workload is required
 			drain(in)
 			ex := wait(t, in)
 			if ex.Code == 0 {
@@ -71,8 +85,8 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 			}
 		})
 
-		t.Run("remove-stops-a-running-agent/"+network, func(t *testing.T) {
-			in := start(t, p, spec(network, "agent", "run", "--workload", "cpu.primes", "--params", `{"duration":"10m"}`))
+		t.Run("remove-stops-a-running-agent/"+string(network), func(t *testing.T) {
+			in := start(t, p, spec(network, runAgent("cpu.primes", `{"duration":"10m"}`)))
 			time.Sleep(300 * time.Millisecond)
 			begin := time.Now()
 			if err := in.Remove(ctx); err != nil {
@@ -86,8 +100,8 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 			}
 		})
 
-		t.Run("stop-ends-a-loop/"+network, func(t *testing.T) {
-			in := start(t, p, spec(network, "agent", "loop", "--workload", "cpu.primes", "--params", `{"duration":"50ms","max_prime":"1000"}`))
+		t.Run("stop-ends-a-loop/"+string(network), func(t *testing.T) {
+			in := start(t, p, spec(network, invocation.Agent{Kind: invocation.Loop, Workload: "cpu.primes", Params: `{"duration":"50ms","max_prime":"1000"}`}))
 			sc := bufio.NewScanner(in.Stdout())
 			ready := false
 			for !ready && sc.Scan() {
@@ -115,13 +129,15 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 			}
 		})
 
-		t.Run("client-server/"+network, func(t *testing.T) {
+		t.Run("client-server/"+string(network), func(t *testing.T) {
 			bind := "127.0.0.1"
-			if network != platform.NetHost {
+			if network != vocab.Host {
 				bind = "0.0.0.0"
 			}
 			params := `{"duration":"300ms","message_size":"64KiB"}`
-			srv := start(t, p, spec(network, "agent", "run", "--workload", "net.tcp_stream", "--role", "server", "--params", params, "--bind", bind))
+			srvInv := runAgent("net.tcp_stream", params)
+			srvInv.Role, srvInv.Bind = "server", bind
+			srv := start(t, p, spec(network, srvInv))
 			sc := bufio.NewScanner(srv.Stdout())
 			var addr string
 			for sc.Scan() {
@@ -138,13 +154,15 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 				t.Fatalf("ready address %q: %v", addr, err)
 			}
 			host := bind
-			if network != platform.NetHost {
+			if network != vocab.Host {
 				host = srv.IP()
 				if host == "" {
 					t.Fatalf("an instance on network %s must have an IP", network)
 				}
 			}
-			cli := start(t, p, spec(network, "agent", "run", "--workload", "net.tcp_stream", "--role", "client", "--params", params, "--target", net.JoinHostPort(host, port)))
+			cliInv := runAgent("net.tcp_stream", params)
+			cliInv.Role, cliInv.Target = "client", net.JoinHostPort(host, port)
+			cli := start(t, p, spec(network, cliInv))
 			res := readResult(t, cli)
 			if res.Status != result.OK {
 				t.Fatalf("client: %s", res.Error)
@@ -162,8 +180,8 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 	}
 
 	for storage, fstype := range o.Storages {
-		t.Run("storage/"+storage, func(t *testing.T) {
-			s := spec(o.Networks[0], "agent", "run", "--workload", "cpu.primes", "--params", `{"duration":"50ms","max_prime":"1000"}`)
+		t.Run("storage/"+string(storage), func(t *testing.T) {
+			s := spec(o.Networks[0], runAgent("cpu.primes", `{"duration":"50ms","max_prime":"1000"}`))
 			s.Storage = storage
 			res := readResult(t, start(t, p, s))
 			if res.Status != result.OK {
@@ -177,7 +195,7 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 
 	if o.Limits {
 		t.Run("limits-are-applied", func(t *testing.T) {
-			s := spec(o.Networks[0], "agent", "run", "--workload", "cpu.primes", "--params", `{"duration":"100ms","max_prime":"1000"}`)
+			s := spec(o.Networks[0], runAgent("cpu.primes", `{"duration":"100ms","max_prime":"1000"}`))
 			s.Limits = platform.Limits{CPUs: 0.5, Cpuset: "0", MemoryBytes: 64 << 20}
 			res := readResult(t, start(t, p, s))
 			if res.Status != result.OK {
@@ -190,6 +208,34 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 				}
 			}
 		})
+	}
+}
+
+// checkTimings checks that every phase the platform declares it times,
+// up to last, was timed, in order and after Start was called.
+func checkTimings(t *testing.T, in platform.Instance, caps platform.Capabilities, last vocab.Phase) {
+	t.Helper()
+	tm := in.Timings()
+	if tm.Requested.IsZero() {
+		t.Fatalf("timings: no request time")
+	}
+	prev, prevName := tm.Requested, "request"
+	for _, ph := range vocab.Phases {
+		if !slices.Contains(caps.Phases, ph) {
+			continue
+		}
+		at, ok := tm.At[ph]
+		if !ok {
+			t.Errorf("timings: the platform declares phase %s but did not time it (%v)", ph, tm.At)
+			continue
+		}
+		if at.Before(prev) {
+			t.Errorf("timings: %s at %s is before %s at %s", ph, at.Format(time.RFC3339Nano), prevName, prev.Format(time.RFC3339Nano))
+		}
+		prev, prevName = at, string(ph)
+		if ph == last {
+			break
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
-package spec
+package schedule
 
 import (
+	"github.com/ctrbench/ctrbench/internal/result"
 	"reflect"
 	"sort"
 	"testing"
@@ -15,7 +16,7 @@ func ids(n int) []int {
 }
 
 // checkOrder checks every property of a run order.
-func checkOrder(t *testing.T, plan []PlannedTrial, cells []int, reps, warmup int, seed int64) {
+func checkOrder(t *testing.T, plan []Trial, cells []int, reps, warmup int, seed int64) {
 	t.Helper()
 	n := len(cells)
 	if len(plan) != n*(reps+warmup) {
@@ -87,7 +88,7 @@ func TestOrderCellIDsNotContiguous(t *testing.T) {
 func TestOrderSingleCell(t *testing.T) {
 	plan := Order([]int{5}, 3, 2, 1)
 	checkOrder(t, plan, []int{5}, 3, 2, 1)
-	want := []PlannedTrial{
+	want := []Trial{
 		{1, 5, 1, true}, {2, 5, 2, true},
 		{3, 5, 1, false}, {4, 5, 2, false}, {5, 5, 3, false},
 	}
@@ -137,18 +138,36 @@ func TestOrderSeeded(t *testing.T) {
 	}
 }
 
-func TestOrderFromExperiment(t *testing.T) {
-	e, err := Load(quickstart, nil, testMachine)
-	if err != nil {
-		t.Fatal(err)
+// Resuming replays the recorded trials: the schedule goes on with the
+// first planned trial not recorded, whatever happened to the others, and
+// ends when every planned trial is recorded.
+func TestInterleavedReplays(t *testing.T) {
+	s := NewInterleaved(ids(3), 2, 1, 7)
+	plan := s.Plan()
+	if s.Bound() != 9 || len(plan) != 9 {
+		t.Fatalf("bound %d, plan %d", s.Bound(), len(plan))
 	}
-	var cellIDs []int
-	for _, c := range e.Cells() {
-		cellIDs = append(cellIDs, c.ID)
+	for _, seq := range []int{1, 2, 3, 5} { // 4 was cut short by Ctrl-C
+		s.Observe(result.Trial{Seq: seq, Status: result.Failed})
 	}
-	plan := Order(cellIDs, e.Repetitions, e.Warmup, e.Seed)
-	checkOrder(t, plan, cellIDs, 3, 1, e.Seed)
-	if !reflect.DeepEqual(plan, Order(cellIDs, e.Repetitions, e.Warmup, e.Seed)) {
-		t.Errorf("quickstart order is not reproducible from its seed")
+	var ran []int
+	for {
+		tr, ok := s.Next()
+		if !ok {
+			break
+		}
+		ran = append(ran, tr.Seq)
+		if tr != plan[tr.Seq-1] {
+			t.Fatalf("next %+v is not the planned %+v", tr, plan[tr.Seq-1])
+		}
+		s.Observe(result.Trial{Seq: tr.Seq, Status: result.OK})
+	}
+	if !reflect.DeepEqual(ran, []int{4, 6, 7, 8, 9}) {
+		t.Errorf("ran %v, want 4 6 7 8 9", ran)
+	}
+	// A scheduler told nothing runs the plan in order.
+	fresh := NewInterleaved(ids(3), 2, 1, 7)
+	if tr, ok := fresh.Next(); !ok || tr != plan[0] {
+		t.Errorf("first %+v %v", tr, ok)
 	}
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package runner
 
 import (
 	"math"
@@ -6,11 +6,9 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
 func TestAggregatePairs(t *testing.T) {
-	ws := &workload.Spec{Metrics: []workload.Metric{{Name: "throughput", Unit: "Gbit/s", Better: result.Higher}}}
 	ob := func(m string, v float64, unit string) result.Observation {
 		return result.Observation{Metric: m, Value: v, Unit: unit, Better: result.Higher}
 	}
@@ -21,8 +19,8 @@ func TestAggregatePairs(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(10 * time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(11 * time.Second)}}
 	got := map[string]float64{}
-	for _, o := range aggregatePairs(per, windows, ws) {
-		got[o.Metric] = o.Value
+	for _, o := range aggregatePairs(per, windows, "throughput") {
+		got[o.ID().String()] = o.Value
 	}
 	want := map[string]float64{
 		"throughput": (1*10 + 3*10) / 11.0, "latency_p99": 20, // rates: the work over the span (11 s); the rest: the mean
@@ -43,15 +41,40 @@ func TestAggregatePairs(t *testing.T) {
 
 // Pairs that ran one after the other do not add up their rates.
 func TestAggregatePairsApart(t *testing.T) {
-	ws := &workload.Spec{Metrics: []workload.Metric{{Name: "throughput", Unit: "Gbit/s", Better: result.Higher}}}
 	per := [][]result.Observation{{{Metric: "throughput", Value: 10, Unit: "Gbit/s"}}, {{Metric: "throughput", Value: 10, Unit: "Gbit/s"}}}
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(2 * time.Second)}}
 	got := map[string]float64{}
-	for _, o := range aggregatePairs(per, windows, ws) {
-		got[o.Metric] = o.Value
+	for _, o := range aggregatePairs(per, windows, "throughput") {
+		got[o.ID().String()] = o.Value
 	}
 	if got["throughput"] != 10 || got["pairs.overlap_pct"] != 0 {
 		t.Errorf("back-to-back pairs: aggregate %v (want 10, not 20), overlap %v", got["throughput"], got["pairs.overlap_pct"])
+	}
+}
+
+// Identity is structured: a pair's metric has scope pair and its index, a
+// server's keeps its role, the aggregate has scope aggregate, and the
+// statistics across pairs are of kind pairs.
+func TestAggregatePairsIdentity(t *testing.T) {
+	per := [][]result.Observation{
+		{{Metric: "throughput", Value: 1, Unit: "Gbit/s"}, {Metric: "cpu_seconds", Role: "server", Kind: result.KindTelemetry, Value: 2, Unit: "s"}},
+		{{Metric: "throughput", Value: 3, Unit: "Gbit/s"}, {Metric: "cpu_seconds", Role: "server", Kind: result.KindTelemetry, Value: 4, Unit: "s"}},
+	}
+	t0 := time.Unix(1000, 0)
+	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0, End: t0.Add(time.Second)}}
+	got := map[result.MetricID]float64{}
+	for _, o := range aggregatePairs(per, windows, "throughput") {
+		got[o.ID()] = o.Value
+	}
+	for id, v := range map[result.MetricID]float64{
+		{Metric: "cpu_seconds", Role: "server", Kind: result.KindTelemetry, Scope: result.ScopePair, Index: 2}: 4,
+		{Metric: "cpu_seconds", Role: "server", Kind: result.KindTelemetry, Scope: result.ScopeAggregate}:      3,
+		{Metric: "throughput", Kind: result.KindMeasure, Scope: result.ScopeAggregate}:                         4,
+		{Metric: "jain", Kind: result.KindPairs, Scope: result.ScopeAggregate}:                                 0.8,
+	} {
+		if g, ok := got[id]; !ok || math.Abs(g-v) > 1e-9 {
+			t.Errorf("%s (%+v) = %v (present %v), want %v", id, id, g, ok, v)
+		}
 	}
 }

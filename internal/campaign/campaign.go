@@ -1,0 +1,162 @@
+// Package campaign runs an experiment as a recorded campaign: it creates
+// the campaign and its cells in the results database (or finds an
+// interrupted one to resume), runs it through the orchestrator with every
+// trial committed as it ends, and records how it ended. The CLI's run
+// command is this one call.
+package campaign
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/orchestrator"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/store"
+	"github.com/ctrbench/ctrbench/internal/sysinfo"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// Options say what to run.
+type Options struct {
+	// Experiment is the validated file to run; nil with Resume.
+	Experiment *spec.Experiment
+	// Resume is the ID (or a unique prefix) of an interrupted campaign to
+	// finish: same cells, seed and order, only the trials not recorded.
+	Resume string
+	// Machine is what validation knows of this machine (a resumed
+	// experiment is validated again).
+	Machine spec.Machine
+	// Binary is the ctrbench executable the agents run.
+	Binary string
+	// Stderr gets progress and notes; TTY says it is a terminal.
+	Stderr io.Writer
+	TTY    bool
+}
+
+// Outcome is how a run went.
+type Outcome struct {
+	Campaign result.Campaign
+	Summary  orchestrator.Summary
+}
+
+// ErrInterrupted is returned (wrapped) when the run was stopped (Ctrl-C)
+// before the campaign finished; what it made was removed.
+var ErrInterrupted = orchestrator.ErrInterrupted
+
+// Run runs a new campaign of o.Experiment, or resumes o.Resume, recording
+// into db.
+func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
+	var (
+		out      Outcome
+		e        = o.Experiment
+		recorded []result.Trial
+		err      error
+	)
+	if o.Resume != "" {
+		if out.Campaign, err = db.Campaign(ctx, o.Resume); err != nil {
+			return out, fmt.Errorf("finding campaign to resume: %w", err)
+		}
+		c := out.Campaign
+		if e, err = spec.Reload(c.SpecPath, c.SpecText, c.Seed, o.Machine); err != nil {
+			return out, err
+		}
+		if recorded, err = db.Trials(ctx, c.ID); err != nil {
+			return out, err
+		}
+		fmt.Fprintf(o.Stderr, "resuming campaign %s (%s)\n", c.ID, c.SpecPath)
+	}
+	cells := e.Cells()
+	if o.Resume == "" {
+		out.Campaign = result.Campaign{
+			ID: newID(e.Name), Name: e.Name, SpecPath: e.Path, SpecText: e.Text, Seed: e.Seed,
+			Started: time.Now().UTC(), Status: "running", Env: sysinfo.Fingerprint(toolNames(cells)), Baseline: e.Baseline,
+		}
+		if err := db.CreateCampaign(ctx, out.Campaign); err != nil {
+			return out, err
+		}
+		if err := db.AddCells(ctx, out.Campaign.ID, cells); err != nil {
+			return out, err
+		}
+		seedNote := ""
+		if !e.SeedGiven {
+			seedNote = " (drawn; pass --set seed=N to repeat this order)"
+		}
+		fmt.Fprintf(o.Stderr, "campaign %s: %d cells, %d trials, seed %d%s, results in %s\n",
+			out.Campaign.ID, len(cells), len(cells)*(e.Repetitions+e.Warmup), e.Seed, seedNote, db.Path())
+	}
+	id := out.Campaign.ID
+	sum, runErr := orchestrator.Run(ctx, orchestrator.Config{
+		Experiment: e,
+		CampaignID: id,
+		Cells:      cells,
+		Binary:     o.Binary,
+		Recorded:   recorded,
+		Sink: func(t result.Trial) error {
+			// The campaign's context may be cancelled already (Ctrl-C): a
+			// finished trial is still written.
+			_, err := db.RecordTrial(context.WithoutCancel(ctx), t)
+			return err
+		},
+		Prepared: func(info map[string]string) {
+			if err := db.SetCampaignEnv(context.WithoutCancel(ctx), id, info); err != nil {
+				fmt.Fprintf(o.Stderr, "ctrbench: recording platform info: %v\n", err)
+			}
+		},
+		Progress: orchestrator.NewProgress(o.Stderr, o.TTY),
+	})
+	out.Summary = sum
+	status := "done"
+	switch {
+	case errors.Is(runErr, orchestrator.ErrInterrupted):
+		status = "interrupted"
+	case runErr != nil:
+		status = "failed"
+	}
+	if err := db.FinishCampaign(context.WithoutCancel(ctx), id, status, time.Now().UTC()); err != nil {
+		fmt.Fprintf(o.Stderr, "ctrbench: recording campaign end: %v\n", err)
+	}
+	out.Campaign.Status = status
+	return out, runErr
+}
+
+// toolNames lists the external tools the cells' workloads run, for the
+// environment fingerprint.
+func toolNames(cells []result.Cell) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range cells {
+		ws, _ := workload.Lookup(c.WorkloadType)
+		for _, t := range ws.Tools {
+			if !seen[t.Binary] {
+				seen[t.Binary] = true
+				out = append(out, t.Binary)
+			}
+		}
+	}
+	return out
+}
+
+var nonID = regexp.MustCompile(`[^a-z0-9]+`)
+
+// newID is name-date-time-random: readable, sortable, unique, and valid
+// in Docker object names.
+func newID(name string) string {
+	n := strings.Trim(nonID.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(n) > 24 {
+		n = n[:24]
+	}
+	if n == "" {
+		n = "campaign"
+	}
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%s-%s", n, time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b))
+}

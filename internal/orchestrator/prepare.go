@@ -1,0 +1,99 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// prepare makes what the cells need, in order: the emulated machine's
+// cgroup, the network lab, then each platform the cells use — opened from
+// its driver unless given — with the networks, storages and tools they ask
+// of it. What it made is undone by close, in reverse.
+func (c *campaign) prepare(ctx context.Context) error {
+	cfg := c.cfg
+	if env := cfg.Experiment.Envelope; !env.IsZero() {
+		// The emulated machine: one cgroup every instance is placed under.
+		c.machine = cgroup.CampaignTree(cfg.CampaignID) + "/machine"
+		g, err := cgroup.Create(c.machine, cgroup.Spec{CPUs: env.CPUs, Cpuset: env.Cpuset, MemoryBytes: env.MemoryBytes, Always: true})
+		if err != nil {
+			return fmt.Errorf("emulated machine: %w", err)
+		}
+		c.undo = append(c.undo, func(context.Context) {
+			_ = g.Remove()
+			cgroup.RemoveTree(cgroup.CampaignTree(cfg.CampaignID))
+		})
+	}
+	info := map[string]string{}
+	if c.needs.NeedsLab() {
+		if err := c.buildLab(ctx); err != nil {
+			return err
+		}
+		for k, v := range c.env.Lab.Info() {
+			info["net."+k] = v
+		}
+	}
+	binary, err := c.binary()
+	if err != nil {
+		return err
+	}
+	for _, name := range c.needs.PlatformNames() {
+		p, ok := cfg.Platforms[name]
+		if !ok {
+			d, found := platform.Lookup(name)
+			if !found {
+				return fmt.Errorf("platform %q is not available", name)
+			}
+			if p, err = d.Open(ctx, platform.Config{Binary: binary}); err != nil {
+				return err
+			}
+		}
+		c.env.Platforms[name] = p
+		c.undo = append(c.undo, func(ctx context.Context) {
+			if err := p.Close(ctx); err != nil {
+				fmt.Fprintf(os.Stderr, "ctrbench: cleaning up platform %s: %v\n", name, err)
+			}
+		})
+		need := c.needs.Platforms[name]
+		s := platform.Setup{
+			CampaignID:   cfg.CampaignID,
+			Labels:       labels(cfg.CampaignID),
+			Networks:     need.Networks,
+			Tools:        need.Tools,
+			Storages:     need.Storages,
+			Progress:     cfg.Progress.Notes(),
+			CgroupParent: c.machine,
+		}
+		if err := p.Prepare(ctx, s); err != nil {
+			return fmt.Errorf("preparing platform %s: %w", name, err)
+		}
+		for k, v := range p.Info() {
+			info[k] = v
+		}
+	}
+	if cfg.Prepared != nil {
+		cfg.Prepared(info)
+	}
+	return nil
+}
+
+// binary is the ctrbench executable that runs agents.
+func (c *campaign) binary() (string, error) {
+	if c.cfg.Binary != "" {
+		return c.cfg.Binary, nil
+	}
+	return os.Executable()
+}
+
+// labels go on every object of the campaign.
+func labels(campaignID string) map[string]string {
+	return map[string]string{
+		platform.LabelManaged:  "true",
+		platform.LabelCampaign: campaignID,
+		platform.LabelOwnerPID: strconv.Itoa(os.Getpid()),
+	}
+}

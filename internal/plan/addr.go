@@ -1,0 +1,101 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// AddrKind says what an address is, before the instances exist.
+type AddrKind int
+
+const (
+	// Loopback is 127.0.0.1.
+	Loopback AddrKind = iota
+	// Any is 0.0.0.0: every address of a namespace that is an instance's
+	// own or an emulated host's, never the machine's (which would listen on
+	// its real interface).
+	Any
+	// HostSide is the address a host (Addr.Host: 0 the machine, ≥1 an
+	// emulated host) has on a network (Addr.Network): a bridge's gateway,
+	// the machine's macvlan or OVS port, an emulated host's bridge or
+	// overlay address. The network lab or the platform that made the
+	// network knows it.
+	HostSide
+	// Own is the server instance's own address, known once it runs.
+	Own
+)
+
+// Addr is an address as the plan knows it.
+type Addr struct {
+	Kind     AddrKind
+	Network  vocab.Network // HostSide: the network
+	Host     int           // HostSide: whose side
+	Platform string        // HostSide: the platform whose network it is, when the platform made it
+}
+
+func (a Addr) String() string {
+	switch a.Kind {
+	case Loopback:
+		return "127.0.0.1"
+	case Any:
+		return "0.0.0.0"
+	case HostSide:
+		return fmt.Sprintf("host %d's side of %s", a.Host, a.Network)
+	}
+	return "the server's own address"
+}
+
+// Link is how a client reaches its server: where the server listens and
+// the address the client connects to.
+type Link struct {
+	Bind, Target Addr
+}
+
+// link works out the Link between a server and its client. A server in the
+// machine's own namespace never binds 0.0.0.0: it binds loopback, or the
+// host-side address of the network its client sits on.
+func link(srv, cli Role) (Link, error) {
+	loop := Addr{Kind: Loopback}
+	switch {
+	case srv.RootNS():
+		if cli.RootNS() {
+			return Link{loop, loop}, nil
+		}
+		side, err := hostSide(cli, 0)
+		if err != nil {
+			return Link{}, fmt.Errorf("%s: %w", srv.Name, err)
+		}
+		return Link{side, side}, nil
+	case srv.InHostNS(): // a namespace of ctrbench's own
+		if cli.InHostNS() && cli.Host == srv.Host {
+			return Link{Addr{Kind: Any}, loop}, nil
+		}
+		side, err := hostSide(cli, srv.Host)
+		if err != nil {
+			return Link{}, fmt.Errorf("%s: %w", srv.Name, err)
+		}
+		return Link{Addr{Kind: Any}, side}, nil
+	case srv.Network == vocab.Loopback:
+		return Link{loop, loop}, nil
+	}
+	return Link{Addr{Kind: Any}, Addr{Kind: Own}}, nil
+}
+
+// hostSide is the address host has on the network client cli uses: the
+// host's own network for a process without a namespace of its own.
+func hostSide(cli Role, host int) (Addr, error) {
+	network := cli.Network
+	if !cli.Driver.Caps.OwnNetNS {
+		network = vocab.Host
+	}
+	a := Addr{Kind: HostSide, Network: network, Host: host}
+	if host == 0 {
+		if cli.Provision.Wire == "" && cli.Provision.Platform == network && network != vocab.Host {
+			a.Platform = cli.Platform // a network the client's platform made
+		} else if !network.Lab(1) {
+			return Addr{}, fmt.Errorf("no host-side address on network %s", cli.Network)
+		}
+	}
+	return a, nil
+}

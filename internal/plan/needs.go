@@ -1,0 +1,97 @@
+package plan
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// Needs are what a campaign's cells need prepared before the first trial.
+type Needs struct {
+	// Platforms by name, with what each must provide.
+	Platforms map[string]*PlatformNeeds
+	// Hosts is the most emulated hosts a cell has (1: none).
+	Hosts int
+	// Lab are the modes the network lab must build, sorted.
+	Lab []vocab.Network
+}
+
+// PlatformNeeds is what one platform must provide, each list sorted.
+type PlatformNeeds struct {
+	Networks []vocab.Network // as Provision asks the platform
+	Storages []vocab.Storage
+	Tools    []string // binaries the workloads run there
+}
+
+// PlatformNames lists the platforms needed, sorted.
+func (n Needs) PlatformNames() []string {
+	out := make([]string, 0, len(n.Platforms))
+	for name := range n.Platforms {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NeedsLab reports whether the campaign needs the network lab.
+func (n Needs) NeedsLab() bool { return n.Hosts > 1 || len(n.Lab) > 0 }
+
+// Collect gathers what cells need.
+func Collect(cells []*Cell) Needs {
+	n := Needs{Platforms: map[string]*PlatformNeeds{}, Hosts: 1}
+	need := func(r Role, ws ...*workload.Spec) {
+		pn := n.Platforms[r.Platform]
+		if pn == nil {
+			pn = &PlatformNeeds{}
+			n.Platforms[r.Platform] = pn
+		}
+		pn.Networks = addSorted(pn.Networks, r.Provision.Platform)
+		pn.Storages = addSorted(pn.Storages, r.Storage)
+		for _, w := range ws {
+			for _, t := range w.Tools {
+				pn.Tools = addSorted(pn.Tools, t.Binary)
+			}
+		}
+		if r.Provision.Wire != "" {
+			n.Lab = addSorted(n.Lab, r.Provision.Wire)
+		}
+	}
+	for _, c := range cells {
+		n.Hosts = max(n.Hosts, c.Hosts)
+		var nb []*workload.Spec
+		for _, s := range c.Neighbours.Specs {
+			if ws, ok := workload.Lookup(neighbourType(s)); ok {
+				nb = append(nb, ws)
+			}
+		}
+		for i, r := range c.Chain {
+			ws := []*workload.Spec{c.Workload}
+			// Neighbours in the same instance run in the driver's.
+			if i == len(c.Chain)-1 && !c.Neighbours.Separate {
+				ws = append(ws, nb...)
+			}
+			need(r, ws...)
+		}
+		if c.Neighbours.Separate {
+			need(c.Neighbours.Role, nb...)
+		}
+	}
+	return n
+}
+
+// neighbourType is the workload type of a neighbour spec "TYPE=PARAMS".
+func neighbourType(s string) string {
+	typ, _, _ := strings.Cut(s, "=")
+	return typ
+}
+
+func addSorted[T ~string](s []T, v T) []T {
+	i, found := slices.BinarySearch(s, v)
+	if found {
+		return s
+	}
+	return slices.Insert(s, i, v)
+}

@@ -1,0 +1,220 @@
+// Package plan resolves a cell of an experiment into what a trial runner
+// starts: for every role its platform driver, emulated host, how it gets its
+// network, its storage, limits and counters; for every client the address
+// it reaches its server at and where that server listens; the neighbours and
+// how they are packaged. It is pure — it starts nothing and reads no machine
+// state — so every placement rule is tested without Docker; what only exists
+// once instances run (an address Docker assigned) stays symbolic (Addr).
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// Role is one role of a cell, placed.
+type Role struct {
+	Name     string // server, client, main, pong…, or antagonist
+	Platform string
+	Driver   platform.Driver
+	// Host is the emulated host the role runs on; 0 is the machine itself.
+	Host      int
+	Network   vocab.Network      // as the cell asks
+	Provision platform.Provision // how the platform gets it
+	Storage   vocab.Storage
+	Limits    platform.Limits
+	// Counters are the counters that are the instance's own: its cgroup
+	// (a platform giving each instance one) and its network namespace (one
+	// of its own, not the host's network).
+	Counters invocation.Counters
+}
+
+// RootNS reports whether the role shares the machine's own network
+// namespace: a process on the machine, or an instance on its host network.
+func (r Role) RootNS() bool {
+	if !r.Driver.Caps.OwnNetNS {
+		return r.Host == 0
+	}
+	return r.Network == vocab.Host
+}
+
+// InHostNS reports whether the role is a process in an emulated host's
+// namespace (InstanceSpec.NetNS).
+func (r Role) InHostNS() bool { return !r.Driver.Caps.OwnNetNS && r.Host > 0 }
+
+// Neighbours are the antagonists of a cell.
+type Neighbours struct {
+	// Specs are the neighbours as the agent takes them: "TYPE=PARAMS_JSON"
+	// with their parameters from the file, or "idle".
+	Specs []string
+	// Separate: each runs in an instance of its own, placed as Role; else
+	// all run in the measured role's instance.
+	Separate bool
+	Role     Role
+}
+
+// Cell is a cell resolved for running.
+type Cell struct {
+	result.Cell
+	Workload *workload.Spec
+	Params   string // the workload's parameters as JSON, as the agent takes them
+	// Chain is the workload's roles, servers first and the measured one
+	// (the driver) last; Links[i] is how Chain[i+1] reaches Chain[i].
+	Chain      []Role
+	Links      []Link
+	Pairs      int    // client/server chains run at once
+	Hosts      int    // emulated hosts (1: the machine alone)
+	Underlay   string // the underlay's tc rate, or "none"
+	Neighbours Neighbours
+}
+
+// Driver is the measured role.
+func (c *Cell) Driver() Role { return c.Chain[len(c.Chain)-1] }
+
+// Resolve places every role of cell c of experiment e.
+func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
+	ws, ok := workload.Lookup(c.WorkloadType)
+	if !ok {
+		return nil, fmt.Errorf("unknown workload type %q", c.WorkloadType)
+	}
+	params, err := json.Marshal(c.Params)
+	if err != nil {
+		return nil, err
+	}
+	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: c.Factors[spec.FUnderlay]}
+	roles := ws.RoleList()
+	for _, name := range roles {
+		r, err := place(c, name, roles)
+		if err != nil {
+			return nil, err
+		}
+		pc.Chain = append(pc.Chain, r)
+	}
+	for i := range pc.Chain[:len(pc.Chain)-1] {
+		l, err := link(pc.Chain[i], pc.Chain[i+1])
+		if err != nil {
+			return nil, err
+		}
+		pc.Links = append(pc.Links, l)
+	}
+	if pc.Neighbours, err = neighbours(e, c); err != nil {
+		return nil, err
+	}
+	return pc, nil
+}
+
+// ResolveAll resolves every cell.
+func ResolveAll(e *spec.Experiment, cells []result.Cell) ([]*Cell, error) {
+	out := make([]*Cell, 0, len(cells))
+	for _, c := range cells {
+		pc, err := Resolve(e, c)
+		if err != nil {
+			return nil, fmt.Errorf("cell %d (%s): %w", c.ID, c.Key(), err)
+		}
+		out = append(out, pc)
+	}
+	return out, nil
+}
+
+// place resolves one role; chain is the workload's roles, along which the
+// roles spread over emulated hosts.
+func place(c result.Cell, name string, chain []string) (Role, error) {
+	pl := spec.PlacementFor(c.Factors, name)
+	d, ok := platform.Lookup(pl.Platform)
+	if !ok {
+		return Role{}, fmt.Errorf("no platform %q", pl.Platform)
+	}
+	r := Role{Name: name, Platform: pl.Platform, Driver: d, Network: pl.Network, Storage: pl.Storage}
+	hosts := spec.Hosts(c.Factors)
+	if hosts > 1 {
+		r.Host = spec.HostOf(c.Factors, name, chain)
+	}
+	var err error
+	if r.Provision, err = d.Provision(pl.Network, hosts); err != nil {
+		return Role{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if r.Limits, err = limits(pl); err != nil {
+		return Role{}, fmt.Errorf("%s: %w", name, err)
+	}
+	r.Counters = invocation.Counters{Cgroup: d.Caps.OwnCgroup, Netns: d.Caps.OwnNetNS && pl.Network != vocab.Host}
+	return r, nil
+}
+
+// neighbours resolves a cell's antagonists.
+func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
+	var n Neighbours
+	level := c.Factors[spec.FAntagonist]
+	if level == spec.AntagonistIdle {
+		n.Specs = []string{spec.AntagonistIdle}
+	}
+	for _, name := range spec.Antagonists(level) {
+		w, ok := e.Workload(name)
+		if !ok {
+			continue
+		}
+		p, err := json.Marshal(w.Params)
+		if err != nil {
+			return n, err
+		}
+		n.Specs = append(n.Specs, w.Type+"="+string(p))
+	}
+	n.Separate = len(n.Specs) > 0 && c.Factors[spec.FPackaging] == spec.PackSeparate
+	if n.Separate {
+		r, err := place(c, spec.RoleAntagonist, []string{spec.RoleAntagonist})
+		if err != nil {
+			return n, err
+		}
+		n.Role = r
+	}
+	return n, nil
+}
+
+// limits turns a placement's limit levels into the platform's limits.
+func limits(pl spec.Placement) (platform.Limits, error) {
+	var l platform.Limits
+	if pl.CPUs != spec.NoLimit && pl.CPUs != "" {
+		f, err := strconv.ParseFloat(pl.CPUs, 64)
+		if err != nil {
+			return l, fmt.Errorf("cpus %q: %w", pl.CPUs, err)
+		}
+		l.CPUs = f
+	}
+	if pl.Cpuset != spec.NoLimit {
+		l.Cpuset = pl.Cpuset
+	}
+	if pl.BlkioWeight != spec.NoLimit && pl.BlkioWeight != "" {
+		w, err := strconv.Atoi(pl.BlkioWeight)
+		if err != nil {
+			return l, fmt.Errorf("blkio_weight %q: %w", pl.BlkioWeight, err)
+		}
+		l.BlkioWeight = uint16(w)
+	}
+	for _, bps := range []struct {
+		level string
+		to    *int64
+	}{{pl.ReadBps, &l.ReadBps}, {pl.WriteBps, &l.WriteBps}} {
+		if bps.level != spec.NoLimit && bps.level != "" {
+			n, err := workload.ParseSize(bps.level)
+			if err != nil {
+				return l, fmt.Errorf("block I/O rate %q: %w", bps.level, err)
+			}
+			*bps.to = n
+		}
+	}
+	if pl.Memory != spec.NoLimit && pl.Memory != "" {
+		n, err := workload.ParseSize(pl.Memory)
+		if err != nil {
+			return l, fmt.Errorf("memory %q: %w", pl.Memory, err)
+		}
+		l.MemoryBytes = n
+	}
+	return l, nil
+}

@@ -1,0 +1,203 @@
+package plan
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	_ "github.com/ctrbench/ctrbench/internal/platform/drivers"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+	_ "github.com/ctrbench/ctrbench/internal/workloads"
+)
+
+func resolve(t *testing.T, text string) (*spec.Experiment, []*Cell) {
+	t.Helper()
+	e, err := spec.Parse("p.yaml", []byte(text), nil, spec.Machine{CPUs: 2, MemBytes: 8 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := ResolveAll(e, e.Cells())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, cells
+}
+
+// find returns the one cell whose factors include every level given.
+func find(t *testing.T, cells []*Cell, levels string) *Cell {
+	t.Helper()
+	var hit []*Cell
+	for _, c := range cells {
+		ok := true
+		for _, kv := range strings.Fields(levels) {
+			k, v, _ := strings.Cut(kv, "=")
+			if k == "workload" {
+				ok = ok && c.Workload.Type == v
+			} else {
+				ok = ok && c.Factors[k] == v
+			}
+		}
+		if ok {
+			hit = append(hit, c)
+		}
+	}
+	if len(hit) != 1 {
+		t.Fatalf("%d cells match %q", len(hit), levels)
+	}
+	return hit[0]
+}
+
+var (
+	loop = Addr{Kind: Loopback}
+	anyA = Addr{Kind: Any}
+	own  = Addr{Kind: Own}
+)
+
+func TestPlacementsOnTheMachine(t *testing.T) {
+	_, cells := resolve(t, `name: m
+factors:
+  placement:
+    native:    {platform: native, network: host}
+    host:      {platform: docker, network: host}
+    bridge:    {platform: docker, network: bridge}
+    loopback:  {platform: docker, network: loopback}
+    macvlan:   {platform: docker, network: macvlan}
+    to-native: {server.platform: native, client.platform: docker, network: bridge}
+    to-ovs:    {server.platform: native, client.platform: docker, network: ovs}
+workloads: [{type: net.tcp_stream}]
+`)
+	for _, c := range []struct {
+		levels   string
+		server   platform.Provision
+		client   platform.Provision
+		link     Link
+		counters invocation.Counters // the client's
+	}{
+		{"placement=native", platform.Provision{Platform: vocab.Host}, platform.Provision{Platform: vocab.Host}, Link{loop, loop}, invocation.Counters{}},
+		{"placement=host", platform.Provision{Platform: vocab.Host}, platform.Provision{Platform: vocab.Host}, Link{loop, loop}, invocation.Counters{Cgroup: true}},
+		{"placement=bridge", platform.Provision{Platform: vocab.Bridge}, platform.Provision{Platform: vocab.Bridge}, Link{anyA, own}, invocation.Counters{Cgroup: true, Netns: true}},
+		{"placement=loopback", platform.Provision{Platform: vocab.None, Join: true}, platform.Provision{Platform: vocab.None, Join: true}, Link{loop, loop}, invocation.Counters{Cgroup: true, Netns: true}},
+		{"placement=macvlan", platform.Provision{Platform: vocab.None, Wire: vocab.Macvlan}, platform.Provision{Platform: vocab.None, Wire: vocab.Macvlan}, Link{anyA, own}, invocation.Counters{Cgroup: true, Netns: true}},
+		// A host process serves a container across the bridge Docker made:
+		// it listens on, and is reached at, the bridge's gateway.
+		{"placement=to-native", platform.Provision{Platform: vocab.Host}, platform.Provision{Platform: vocab.Bridge},
+			Link{Addr{Kind: HostSide, Network: vocab.Bridge, Platform: "docker"}, Addr{Kind: HostSide, Network: vocab.Bridge, Platform: "docker"}}, invocation.Counters{Cgroup: true, Netns: true}},
+		// … and across a network the lab made, at the lab's host port.
+		{"placement=to-ovs", platform.Provision{Platform: vocab.Host}, platform.Provision{Platform: vocab.None, Wire: vocab.OVS},
+			Link{Addr{Kind: HostSide, Network: vocab.OVS}, Addr{Kind: HostSide, Network: vocab.OVS}}, invocation.Counters{Cgroup: true, Netns: true}},
+	} {
+		cell := find(t, cells, c.levels)
+		srv, cli := cell.Chain[0], cell.Chain[1]
+		if srv.Name != "server" || cli.Name != "client" || cell.Driver().Name != "client" {
+			t.Fatalf("%s: chain %s, %s", c.levels, srv.Name, cli.Name)
+		}
+		if srv.Provision != c.server || cli.Provision != c.client {
+			t.Errorf("%s: provisions %+v, %+v; want %+v, %+v", c.levels, srv.Provision, cli.Provision, c.server, c.client)
+		}
+		if len(cell.Links) != 1 || cell.Links[0] != c.link {
+			t.Errorf("%s: link %+v, want %+v", c.levels, cell.Links, c.link)
+		}
+		if cli.Counters != c.counters {
+			t.Errorf("%s: counters %+v, want %+v", c.levels, cli.Counters, c.counters)
+		}
+		if srv.Host != 0 || cell.Hosts != 1 || cell.Pairs != 1 {
+			t.Errorf("%s: host %d, hosts %d, pairs %d", c.levels, srv.Host, cell.Hosts, cell.Pairs)
+		}
+	}
+}
+
+// Across emulated hosts the chain spreads, driver on host 1: S2's load
+// generator, ping and pong on three machines.
+func TestPlacementsAcrossEmulatedHosts(t *testing.T) {
+	_, cells := resolve(t, `name: h
+factors:
+  hosts: [3]
+  layer:
+    reference: {platform: native, network: host}
+    docker:    {platform: docker, network: bridge}
+    overlay:   {platform: docker, network: overlay}
+workloads: [{type: http.pingpong}]
+`)
+	ref := find(t, cells, "layer=reference")
+	for i, want := range []int{3, 2, 1} { // pong, ping, client
+		r := ref.Chain[i]
+		if r.Host != want || !r.InHostNS() || r.RootNS() {
+			t.Errorf("reference %s: host %d (want %d), in host ns %v, root %v", r.Name, r.Host, want, r.InHostNS(), r.RootNS())
+		}
+	}
+	// Processes on different emulated hosts: the server listens on every
+	// address of its host's namespace, the client dials that host's
+	// address on the underlay.
+	if want := (Link{anyA, Addr{Kind: HostSide, Network: vocab.Host, Host: 3}}); ref.Links[0] != want {
+		t.Errorf("reference pong<-ping: %+v, want %+v", ref.Links[0], want)
+	}
+	dock := find(t, cells, "layer=docker")
+	if p := dock.Chain[0].Provision; p != (platform.Provision{Platform: vocab.None, Wire: vocab.Bridge}) {
+		t.Errorf("docker on hosts 3 bridge: %+v (the lab routes the bridge between hosts)", p)
+	}
+	over := find(t, cells, "layer=overlay")
+	if p := over.Chain[1].Provision; p != (platform.Provision{Platform: vocab.None, Wire: vocab.Overlay}) || over.Links[1] != (Link{anyA, own}) {
+		t.Errorf("overlay ping: %+v, link %+v", p, over.Links[1])
+	}
+	n := Collect(cells)
+	if n.Hosts != 3 || !reflect.DeepEqual(n.Lab, []vocab.Network{vocab.Bridge, vocab.Overlay}) || !n.NeedsLab() {
+		t.Errorf("needs: hosts %d, lab %v", n.Hosts, n.Lab)
+	}
+}
+
+func TestNeighboursAndNeeds(t *testing.T) {
+	_, cells := resolve(t, `name: n
+factors:
+  platform: [docker]
+  antagonist: [none, cpu, io]
+  packaging: [same-container, separate-containers]
+  antagonist.cpuset: ["1"]
+workloads:
+  - {name: cpu, type: cpu.primes, params: {duration: 1s}}
+  - {name: io, type: disk.fio}
+`)
+	alone := find(t, cells, "workload=cpu.primes antagonist=none")
+	if len(alone.Neighbours.Specs) != 0 || alone.Neighbours.Separate {
+		t.Errorf("alone: %+v", alone.Neighbours)
+	}
+	same := find(t, cells, "workload=cpu.primes antagonist=io packaging=same-container")
+	if len(same.Neighbours.Specs) != 1 || !strings.HasPrefix(same.Neighbours.Specs[0], "disk.fio={") || same.Neighbours.Separate {
+		t.Errorf("same container: %+v", same.Neighbours)
+	}
+	apart := find(t, cells, "workload=cpu.primes antagonist=io packaging=separate-containers")
+	if !apart.Neighbours.Separate || apart.Neighbours.Role.Name != spec.RoleAntagonist || apart.Neighbours.Role.Limits.Cpuset != "1" {
+		t.Errorf("separate: %+v", apart.Neighbours)
+	}
+	// fio runs in the target's container with packaging same-container,
+	// in the neighbour's own otherwise: either way the image needs it.
+	n := Collect(cells)
+	d := n.Platforms["docker"]
+	if d == nil || !reflect.DeepEqual(d.Tools, []string{"fio"}) || !reflect.DeepEqual(d.Networks, []vocab.Network{vocab.Host}) ||
+		!reflect.DeepEqual(d.Storages, []vocab.Storage{vocab.Layer}) || n.NeedsLab() || !reflect.DeepEqual(n.PlatformNames(), []string{"docker"}) {
+		t.Errorf("needs %+v %+v", n, d)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	l, err := limits(spec.Placement{CPUs: "1.5", Cpuset: "0-1", Memory: "512MiB", ReadBps: "50MiB", WriteBps: spec.NoLimit, BlkioWeight: "300"})
+	if err != nil || l != (platform.Limits{CPUs: 1.5, Cpuset: "0-1", MemoryBytes: 512 << 20, ReadBps: 50 << 20, BlkioWeight: 300}) {
+		t.Fatalf("%+v %v", l, err)
+	}
+	l, err = limits(spec.Placement{CPUs: spec.NoLimit, Cpuset: spec.NoLimit, Memory: spec.NoLimit})
+	if err != nil || !l.IsZero() {
+		t.Fatalf("%+v %v", l, err)
+	}
+}
+
+// A platform that is not registered is an error, never a guess.
+func TestUnknownPlatform(t *testing.T) {
+	e, _ := resolve(t, "name: u\nworkloads: [{type: cpu.primes}]\n")
+	_, err := Resolve(e, result.Cell{ID: 1, Workload: "x", WorkloadType: "cpu.primes", Factors: map[string]string{"platform": "vmware"}})
+	if err == nil || !strings.Contains(err.Error(), `no platform "vmware"`) {
+		t.Errorf("got %v", err)
+	}
+}

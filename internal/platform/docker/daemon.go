@@ -1,0 +1,50 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+)
+
+// daemonFacts is what the daemon says of itself, read once per campaign.
+type daemonFacts struct {
+	versions     map[string]string // for the campaign's environment record
+	rootDir      string            // its data root, whose disk block I/O limits name
+	cgroupDriver string            // cgroupfs or systemd
+}
+
+func readDaemon(ctx context.Context, api API) (daemonFacts, error) {
+	v, err := api.ServerVersion(ctx)
+	if err != nil {
+		return daemonFacts{}, unreachable(api, err)
+	}
+	facts := map[string]string{
+		"docker.version":            v.Version,
+		"docker.api_version":        v.APIVersion,
+		"docker.client_api_version": api.ClientVersion(),
+		"docker.os":                 v.Os,
+		"docker.arch":               v.Arch,
+		"docker.kernel":             v.KernelVersion,
+	}
+	for _, c := range v.Components {
+		switch c.Name {
+		case "containerd":
+			facts["containerd.version"] = c.Version
+		case "runc":
+			facts["runc.version"] = c.Version
+		}
+	}
+	info, err := api.Info(ctx)
+	if err != nil {
+		return daemonFacts{}, fmt.Errorf("reading docker info: %w", err)
+	}
+	facts["docker.cgroup_driver"] = info.CgroupDriver
+	facts["docker.cgroup_version"] = info.CgroupVersion
+	facts["docker.storage_driver"] = info.Driver
+	facts["docker.default_runtime"] = info.DefaultRuntime
+	for k, v := range facts {
+		if v == "" {
+			delete(facts, k)
+		}
+	}
+	return daemonFacts{versions: facts, rootDir: info.DockerRootDir, cgroupDriver: info.CgroupDriver}, nil
+}

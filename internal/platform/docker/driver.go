@@ -1,0 +1,60 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// Caps are what Docker containers can do: namespaces and a cgroup of their
+// own, Docker's host, per-campaign bridge and default bridge networks, any
+// namespace ctrbench wires itself (--network none), one container joining
+// another's (loopback), the writable layer, a volume or a tmpfs.
+var Caps = platform.Capabilities{
+	Networks:    []vocab.Network{vocab.Host, vocab.Bridge, vocab.BridgeDefault},
+	OwnNetNS:    true,
+	Wireable:    true,
+	JoinNetwork: true,
+	Storages:    []vocab.Storage{vocab.Layer, vocab.Volume, vocab.Tmpfs},
+	OwnCgroup:   true,
+	Limits:      true,
+	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:       true,
+}
+
+func init() {
+	platform.Register(platform.Driver{
+		Name:    "docker",
+		Summary: "Docker Engine containers, through the Engine API; the image is built locally FROM scratch",
+		Noun:    "Docker container",
+		Rank:    10,
+		Caps:    Caps,
+		Open: func(ctx context.Context, cfg platform.Config) (platform.Platform, error) {
+			if err := Available(ctx); err != nil {
+				return nil, err
+			}
+			return New(WithBinary(cfg.Binary))
+		},
+		Clean: func(ctx context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
+			var out platform.Cleaned
+			if err := Available(ctx); err != nil {
+				out.Skipped, _, _ = strings.Cut(fmt.Sprintf("not reachable, skipped (%v)", err), "\n")
+				return out, nil
+			}
+			rep, err := Clean(ctx, o.Campaign, o.Force, o.Images)
+			for _, kind := range []struct {
+				name  string
+				items []string
+			}{{"container", rep.Containers}, {"network", rep.Networks}, {"volume", rep.Volumes}, {"image", rep.Images}} {
+				for _, it := range kind.items {
+					out.Removed = append(out.Removed, kind.name+" "+it)
+				}
+			}
+			out.Kept = rep.Skipped
+			return out, err
+		},
+	})
+}

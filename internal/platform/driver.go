@@ -1,0 +1,228 @@
+package platform
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// Capabilities are what a platform declares it can do. Validation, the
+// resolver and the runners ask them; none of them knows a platform by name.
+type Capabilities struct {
+	// Networks are the modes the platform provides itself, on the machine
+	// (not between emulated hosts): Docker's host, bridge and default
+	// bridge. A platform without a namespace of its own lists Host only.
+	Networks []vocab.Network
+	// OwnNetNS: every instance has a network namespace of its own. Without
+	// one an instance is a process in the machine's namespace, or in an
+	// emulated host's (InstanceSpec.NetNS), and other network modes reach
+	// it only from their host side.
+	OwnNetNS bool
+	// Wireable: ctrbench can wire an instance's namespace itself (it is a
+	// NetNSer): the modes the network lab builds (macvlan, Open vSwitch,
+	// the bridge and overlays between emulated hosts) are available.
+	Wireable bool
+	// JoinNetwork: an instance can join another's namespace
+	// (ShareNetworkWith), which is the loopback network.
+	JoinNetwork bool
+	// Storages are the storage levels it can give an instance.
+	Storages []vocab.Storage
+	// OwnCgroup: every instance has a cgroup of its own, so its cgroup
+	// counters are its own even without limits.
+	OwnCgroup bool
+	// Limits: it applies cgroup limits (cpus, cpuset, memory, block I/O)
+	// and places instances under an emulated machine's cgroup.
+	Limits bool
+	// Nesting: an instance can host child instances (it runs an engine of
+	// its own).
+	Nesting bool
+	// Phases it can time (Instance.Timings).
+	Phases []vocab.Phase
+	// Tools: instances see only the tools the platform brought (an image),
+	// so it needs Setup.Tools; a host process sees the machine's.
+	Tools bool
+}
+
+// Provision is how an instance gets the network mode a cell asks for.
+type Provision struct {
+	// Platform is what to ask the platform for (InstanceSpec.Network).
+	Platform vocab.Network
+	// Wire is the mode the network lab attaches the instance to after it
+	// starts; "" when the platform provides the network itself.
+	Wire vocab.Network
+	// Join: the instance joins the first instance of its pair (loopback).
+	Join bool
+}
+
+// Provision decides how an instance of the platform gets network mode n in a cell with hosts emulated hosts (1: the machine
+// alone). It is the one place that rule is written: validation reports its
+// error, the resolver uses its answer. A platform without a namespace of its
+// own always runs in its host's; which other modes it can talk across is a
+// matter of the whole chain, which validation checks.
+func (d Driver) Provision(n vocab.Network, hosts int) (Provision, error) {
+	c := d.Caps
+	if !c.OwnNetNS {
+		return Provision{Platform: vocab.Host}, nil
+	}
+	switch {
+	case n.NeedsHosts() && hosts < 2:
+		return Provision{}, fmt.Errorf("network %s joins emulated hosts: it needs hosts 2 or more", n)
+	case n.MachineOnly() && hosts > 1:
+		return Provision{}, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use bridge, overlay or overlay-encrypted there", n, hosts)
+	case n == vocab.Host && hosts > 1:
+		return Provision{}, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use platform native for processes on the hosts, or bridge/overlay for containers", d.Noun, hosts)
+	case n == vocab.Loopback && c.JoinNetwork:
+		return Provision{Platform: vocab.None, Join: true}, nil
+	case hosts <= 1 && slices.Contains(c.Networks, n):
+		return Provision{Platform: n}, nil
+	case c.Wireable && n.Lab(hosts):
+		return Provision{Platform: vocab.None, Wire: n}, nil
+	}
+	return Provision{}, fmt.Errorf("platform %s does not offer network %s here (hosts %d); it offers %s", d.Name, n, hosts, d.offered(hosts))
+}
+
+// offered lists the modes Provision accepts with hosts emulated hosts.
+func (d Driver) offered(hosts int) string {
+	var out []string
+	for _, n := range vocab.Networks {
+		if _, err := d.Provision(n, hosts); err == nil && (d.Caps.OwnNetNS || n == vocab.Host) {
+			out = append(out, string(n))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// Config is what every driver's constructor gets.
+type Config struct {
+	// Binary is the static ctrbench executable the agents run (copied into
+	// images, or run as a process).
+	Binary string
+}
+
+// Driver is one platform: its name, what it can do and how to make one.
+type Driver struct {
+	Name    string
+	Summary string // one line for documentation and messages
+	// Noun is what one instance is called in messages: "host process",
+	// "Docker container".
+	Noun string
+	// Rank orders platforms in lists and messages: the bare-metal
+	// reference first, then by how much sits between workload and machine.
+	Rank int
+	Caps Capabilities
+	// Open makes the platform for one campaign. It checks that what the
+	// platform drives (an engine, a daemon) answers, with an error that
+	// says how to start it.
+	Open func(ctx context.Context, cfg Config) (Platform, error)
+	// Clean removes what a killed run left behind (`ctrbench clean`); nil
+	// when nothing can outlive a run (processes die with ctrbench).
+	Clean func(ctx context.Context, o CleanOptions) (Cleaned, error)
+}
+
+// CleanOptions say what `ctrbench clean` removes.
+type CleanOptions struct {
+	Campaign string // only this campaign's objects; "" for all of ctrbench's
+	Force    bool   // also those of a campaign whose ctrbench still runs
+	Images   bool   // also cached images
+}
+
+// Cleaned is what a driver's Clean did.
+type Cleaned struct {
+	Removed []string // "container ctrbench-…", "network ctrbench-…"
+	Kept    []string // objects of a campaign whose ctrbench still runs
+	// Skipped says why nothing was looked at (the engine does not answer);
+	// "" when it was.
+	Skipped string
+}
+
+var (
+	mu      sync.RWMutex
+	drivers = map[string]Driver{}
+)
+
+// Register adds a driver; a platform package calls it from init. It panics
+// on a duplicate or incomplete driver, a programming error.
+func Register(d Driver) {
+	mu.Lock()
+	defer mu.Unlock()
+	if d.Name == "" || d.Open == nil {
+		panic("platform: a driver needs a name and Open")
+	}
+	if _, dup := drivers[d.Name]; dup {
+		panic("platform: duplicate driver " + d.Name)
+	}
+	if !slices.Contains(d.Caps.Storages, vocab.Layer) {
+		panic("platform " + d.Name + ": every platform has its own filesystem (storage layer)")
+	}
+	drivers[d.Name] = d
+}
+
+// Unregister removes a driver; tests that register a toy platform use it.
+func Unregister(name string) {
+	mu.Lock()
+	defer mu.Unlock()
+	delete(drivers, name)
+}
+
+// Lookup returns the driver called name.
+func Lookup(name string) (Driver, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	d, ok := drivers[name]
+	return d, ok
+}
+
+// Drivers lists the registered drivers by rank, then name.
+func Drivers() []Driver {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]Driver, 0, len(drivers))
+	for _, d := range drivers {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Rank != out[j].Rank {
+			return out[i].Rank < out[j].Rank
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Names lists the registered platforms in Drivers' order.
+func Names() []string {
+	var out []string
+	for _, d := range Drivers() {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// Open makes one platform of each name, for one campaign; on an error it
+// closes those already made.
+func Open(ctx context.Context, names []string, cfg Config) (map[string]Platform, error) {
+	out := map[string]Platform{}
+	for _, n := range names {
+		d, ok := Lookup(n)
+		if !ok {
+			return nil, fmt.Errorf("no platform %q; platforms: %s", n, strings.Join(Names(), ", "))
+		}
+		p, err := d.Open(ctx, cfg)
+		if err != nil {
+			for _, q := range out {
+				_ = q.Close(context.WithoutCancel(ctx))
+			}
+			return nil, err
+		}
+		out[n] = p
+	}
+	return out, nil
+}

@@ -1,0 +1,9 @@
+// Package drivers imports every platform driver, so that each registers
+// itself. Commands import it for its side effect; a new platform adds its
+// package here.
+package drivers
+
+import (
+	_ "github.com/ctrbench/ctrbench/internal/platform/docker" // Docker Engine containers
+	_ "github.com/ctrbench/ctrbench/internal/platform/native" // host processes
+)

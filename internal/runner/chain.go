@@ -1,0 +1,236 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/neighbour"
+	"github.com/ctrbench/ctrbench/internal/plan"
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+// serverGrace is how long a server may take to finish after its client.
+const serverGrace = 15 * time.Second
+
+// Chain runs a workload's chain of roles: every role but the last is a
+// server, started and ready before the next, which is its client; the last
+// drives the load and is the one measured. tcp_stream is server <- client;
+// S2's ping-pong is pong <- ping <- client. Pairs (several chains at once)
+// start their servers concurrently and their drivers at one agreed instant.
+// Neighbours run in the driver's instance or, each in its own, from before
+// the first server until after the driver.
+type Chain struct{}
+
+// pair is one client/server chain of a trial.
+type pair struct {
+	servers []*started
+	driver  *started
+	res     *result.Result
+	target  string // address of the last server started, for the next role
+	owner   string // the instance whose namespace loopback roles join
+}
+
+// Run implements TrialRunner.
+func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
+	c := t.Cell
+	var out Outcome
+	in := &instances{env: env, seq: t.Seq}
+	defer in.cleanup(ctx)
+	if c.Hosts > 1 && env.Lab != nil {
+		if err := env.Lab.SetUnderlayRate(c.Underlay); err != nil {
+			return out, err
+		}
+	}
+	nameOf := func(role string) string {
+		return fmt.Sprintf("ctrbench-%s-t%d-%s-%s", env.CampaignID, t.Seq, role, env.Token)
+	}
+	pairName := func(role string, p int) string {
+		if c.Pairs > 1 {
+			role = fmt.Sprintf("%s%d", role, p+1)
+		}
+		return nameOf(role)
+	}
+	agent := func(role, target string) invocation.Agent {
+		return invocation.Agent{Kind: invocation.Run, Workload: c.WorkloadType, Role: role, Params: c.Params, Target: target}
+	}
+
+	var loops []*watched
+	if c.Neighbours.Separate {
+		var err error
+		if loops, err = startNeighbours(ctx, in, c, nameOf); err != nil {
+			return out, err
+		}
+	}
+
+	pairs := make([]*pair, c.Pairs)
+	errs := make([]error, c.Pairs)
+	var wg sync.WaitGroup
+	serversFrom := time.Now()
+	for p := range pairs {
+		pairs[p] = &pair{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[p] = startServers(ctx, env, in, t, pairs[p], func(role string) string { return pairName(role, p) }, agent)
+		}()
+	}
+	wg.Wait()
+	if err := firstPairErr(errs); err != nil {
+		return out, err
+	}
+
+	// The drivers. Several pairs begin their measured runs together: the
+	// clients take about as long to start as the servers did, so they get
+	// that, half again, and a second more.
+	drv := c.Driver()
+	var startAt time.Time
+	if c.Pairs > 1 {
+		startAt = time.Now().Add(max(2*time.Second, time.Second+time.Since(serversFrom)*3/2))
+	}
+	for p, pr := range pairs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inv := agent(drv.Name, pr.target)
+			inv.StartAt = startAt
+			if !c.Neighbours.Separate {
+				inv.Antagonists = c.Neighbours.Specs
+			}
+			d, err := in.start(ctx, drv, pairName(drv.Name, p), inv, &pr.owner)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			pr.driver = d
+			pr.res, errs[p] = d.await(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := firstPairErr(errs); err != nil {
+		return out, err
+	}
+	return collect(ctx, c, pairs, loops, &out)
+}
+
+// startServers starts the servers of one pair in chain order, each ready
+// before its client's address is worked out.
+func startServers(ctx context.Context, env *Env, in *instances, t Trial, pr *pair, name func(string) string, agent func(role, target string) invocation.Agent) error {
+	c := t.Cell
+	for i, srv := range c.Chain[:len(c.Chain)-1] {
+		link := c.Links[i]
+		bind, err := env.resolve(link.Bind, "")
+		if err != nil {
+			return fmt.Errorf("where the %s listens: %w", srv.Name, err)
+		}
+		inv := agent(srv.Name, pr.target)
+		inv.Bind = bind
+		s, err := in.start(ctx, srv, name(srv.Name), inv, &pr.owner)
+		if err != nil {
+			return err
+		}
+		pr.servers = append(pr.servers, s)
+		addr, err := s.awaitReady(ctx)
+		if err != nil {
+			return err
+		}
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("%s announced a bad address %q: %w", srv.Name, addr, err)
+		}
+		host, err := env.resolve(link.Target, s.ip)
+		if err != nil {
+			return fmt.Errorf("the %s's address on network %s: %w", srv.Name, srv.Network, err)
+		}
+		pr.target = net.JoinHostPort(host, port)
+	}
+	return nil
+}
+
+// collect gathers the results of every role of every pair: the driver's,
+// then each server's (the last client's server first), and the
+// neighbours' when they ran apart.
+func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched, out *Outcome) (Outcome, error) {
+	npairs := c.Pairs
+	cres := pairs[0].res
+	if len(loops) > 0 && cres.Status == result.OK {
+		if err := stopNeighbours(ctx, loops, cres); err != nil {
+			return *out, err
+		}
+	}
+	out.Flags = cres.Seen[neighbour.FlagKey]
+	out.see("", cres.Seen)
+	perPair := make([][]result.Observation, npairs)
+	for p, pr := range pairs {
+		obs, raw, err := observations(pr.res)
+		if err != nil {
+			// Servers may wait for a client that never came; they are
+			// removed with the trial rather than waited for.
+			out.Raw = raw
+			return *out, pairErr(npairs, p, err)
+		}
+		perPair[p] = obs
+	}
+	// Servers finish once their client is done.
+	gctx, cancel := context.WithTimeout(ctx, serverGrace)
+	defer cancel()
+	for p, pr := range pairs {
+		for i := len(pr.servers) - 1; i >= 0; i-- {
+			srv := pr.servers[i]
+			sres, err := srv.await(gctx)
+			if err != nil {
+				return *out, pairErr(npairs, p, fmt.Errorf("the %s finished but the %s did not: %w", pr.driver.role.Name, srv.role.Name, err))
+			}
+			if p == 0 {
+				out.see(srv.role.Name+".", sres.Seen)
+			}
+			sobs, raw, err := observations(sres)
+			if err != nil {
+				out.Raw = raw
+				return *out, pairErr(npairs, p, fmt.Errorf("%s: %w", srv.role.Name, err))
+			}
+			for _, ob := range sobs {
+				ob.Role = srv.role.Name
+				perPair[p] = append(perPair[p], ob)
+			}
+		}
+	}
+	if npairs == 1 {
+		out.Observations = perPair[0]
+		return *out, nil
+	}
+	windows := make([]result.Window, npairs)
+	for p, pr := range pairs {
+		windows[p] = result.Window{Start: pr.res.Started, End: pr.res.Ended}
+	}
+	var headline string
+	if len(c.Workload.Metrics) > 0 {
+		headline = c.Workload.Metrics[0].Name
+	}
+	out.Observations = aggregatePairs(perPair, windows, headline)
+	for _, ob := range out.Observations {
+		if ob.ID() == overlapID && ob.Value < minPairsOverlap {
+			out.Flags = fmt.Sprintf("the %d pairs ran together for only %.0f%% of their mean window (want %.0f%%): some started late", npairs, ob.Value, minPairsOverlap)
+		}
+	}
+	return *out, nil
+}
+
+func firstPairErr(errs []error) error {
+	for p, err := range errs {
+		if err != nil {
+			return pairErr(len(errs), p, err)
+		}
+	}
+	return nil
+}
+
+func pairErr(npairs, p int, err error) error {
+	if npairs == 1 {
+		return err
+	}
+	return fmt.Errorf("pair %d of %d: %w", p+1, npairs, err)
+}

@@ -1,0 +1,94 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/plan"
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// instances are what one trial started, removed together at its end.
+type instances struct {
+	env *Env
+	seq int
+
+	mu      sync.Mutex
+	started []*watched
+	detach  []func() error
+}
+
+// started is an agent running as its role is placed.
+type started struct {
+	*watched
+	role plan.Role
+	ip   string // its own address ("" in its host's namespace)
+}
+
+// start launches one agent as role r places it: on its emulated host, in
+// its network (wired by the lab after it starts, or joining the first
+// instance of its pair — *loopOwner — for loopback).
+func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string) (*started, error) {
+	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits}
+	if r.InHostNS() {
+		isp.NetNS = in.env.Lab.HostNS(r.Host)
+	}
+	if r.Provision.Join {
+		if *loopOwner == "" {
+			*loopOwner = name
+		} else {
+			isp.ShareNetworkWith = *loopOwner
+		}
+	}
+	inv.Counters = r.Counters
+	inv.WaitNet = r.Provision.Wire != "" && inv.Kind == invocation.Run
+	isp.Agent = inv
+	isp.Labels = in.env.labels(platform.LabelTrial, strconv.Itoa(in.seq), platform.LabelRole, r.Name)
+	p, ok := in.env.Platforms[r.Platform]
+	if !ok {
+		return nil, fmt.Errorf("platform %s is not open", r.Platform)
+	}
+	inst, err := p.Start(ctx, isp)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s on %s: %w", r.Name, r.Platform, err)
+	}
+	s := &started{watched: watch(r.Name, inst), role: r, ip: inst.IP()}
+	in.mu.Lock()
+	in.started = append(in.started, s.watched)
+	in.mu.Unlock()
+	if w := r.Provision.Wire; w != "" {
+		nser, ok := inst.(platform.NetNSer)
+		if !ok || nser.NetNSPath() == "" {
+			return nil, fmt.Errorf("%s on %s: no network namespace to wire %s into", r.Name, r.Platform, w)
+		}
+		att, err := in.env.Lab.Attach(ctx, w, r.Host, nser.NetNSPath())
+		if err != nil {
+			return nil, fmt.Errorf("wiring %s into %s: %w", r.Name, w, err)
+		}
+		in.mu.Lock()
+		in.detach = append(in.detach, att.Detach)
+		in.mu.Unlock()
+		s.ip = att.IP
+	}
+	return s, nil
+}
+
+// cleanup removes every instance and then what the lab made for them.
+func (in *instances) cleanup(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.env.CleanupTimeout)
+	defer cancel()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range in.started {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = r.inst.Remove(cctx) }()
+	}
+	wg.Wait()
+	for _, d := range in.detach {
+		_ = d()
+	}
+}

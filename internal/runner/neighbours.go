@@ -1,0 +1,55 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/neighbour"
+	"github.com/ctrbench/ctrbench/internal/plan"
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+// startNeighbours starts each antagonist of a separate-packaging cell in an
+// instance of its own and returns once each is under way, so the target
+// never starts alone.
+func startNeighbours(ctx context.Context, in *instances, c *plan.Cell, nameOf func(role string) string) ([]*watched, error) {
+	var loops []*watched
+	for i, nb := range c.Neighbours.Specs {
+		typ, params := neighbour.Parse(nb)
+		var none string
+		r, err := in.start(ctx, c.Neighbours.Role, nameOf(fmt.Sprintf("antagonist%d", i+1)),
+			invocation.Agent{Kind: invocation.Loop, Workload: typ, Params: params}, &none)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := r.awaitReady(ctx); err != nil {
+			return nil, fmt.Errorf("antagonist %s: %w", typ, err)
+		}
+		loops = append(loops, r.watched)
+	}
+	return loops, nil
+}
+
+// stopNeighbours ends antagonists that ran in their own instances and adds
+// what they did to the target's result.
+func stopNeighbours(ctx context.Context, loops []*watched, target *result.Result) error {
+	sctx, cancel := context.WithTimeout(ctx, serverGrace)
+	defer cancel()
+	for _, r := range loops {
+		if err := r.inst.Stop(sctx); err != nil {
+			return fmt.Errorf("stopping an antagonist: %w", err)
+		}
+	}
+	for _, r := range loops {
+		res, err := r.await(sctx)
+		if err != nil {
+			return fmt.Errorf("antagonist: %w", err)
+		}
+		if res.Status != result.OK {
+			return fmt.Errorf("antagonist %s: %s", res.Workload, res.Error)
+		}
+		target.Neighbours = append(target.Neighbours, res.Neighbours...)
+	}
+	return neighbour.Attach(target, target.Started, target.Ended)
+}

@@ -1,0 +1,83 @@
+// Package runner runs one trial of a resolved cell: it starts the
+// instances the plan names, speaks the agents' protocol, and turns what
+// they report into the trial's observations. A TrialRunner is one shape of
+// trial; today's is the chain (neighbours, servers, drivers, collect), and
+// a lifecycle runner (creation times) is the next.
+package runner
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/netlab"
+	"github.com/ctrbench/ctrbench/internal/plan"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+// Env is what a runner may use of the running campaign.
+type Env struct {
+	CampaignID string
+	// Token makes instance names unique per invocation, so a resumed
+	// campaign never collides with a leftover of the interrupted one.
+	Token     string
+	Platforms map[string]platform.Platform
+	// Lab holds the networks ctrbench wires itself; nil when no cell needs
+	// one.
+	Lab *netlab.Lab
+	// Labels go on every instance (the campaign's).
+	Labels map[string]string
+	// CleanupTimeout bounds removing what a trial made, which runs even
+	// after its context ended.
+	CleanupTimeout time.Duration
+}
+
+// labels are the campaign's labels plus those given.
+func (e *Env) labels(kv ...string) map[string]string {
+	l := maps.Clone(e.Labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		l[kv[i]] = kv[i+1]
+	}
+	return l
+}
+
+// Trial is one trial to run.
+type Trial struct {
+	Cell *plan.Cell
+	Seq  int // its place in the campaign: part of instance names and labels
+}
+
+// Outcome is what a trial produced besides its status.
+type Outcome struct {
+	Observations []result.Observation
+	// Raw is a tool's output when the trial failed, for the record.
+	Raw string
+	// Flags say why an ok trial's conditions were not as planned.
+	Flags string
+	// Seen is what the agents observed of their environment; a server's
+	// keys are prefixed with its role.
+	Seen map[string]string
+}
+
+// see merges what an agent saw into the outcome.
+func (o *Outcome) see(prefix string, m map[string]string) {
+	if o.Seen == nil {
+		o.Seen = map[string]string{}
+	}
+	for k, v := range m {
+		o.Seen[prefix+k] = v
+	}
+}
+
+// TrialRunner runs one shape of trial. It returns an error for a trial
+// that failed, with what the outcome holds so far (a tool's raw output).
+type TrialRunner interface {
+	Run(ctx context.Context, env *Env, t Trial) (Outcome, error)
+}
+
+// For chooses the runner for a cell.
+func For(*plan.Cell) TrialRunner { return Chain{} }
