@@ -128,12 +128,13 @@ func loadSeries(ctx context.Context, db *store.DB, id string, baseline []string)
 			flagged[t.CellID]++
 		}
 		for _, ob := range t.Observations {
-			k := key{t.CellID, ob.Metric}
+			name := ob.ID().String()
+			k := key{t.CellID, name}
 			if _, ok := values[k]; !ok {
-				metricsSeen[t.CellID] = append(metricsSeen[t.CellID], ob.Metric)
+				metricsSeen[t.CellID] = append(metricsSeen[t.CellID], name)
 			}
 			values[k] = append(values[k], ob.Value)
-			meta[ob.Metric] = ob
+			meta[name] = ob
 		}
 	}
 	var series []report.Series
