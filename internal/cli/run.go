@@ -192,7 +192,7 @@ func runCampaign(ctx context.Context, o runOptions) error {
 	}
 	fmt.Fprintf(o.Stderr, "campaign %s finished: %d trials ok, %d failed\n", campaign.ID, sum.OK, sum.Failed)
 	if !o.NoReport {
-		if err := writeReport(ctx, db, campaign.ID, o.Format, false, false, nil, o.Stdout); err != nil {
+		if err := writeReport(ctx, db, reportOptions{Campaign: campaign.ID, Format: o.Format}, o.Stdout); err != nil {
 			return err
 		}
 	}
