@@ -11,10 +11,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/orchestrator"
 	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers every platform
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -136,52 +138,56 @@ func run(ctx context.Context, reps int, dur, bin string, placements []string) er
 	if err != nil {
 		return err
 	}
-	return print(cells, trials, time.Since(start))
+	return print(ctx, cells, trials, time.Since(start))
 }
 
-func print(cells []result.Cell, trials []result.Trial, took time.Duration) error {
-	byCell := map[int]result.Cell{}
-	for _, c := range cells {
-		byCell[c.ID] = c
+// print groups the trials through analysis, as a report would, and writes
+// one line per comparison and placement.
+func print(ctx context.Context, cells []result.Cell, trials []result.Trial, took time.Duration) error {
+	const id = "bench"
+	src := analysis.NewMemory(result.Campaign{ID: id}, cells, trials)
+	loaded, err := analysis.Load(ctx, src, analysis.Query{Campaign: id})
+	if err != nil {
+		return err
 	}
-	// values[workload][placement][metric]
-	values := map[string]map[string]map[string][]float64{}
-	units := map[string]string{}
+	type key struct {
+		workload, placement string
+		metric              result.MetricID
+	}
+	series := map[key]analysis.Series{}
+	var placements []string
+	for _, s := range loaded.Series {
+		pl := s.Cell["platform"] + "/" + s.Cell["network"]
+		if !slices.Contains(placements, pl) {
+			placements = append(placements, pl)
+		}
+		series[key{s.Workload, pl, s.ID}] = s
+	}
+	failures, err := analysis.LoadFailures(ctx, src, id)
+	if err != nil {
+		return err
+	}
 	failed := 0
-	for _, t := range trials {
-		if t.Warmup {
+	for _, f := range failures.Trials {
+		if f.Warmup {
 			continue
 		}
-		if t.Status != result.OK {
-			failed++
-			fmt.Fprintf(os.Stderr, "bench: trial %d failed: %s\n", t.Seq, t.Error)
-			continue
-		}
-		c := byCell[t.CellID]
-		pl := c.Factors["platform"] + "/" + c.Factors["network"]
-		if values[c.Workload] == nil {
-			values[c.Workload] = map[string]map[string][]float64{}
-		}
-		if values[c.Workload][pl] == nil {
-			values[c.Workload][pl] = map[string][]float64{}
-		}
-		for _, o := range t.Observations {
-			values[c.Workload][pl][o.Metric] = append(values[c.Workload][pl][o.Metric], o.Value)
-			units[o.Metric] = o.Unit
-		}
+		failed++
+		fmt.Fprintf(os.Stderr, "bench: trial %d failed: %s\n", f.Seq, f.Error)
 	}
+	measure := func(name string) result.MetricID { return result.Observation{Metric: name}.ID() }
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "comparison\tplacement\tours (mean)\treference (mean)\tratio\t95% CI\ttarget\tverdict")
 	for _, cmp := range comparisons {
-		for pl := range values[cmp.ours] {
-			ours, ref := values[cmp.ours][pl][cmp.metric], values[cmp.ref][pl][cmp.refMetric]
-			if len(ours) == 0 || len(ref) == 0 {
+		for _, pl := range placements {
+			ours, ref := series[key{cmp.ours, pl, measure(cmp.metric)}], series[key{cmp.ref, pl, measure(cmp.refMetric)}]
+			if len(ours.Values) == 0 || len(ref.Values) == 0 {
 				continue
 			}
-			so, sr := stats.Summarize(ours), stats.Summarize(ref)
+			so, sr := stats.Summarize(ours.Values), stats.Summarize(ref.Values)
 			ratio := so.Mean / sr.Mean
 			ci := "-"
-			if c, ok := stats.Compare(ours, ref); ok {
+			if c, ok := stats.Compare(ours.Values, ref.Values); ok {
 				ci = fmt.Sprintf("[%.3f, %.3f]", 1+c.CI95[0]/100, 1+c.CI95[1]/100)
 			}
 			target, verdict := "", "met"
@@ -197,7 +203,7 @@ func print(cells []result.Cell, trials []result.Trial, took time.Duration) error
 					verdict = fmt.Sprintf("MISSED by %.1f%%", 100*(ratio-cmp.max)/cmp.max)
 				}
 			}
-			fmt.Fprintf(w, "%s\t%s\t%.4g %s\t%.4g %s\t%.3f\t%s\t%s\t%s\n", cmp.name, pl, so.Mean, units[cmp.metric], sr.Mean, units[cmp.refMetric], ratio, ci, target, verdict)
+			fmt.Fprintf(w, "%s\t%s\t%.4g %s\t%.4g %s\t%.3f\t%s\t%s\t%s\n", cmp.name, pl, so.Mean, ours.Unit, sr.Mean, ref.Unit, ratio, ci, target, verdict)
 		}
 	}
 	if err := w.Flush(); err != nil {

@@ -56,7 +56,7 @@ func TestOnlyOnePackageImports(t *testing.T) {
 // package itself only declares (interfaces, the driver registry,
 // capabilities); its subpackages, the drivers, act.
 func TestComputeDoesNotImportAct(t *testing.T) {
-	compute := []string{"internal/stats", "internal/report", "internal/spec", "internal/result", "internal/workload",
+	compute := []string{"internal/stats", "internal/analysis", "internal/report", "internal/spec", "internal/result", "internal/workload",
 		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform"}
 	act := []string{"internal/orchestrator", "internal/runner", "internal/campaign", "internal/store", "internal/platform/",
 		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/netns"}

@@ -107,7 +107,7 @@ func runCampaign(ctx context.Context, o runOptions) error {
 	}
 	fmt.Fprintf(o.Stderr, "campaign %s finished: %d trials ok, %d failed\n", id, sum.OK, sum.Failed)
 	if !o.NoReport {
-		if err := writeReport(ctx, db, id, o.Format, false, false, nil, o.Stdout); err != nil {
+		if err := writeReport(ctx, db, reportOptions{Campaign: id, Format: o.Format}, o.Stdout); err != nil {
 			return err
 		}
 	}

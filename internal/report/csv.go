@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
 )
 
 // CSV writes a header and one line per row. Factors become f:<factor>
 // columns (sorted union), intervals two columns each, and null or NaN an
 // empty field.
-func CSV(w io.Writer, rows []Row) error {
+func CSV(w io.Writer, rows []analysis.Row) error {
 	factors := factorNames(rows)
 	header := []string{"campaign", "workload", "workload_type", "metric", "unit", "better"}
 	for _, f := range factors {

@@ -1,12 +1,18 @@
 package report
 
-import "github.com/ctrbench/ctrbench/internal/result"
+import (
+	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+// measure is the identity of a workload's own metric.
+func measure(name string) result.MetricID { return result.Observation{Metric: name}.ID() }
 
 // fixture is a fixed campaign: two workloads, two metrics each, three
 // cells each, cell 1 and 4 the baselines, cell 2 with a failed trial and
 // cell 6 with a single surviving trial. It is deliberately out of order so
 // the tests see Rows sort it.
-func fixture() []Series {
+func fixture() []analysis.Series {
 	const camp = "c-0001"
 	cpuEv := map[int][]float64{
 		1: {1012.5, 1008.25, 1015.0, 1010.75, 1009.5},
@@ -38,20 +44,20 @@ func fixture() []Series {
 	}
 	failed := map[int]int{2: 1, 6: 3}
 	mk := func(wl, wt, metric, unit string, better result.Better, cells map[int]map[string]string,
-		vals map[int][]float64, id, base int) Series {
-		return Series{
-			Campaign: camp, Workload: wl, WorkloadType: wt, Metric: metric, Unit: unit, Better: better,
+		vals map[int][]float64, id, base int) analysis.Series {
+		return analysis.Series{
+			Campaign: camp, Workload: wl, WorkloadType: wt, ID: measure(metric), Unit: unit, Better: better,
 			Cell: cells[id], CellID: id, Values: vals[id], Failed: failed[id],
 			Baseline: vals[base], IsBaseline: id == base,
 		}
 	}
-	cpu := func(metric, unit string, b result.Better, v map[int][]float64, id int) Series {
+	cpu := func(metric, unit string, b result.Better, v map[int][]float64, id int) analysis.Series {
 		return mk("cpu", "cpu.primes", metric, unit, b, cpuCell, v, id, 1)
 	}
-	net := func(metric, unit string, b result.Better, v map[int][]float64, id int) Series {
+	net := func(metric, unit string, b result.Better, v map[int][]float64, id int) analysis.Series {
 		return mk("net", "net.tcp_stream", metric, unit, b, netCell, v, id, 4)
 	}
-	return []Series{
+	return []analysis.Series{
 		cpu("events_per_sec", "events/s", result.Higher, cpuEv, 3),
 		cpu("events_per_sec", "events/s", result.Higher, cpuEv, 1),
 		cpu("duration_s", "s", result.Lower, cpuDur, 2),

@@ -1,14 +1,21 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
 )
 
 // Format writes rows to w in one output format.
-type Format func(io.Writer, []Row) error
+type Format func(io.Writer, []analysis.Row) error
+
+// ErrUnknownFormat is returned (wrapped) by Lookup for a name that is no
+// format: the user's to fix.
+var ErrUnknownFormat = errors.New("unknown report format")
 
 var formats = map[string]Format{
 	"table": Table,
@@ -26,12 +33,12 @@ func Lookup(name string) (Format, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return nil, fmt.Errorf("unknown report format %q (allowed: %s)", name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("%w %q (allowed: %s)", ErrUnknownFormat, name, strings.Join(names, ", "))
 }
 
 // factorNames is the sorted union of the factors of rows, so every row of
 // a table or CSV has the same columns even when cells differ in factors.
-func factorNames(rows []Row) []string {
+func factorNames(rows []analysis.Row) []string {
 	seen := map[string]bool{}
 	var names []string
 	for _, r := range rows {

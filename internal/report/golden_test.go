@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -14,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 // `go test ./internal/report -update` after an intended change and review
 // the diff.
 func TestGolden(t *testing.T) {
-	rows := Rows(fixture())
+	rows := analysis.Rows(fixture())
 	for _, name := range []string{"table", "csv", "json"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := Lookup(name)

@@ -6,22 +6,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 func TestInterferenceRows(t *testing.T) {
 	alone := []float64{100, 101, 99, 100, 100}
-	series := []Series{
-		{Campaign: "c", Workload: "L", Metric: "gflops", Unit: "GFLOPS", Better: result.Higher, CellID: 1,
+	series := []analysis.Series{
+		{Campaign: "c", Workload: "L", ID: measure("gflops"), Unit: "GFLOPS", Better: result.Higher, CellID: 1,
 			Cell: map[string]string{"antagonist": "none"}, Values: alone, IsBaseline: true},
-		{Campaign: "c", Workload: "L", Metric: "gflops", Unit: "GFLOPS", Better: result.Higher, CellID: 2,
+		{Campaign: "c", Workload: "L", ID: measure("gflops"), Unit: "GFLOPS", Better: result.Higher, CellID: 2,
 			Cell: map[string]string{"antagonist": "L", "packaging": "same-container"}, Values: []float64{50, 51, 49, 50, 50},
 			Baseline: alone, Interference: true},
-		{Campaign: "c", Workload: "L", Metric: "seconds", Unit: "s", Better: result.Lower, CellID: 2,
+		{Campaign: "c", Workload: "L", ID: measure("seconds"), Unit: "s", Better: result.Lower, CellID: 2,
 			Cell: map[string]string{"antagonist": "L", "packaging": "same-container"}, Values: []float64{2, 2.02, 1.98, 2, 2},
 			Baseline: []float64{1, 1.01, 0.99, 1, 1}, Interference: true},
 	}
-	rows := Rows(series)
+	rows := analysis.Rows(series)
 	if rows[0].IR != nil {
 		t.Error("the baseline has no IR")
 	}
@@ -50,18 +51,18 @@ func TestInterferenceRows(t *testing.T) {
 
 func TestMatrix(t *testing.T) {
 	alone := []float64{100, 101, 99, 100, 100}
-	mk := func(w, ant, pack string, vals []float64, base bool) Series {
+	mk := func(w, ant, pack string, vals []float64, base bool) analysis.Series {
 		cell := map[string]string{"antagonist": ant, "cpus": "1"}
 		if pack != "" {
 			cell["packaging"] = pack
 		}
-		s := Series{Campaign: "c", Workload: w, Metric: "rate", Unit: "x/s", Better: result.Higher, Cell: cell, Values: vals, IsBaseline: base}
+		s := analysis.Series{Campaign: "c", Workload: w, ID: measure("rate"), Unit: "x/s", Better: result.Higher, Cell: cell, Values: vals, IsBaseline: base}
 		if !base {
 			s.Baseline, s.Interference = alone, true
 		}
 		return s
 	}
-	rows := Rows([]Series{
+	rows := analysis.Rows([]analysis.Series{
 		mk("L", "none", "", alone, true),
 		mk("L", "L", "same-container", []float64{50, 51, 49, 50, 50}, false),
 		mk("L", "S", "same-container", []float64{90, 91, 89, 90, 90}, false),
@@ -81,5 +82,43 @@ func TestMatrix(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("matrix lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// A target's headline is its first metric that is neither telemetry (its
+// own, a pair's or a neighbour's) nor a neighbour's measure, whatever the
+// rows' order.
+func TestMatrixHeadlineByIdentity(t *testing.T) {
+	alone := []float64{100, 101, 99}
+	mk := func(id result.MetricID, ant string, cellID int, vals []float64) analysis.Series {
+		s := analysis.Series{Campaign: "c", Workload: "L", ID: id, Better: result.Higher, CellID: cellID,
+			Cell: map[string]string{"antagonist": ant}, Values: vals, IsBaseline: ant == "none"}
+		if ant != "none" {
+			s.Baseline, s.Interference = alone, true
+		}
+		return s
+	}
+	neighbourCPU := result.MetricID{Metric: "cpu_seconds", Scope: result.ScopeNeighbour, Kind: result.KindTelemetry, Index: 1}
+	overlap := result.MetricID{Metric: "overlap_pct", Scope: result.ScopeNeighbour, Kind: result.KindMeasure}
+	cpu := result.MetricID{Metric: "cpu_seconds", Scope: result.ScopeTrial, Kind: result.KindTelemetry, Role: "server"}
+	rows := analysis.Rows([]analysis.Series{
+		mk(neighbourCPU, "S", 2, []float64{1, 1, 1}),
+		mk(overlap, "S", 2, []float64{99, 98, 99}),
+		mk(cpu, "none", 1, []float64{1, 1, 1}),
+		mk(measure("rate"), "none", 1, alone),
+		mk(measure("rate"), "S", 2, []float64{50, 51, 49}),
+	})
+	var b bytes.Buffer
+	if err := Matrix(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"L rate  -0.500 [", "L rate  100.0 [1.000] n=3  50.00 [1.000] n=3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("matrix lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "cpu_seconds") || strings.Contains(out, "overlap") {
+		t.Errorf("matrix headline is telemetry or a neighbour's:\n%s", out)
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 // Matrix writes S0's views of a co-location campaign (Jha et al. 2018,
@@ -14,26 +17,30 @@ import (
 // neighbour — one matrix with targets as rows and neighbours as columns,
 // holding the IR of each target's headline metric with its 95% interval,
 // then the same grid as mean [SD], with the target alone as the first
-// column. The headline metric of a target is its first metric.
-func Matrix(w io.Writer, rows []Row) error {
-	headline := map[string]string{} // workload -> metric
+// column. The headline metric of a target is its first metric that is
+// neither telemetry nor a neighbour's.
+func Matrix(w io.Writer, rows []analysis.Row) error {
+	headline := map[string]analysis.Row{} // workload -> its first headline row
 	var targets []string
 	for _, r := range rows {
-		if strings.Contains(r.Metric, "telemetry.") || strings.HasPrefix(r.Metric, "antagonist.") {
+		if r.ID.Kind == result.KindTelemetry || r.ID.Scope == result.ScopeNeighbour {
 			continue
 		}
 		if _, ok := headline[r.Workload]; !ok {
-			headline[r.Workload] = r.Metric
+			headline[r.Workload] = r
 			targets = append(targets, r.Workload)
 		}
 	}
 	type key struct{ caseKey, target, antagonist string }
-	cells := map[key]Row{}
-	solo := map[string]Row{} // target, for rows without neighbours (any case)
+	cells := map[key]analysis.Row{}
+	// solo is keyed by target alone, so the alone column shows one
+	// baseline for every case: right only when the case's factors do not
+	// change the target alone.
+	solo := map[string]analysis.Row{}
 	var cases, antagonists []string
 	seenCase, seenAnt := map[string]bool{}, map[string]bool{}
 	for _, r := range rows {
-		if headline[r.Workload] != r.Metric {
+		if h, ok := headline[r.Workload]; !ok || !analysis.SameMetric(h.ID, r.ID) {
 			continue
 		}
 		ant, ok := r.Cell["antagonist"]
@@ -67,7 +74,7 @@ func Matrix(w io.Writer, rows []Row) error {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "target\t%s\n", strings.Join(antagonists, "\t"))
 		for _, t := range targets {
-			line := []string{t + " " + headline[t]}
+			line := []string{t + " " + headline[t].Metric}
 			for _, a := range antagonists {
 				r, ok := cells[key{ck, t, a}]
 				if !ok {
@@ -85,7 +92,7 @@ func Matrix(w io.Writer, rows []Row) error {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "target\talone (baseline)\t%s\n", strings.Join(antagonists, "\t"))
 		for _, t := range targets {
-			line := []string{t + " " + headline[t]}
+			line := []string{t + " " + headline[t].Metric}
 			if r, ok := solo[t]; ok {
 				line = append(line, meanSD(r))
 			} else {
@@ -111,7 +118,7 @@ func Matrix(w io.Writer, rows []Row) error {
 // caseOf names a case by the cell's levels other than the neighbour.
 func caseOf(cell map[string]string) string {
 	var parts []string
-	for _, f := range factorNames([]Row{{Cell: cell}}) {
+	for _, f := range factorNames([]analysis.Row{{Cell: cell}}) {
 		if f == "antagonist" {
 			continue
 		}
@@ -120,7 +127,7 @@ func caseOf(cell map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-func meanSD(r Row) string {
+func meanSD(r analysis.Row) string {
 	if r.N == 0 {
 		return "-"
 	}

@@ -29,6 +29,8 @@ func sig(v float64) string {
 	return strconv.FormatFloat(r, 'f', decimals, 64)
 }
 
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
 // signed is sig with an explicit + for positive values, for differences.
 func signed(v float64) string {
 	s := sig(v)

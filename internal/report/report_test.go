@@ -3,31 +3,15 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/stats"
 )
-
-func TestRowsOrder(t *testing.T) {
-	rows := Rows(fixture())
-	var got []string
-	for _, r := range rows {
-		got = append(got, r.Workload+"/"+r.Metric+"/"+result.FactorString(r.Cell))
-	}
-	want := []string{
-		"cpu/events_per_sec/runtime=runc", "cpu/events_per_sec/runtime=crun", "cpu/events_per_sec/runtime=kata",
-		"cpu/duration_s/runtime=runc", "cpu/duration_s/runtime=crun", "cpu/duration_s/runtime=kata",
-		"net/throughput/mtu=1500 runtime=runc", "net/throughput/mtu=9000 runtime=runc", "net/throughput/mtu=1500 runtime=kata",
-		"net/rtt/mtu=1500 runtime=runc", "net/rtt/mtu=9000 runtime=runc", "net/rtt/mtu=1500 runtime=kata",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
 
 // jsonRow mirrors the JSON contract with pointers, so null is observable.
 type jsonRow struct {
@@ -52,7 +36,7 @@ type jsonRow struct {
 func TestJSONValues(t *testing.T) {
 	series := fixture()
 	var buf bytes.Buffer
-	if err := JSON(&buf, Rows(series)); err != nil {
+	if err := JSON(&buf, analysis.Rows(series)); err != nil {
 		t.Fatal(err)
 	}
 	var got []jsonRow
@@ -67,7 +51,7 @@ func TestJSONValues(t *testing.T) {
 		byKey[r.Workload+"/"+r.Metric+"/"+result.FactorString(r.Cell)] = r
 	}
 	for _, s := range series {
-		key := s.Workload + "/" + s.Metric + "/" + result.FactorString(s.Cell)
+		key := s.Workload + "/" + s.ID.String() + "/" + result.FactorString(s.Cell)
 		r, ok := byKey[key]
 		if !ok {
 			t.Errorf("%s: missing", key)
@@ -133,12 +117,12 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	rows := Rows(fixture())
+	rows := analysis.Rows(fixture())
 	var buf bytes.Buffer
 	if err := JSON(&buf, rows); err != nil {
 		t.Fatal(err)
 	}
-	var back []Row
+	var back []analysis.Row
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
@@ -170,11 +154,8 @@ func TestEmpty(t *testing.T) {
 		t.Errorf("empty CSV has %d lines, want the header only", n)
 	}
 	buf.Reset()
-	if err := Table(&buf, nil); err != nil {
-		t.Fatal(err)
-	}
-	if len(Rows(nil)) != 0 {
-		t.Error("Rows(nil) not empty")
+	if err := Table(&buf, nil); err != nil || buf.String() != "(no results)\n" {
+		t.Errorf("empty table = %q, %v", buf.String(), err)
 	}
 }
 
@@ -185,28 +166,7 @@ func TestLookup(t *testing.T) {
 		}
 	}
 	_, err := Lookup("xml")
-	if err == nil || !strings.Contains(err.Error(), "csv, json, table") {
-		t.Errorf("Lookup(xml) error = %v, want the allowed names", err)
-	}
-}
-
-// Every field of Row reaches JSON: wireRow must have the same JSON names.
-func TestWireRowHasEveryField(t *testing.T) {
-	names := func(v any) map[string]bool {
-		out := map[string]bool{}
-		ty := reflect.TypeOf(v)
-		for i := 0; i < ty.NumField(); i++ {
-			out[strings.Split(ty.Field(i).Tag.Get("json"), ",")[0]] = true
-		}
-		return out
-	}
-	row, wire := names(Row{}), names(wireRow{})
-	for n := range row {
-		if !wire[n] {
-			t.Errorf("Row's %q is missing from the JSON form", n)
-		}
-	}
-	if len(row) != len(wire) {
-		t.Errorf("Row has %d JSON fields, the JSON form %d", len(row), len(wire))
+	if want := `unknown report format "xml" (allowed: csv, json, table)`; err == nil || err.Error() != want || !errors.Is(err, ErrUnknownFormat) {
+		t.Errorf("Lookup(xml) error = %v, want %s", err, want)
 	}
 }

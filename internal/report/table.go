@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
 )
 
 // Table writes one aligned table per (workload, metric), then a line that
 // explains the intervals.
-func Table(w io.Writer, rows []Row) error {
+func Table(w io.Writer, rows []analysis.Row) error {
 	if len(rows) == 0 {
 		if _, err := fmt.Fprintln(w, "(no results)"); err != nil {
 			return fmt.Errorf("write table: %w", err)
@@ -37,9 +39,9 @@ func Table(w io.Writer, rows []Row) error {
 
 // groupRows splits rows by (campaign, workload, metric) in order of first
 // appearance, keeping each group's rows in their given order.
-func groupRows(rows []Row) [][]Row {
+func groupRows(rows []analysis.Row) [][]analysis.Row {
 	idx := map[[3]string]int{}
-	var groups [][]Row
+	var groups [][]analysis.Row
 	for _, r := range rows {
 		k := [3]string{r.Campaign, r.Workload, r.Metric}
 		i, ok := idx[k]
@@ -53,7 +55,7 @@ func groupRows(rows []Row) [][]Row {
 	return groups
 }
 
-func manyCampaigns(rows []Row) bool {
+func manyCampaigns(rows []analysis.Row) bool {
 	for _, r := range rows[1:] {
 		if r.Campaign != rows[0].Campaign {
 			return true
@@ -62,7 +64,7 @@ func manyCampaigns(rows []Row) bool {
 	return false
 }
 
-func writeGroup(w io.Writer, rows []Row, withCampaign bool) error {
+func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 	if _, err := fmt.Fprintln(w, heading(rows[0], withCampaign)); err != nil {
 		return fmt.Errorf("write table heading: %w", err)
 	}
@@ -115,7 +117,7 @@ func writeGroup(w io.Writer, rows []Row, withCampaign bool) error {
 }
 
 // heading reads like "cpu (cpu.primes) — events_per_sec [events/s], higher is better".
-func heading(r Row, withCampaign bool) string {
+func heading(r analysis.Row, withCampaign bool) string {
 	var b strings.Builder
 	if withCampaign {
 		b.WriteString(r.Campaign + ": ")
@@ -143,7 +145,7 @@ func interval(ci [2]float64, f func(float64) string) string {
 
 // irCell renders "-0.482 [-0.51, -0.45] *": IR, its interval, and a star
 // when the interval excludes 0.
-func irCell(r Row) string {
+func irCell(r analysis.Row) string {
 	if r.IR == nil || r.IRCI95 == nil {
 		return "-"
 	}
@@ -155,7 +157,7 @@ func irCell(r Row) string {
 	return s
 }
 
-func vsBaseline(r Row) string {
+func vsBaseline(r analysis.Row) string {
 	switch {
 	case r.Baseline:
 		return "(baseline)"
@@ -173,7 +175,7 @@ func vsBaseline(r Row) string {
 }
 
 // legend explains the columns, naming every interval method that was used.
-func legend(rows []Row) string {
+func legend(rows []analysis.Row) string {
 	const ci = "CI: 95% Student t interval of the mean"
 	var methods []string
 	seen := map[string]bool{}

@@ -68,6 +68,4 @@ type Trial struct {
 	// Seen is what the agents observed of their environment (interfaces,
 	// limits, filesystem); a server's keys are prefixed with its role.
 	Seen map[string]string `json:"seen,omitempty"`
-	// Role of each observation's origin is folded into the metric name only
-	// when a workload reports from more than one role ("server.cpu_pct").
 }

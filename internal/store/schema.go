@@ -6,12 +6,19 @@ import (
 	"fmt"
 )
 
+// step is one schema migration: SQL, then, for what SQL cannot express,
+// Go over the data, in the same transaction.
+type step struct {
+	sql  string
+	data func(context.Context, *sql.Tx) error
+}
+
 // migrations[i] takes the schema from version i to version i+1; the current
 // version lives in PRAGMA user_version. Never edit a released step: append a
 // new one, so existing result files upgrade in place.
-var migrations = []string{
+var migrations = []step{
 	// 1: initial schema.
-	`
+	{sql: `
 CREATE TABLE campaigns (
 	id            TEXT PRIMARY KEY,
 	name          TEXT NOT NULL,
@@ -61,17 +68,26 @@ CREATE TABLE observations (
 	better   TEXT NOT NULL
 );
 CREATE INDEX observations_trial ON observations(trial_id);
-`,
+`},
 	// 2: flags on a trial that ran but whose conditions were not as
 	// planned (antagonists that did not cover the measured window).
-	`ALTER TABLE trials ADD COLUMN flags TEXT NOT NULL DEFAULT '';`,
+	{sql: `ALTER TABLE trials ADD COLUMN flags TEXT NOT NULL DEFAULT '';`},
 	// 3: what the agents saw of their environment (interfaces, limits,
 	// filesystem), as a JSON object of strings.
-	`ALTER TABLE trials ADD COLUMN seen_json TEXT NOT NULL DEFAULT '{}';`,
+	{sql: `ALTER TABLE trials ADD COLUMN seen_json TEXT NOT NULL DEFAULT '{}';`},
+	// 4: a metric's identity in columns of its own (result.MetricID)
+	// instead of prefixes on its name; metric holds the bare name. The
+	// defaults are the trial's own measurement.
+	{sql: `
+ALTER TABLE observations ADD COLUMN scope TEXT NOT NULL DEFAULT 'trial';
+ALTER TABLE observations ADD COLUMN kind TEXT NOT NULL DEFAULT 'measure';
+ALTER TABLE observations ADD COLUMN role TEXT NOT NULL DEFAULT '';
+ALTER TABLE observations ADD COLUMN idx INTEGER NOT NULL DEFAULT 0;
+`, data: splitMetricNames},
 }
 
 // SchemaVersion is the schema version this build writes.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 func init() {
 	if len(migrations) != SchemaVersion {
@@ -111,8 +127,15 @@ func (d *DB) migrate(ctx context.Context) error {
 			return err
 		}
 		for ; v < SchemaVersion; v++ {
-			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			m := migrations[v]
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("migrating schema to version %d: %w", v+1, err)
+			}
+			if m.data == nil {
+				continue
+			}
+			if err := m.data(ctx, tx); err != nil {
+				return fmt.Errorf("migrating data to schema version %d: %w", v+1, err)
 			}
 		}
 		// PRAGMA takes no bound parameters; v is an int we control.

@@ -6,20 +6,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/result"
 )
 
-// RecordTrial stores a finished trial and its observations in one
-// transaction and returns the trial's ID. It is called as each trial ends;
-// when it returns the trial is on disk (synchronous=FULL), so an
-// interrupted campaign can resume after it.
+// RecordTrial stores a finished trial and its observations, each under its
+// identity (Observation.ID), in one transaction and returns the trial's ID.
+// It is called as each trial ends; when it returns the trial is on disk
+// (synchronous=FULL), so an interrupted campaign can resume after it.
 func (d *DB) RecordTrial(ctx context.Context, t result.Trial) (int64, error) {
-	// SQLite would silently store NaN as NULL. A workload reporting NaN or
-	// Inf is a bug in its parser; surface it rather than hide it.
 	for _, o := range t.Observations {
+		// SQLite would silently store NaN as NULL. A workload reporting NaN
+		// or Inf is a bug in its parser; surface it rather than hide it.
 		if math.IsNaN(o.Value) || math.IsInf(o.Value, 0) {
 			return 0, fmt.Errorf("recording trial %d: observation %q has non-finite value %v", t.Seq, o.Metric, o.Value)
+		}
+		// Whose value it is goes in Scope, Kind, Role and Index; a name
+		// with a dot is a writer still putting that in prefixes.
+		if strings.Contains(o.Metric, ".") {
+			return 0, fmt.Errorf("recording trial %d: observation %q: a metric name has no dots (scope, kind, role and index are fields of their own)", t.Seq, o.Metric)
 		}
 	}
 	var id int64
@@ -39,14 +45,16 @@ func (d *DB) RecordTrial(ctx context.Context, t result.Trial) (int64, error) {
 			return nil
 		}
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO observations
-			(trial_id, metric, value, unit, better) VALUES (?, ?, ?, ?, ?)`)
+			(trial_id, metric, scope, kind, role, idx, value, unit, better) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for _, o := range t.Observations {
-			if _, err := stmt.ExecContext(ctx, id, o.Metric, o.Value, o.Unit, string(o.Better)); err != nil {
-				return fmt.Errorf("observation %q: %w", o.Metric, err)
+			m := o.ID()
+			if _, err := stmt.ExecContext(ctx, id, m.Metric, string(m.Scope), string(m.Kind), m.Role, m.Index,
+				o.Value, o.Unit, string(o.Better)); err != nil {
+				return fmt.Errorf("observation %q: %w", m, err)
 			}
 		}
 		return nil
@@ -58,7 +66,8 @@ func (d *DB) RecordTrial(ctx context.Context, t result.Trial) (int64, error) {
 }
 
 // Trials returns a campaign's trials ordered by Seq, each with its
-// observations in insertion order.
+// observations in insertion order. An observation's identity comes back
+// with its defaults filled in, so its ID() is the one it was written with.
 func (d *DB) Trials(ctx context.Context, campaignID string) ([]result.Trial, error) {
 	trials, err := d.trialRows(ctx, campaignID)
 	if err != nil {
@@ -118,7 +127,7 @@ func (d *DB) fillObservations(ctx context.Context, campaignID string, trials []r
 	for i := range trials {
 		byID[trials[i].ID] = &trials[i]
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT o.trial_id, o.metric, o.value, o.unit, o.better
+	rows, err := d.db.QueryContext(ctx, `SELECT o.trial_id, o.metric, o.scope, o.kind, o.role, o.idx, o.value, o.unit, o.better
 		FROM observations o JOIN trials t ON t.id = o.trial_id
 		WHERE t.campaign_id = ? ORDER BY o.id`, campaignID)
 	if err != nil {
@@ -127,41 +136,19 @@ func (d *DB) fillObservations(ctx context.Context, campaignID string, trials []r
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			trialID int64
-			o       result.Observation
-			better  string
+			trialID             int64
+			o                   result.Observation
+			scope, kind, better string
 		)
-		if err := rows.Scan(&trialID, &o.Metric, &o.Value, &o.Unit, &better); err != nil {
+		if err := rows.Scan(&trialID, &o.Metric, &scope, &kind, &o.Role, &o.Index, &o.Value, &o.Unit, &better); err != nil {
 			return err
 		}
-		o.Better = result.Better(better)
+		o.Scope, o.Kind, o.Better = result.Scope(scope), result.Kind(kind), result.Better(better)
 		if t := byID[trialID]; t != nil {
 			t.Observations = append(t.Observations, o)
 		}
 	}
 	return rows.Err()
-}
-
-// DoneSeqs returns the seqs that already have a recorded trial, whatever
-// its status, so a resumed campaign skips exactly those.
-func (d *DB) DoneSeqs(ctx context.Context, campaignID string) (map[int]bool, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT seq FROM trials WHERE campaign_id = ?`, campaignID)
-	if err != nil {
-		return nil, fmt.Errorf("reading done trials of campaign %s: %w", campaignID, err)
-	}
-	defer rows.Close()
-	done := make(map[int]bool)
-	for rows.Next() {
-		var seq int
-		if err := rows.Scan(&seq); err != nil {
-			return nil, fmt.Errorf("reading done trials of campaign %s: %w", campaignID, err)
-		}
-		done[seq] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading done trials of campaign %s: %w", campaignID, err)
-	}
-	return done, nil
 }
 
 // seenJSON encodes what the agents saw; an empty map is "{}".

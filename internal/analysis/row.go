@@ -1,7 +1,4 @@
-// Package report renders per-cell statistics of a campaign as a text
-// table, CSV or JSON. The caller loads the values; this package only
-// computes (via internal/stats) and formats.
-package report
+package analysis
 
 import (
 	"math"
@@ -11,32 +8,15 @@ import (
 	"github.com/ctrbench/ctrbench/internal/stats"
 )
 
-// Series is one cell's values of one metric.
-type Series struct {
-	Campaign     string
-	Workload     string // workload name in the experiment file
-	WorkloadType string
-	Metric, Unit string
-	Better       result.Better
-	Cell         map[string]string // factor -> level
-	CellID       int
-	Values       []float64 // one per ok, non-warmup trial
-	Failed       int       // trials of this cell that failed or timed out
-	Flagged      int       // ok trials whose conditions were not as planned (see result.Trial.Flags)
-	Baseline     []float64 // the baseline cell's values for the same metric; nil if none
-	IsBaseline   bool
-	// Interference marks a cell with neighbours: its row also carries S0's
-	// interference ratio against the baseline (the target alone).
-	Interference bool
-}
-
-// Row is what every format prints. Its JSON field names are a contract
-// with scripts that read the output; NaN and Inf encode as null.
+// Row is one series' statistics: what every format prints. Its JSON field
+// names are a contract with scripts that read the output; NaN and Inf
+// encode as null.
 type Row struct {
 	Campaign     string            `json:"campaign"`
 	Workload     string            `json:"workload"`
 	WorkloadType string            `json:"workload_type"`
-	Metric       string            `json:"metric"`
+	Metric       string            `json:"metric"` // ID as reports print it (MetricID.String)
+	ID           result.MetricID   `json:"-"`
 	Unit         string            `json:"unit"`
 	Better       result.Better     `json:"better"`
 	Cell         map[string]string `json:"cell"`
@@ -64,10 +44,10 @@ type Row struct {
 }
 
 // Rows computes one Row per Series, ordered by workload and metric (each in
-// order of first appearance) and then cell ID, so output does not depend on
-// how the caller's query happened to order things.
+// order of first appearance; metrics as SameMetric groups them) and then
+// cell ID, so output does not depend on how the series were ordered.
 func Rows(series []Series) []Row {
-	wOrder, mOrder := map[string]int{}, map[string]int{}
+	wOrder, mOrder := map[string]int{}, map[result.MetricID]int{}
 	type keyed struct {
 		w, m, cell int
 		row        Row
@@ -77,10 +57,11 @@ func Rows(series []Series) []Row {
 		if _, ok := wOrder[s.Workload]; !ok {
 			wOrder[s.Workload] = len(wOrder)
 		}
-		if _, ok := mOrder[s.Metric]; !ok {
-			mOrder[s.Metric] = len(mOrder)
+		m := metricKey(s.ID)
+		if _, ok := mOrder[m]; !ok {
+			mOrder[m] = len(mOrder)
 		}
-		ks = append(ks, keyed{wOrder[s.Workload], mOrder[s.Metric], s.CellID, row(s)})
+		ks = append(ks, keyed{wOrder[s.Workload], mOrder[m], s.CellID, row(s)})
 	}
 	sort.SliceStable(ks, func(i, j int) bool {
 		a, b := ks[i], ks[j]
@@ -107,7 +88,7 @@ func row(s Series) Row {
 	}
 	r := Row{
 		Campaign: s.Campaign, Workload: s.Workload, WorkloadType: s.WorkloadType,
-		Metric: s.Metric, Unit: s.Unit, Better: s.Better, Cell: cell,
+		Metric: s.ID.String(), ID: s.ID, Unit: s.Unit, Better: s.Better, Cell: cell,
 		N: sum.N, Failed: s.Failed, Flagged: s.Flagged,
 		Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95,
 		Baseline: s.IsBaseline,

@@ -1,0 +1,58 @@
+package analysis
+
+import "github.com/ctrbench/ctrbench/internal/result"
+
+// cellMetric names one series: a cell and a metric key.
+type cellMetric struct {
+	cell   int
+	metric result.MetricID
+}
+
+// groups are a campaign's trials sorted into series: the values of ok,
+// non-warm-up trials per cell and metric, and what else a series carries.
+type groups struct {
+	values map[cellMetric][]float64
+	// ids holds each series' identity as its first observation had it
+	// (metricKey forgets the pairs' aggregate).
+	ids map[cellMetric]result.MetricID
+	// seen lists each cell's metric keys in first-seen order.
+	seen map[int][]result.MetricID
+	// meta is the last observation of each metric key in the campaign:
+	// its unit and direction.
+	meta            map[result.MetricID]result.Observation
+	failed, flagged map[int]int // per cell
+}
+
+// group sorts trials into series. Warm-ups count for nothing; a failed or
+// timed-out trial only in its cell's failed count; an ok trial with flags
+// in the flagged count and, like any ok trial, in the values.
+func group(trials []result.Trial) groups {
+	g := groups{
+		values: map[cellMetric][]float64{}, ids: map[cellMetric]result.MetricID{},
+		seen: map[int][]result.MetricID{}, meta: map[result.MetricID]result.Observation{},
+		failed: map[int]int{}, flagged: map[int]int{},
+	}
+	for _, t := range trials {
+		if t.Warmup {
+			continue
+		}
+		if t.Status != result.OK {
+			g.failed[t.CellID]++
+			continue
+		}
+		if t.Flags != "" {
+			g.flagged[t.CellID]++
+		}
+		for _, ob := range t.Observations {
+			id := ob.ID()
+			k := cellMetric{t.CellID, metricKey(id)}
+			if _, ok := g.values[k]; !ok {
+				g.seen[t.CellID] = append(g.seen[t.CellID], k.metric)
+				g.ids[k] = id
+			}
+			g.values[k] = append(g.values[k], ob.Value)
+			g.meta[k.metric] = ob
+		}
+	}
+	return g
+}

@@ -1,0 +1,104 @@
+package analysis
+
+import (
+	"context"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// Series is one cell's values of one metric, with its baseline's.
+type Series struct {
+	Campaign     string
+	Workload     string // workload name in the experiment file
+	WorkloadType string
+	ID           result.MetricID // as the cell's trials reported it
+	Unit         string
+	Better       result.Better
+	Cell         map[string]string // factor -> level
+	CellID       int
+	Values       []float64 // one per ok, non-warmup trial
+	Failed       int       // trials of this cell that failed or timed out
+	Flagged      int       // ok trials whose conditions were not as planned (see result.Trial.Flags)
+	Baseline     []float64 // the baseline cell's values for the same metric; nil if none
+	IsBaseline   bool
+	// Interference marks a cell with neighbours: its row also carries S0's
+	// interference ratio against the baseline (the target alone).
+	Interference bool
+}
+
+// Query says which campaign to load and against which baseline.
+type Query struct {
+	Campaign string   // its ID (a store also takes a unique prefix)
+	Baseline []string // factor=level overrides of the campaign's baseline
+}
+
+// Loaded is a campaign with its trials grouped into series.
+type Loaded struct {
+	Campaign result.Campaign // Baseline as resolved: the campaign's, or overridden
+	Series   []Series        // cell by cell (by ID), each cell's metrics in metricOrder
+}
+
+// Load reads a campaign from src and groups its trials into series, each
+// with its baseline cell's values. An override naming a level no cell ran
+// is a *BaselineError.
+func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
+	camp, err := src.Campaign(ctx, q.Campaign)
+	if err != nil {
+		return Loaded{}, err
+	}
+	cells, err := src.Cells(ctx, camp.ID)
+	if err != nil {
+		return Loaded{}, err
+	}
+	if camp.Baseline, err = resolveBaseline(camp.Baseline, q.Baseline, cells); err != nil {
+		return Loaded{}, err
+	}
+	trials, err := src.Trials(ctx, camp.ID)
+	if err != nil {
+		return Loaded{}, err
+	}
+	g := group(trials)
+	var series []Series
+	for _, c := range cells {
+		metrics := metricOrder(c, g.seen[c.ID])
+		if len(metrics) == 0 && g.failed[c.ID] > 0 {
+			// Every trial failed: still show the cell, with its failures,
+			// under the workload's first metric.
+			if ws, ok := workload.Lookup(c.WorkloadType); ok && len(ws.Metrics) > 0 {
+				m := ws.Metrics[0]
+				g.meta[declared(m)] = result.Observation{Metric: m.Name, Unit: m.Unit, Better: m.Better}
+				metrics = []result.MetricID{declared(m)}
+			}
+		}
+		baseID, hasBase := spec.BaselineCell(camp.Baseline, c, cells)
+		for _, m := range metrics {
+			k := cellMetric{c.ID, m}
+			id, ok := g.ids[k]
+			if !ok {
+				id = m
+			}
+			s := Series{
+				Campaign: camp.ID, Workload: c.Workload, WorkloadType: c.WorkloadType,
+				ID: id, Unit: g.meta[m].Unit, Better: g.meta[m].Better,
+				Cell: c.Factors, CellID: c.ID, Values: g.values[k], Failed: g.failed[c.ID], Flagged: g.flagged[c.ID],
+				Interference: hasNeighbours(c),
+			}
+			if hasBase {
+				s.IsBaseline = baseID == c.ID
+				if !s.IsBaseline {
+					s.Baseline = g.values[cellMetric{baseID, m}]
+				}
+			}
+			series = append(series, s)
+		}
+	}
+	return Loaded{Campaign: camp, Series: series}, nil
+}
+
+// hasNeighbours reports whether a cell ran its target beside antagonists.
+func hasNeighbours(c result.Cell) bool {
+	a, ok := c.Factors[spec.FAntagonist]
+	return ok && a != spec.AntagonistNone
+}

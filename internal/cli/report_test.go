@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Input the user got wrong is exit 2 with a message saying what to give,
+// before or after the campaign is read.
+func TestReportBadInput(t *testing.T) {
+	src, err := os.ReadFile("testdata/stored/v3.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "results.db")
+	if err := os.WriteFile(db, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--baseline", "layer=kvm"}, `ctrbench: --baseline "layer=kvm": want factor=level with a level the campaign ran` + "\n"},
+		{[]string{"--baseline", "layer", "--matrix"}, `ctrbench: --baseline "layer": want factor=level with a level the campaign ran` + "\n"},
+		{[]string{"--format", "xml"}, `ctrbench: unknown report format "xml" (allowed: csv, json, table)` + "\n"},
+	} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"report", "--db", db, "--campaign", "golden-pairs"}, c.args...)
+		if code := Main(context.Background(), args, &out, &errOut); code != ExitInvalidInput || errOut.String() != c.want || out.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit %d, %q", c.args, code, errOut.String(), out.String(), ExitInvalidInput, c.want)
+		}
+	}
+}

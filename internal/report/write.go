@@ -1,0 +1,74 @@
+// Package report renders a campaign's rows of statistics (computed by
+// internal/analysis) as a text table, CSV, JSON or S0's interference
+// matrices, and its failed trials as a list. It computes nothing itself.
+package report
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+// Options says what to print of a campaign.
+type Options struct {
+	Campaign string // its ID (a store also takes a unique prefix)
+	Format   string // table, csv or json
+	// Filter says which optional rows the table shows; CSV and JSON, read
+	// by programs, always carry every row.
+	Filter   analysis.Filter
+	Matrix   bool     // S0's matrices instead of Format
+	Baseline []string // factor=level overrides of the campaign's baseline
+}
+
+// Write prints a campaign's report from src as o asks. An unknown format
+// is ErrUnknownFormat and a baseline override naming no level the campaign
+// ran an *analysis.BaselineError, both wrapped: the caller's to report as
+// bad input.
+func Write(ctx context.Context, w io.Writer, src analysis.Source, o Options) error {
+	q := analysis.Query{Campaign: o.Campaign, Baseline: o.Baseline}
+	if o.Matrix {
+		l, err := analysis.Load(ctx, src, q)
+		if err != nil {
+			return err
+		}
+		return Matrix(w, analysis.Rows(l.Series))
+	}
+	f, err := Lookup(o.Format)
+	if err != nil {
+		return err
+	}
+	l, err := analysis.Load(ctx, src, q)
+	if err != nil {
+		return err
+	}
+	rows := analysis.Rows(l.Series)
+	if o.Format == "table" {
+		if err := header(w, l.Campaign); err != nil {
+			return err
+		}
+		rows = o.Filter.Apply(rows)
+	}
+	return f(w, rows)
+}
+
+// header is the table's first line: which campaign, from which file, in
+// what state.
+func header(w io.Writer, c result.Campaign) error {
+	_, err := fmt.Fprintf(w, "campaign %s (%s), %s, started %s\n\n", c.ID, c.SpecPath, c.Status, c.Started.Format("2006-01-02 15:04:05 MST"))
+	if err != nil {
+		return fmt.Errorf("write table header: %w", err)
+	}
+	return nil
+}
+
+// WriteFailures prints a campaign's failed and timed-out trials from src.
+func WriteFailures(ctx context.Context, w io.Writer, src analysis.Source, campaign string) error {
+	f, err := analysis.LoadFailures(ctx, src, campaign)
+	if err != nil {
+		return err
+	}
+	return Failures(w, f)
+}
