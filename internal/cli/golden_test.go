@@ -93,14 +93,7 @@ func TestDryRunGolden(t *testing.T) {
 // the architecture changed) read the same, byte for byte, in every form;
 // opening the file upgrades it in place.
 func TestStoredReportsGolden(t *testing.T) {
-	src, err := os.ReadFile("testdata/stored/v3.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(t.TempDir(), "results.db")
-	if err := os.WriteFile(db, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	db := storedCopy(t)
 	const (
 		pairs = "golden-pairs-20261122-224432-85cf"
 		coloc = "golden-coloc-20261122-224331-8012"
@@ -133,4 +126,19 @@ func TestStoredReportsGolden(t *testing.T) {
 			golden(t, "stored/"+c.name+".golden", runMain(t, append(c.args, "--db", db)...))
 		})
 	}
+}
+
+// storedCopy is a copy of the v3 results file to read (opening it upgrades
+// it in place).
+func storedCopy(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("testdata/stored/v3.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "results.db")
+	if err := os.WriteFile(db, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

@@ -3,22 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
 // Input the user got wrong is exit 2 with a message saying what to give,
 // before or after the campaign is read.
 func TestReportBadInput(t *testing.T) {
-	src, err := os.ReadFile("testdata/stored/v3.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(t.TempDir(), "results.db")
-	if err := os.WriteFile(db, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	db := storedCopy(t)
 	for _, c := range []struct {
 		args []string
 		want string

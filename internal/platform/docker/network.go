@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
@@ -70,7 +71,10 @@ func (b bridgeNet) describe(info map[string]string) {
 }
 
 // defaultGateway reads the gateway of Docker's own default bridge
-// (docker0), which ctrbench uses but never makes.
+// (docker0), which ctrbench uses but never makes. Docker does not always
+// list it in the network's IPAM configuration (20.10 omits it for the
+// default bridge it found already configured); the bridge link's own
+// address is the gateway then.
 func defaultGateway(ctx context.Context, api API) (string, error) {
 	n, err := api.NetworkInspect(ctx, "bridge", network.InspectOptions{})
 	if err != nil {
@@ -79,5 +83,28 @@ func defaultGateway(ctx context.Context, api API) (string, error) {
 	if len(n.IPAM.Config) > 0 && n.IPAM.Config[0].Gateway != "" {
 		return n.IPAM.Config[0].Gateway, nil
 	}
+	if link := n.Options[bridgeNameOption]; link != "" {
+		if ip := linkIPv4(link); ip != "" {
+			return ip, nil
+		}
+	}
 	return "", errors.New("the default bridge network of Docker has no gateway (is the daemon running with --bridge=none?)")
+}
+
+// linkIPv4 is the first IPv4 address of a host link, "" if none.
+func linkIPv4(name string) string {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return ""
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+			return ipn.IP.String()
+		}
+	}
+	return ""
 }
