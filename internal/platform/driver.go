@@ -59,38 +59,48 @@ type Provision struct {
 	Join bool
 }
 
-// Provision decides how an instance of the platform gets network mode n in a cell with hosts emulated hosts (1: the machine
-// alone). It is the one place that rule is written: validation reports its
+// Provision decides how an instance of the platform gets network mode n
+// in a cell with hosts emulated hosts (1: the machine alone). It is the one place that rule is written: validation reports its
 // error, the resolver uses its answer. A platform without a namespace of its
 // own always runs in its host's; which other modes it can talk across is a
 // matter of the whole chain, which validation checks.
 func (d Driver) Provision(n vocab.Network, hosts int) (Provision, error) {
+	p, ok, err := d.provision(n, hosts)
+	if err == nil && !ok {
+		err = fmt.Errorf("platform %s does not offer network %s here (hosts %d); it offers %s", d.Name, n, hosts, d.offered(hosts))
+	}
+	return p, err
+}
+
+// provision is Provision; ok is false, with no error, when the platform
+// lacks the mode.
+func (d Driver) provision(n vocab.Network, hosts int) (Provision, bool, error) {
 	c := d.Caps
 	if !c.OwnNetNS {
-		return Provision{Platform: vocab.Host}, nil
+		return Provision{Platform: vocab.Host}, true, nil
 	}
 	switch {
 	case n.NeedsHosts() && hosts < 2:
-		return Provision{}, fmt.Errorf("network %s joins emulated hosts: it needs hosts 2 or more", n)
+		return Provision{}, false, fmt.Errorf("network %s joins emulated hosts: it needs hosts 2 or more", n)
 	case n.MachineOnly() && hosts > 1:
-		return Provision{}, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use bridge, overlay or overlay-encrypted there", n, hosts)
+		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use bridge, overlay or overlay-encrypted there", n, hosts)
 	case n == vocab.Host && hosts > 1:
-		return Provision{}, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use platform native for processes on the hosts, or bridge/overlay for containers", d.Noun, hosts)
+		return Provision{}, false, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use platform native for processes on the hosts, or bridge/overlay for containers", d.Noun, hosts)
 	case n == vocab.Loopback && c.JoinNetwork:
-		return Provision{Platform: vocab.None, Join: true}, nil
+		return Provision{Platform: vocab.None, Join: true}, true, nil
 	case hosts <= 1 && slices.Contains(c.Networks, n):
-		return Provision{Platform: n}, nil
+		return Provision{Platform: n}, true, nil
 	case c.Wireable && n.Lab(hosts):
-		return Provision{Platform: vocab.None, Wire: n}, nil
+		return Provision{Platform: vocab.None, Wire: n}, true, nil
 	}
-	return Provision{}, fmt.Errorf("platform %s does not offer network %s here (hosts %d); it offers %s", d.Name, n, hosts, d.offered(hosts))
+	return Provision{}, false, nil
 }
 
 // offered lists the modes Provision accepts with hosts emulated hosts.
 func (d Driver) offered(hosts int) string {
 	var out []string
 	for _, n := range vocab.Networks {
-		if _, err := d.Provision(n, hosts); err == nil && (d.Caps.OwnNetNS || n == vocab.Host) {
+		if _, ok, err := d.provision(n, hosts); ok && err == nil && (d.Caps.OwnNetNS || n == vocab.Host) {
 			out = append(out, string(n))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -79,6 +80,20 @@ type Exit struct {
 type Timings struct {
 	Requested time.Time // Start was called
 	At        map[vocab.Phase]time.Time
+}
+
+// Observations are the timings as lifecycle observations of role: each
+// phase timed, in seconds after Start was called, in the order phases
+// happen; a creation-time runner records them.
+func (t Timings) Observations(role string) []result.Observation {
+	var out []result.Observation
+	for _, ph := range vocab.Phases {
+		if at, ok := t.At[ph]; ok && !t.Requested.IsZero() {
+			out = append(out, result.Observation{Metric: string(ph), Kind: result.KindLifecycle, Role: role,
+				Value: at.Sub(t.Requested).Seconds(), Unit: "s", Better: result.Lower})
+		}
+	}
+	return out
 }
 
 // Instance is one running agent.

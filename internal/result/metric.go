@@ -22,6 +22,7 @@ const (
 	KindMeasure   Kind = "measure"   // a metric the workload declares
 	KindTelemetry Kind = "telemetry" // a resource counter read around the run (CPU time, retransmissions…)
 	KindPairs     Kind = "pairs"     // a statistic across the pairs of a trial (fairness, overlap)
+	KindLifecycle Kind = "lifecycle" // when a phase of an instance's life ended, seconds after it was asked for
 )
 
 // MetricID is a metric's identity: which metric, whose, and what kind.
@@ -53,8 +54,8 @@ func (id MetricID) String() string {
 	if id.Role != "" {
 		b.WriteString(id.Role + ".")
 	}
-	if id.Kind == KindTelemetry {
-		b.WriteString(telemetryName + ".")
+	if id.Kind == KindTelemetry || id.Kind == KindLifecycle {
+		b.WriteString(string(id.Kind) + ".")
 	}
 	b.WriteString(id.Metric)
 	return b.String()
@@ -100,12 +101,12 @@ func ParseMetricName(name string, pairs bool) MetricID {
 		id.Index, _ = strconv.Atoi(first[len(neighbourName):])
 		first, rest, ok = strings.Cut(rest, ".")
 	}
-	if ok && first != telemetryName {
+	if ok && first != telemetryName && first != string(KindLifecycle) {
 		id.Role = first
 		first, rest, ok = strings.Cut(rest, ".")
 	}
-	if ok && first == telemetryName {
-		id.Kind = KindTelemetry
+	if ok && (first == telemetryName || first == string(KindLifecycle)) {
+		id.Kind = Kind(first)
 		first, rest, ok = strings.Cut(rest, ".")
 	}
 	if ok { // more qualifiers than any writer produced: keep the rest whole

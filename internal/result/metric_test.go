@@ -24,6 +24,7 @@ func TestMetricNamesRoundTrip(t *testing.T) {
 		{"antagonist.iterations", false, MetricID{Metric: "iterations", Scope: ScopeNeighbour, Kind: KindMeasure}},
 		{"antagonist.telemetry.cpu_seconds", false, MetricID{Metric: "cpu_seconds", Scope: ScopeNeighbour, Kind: KindTelemetry, Index: 1}},
 		{"antagonist2.telemetry.cpu_seconds", false, MetricID{Metric: "cpu_seconds", Scope: ScopeNeighbour, Kind: KindTelemetry, Index: 2}},
+		{"server.lifecycle.start", false, MetricID{Metric: "start", Scope: ScopeTrial, Kind: KindLifecycle, Role: "server"}},
 	}
 	for _, c := range cases {
 		got := ParseMetricName(c.name, c.pairs)

@@ -1,0 +1,71 @@
+package platform
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// Timings become lifecycle observations: seconds after the request, phases
+// in the order they happen, only those timed.
+func TestTimingsObservations(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tm := Timings{Requested: t0, At: map[vocab.Phase]time.Time{
+		vocab.Remove: t0.Add(900 * time.Millisecond), vocab.Create: t0.Add(200 * time.Millisecond), vocab.Start: t0.Add(500 * time.Millisecond),
+	}}
+	obs := tm.Observations("server")
+	want := []struct {
+		name string
+		v    float64
+	}{{"server.lifecycle.create", 0.2}, {"server.lifecycle.start", 0.5}, {"server.lifecycle.remove", 0.9}}
+	if len(obs) != len(want) {
+		t.Fatalf("%+v", obs)
+	}
+	for i, w := range want {
+		if obs[i].ID().String() != w.name || obs[i].Value != w.v || obs[i].Unit != "s" || obs[i].Better != result.Lower {
+			t.Errorf("%d: %+v, want %s = %v s", i, obs[i], w.name, w.v)
+		}
+	}
+	if got := (Timings{}).Observations(""); len(got) != 0 {
+		t.Errorf("no request time: %+v", got)
+	}
+}
+
+// Provision, the one network rule: what a platform provides itself, what
+// the lab wires, loopback, and what emulated hosts allow.
+func TestProvision(t *testing.T) {
+	ns := Driver{Name: "box", Noun: "box", Caps: Capabilities{Networks: []vocab.Network{vocab.Host, vocab.Bridge}, OwnNetNS: true, Wireable: true, JoinNetwork: true}}
+	proc := Driver{Name: "proc", Caps: Capabilities{Networks: []vocab.Network{vocab.Host}}}
+	for _, c := range []struct {
+		d     Driver
+		n     vocab.Network
+		hosts int
+		want  Provision
+		err   string
+	}{
+		{ns, vocab.Bridge, 1, Provision{Platform: vocab.Bridge}, ""},
+		{ns, vocab.Bridge, 2, Provision{Platform: vocab.None, Wire: vocab.Bridge}, ""},
+		{ns, vocab.Macvlan, 1, Provision{Platform: vocab.None, Wire: vocab.Macvlan}, ""},
+		{ns, vocab.Loopback, 1, Provision{Platform: vocab.None, Join: true}, ""},
+		{ns, vocab.Overlay, 3, Provision{Platform: vocab.None, Wire: vocab.Overlay}, ""},
+		{ns, vocab.Overlay, 1, Provision{}, "network overlay joins emulated hosts: it needs hosts 2 or more"},
+		{ns, vocab.OVS, 2, Provision{}, "network ovs is on the machine itself"},
+		{ns, vocab.Host, 2, Provision{}, "a box cannot share an emulated host's namespace"},
+		{ns, vocab.BridgeDefault, 1, Provision{}, "platform box does not offer network bridge-default here (hosts 1); it offers host, loopback, bridge, macvlan, ovs"},
+		{proc, vocab.Bridge, 1, Provision{Platform: vocab.Host}, ""}, // a process talks across from the host side
+		{proc, vocab.Host, 3, Provision{Platform: vocab.Host}, ""},
+	} {
+		got, err := c.d.Provision(c.n, c.hosts)
+		if c.err != "" {
+			if err == nil || len(err.Error()) < len(c.err) || err.Error()[:len(c.err)] != c.err {
+				t.Errorf("%s %s hosts %d: error %v, want %q", c.d.Name, c.n, c.hosts, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s %s hosts %d: %+v %v, want %+v", c.d.Name, c.n, c.hosts, got, err, c.want)
+		}
+	}
+}
