@@ -18,7 +18,16 @@ type Campaign struct {
 	Status   string            `json:"status"` // running, done, interrupted, failed
 	Env      map[string]string `json:"env"`    // environment fingerprint
 	Baseline map[string]string `json:"baseline,omitempty"`
+	// Kind is "" for an experiment's campaign, KindCalibration for the
+	// A/A runs of `ctrbench calibrate`.
+	Kind string `json:"kind,omitempty"`
+	// Owner identifies the ctrbench process running the campaign ("pid
+	// start-time"), so a campaign whose owner died reads as interrupted.
+	Owner string `json:"owner,omitempty"`
 }
+
+// KindCalibration marks a calibration campaign.
+const KindCalibration = "calibration"
 
 // Cell is one combination of factor levels for one workload.
 type Cell struct {
@@ -68,4 +77,27 @@ type Trial struct {
 	// Seen is what the agents observed of their environment (interfaces,
 	// limits, filesystem); a server's keys are prefixed with its role.
 	Seen map[string]string `json:"seen,omitempty"`
+	// FailedBy says what failed a trial that is not ok: FailedByWorkload
+	// or FailedByPlatform ("" for an ok trial).
+	FailedBy string `json:"failed_by,omitempty"`
+	// Attempts are the earlier attempts at this trial that the platform
+	// failed (retried); the trial's own fields are the last attempt's.
+	Attempts []Attempt `json:"attempts,omitempty"`
+	// Histograms are the distributions its agents recorded.
+	Histograms []Histogram `json:"histograms,omitempty"`
+}
+
+// What failed a trial.
+const (
+	FailedByWorkload = "workload" // the workload, its tool or its validation
+	FailedByPlatform = "platform" // the platform: its engine did not answer, could not start or wire an instance
+)
+
+// Attempt is an earlier try at a trial.
+type Attempt struct {
+	Started  time.Time `json:"started"`
+	Ended    time.Time `json:"ended"`
+	Status   Status    `json:"status"`
+	Error    string    `json:"error"`
+	FailedBy string    `json:"failed_by"`
 }

@@ -75,6 +75,25 @@ type Result struct {
 	// Neighbours are the antagonists this agent ran beside the target, or,
 	// for `agent loop`, the one it ran on its own.
 	Neighbours []NeighbourReport `json:"neighbours,omitempty"`
+	// Histograms are the distributions the run recorded, from which its
+	// percentiles were read; several pairs' or repetitions' merge.
+	Histograms []Histogram `json:"histograms,omitempty"`
+}
+
+// Histogram is a distribution a workload recorded with an HDR histogram,
+// encoded, so that percentiles can be computed again over several pairs of
+// a trial or several trials of a cell (pooled).
+type Histogram struct {
+	// Metric names what it is a distribution of ("latency", "fct"); the
+	// workload's percentile metrics say which histogram they read.
+	Metric string `json:"metric"`
+	Scope  Scope  `json:"scope,omitempty"`
+	Role   string `json:"role,omitempty"`
+	Index  int    `json:"index,omitempty"`
+	// Unit is the unit of the recorded integer values ("us", "ns").
+	Unit string `json:"unit"`
+	// Data is the histogram in HdrHistogram's compressed V2 encoding.
+	Data []byte `json:"data"`
 }
 
 // Window is a span during which a neighbour was running its workload.

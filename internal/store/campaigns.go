@@ -12,7 +12,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 )
 
-const campaignCols = `id, name, spec_path, spec_text, seed, started, ended, status, env_json, baseline_json`
+const campaignCols = `id, name, spec_path, spec_text, seed, started, ended, status, env_json, baseline_json, kind, owner`
 
 // CreateCampaign inserts a new campaign. Env and Baseline are stored as
 // JSON text.
@@ -29,9 +29,9 @@ func (d *DB) CreateCampaign(ctx context.Context, c result.Campaign) error {
 		return fmt.Errorf("creating campaign %s: encoding baseline: %w", c.ID, err)
 	}
 	_, err = d.db.ExecContext(ctx, `INSERT INTO campaigns (`+campaignCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.Name, c.SpecPath, c.SpecText, c.Seed,
-		encodeTime(c.Started), encodeTime(c.Ended), c.Status, env, baseline)
+		encodeTime(c.Started), encodeTime(c.Ended), c.Status, env, baseline, c.Kind, c.Owner)
 	if err != nil {
 		return fmt.Errorf("creating campaign %s: %w", c.ID, err)
 	}
@@ -184,7 +184,7 @@ func scanCampaign(s scanner) (result.Campaign, error) {
 		env, baseline  string
 	)
 	if err := s.Scan(&c.ID, &c.Name, &c.SpecPath, &c.SpecText, &c.Seed,
-		&started, &ended, &c.Status, &env, &baseline); err != nil {
+		&started, &ended, &c.Status, &env, &baseline, &c.Kind, &c.Owner); err != nil {
 		return c, err
 	}
 	var err error

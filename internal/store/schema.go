@@ -84,10 +84,31 @@ ALTER TABLE observations ADD COLUMN kind TEXT NOT NULL DEFAULT 'measure';
 ALTER TABLE observations ADD COLUMN role TEXT NOT NULL DEFAULT '';
 ALTER TABLE observations ADD COLUMN idx INTEGER NOT NULL DEFAULT 0;
 `, data: splitMetricNames},
+	// 5: what failed a trial (the workload or the platform) and its
+	// earlier attempts; the distributions agents recorded; a campaign's
+	// kind (calibration) and the process that runs it.
+	{sql: `
+ALTER TABLE trials ADD COLUMN failed_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE trials ADD COLUMN attempts_json TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE campaigns ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+ALTER TABLE campaigns ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+UPDATE trials SET failed_by = 'workload' WHERE status != 'ok';
+CREATE TABLE histograms (
+	id       INTEGER PRIMARY KEY,
+	trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+	metric   TEXT NOT NULL,
+	scope    TEXT NOT NULL DEFAULT 'trial',
+	role     TEXT NOT NULL DEFAULT '',
+	idx      INTEGER NOT NULL DEFAULT 0,
+	unit     TEXT NOT NULL,
+	data     BLOB NOT NULL
+);
+CREATE INDEX histograms_trial ON histograms(trial_id);
+`},
 }
 
 // SchemaVersion is the schema version this build writes.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 func init() {
 	if len(migrations) != SchemaVersion {

@@ -30,15 +30,22 @@ func (d *DB) RecordTrial(ctx context.Context, t result.Trial) (int64, error) {
 	}
 	var id int64
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		attempts, err := attemptsJSON(t.Attempts)
+		if err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO trials
-			(campaign_id, cell_id, seq, repetition, warmup, status, error, raw, started, ended, flags, seen_json)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(campaign_id, cell_id, seq, repetition, warmup, status, error, raw, started, ended, flags, seen_json, failed_by, attempts_json)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.CampaignID, t.CellID, t.Seq, t.Repetition, t.Warmup, string(t.Status),
-			t.Error, t.Raw, encodeTime(t.Started), encodeTime(t.Ended), t.Flags, seenJSON(t.Seen))
+			t.Error, t.Raw, encodeTime(t.Started), encodeTime(t.Ended), t.Flags, seenJSON(t.Seen), t.FailedBy, attempts)
 		if err != nil {
 			return err
 		}
 		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		if err := insertHistograms(ctx, tx, id, t.Histograms); err != nil {
 			return err
 		}
 		if len(t.Observations) == 0 {
@@ -81,7 +88,7 @@ func (d *DB) Trials(ctx context.Context, campaignID string) ([]result.Trial, err
 
 func (d *DB) trialRows(ctx context.Context, campaignID string) ([]result.Trial, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT id, campaign_id, cell_id, seq, repetition, warmup,
-		status, error, raw, started, ended, flags, seen_json FROM trials WHERE campaign_id = ? ORDER BY seq`, campaignID)
+		status, error, raw, started, ended, flags, seen_json, failed_by, attempts_json FROM trials WHERE campaign_id = ? ORDER BY seq`, campaignID)
 	if err != nil {
 		return nil, err
 	}
@@ -92,11 +99,16 @@ func (d *DB) trialRows(ctx context.Context, campaignID string) ([]result.Trial, 
 			t              result.Trial
 			status         string
 			started, ended sql.NullString
-			seen           string
+			seen, attempts string
 		)
 		if err := rows.Scan(&t.ID, &t.CampaignID, &t.CellID, &t.Seq, &t.Repetition, &t.Warmup,
-			&status, &t.Error, &t.Raw, &started, &ended, &t.Flags, &seen); err != nil {
+			&status, &t.Error, &t.Raw, &started, &ended, &t.Flags, &seen, &t.FailedBy, &attempts); err != nil {
 			return nil, err
+		}
+		if attempts != "" && attempts != "[]" {
+			if err := json.Unmarshal([]byte(attempts), &t.Attempts); err != nil {
+				return nil, fmt.Errorf("trial %d attempts_json: %w", t.Seq, err)
+			}
 		}
 		t.Status = result.Status(status)
 		if seen != "" && seen != "{}" {
@@ -158,4 +170,18 @@ func seenJSON(m map[string]string) string {
 	}
 	b, _ := json.Marshal(m)
 	return string(b)
+}
+
+// attemptsJSON encodes a trial's earlier attempts; none is "[]".
+func attemptsJSON(as []result.Attempt) (string, error) {
+	if len(as) == 0 {
+		return "[]", nil
+	}
+	utc := make([]result.Attempt, len(as))
+	for i, a := range as {
+		a.Started, a.Ended = a.Started.UTC(), a.Ended.UTC()
+		utc[i] = a
+	}
+	b, err := json.Marshal(utc)
+	return string(b), err
 }

@@ -222,3 +222,45 @@ func TestCascade(t *testing.T) {
 		t.Errorf("%d observations after deleting their cell, want 0", n)
 	}
 }
+
+// Schema 5: what failed a trial, its earlier attempts and its histograms
+// come back as they were written; a campaign keeps its kind and owner.
+func TestTrialAttemptsAndHistograms(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	c := sampleCampaign("k", base)
+	c.Kind, c.Owner = result.KindCalibration, "4242 123456"
+	if err := d.CreateCampaign(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.AddCells(ctx, "k", sampleCells()); err != nil {
+		t.Fatal(err)
+	}
+	tr := sampleTrial("k", 1, 1)
+	tr.Attempts = []result.Attempt{{Started: base.UTC(), Ended: base.Add(time.Second).UTC(), Status: result.Failed, Error: "cannot connect to the Docker daemon", FailedBy: result.FailedByPlatform}}
+	tr.Histograms = []result.Histogram{{Metric: "latency", Unit: "us", Data: []byte{1, 2, 3}}, {Metric: "latency", Role: "server", Scope: result.ScopePair, Index: 2, Unit: "ns", Data: []byte{9}}}
+	id := record(t, d, tr)
+	bad := sampleTrial("k", 2, 2)
+	bad.Status, bad.Error, bad.FailedBy = result.Failed, "wrong", result.FailedByWorkload
+	record(t, d, bad)
+	got, err := d.Trials(ctx, "k")
+	if err != nil || len(got) != 2 {
+		t.Fatal(got, err)
+	}
+	if !reflect.DeepEqual(got[0].Attempts, tr.Attempts) || got[0].FailedBy != "" || got[1].FailedBy != result.FailedByWorkload {
+		t.Errorf("attempts %+v, failed by %q and %q", got[0].Attempts, got[0].FailedBy, got[1].FailedBy)
+	}
+	hs, err := d.Histograms(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tr.Histograms
+	want[0].Scope = result.ScopeTrial
+	if !reflect.DeepEqual(hs[id], want) || len(hs) != 1 {
+		t.Errorf("histograms %+v, want %+v", hs, want)
+	}
+	back, err := d.Campaign(ctx, "k")
+	if err != nil || back.Kind != result.KindCalibration || back.Owner != c.Owner {
+		t.Errorf("campaign %+v %v", back, err)
+	}
+}
