@@ -12,6 +12,7 @@ type cellMetric struct {
 // non-warm-up trials per cell and metric, and what else a series carries.
 type groups struct {
 	values map[cellMetric][]float64
+	seqs   map[cellMetric][]int // the trial of each value
 	// ids holds each series' identity as its first observation had it
 	// (metricKey forgets the pairs' aggregate).
 	ids map[cellMetric]result.MetricID
@@ -28,7 +29,7 @@ type groups struct {
 // in the flagged count and, like any ok trial, in the values.
 func group(trials []result.Trial) groups {
 	g := groups{
-		values: map[cellMetric][]float64{}, ids: map[cellMetric]result.MetricID{},
+		values: map[cellMetric][]float64{}, seqs: map[cellMetric][]int{}, ids: map[cellMetric]result.MetricID{},
 		seen: map[int][]result.MetricID{}, meta: map[result.MetricID]result.Observation{},
 		failed: map[int]int{}, flagged: map[int]int{},
 	}
@@ -51,6 +52,7 @@ func group(trials []result.Trial) groups {
 				g.ids[k] = id
 			}
 			g.values[k] = append(g.values[k], ob.Value)
+			g.seqs[k] = append(g.seqs[k], t.Seq)
 			g.meta[k.metric] = ob
 		}
 	}

@@ -19,6 +19,7 @@ type Series struct {
 	Cell         map[string]string // factor -> level
 	CellID       int
 	Values       []float64 // one per ok, non-warmup trial
+	Seqs         []int     // the trial of each value (its seq)
 	Failed       int       // trials of this cell that failed or timed out
 	Flagged      int       // ok trials whose conditions were not as planned (see result.Trial.Flags)
 	Baseline     []float64 // the baseline cell's values for the same metric; nil if none
@@ -82,7 +83,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 			s := Series{
 				Campaign: camp.ID, Workload: c.Workload, WorkloadType: c.WorkloadType,
 				ID: id, Unit: g.meta[m].Unit, Better: g.meta[m].Better,
-				Cell: c.Factors, CellID: c.ID, Values: g.values[k], Failed: g.failed[c.ID], Flagged: g.flagged[c.ID],
+				Cell: c.Factors, CellID: c.ID, Values: g.values[k], Seqs: g.seqs[k], Failed: g.failed[c.ID], Flagged: g.flagged[c.ID],
 				Interference: hasNeighbours(c),
 			}
 			if hasBase {

@@ -41,6 +41,18 @@ type Row struct {
 	IR          *float64    `json:"ir"`
 	IRCI95      *[2]float64 `json:"ir_ci95"`
 	IRExcludes0 *bool       `json:"ir_excludes_0"`
+	// VsBaselineNote says why part of the comparison is undefined (no
+	// variance; a baseline mean of 0), "" when nothing is.
+	VsBaselineNote string `json:"vs_baseline_note,omitempty"`
+	// VsBaselineDiff is mean − mean_baseline with its 95% interval, set
+	// where no ratio exists (a baseline mean of 0).
+	VsBaselineDiff     *float64    `json:"vs_baseline_diff,omitempty"`
+	VsBaselineDiffCI95 *[2]float64 `json:"vs_baseline_diff_ci95,omitempty"`
+	// Outliers are the seqs of this cell's trials whose value is an
+	// outlier by the modified z-score (stats.Outliers): flagged, kept.
+	Outliers []int `json:"outliers,omitempty"`
+	// Base summarises the baseline cell's values, nil without one.
+	Base *stats.Summary `json:"-"`
 }
 
 // Rows computes one Row per Series, ordered by workload and metric (each in
@@ -93,26 +105,50 @@ func row(s Series) Row {
 		Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95,
 		Baseline: s.IsBaseline,
 	}
+	for _, i := range stats.Outliers(s.Values) {
+		if i < len(s.Seqs) {
+			r.Outliers = append(r.Outliers, s.Seqs[i])
+		}
+	}
 	if s.IsBaseline || s.Baseline == nil {
 		return r
 	}
+	base := stats.Summarize(s.Baseline)
+	r.Base = &base
 	if s.Interference {
 		if ir, ok := stats.InterferenceRatio(s.Values, s.Baseline, s.Better == result.Lower); ok {
-			v, ci, ex := ir.IR, ir.CI95, ir.Excludes0
-			r.IR, r.IRCI95, r.IRExcludes0 = &v, &ci, &ex
+			v := ir.IR
+			r.IR = &v
+			if ir.Defined {
+				ci, ex := ir.CI95, ir.Excludes0
+				r.IRCI95, r.IRExcludes0 = &ci, &ex
+			}
 		}
 	}
 	c, ok := stats.Compare(s.Values, s.Baseline)
-	if !ok || !finite(c.Pct) || !finite(c.CI95[0]) || !finite(c.CI95[1]) {
+	if !ok {
 		return r
 	}
-	pct, ci := c.Pct, c.CI95
-	sig := ci[0] > 0 || ci[1] < 0
-	r.VsBaselinePct, r.VsBaselineCI95, r.Significant = &pct, &ci, &sig
-	r.VsBaselineMethod = c.Method
-	if finite(c.PValue) {
-		p := c.PValue
-		r.PValue = &p
+	r.VsBaselineNote = c.Note
+	if finite(c.Pct) {
+		pct := c.Pct
+		r.VsBaselinePct = &pct
+	} else {
+		d := c.Diff
+		r.VsBaselineDiff = &d
+		if c.Defined {
+			dci := c.DiffCI95
+			r.VsBaselineDiffCI95 = &dci
+		}
+	}
+	if !c.Defined {
+		return r // what was measured, without an interval or a verdict
+	}
+	sig, p := c.Significant, c.PValue
+	r.Significant, r.PValue, r.VsBaselineMethod = &sig, &p, c.Method
+	if finite(c.Pct) {
+		ci := c.CI95
+		r.VsBaselineCI95 = &ci
 	}
 	return r
 }

@@ -58,6 +58,10 @@ type wireRow struct {
 	IR               *num              `json:"ir"`
 	IRCI95           *[2]num           `json:"ir_ci95"`
 	IRExcludes0      *bool             `json:"ir_excludes_0"`
+	VsBaselineNote   string            `json:"vs_baseline_note,omitempty"`
+	VsBaselineDiff   *num              `json:"vs_baseline_diff,omitempty"`
+	VsBaselineDiffCI *[2]num           `json:"vs_baseline_diff_ci95,omitempty"`
+	Outliers         []int             `json:"outliers,omitempty"`
 }
 
 // MarshalJSON encodes r with NaN and Inf as null.
@@ -92,6 +96,15 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		w.IRCI95 = &v
 	}
 	w.IRExcludes0 = r.IRExcludes0
+	w.VsBaselineNote, w.Outliers = r.VsBaselineNote, r.Outliers
+	if r.VsBaselineDiff != nil {
+		v := num(*r.VsBaselineDiff)
+		w.VsBaselineDiff = &v
+	}
+	if r.VsBaselineDiffCI95 != nil {
+		v := [2]num{num(r.VsBaselineDiffCI95[0]), num(r.VsBaselineDiffCI95[1])}
+		w.VsBaselineDiffCI = &v
+	}
 	return json.Marshal(w)
 }
 
@@ -133,5 +146,14 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		r.IRCI95 = &v
 	}
 	r.IRExcludes0 = w.IRExcludes0
+	r.VsBaselineNote, r.Outliers = w.VsBaselineNote, w.Outliers
+	if w.VsBaselineDiff != nil {
+		v := float64(*w.VsBaselineDiff)
+		r.VsBaselineDiff = &v
+	}
+	if w.VsBaselineDiffCI != nil {
+		v := [2]float64{float64(w.VsBaselineDiffCI[0]), float64(w.VsBaselineDiffCI[1])}
+		r.VsBaselineDiffCI95 = &v
+	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 )
@@ -20,7 +21,8 @@ func CSV(w io.Writer, rows []analysis.Row) error {
 	}
 	header = append(header, "n", "failed", "mean", "sd", "rsd_pct", "ci95_low", "ci95_high",
 		"vs_baseline_pct", "vs_baseline_low", "vs_baseline_high", "p_value", "significant",
-		"vs_baseline_method", "baseline", "ir", "ir_low", "ir_high", "ir_excludes_0", "flagged")
+		"vs_baseline_method", "baseline", "ir", "ir_low", "ir_high", "ir_excludes_0", "flagged",
+		"vs_baseline_diff", "vs_baseline_diff_low", "vs_baseline_diff_high", "vs_baseline_note", "outliers")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("write csv header: %w", err)
@@ -38,11 +40,20 @@ func CSV(w io.Writer, rows []analysis.Row) error {
 		if r.IRCI95 != nil {
 			irLow, irHigh = csvNum(r.IRCI95[0]), csvNum(r.IRCI95[1])
 		}
+		var diffLow, diffHigh string
+		if r.VsBaselineDiffCI95 != nil {
+			diffLow, diffHigh = csvNum(r.VsBaselineDiffCI95[0]), csvNum(r.VsBaselineDiffCI95[1])
+		}
+		seqs := make([]string, len(r.Outliers))
+		for i, s := range r.Outliers {
+			seqs[i] = strconv.Itoa(s)
+		}
 		rec = append(rec, strconv.Itoa(r.N), strconv.Itoa(r.Failed),
 			csvNum(r.Mean), csvNum(r.SD), csvNum(r.RSDPct), csvNum(r.CI95[0]), csvNum(r.CI95[1]),
 			csvPtr(r.VsBaselinePct), vsLow, vsHigh, csvPtr(r.PValue), csvBool(r.Significant),
 			r.VsBaselineMethod, strconv.FormatBool(r.Baseline),
-			csvPtr(r.IR), irLow, irHigh, csvBool(r.IRExcludes0), strconv.Itoa(r.Flagged))
+			csvPtr(r.IR), irLow, irHigh, csvBool(r.IRExcludes0), strconv.Itoa(r.Flagged),
+			csvPtr(r.VsBaselineDiff), diffLow, diffHigh, r.VsBaselineNote, strings.Join(seqs, " "))
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write csv row: %w", err)
 		}

@@ -122,3 +122,42 @@ func TestMatrixHeadlineByIdentity(t *testing.T) {
 		t.Errorf("matrix headline is telemetry or a neighbour's:\n%s", out)
 	}
 }
+
+// Issue 10, item 1: the alone column was keyed by target only, so with a
+// cpus factor beside antagonist every case showed the last case's
+// baseline (the cpus=1 case showed 200 where its own was 100; its IR used
+// the right one). Each case shows its own.
+func TestMatrixAloneIsTheCasesOwn(t *testing.T) {
+	mk := func(cpus, ant string, vals, base []float64) analysis.Series {
+		cell := map[string]string{"antagonist": ant, "cpus": cpus}
+		s := analysis.Series{Campaign: "c", Workload: "L", ID: measure("rate"), Unit: "x/s", Better: result.Higher, Cell: cell, Values: vals}
+		if base == nil {
+			s.IsBaseline = true
+		} else {
+			cell["packaging"] = "same-container"
+			s.Baseline, s.Interference = base, true
+		}
+		return s
+	}
+	one, two := []float64{100, 101, 99}, []float64{200, 202, 198}
+	rows := analysis.Rows([]analysis.Series{
+		mk("1", "none", one, nil),
+		mk("1", "L", []float64{50, 51, 49}, one),
+		mk("2", "none", two, nil),
+		mk("2", "L", []float64{100, 101, 99}, two),
+	})
+	var b bytes.Buffer
+	if err := Matrix(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, c := range []struct{ heading, alone string }{
+		{"Mean [SD] — cpus=1 packaging=same-container", "L rate  100.0 [1.000] n=3"},
+		{"Mean [SD] — cpus=2 packaging=same-container", "L rate  200.0 [2.000] n=3"},
+	} {
+		i := strings.Index(out, c.heading)
+		if i < 0 || !strings.Contains(out[i:min(len(out), i+len(c.heading)+200)], c.alone) {
+			t.Errorf("under %q want %q:\n%s", c.heading, c.alone, out)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/stats"
 )
 
 // Matrix writes S0's views of a co-location campaign (Jha et al. 2018,
@@ -33,10 +34,6 @@ func Matrix(w io.Writer, rows []analysis.Row) error {
 	}
 	type key struct{ caseKey, target, antagonist string }
 	cells := map[key]analysis.Row{}
-	// solo is keyed by target alone, so the alone column shows one
-	// baseline for every case: right only when the case's factors do not
-	// change the target alone.
-	solo := map[string]analysis.Row{}
 	var cases, antagonists []string
 	seenCase, seenAnt := map[string]bool{}, map[string]bool{}
 	for _, r := range rows {
@@ -48,10 +45,7 @@ func Matrix(w io.Writer, rows []analysis.Row) error {
 			continue
 		}
 		if ant == "none" {
-			if r.Baseline {
-				solo[r.Workload] = r
-			}
-			continue
+			continue // the target alone: each case's own, through its rows' Base
 		}
 		ck := caseOf(r.Cell)
 		if !seenCase[ck] {
@@ -92,11 +86,15 @@ func Matrix(w io.Writer, rows []analysis.Row) error {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "target\talone (baseline)\t%s\n", strings.Join(antagonists, "\t"))
 		for _, t := range targets {
-			line := []string{t + " " + headline[t].Metric}
-			if r, ok := solo[t]; ok {
-				line = append(line, meanSD(r))
-			} else {
-				line = append(line, "")
+			// The alone column is the case's own baseline (a cpus or
+			// platform factor beside the neighbour changes the target
+			// alone too), as its rows' IR were computed against.
+			line := []string{t + " " + headline[t].Metric, ""}
+			for _, a := range antagonists {
+				if r, ok := cells[key{ck, t, a}]; ok && r.Base != nil {
+					line[1] = summarySD(*r.Base)
+					break
+				}
 			}
 			for _, a := range antagonists {
 				if r, ok := cells[key{ck, t, a}]; ok {
@@ -128,15 +126,17 @@ func caseOf(cell map[string]string) string {
 }
 
 func meanSD(r analysis.Row) string {
-	if r.N == 0 {
+	return summarySD(stats.Summary{N: r.N, Mean: r.Mean, SD: r.SD})
+}
+
+// summarySD renders "mean [SD] n=N".
+func summarySD(s stats.Summary) string {
+	if s.N == 0 {
 		return "-"
 	}
-	s := sig(r.Mean)
-	if finite(r.SD) {
-		s += " [" + sig(r.SD) + "]"
+	out := sig(s.Mean)
+	if finite(s.SD) {
+		out += " [" + sig(s.SD) + "]"
 	}
-	if r.N > 0 {
-		s += " n=" + strconv.Itoa(r.N)
-	}
-	return s
+	return out + " n=" + strconv.Itoa(s.N)
 }

@@ -69,11 +69,12 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 		return fmt.Errorf("write table heading: %w", err)
 	}
 	factors := factorNames(rows)
-	showFailed, showIR, showFlagged := false, false, false
+	showFailed, showIR, showFlagged, showOutliers := false, false, false, false
 	for _, r := range rows {
 		showFailed = showFailed || r.Failed != 0
 		showFlagged = showFlagged || r.Flagged != 0
 		showIR = showIR || r.IR != nil
+		showOutliers = showOutliers || len(r.Outliers) > 0
 	}
 	cols := append(append([]string{}, factors...), "n", "mean", "sd", "rsd%", "95% CI", "vs baseline")
 	if showIR {
@@ -84,6 +85,9 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 	}
 	if showFlagged {
 		cols = append(cols, "flagged")
+	}
+	if showOutliers {
+		cols = append(cols, "outliers (kept)")
 	}
 	lines := []string{strings.Join(cols, "\t")}
 	for _, r := range rows {
@@ -101,6 +105,9 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 		}
 		if showFlagged {
 			cells = append(cells, strconv.Itoa(r.Flagged))
+		}
+		if showOutliers {
+			cells = append(cells, outlierSeqs(r))
 		}
 		lines = append(lines, strings.Join(cells, "\t"))
 	}
@@ -146,10 +153,13 @@ func interval(ci [2]float64, f func(float64) string) string {
 // irCell renders "-0.482 [-0.51, -0.45] *": IR, its interval, and a star
 // when the interval excludes 0.
 func irCell(r analysis.Row) string {
-	if r.IR == nil || r.IRCI95 == nil {
-		return "-"
-	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	switch {
+	case r.IR == nil:
+		return "-"
+	case r.IRCI95 == nil:
+		return f(*r.IR) + " (" + r.VsBaselineNote + ")"
+	}
 	s := f(*r.IR) + " [" + f(r.IRCI95[0]) + ", " + f(r.IRCI95[1]) + "]"
 	if r.IRExcludes0 != nil && *r.IRExcludes0 {
 		s += " *"
@@ -158,36 +168,65 @@ func irCell(r analysis.Row) string {
 }
 
 func vsBaseline(r analysis.Row) string {
+	var s string
 	switch {
 	case r.Baseline:
 		return "(baseline)"
-	case r.VsBaselinePct == nil:
+	case r.VsBaselinePct != nil:
+		s = signed(*r.VsBaselinePct) + "%"
+		if r.VsBaselineCI95 != nil {
+			s += " " + interval(*r.VsBaselineCI95, signed)
+		}
+	case r.VsBaselineDiff != nil:
+		// No ratio to a baseline of 0: the difference itself, in the
+		// metric's unit.
+		s = signed(*r.VsBaselineDiff) + " " + r.Unit
+		if r.VsBaselineDiffCI95 != nil {
+			s += " " + interval(*r.VsBaselineDiffCI95, signed)
+		}
+	default:
 		return "-"
-	}
-	s := signed(*r.VsBaselinePct) + "%"
-	if r.VsBaselineCI95 != nil {
-		s += " " + interval(*r.VsBaselineCI95, signed)
 	}
 	if r.Significant != nil && *r.Significant {
 		s += " *"
 	}
+	if r.VsBaselineNote != "" {
+		s += " (" + r.VsBaselineNote + ")"
+	}
 	return s
+}
+
+// outlierSeqs renders the trials flagged as outliers: "seq 12, 40".
+func outlierSeqs(r analysis.Row) string {
+	if len(r.Outliers) == 0 {
+		return ""
+	}
+	parts := make([]string, len(r.Outliers))
+	for i, s := range r.Outliers {
+		parts[i] = strconv.Itoa(s)
+	}
+	return "seq " + strings.Join(parts, ", ")
 }
 
 // legend explains the columns, naming every interval method that was used.
 func legend(rows []analysis.Row) string {
-	const ci = "CI: 95% Student t interval of the mean"
+	s := "CI: 95% Student t interval of the mean"
 	var methods []string
 	seen := map[string]bool{}
+	outliers := false
 	for _, r := range rows {
 		if m := r.VsBaselineMethod; m != "" && !seen[m] {
 			seen[m] = true
 			methods = append(methods, m)
 		}
+		outliers = outliers || len(r.Outliers) > 0
 	}
-	if len(methods) == 0 {
-		return ci
+	if len(methods) > 0 {
+		s += "; vs baseline: difference of means relative to |baseline|, 95% interval by " +
+			strings.Join(methods, " or ") + "; * = interval excludes 0 (p < 0.05 by the same statistic)"
 	}
-	return ci + "; vs baseline: relative difference of means, 95% interval by " +
-		strings.Join(methods, " or ") + "; * = interval excludes 0"
+	if outliers {
+		s += "; outliers: trials whose modified z-score exceeds 3.5, kept in every statistic"
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -37,17 +38,94 @@ func TestCompareLogRatio(t *testing.T) {
 }
 
 func TestComparePValue(t *testing.T) {
-	// x = {10,12,14}, base = {8,10,12}: both SD 2, n 3.
-	// t = 2/sqrt(4/3+4/3) = 1.2247448713915890; Welch df = (8/3)²/(2·(4/3)²/2) = 4.
-	// p = 2·(1-F4(t)) = 0.28786413472669066 (mpmath agrees).
-	c, ok := Compare([]float64{10, 12, 14}, []float64{8, 10, 12})
+	// The p-value is of the statistic the interval is built on: the log
+	// ratio. x = {10,12,14}, base = {5,6,7} have equal variance terms on
+	// the log scale, 1/108 each, so df = 4 and t = ln 2 / sqrt(1/54).
+	c, ok := Compare([]float64{10, 12, 14}, []float64{5, 6, 7})
 	if !ok {
 		t.Fatal("not ok")
 	}
-	tt := 2 / math.Sqrt(8.0/3)
+	tt := math.Ln2 / math.Sqrt(1.0/54)
 	checkClose(t, "PValue", c.PValue, 2*(1-tCDF4(tt)), 1e-9)
-	checkClose(t, "PValue mpmath", c.PValue, 0.28786413472669066, 1e-9)
-	checkClose(t, "Pct", c.Pct, 20, 1e-12)
+	if !c.Significant || !c.Defined || c.Note != "" {
+		t.Errorf("%+v", c)
+	}
+}
+
+// Issue 10, item 5: one comparison, one verdict. The old code took the
+// star from the log-ratio interval and p from a Welch test of the
+// difference; on random samples they disagreed about one time in 25. Now
+// the interval excludes 0 exactly when p < 0.05, whatever the samples.
+func TestCompareOneVerdict(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	disagree := 0
+	for i := 0; i < 4000; i++ {
+		n, m := 2+rng.IntN(8), 2+rng.IntN(8)
+		x, b := make([]float64, n), make([]float64, m)
+		shift := rng.Float64() * 0.3
+		for j := range x {
+			x[j] = 10 * (1 + shift) * math.Exp(rng.NormFloat64()*0.15)
+		}
+		for j := range b {
+			b[j] = 10 * math.Exp(rng.NormFloat64()*0.15)
+		}
+		c, ok := Compare(x, b)
+		if !ok || !c.Defined {
+			t.Fatalf("%v %v: %+v", x, b, c)
+		}
+		excludes := c.CI95[0] > 0 || c.CI95[1] < 0
+		if excludes != c.Significant || c.Significant != (c.PValue < Alpha) {
+			disagree++
+		}
+	}
+	if disagree != 0 {
+		t.Errorf("interval and p-value disagreed %d times in 4000", disagree)
+	}
+}
+
+// Issue 10, item 4: two cells without variance (counts, quantized timers)
+// gave a zero-width interval, p = 0 and a star even at n = 2. Now the
+// difference is given without an interval and nothing is claimed.
+func TestCompareNoVariance(t *testing.T) {
+	c, ok := Compare([]float64{3, 3}, []float64{2, 2})
+	if !ok || c.Defined || c.Significant || c.Note != NoteNoVariance {
+		t.Fatalf("%+v", c)
+	}
+	checkClose(t, "Pct", c.Pct, 50, 1e-12)
+	if !math.IsNaN(c.CI95[0]) || !math.IsNaN(c.PValue) {
+		t.Errorf("interval %v, p %v: want undefined", c.CI95, c.PValue)
+	}
+	ir, ok := InterferenceRatio([]float64{3, 3}, []float64{2, 2}, false)
+	if !ok || ir.Defined || ir.Excludes0 || ir.Note != NoteNoVariance {
+		t.Errorf("IR %+v", ir)
+	}
+}
+
+// Issue 10, item 6: a baseline mean of 0 (0 → 5% loss) gave no result at
+// all; now the absolute difference with its interval, and why no ratio.
+// And the relative difference divides by |baseline|, so that for negative
+// metrics a higher value still reads as positive.
+func TestCompareZeroAndNegativeBaseline(t *testing.T) {
+	c, ok := Compare([]float64{4, 5, 6}, []float64{0, 0, 0})
+	if !ok || !c.Defined || !math.IsNaN(c.Pct) || c.Note != NoteZeroBaseline || c.Method != MethodAbsDiff {
+		t.Fatalf("%+v", c)
+	}
+	// Diff 5, se = sqrt(1/3), df 2.
+	half := t975df2 * math.Sqrt(1.0/3)
+	checkClose(t, "Diff", c.Diff, 5, 1e-12)
+	checkClose(t, "DiffCI95[0]", c.DiffCI95[0], 5-half, 1e-9)
+	checkClose(t, "DiffCI95[1]", c.DiffCI95[1], 5+half, 1e-9)
+	if !c.Significant {
+		t.Errorf("5 ± %.2f excludes 0: %+v", half, c)
+	}
+	if _, ok := InterferenceRatio([]float64{4, 5, 6}, []float64{0, 0, 0}, false); ok {
+		t.Errorf("an IR of a zero baseline")
+	}
+	// -5 against -10: higher, +50%, interval around +50%.
+	neg, ok := Compare([]float64{-4.5, -5, -5.5}, []float64{-9, -10, -11})
+	if !ok || math.Abs(neg.Pct-50) > 1e-9 || !(neg.CI95[0] < 50 && 50 < neg.CI95[1]) || neg.Method != MethodLogRatio {
+		t.Errorf("negative metric: %+v", neg)
+	}
 }
 
 func TestCompareIdenticalAndSeparated(t *testing.T) {
@@ -89,10 +167,8 @@ func TestCompareDegenerate(t *testing.T) {
 		{"x n=1", []float64{1}, []float64{1, 2}, false, 0, [2]float64{}, 0, ""},
 		{"base n=1", []float64{1, 2}, []float64{1}, false, 0, [2]float64{}, 0, ""},
 		{"empty", nil, nil, false, 0, [2]float64{}, 0, ""},
-		{"base mean 0", []float64{1, 2}, []float64{-1, 1}, false, 0, [2]float64{}, 0, ""},
+
 		{"NaN", []float64{1, math.NaN()}, []float64{1, 2}, false, 0, [2]float64{}, 0, ""},
-		{"no variance, differ", []float64{3, 3}, []float64{2, 2, 2}, true, 50, [2]float64{50, 50}, 0, MethodZeroVariance},
-		{"no variance, equal", []float64{2, 2}, []float64{2, 2, 2}, true, 0, [2]float64{0, 0}, 1, MethodZeroVariance},
 		// x = {-1,1}: mean 0, SD sqrt2; base = {2,2}: mean 2, SD 0.
 		// Pct = -100; Welch on the difference: se = sqrt(2/2) = 1, df = 1,
 		// t(.975,1) = tan(0.475π) = 12.706204736174705; interval (-2 ± t)/2·100.
@@ -100,10 +176,10 @@ func TestCompareDegenerate(t *testing.T) {
 		{"sign change", []float64{-1, 1}, []float64{2, 2}, true, -100,
 			[2]float64{100 * (-2 - 12.706204736174705) / 2, 100 * (-2 + 12.706204736174705) / 2},
 			1 - 2/math.Pi*math.Atan(2), MethodDiff},
-		// Negative baseline: x = {1,3}, base = {-2,-4}: Pct = 100·(2-(-3))/(-3) = -166.67;
-		// difference 5, se sqrt(1+1) , df 2; interval 100·(5 ∓ t2·sqrt2)/(-3), ordered.
-		{"negative baseline", []float64{1, 3}, []float64{-2, -4}, true, -500.0 / 3,
-			[2]float64{100 * (5 + t975df2*math.Sqrt2) / -3, 100 * (5 - t975df2*math.Sqrt2) / -3},
+		// Negative baseline: x = {1,3}, base = {-2,-4}: Pct = 100·(2-(-3))/|-3| = +166.67
+		// (x is higher); difference 5, se sqrt(1+1), df 2; interval 100·(5 ± t2·sqrt2)/3.
+		{"negative baseline", []float64{1, 3}, []float64{-2, -4}, true, 500.0 / 3,
+			[2]float64{100 * (5 - t975df2*math.Sqrt2) / 3, 100 * (5 + t975df2*math.Sqrt2) / 3},
 			math.NaN(), MethodDiff},
 	}
 	for _, tc := range tests {
@@ -133,7 +209,8 @@ func TestCompareDegenerate(t *testing.T) {
 
 func TestCompareBothNegative(t *testing.T) {
 	// Both means negative: the ratio is positive, so the log-ratio method
-	// applies and gives the same interval as the mirrored positive case.
+	// applies; relative to |baseline|, -12 against -6 is 100% lower, the
+	// mirror of +12 against +6.
 	neg, nok := Compare([]float64{-10, -12, -14}, []float64{-5, -6, -7})
 	pos, pok := Compare([]float64{10, 12, 14}, []float64{5, 6, 7})
 	if !nok || !pok {
@@ -142,7 +219,7 @@ func TestCompareBothNegative(t *testing.T) {
 	if neg.Method != MethodLogRatio {
 		t.Errorf("Method = %q", neg.Method)
 	}
-	checkClose(t, "Pct", neg.Pct, pos.Pct, 1e-12)
-	checkClose(t, "CI95[0]", neg.CI95[0], pos.CI95[0], 1e-12)
-	checkClose(t, "CI95[1]", neg.CI95[1], pos.CI95[1], 1e-12)
+	checkClose(t, "Pct", neg.Pct, -pos.Pct, 1e-12)
+	checkClose(t, "CI95[0]", neg.CI95[0], -pos.CI95[1], 1e-12)
+	checkClose(t, "CI95[1]", neg.CI95[1], -pos.CI95[0], 1e-12)
 }

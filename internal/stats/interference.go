@@ -1,5 +1,7 @@
 package stats
 
+import "math"
+
 // Interference is S0's interference ratio of a target's metric with
 // neighbours (x) against the target alone (base), with its interval.
 type Interference struct {
@@ -11,7 +13,11 @@ type Interference struct {
 	// Excludes0 is true when the interval lies entirely on one side of 0:
 	// the neighbours made a difference beyond trial-to-trial noise.
 	Excludes0 bool
-	Method    string
+	// Defined is false when neither sample varied: IR is what was
+	// measured, CI95 is NaN and nothing is claimed (Note says so).
+	Defined bool
+	Method  string
+	Note    string
 }
 
 // InterferenceRatio computes IR and its 95% interval with the method of
@@ -20,10 +26,10 @@ type Interference struct {
 // first and rejected: with the 3–10 trials a campaign has per cell it is
 // too narrow, and the A/A check of the instrument (an idle neighbour) then
 // "found" interference. ok is false when either sample has fewer than 2
-// values or the ratio cannot be formed.
+// values or the ratio cannot be formed (a baseline mean of 0).
 func InterferenceRatio(x, base []float64, lowerIsBetter bool) (Interference, bool) {
 	c, ok := Compare(x, base)
-	if !ok {
+	if !ok || math.IsNaN(c.Pct) {
 		return Interference{}, false
 	}
 	sign := 1.0
@@ -34,7 +40,7 @@ func InterferenceRatio(x, base []float64, lowerIsBetter bool) (Interference, boo
 	if lo > hi {
 		lo, hi = hi, lo
 	}
-	out := Interference{IR: sign * c.Pct / 100, CI95: [2]float64{lo, hi}, Method: c.Method}
-	out.Excludes0 = lo > 0 || hi < 0
+	out := Interference{IR: sign * c.Pct / 100, CI95: [2]float64{lo, hi}, Defined: c.Defined, Method: c.Method, Note: c.Note}
+	out.Excludes0 = c.Significant
 	return out, true
 }
