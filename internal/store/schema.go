@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // step is one schema migration: SQL, then, for what SQL cannot express,
@@ -126,11 +128,30 @@ func userVersion(ctx context.Context, q interface {
 	return v, nil
 }
 
+// firstVersion reads the schema version when a handle opens. While another
+// process creates the same new file, switching it to WAL, SQLite may answer
+// SQLITE_BUSY at once instead of calling the busy handler (it would risk a
+// deadlock); such a read is tried again until the busy timeout.
+func firstVersion(ctx context.Context, db *sql.DB) (int, error) {
+	deadline := time.Now().Add(busyTimeoutMS * time.Millisecond)
+	for {
+		v, err := userVersion(ctx, db)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // migrate brings the schema up to SchemaVersion. The first check is outside
 // a transaction so that a reader opening a current database never needs the
 // write lock (it would wait behind a running campaign's commits).
 func (d *DB) migrate(ctx context.Context) error {
-	v, err := userVersion(ctx, d.db)
+	v, err := firstVersion(ctx, d.db)
 	if err != nil {
 		return err
 	}
