@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/store"
 	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
@@ -183,4 +185,80 @@ func agentProcs(campaign string) []string {
 		}
 	}
 	return out
+}
+
+// TestResumeAfterSIGKILL (issue 10, item 12): `run --resume` after a kill
+// -9, without `clean`, removes what the killed run left (its network would
+// otherwise "already exist"), finishes every cell, and neither loses nor
+// repeats a trial. Meanwhile `campaigns` shows the campaign interrupted,
+// not running.
+func TestResumeAfterSIGKILL(t *testing.T) {
+	requireDocker(t)
+	db := filepath.Join(t.TempDir(), "r.db")
+	exp := writeExperiment(t, `name: e2e-kill-resume
+seed: 3
+repetitions: 3
+factors:
+  placement:
+    native: {platform: native, network: host}
+    bridge: {platform: docker, network: bridge}
+workloads:
+  - {name: cpu, type: cpu.primes, params: {duration: 700ms, max_prime: 3000}}
+  - {name: tcp, type: net.tcp_stream, params: {duration: 700ms}}
+`)
+	cmd, stderr := startCtrbench(t, "run", exp, "--db", db, "--no-report")
+	waitFor(t, "three finished trials", 2*time.Minute, func() bool { return strings.Contains(stderr.String(), "[3/12]") })
+	id := campaignID(t, stderr.String())
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cmd.Process.Wait()
+	left, err := docker.Leftovers(context.Background(), id)
+	if err != nil || len(left.Networks) != 1 {
+		t.Fatalf("the killed run's bridge network should remain: %+v %v", left, err)
+	}
+	list := ctrbench(t, time.Minute, "campaigns", "--db", db)
+	if !regexp.MustCompile(regexp.QuoteMeta(id) + `\s+interrupted`).MatchString(list.stdout) {
+		t.Errorf("a campaign whose ctrbench was killed shows as:\n%s", list.stdout)
+	}
+
+	r := ctrbench(t, 3*time.Minute, "run", "--db", db, "--resume", id, "--no-report")
+	if r.code != 0 {
+		t.Fatalf("resume exited %d\n%s", r.code, r.stderr)
+	}
+	contains(t, "resume", r.stderr, "resume: removed network ctrbench-"+id)
+	assertNothingLeft(t, id)
+
+	s, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	trials, err := s.Trials(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	perCell := map[int]int{}
+	for _, tr := range trials {
+		if seen[tr.Seq] {
+			t.Errorf("trial %d recorded twice", tr.Seq)
+		}
+		seen[tr.Seq] = true
+		if tr.Status == result.OK {
+			perCell[tr.CellID]++
+		}
+	}
+	if len(trials) != 12 || len(perCell) != 4 {
+		t.Fatalf("%d trials over %d cells, want 12 over 4", len(trials), len(perCell))
+	}
+	for c, n := range perCell {
+		if n != 3 {
+			t.Errorf("cell %d has %d ok trials, want 3", c, n)
+		}
+	}
+	c, err := s.Campaign(context.Background(), id)
+	if err != nil || c.Status != "done" {
+		t.Errorf("campaign %+v %v", c.Status, err)
+	}
 }

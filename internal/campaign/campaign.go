@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/cleanup"
 	"github.com/ctrbench/ctrbench/internal/orchestrator"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
@@ -23,6 +24,23 @@ import (
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
+
+// Campaign statuses.
+const (
+	StatusRunning     = "running"
+	StatusDone        = "done"
+	StatusInterrupted = "interrupted" // Ctrl-C, or its ctrbench was killed
+	StatusFailed      = "failed"      // the campaign could not go on (not a trial's failure)
+)
+
+// Status is a campaign's status as a reader should see it: a campaign
+// recorded as running whose ctrbench is gone (killed) was interrupted.
+func Status(c result.Campaign) string {
+	if c.Status == StatusRunning && c.Owner != "" && !sysinfo.OwnerAlive(c.Owner) {
+		return StatusInterrupted
+	}
+	return c.Status
+}
 
 // Options say what to run.
 type Options struct {
@@ -65,6 +83,10 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 			return out, fmt.Errorf("finding campaign to resume: %w", err)
 		}
 		c := out.Campaign
+		if c.Status == StatusRunning && sysinfo.OwnerAlive(c.Owner) {
+			pid, _, _ := strings.Cut(c.Owner, " ")
+			return out, fmt.Errorf("campaign %s is still running (ctrbench pid %s): wait for it, or stop it first", c.ID, pid)
+		}
 		if e, err = spec.Reload(c.SpecPath, c.SpecText, c.Seed, o.Machine); err != nil {
 			return out, err
 		}
@@ -72,12 +94,25 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 			return out, err
 		}
 		fmt.Fprintf(o.Stderr, "resuming campaign %s (%s)\n", c.ID, c.SpecPath)
+		// A run killed with -9 left its containers, networks and lab
+		// behind; with the same names they would stand in the way.
+		rep, err := cleanup.Run(ctx, cleanup.Options{Campaign: c.ID})
+		for _, r := range rep.Removed {
+			fmt.Fprintf(o.Stderr, "resume: removed %s, left by the interrupted run\n", r)
+		}
+		if err != nil {
+			return out, fmt.Errorf("removing what the interrupted run left behind: %w", err)
+		}
+		if err := db.ResumeCampaign(ctx, c.ID, sysinfo.Owner()); err != nil {
+			return out, err
+		}
 	}
 	cells := e.Cells()
 	if o.Resume == "" {
 		out.Campaign = result.Campaign{
 			ID: newID(e.Name), Name: e.Name, SpecPath: e.Path, SpecText: e.Text, Seed: e.Seed,
-			Started: time.Now().UTC(), Status: "running", Env: sysinfo.Fingerprint(toolNames(cells)), Baseline: e.Baseline,
+			Started: time.Now().UTC(), Status: StatusRunning, Env: sysinfo.Fingerprint(toolNames(cells)), Baseline: e.Baseline,
+			Owner: sysinfo.Owner(),
 		}
 		if err := db.CreateCampaign(ctx, out.Campaign); err != nil {
 			return out, err
@@ -113,12 +148,12 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 		Progress: orchestrator.NewProgress(o.Stderr, o.TTY),
 	})
 	out.Summary = sum
-	status := "done"
+	status := StatusDone
 	switch {
 	case errors.Is(runErr, orchestrator.ErrInterrupted):
-		status = "interrupted"
+		status = StatusInterrupted
 	case runErr != nil:
-		status = "failed"
+		status = StatusFailed
 	}
 	if err := db.FinishCampaign(context.WithoutCancel(ctx), id, status, time.Now().UTC()); err != nil {
 		fmt.Fprintf(o.Stderr, "ctrbench: recording campaign end: %v\n", err)

@@ -3,15 +3,11 @@ package cli
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ctrbench/ctrbench/internal/cgroup"
-	"github.com/ctrbench/ctrbench/internal/links"
-	"github.com/ctrbench/ctrbench/internal/netlab"
+	"github.com/ctrbench/ctrbench/internal/cleanup"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/workload"
@@ -28,93 +24,23 @@ func newCleanCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
-			var problems []string
-			live := false
-			// What each platform's engine holds: containers, networks,
-			// volumes, images.
-			for _, d := range platform.Drivers() {
-				if d.Clean == nil {
-					continue
-				}
-				out, err := d.Clean(cmd.Context(), platform.CleanOptions{Campaign: campaign, Force: force, Images: images})
-				if out.Skipped != "" {
-					fmt.Fprintf(w, "%s: %s\n", d.Name, out.Skipped)
-				}
-				for _, r := range out.Removed {
-					fmt.Fprintf(w, "removed %s\n", r)
-				}
-				for _, k := range out.Kept {
-					fmt.Fprintf(w, "kept %s\n", k)
-				}
-				live = live || len(out.Kept) > 0
-				if err != nil {
-					problems = append(problems, err.Error())
-				}
+			rep, err := cleanup.Run(cmd.Context(), cleanup.Options{Campaign: campaign, Force: force, Images: images})
+			for _, n := range rep.Notes {
+				fmt.Fprintln(w, n)
 			}
-			// Links and namespaces are not labelled, only named; while a
-			// campaign runs they are in use, so they are kept unless forced.
-			if pids := otherRuns(); len(pids) > 0 && !live {
-				live = true
-				fmt.Fprintf(w, "a ctrbench run is in progress (pid %s)\n", strings.Join(pids, ", "))
+			for _, r := range rep.Removed {
+				fmt.Fprintf(w, "removed %s\n", r)
 			}
-			if !live || force {
-				labRemoved, err := netlab.Clean()
-				if err != nil {
-					problems = append(problems, err.Error())
-				}
-				for _, r := range labRemoved {
-					fmt.Fprintf(w, "removed %s\n", r)
-				}
-				removed, err := links.RemoveAll(nil)
-				if err != nil {
-					problems = append(problems, err.Error())
-				}
-				for _, l := range removed {
-					fmt.Fprintf(w, "removed link %s\n", l)
-				}
-			} else {
-				fmt.Fprintf(w, "kept network namespaces, OVS bridges and links named %s* (a campaign is still running; --force removes them)\n", platform.LinkPrefix)
+			for _, k := range rep.Kept {
+				fmt.Fprintf(w, "kept %s\n", k)
 			}
-			tree := cgroup.Base
-			if campaign != "" {
-				tree = cgroup.CampaignTree(campaign)
-			}
-			if !live || force {
-				for _, d := range cgroup.RemoveTree(tree) {
-					fmt.Fprintf(w, "removed cgroup %s\n", d)
-				}
-			}
-			if len(problems) > 0 {
-				return fmt.Errorf("%s", strings.Join(problems, "\n"))
-			}
-			return nil
+			return err
 		},
 	}
 	c.Flags().StringVar(&campaign, "campaign", "", "only this campaign's objects (default: all of ctrbench's)")
 	c.Flags().BoolVar(&force, "force", false, "also remove objects of campaigns whose ctrbench process is still running")
 	c.Flags().BoolVar(&images, "images", false, "also remove the cached ctrbench-agent images")
 	return c
-}
-
-// otherRuns lists the pids of other `ctrbench run` processes.
-func otherRuns() []string {
-	var out []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) >= 2 && filepath.Base(args[0]) == "ctrbench" && args[1] == "run" {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }
 
 func newImageCmd() *cobra.Command {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/campaign"
 	"github.com/ctrbench/ctrbench/internal/report"
 	"github.com/ctrbench/ctrbench/internal/store"
 )
@@ -103,7 +104,7 @@ func newCampaignsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "id\tstatus\tstarted\tfile")
 			for _, c := range cs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.ID, c.Status, c.Started.Format("2006-01-02 15:04:05"), c.SpecPath)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.ID, campaign.Status(c), c.Started.Format("2006-01-02 15:04:05"), c.SpecPath)
 			}
 			return tw.Flush()
 		},

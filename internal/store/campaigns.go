@@ -38,6 +38,21 @@ func (d *DB) CreateCampaign(ctx context.Context, c result.Campaign) error {
 	return nil
 }
 
+// ResumeCampaign records that owner runs the campaign again: running, no
+// end time yet.
+func (d *DB) ResumeCampaign(ctx context.Context, id, owner string) error {
+	res, err := d.db.ExecContext(ctx, `UPDATE campaigns SET status = 'running', ended = NULL, owner = ? WHERE id = ?`, owner, id)
+	if err != nil {
+		return fmt.Errorf("resuming campaign %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("resuming campaign %s: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("resuming campaign %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
 // FinishCampaign records a campaign's final status and end time.
 func (d *DB) FinishCampaign(ctx context.Context, id, status string, ended time.Time) error {
 	res, err := d.db.ExecContext(ctx, `UPDATE campaigns SET status = ?, ended = ? WHERE id = ?`,

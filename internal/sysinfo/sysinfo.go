@@ -140,3 +140,44 @@ func BlockDevice(path string) (node, majMin string, err error) {
 	}
 	return "/dev/" + real[strings.LastIndex(real, "/")+1:], strings.TrimSpace(string(dev)), nil
 }
+
+// Owner names this process for a campaign record: "PID START", its pid and
+// its start time in clock ticks since boot, so that a pid reused by another
+// process is not mistaken for it.
+func Owner() string {
+	pid := os.Getpid()
+	return strconv.Itoa(pid) + " " + startTime(pid)
+}
+
+// OwnerAlive reports whether the process an Owner string names still runs.
+// An empty or malformed owner (a campaign recorded before owners were) is
+// not known to be alive.
+func OwnerAlive(owner string) bool {
+	pidText, start, ok := strings.Cut(owner, " ")
+	pid, err := strconv.Atoi(pidText)
+	if !ok || err != nil || pid <= 0 {
+		return false
+	}
+	got := startTime(pid)
+	return got != "" && got == start
+}
+
+// startTime is field 22 of /proc/PID/stat: when the process started, in
+// clock ticks after boot; "" when there is no such process.
+func startTime(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 { // fields 3… after the name; start time is the 20th of them
+		return ""
+	}
+	return f[19]
+}

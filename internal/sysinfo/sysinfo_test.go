@@ -21,3 +21,16 @@ func TestBlockDevice(t *testing.T) {
 		t.Error("procfs has no block device; want an error")
 	}
 }
+
+func TestOwner(t *testing.T) {
+	me := Owner()
+	if !OwnerAlive(me) {
+		t.Fatalf("this process (%q) is not alive", me)
+	}
+	pid, start, _ := strings.Cut(me, " ")
+	for _, o := range []string{"", "x", pid + " 1", "999999999 " + start, pid} {
+		if OwnerAlive(o) {
+			t.Errorf("OwnerAlive(%q)", o)
+		}
+	}
+}
