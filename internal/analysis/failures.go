@@ -13,12 +13,19 @@ type Failure struct {
 	Status result.Status // failed or timeout
 	Cell   result.Cell   // the zero Cell if the campaign does not list it
 	Error  string
+	// FailedBy is the workload or the platform ("" for a trial that
+	// ended ok after retries).
+	FailedBy string
+	// Attempts are earlier tries the platform failed.
+	Attempts []result.Attempt
 }
 
-// Failures is a campaign's failed and timed-out trials in run order.
+// Failures is a campaign's failed and timed-out trials in run order, and
+// the trials that were tried again after a platform failure.
 type Failures struct {
 	Campaign result.Campaign
 	Trials   []Failure
+	Retried  []Failure
 }
 
 // LoadFailures reads a campaign's trials from src and keeps those that did
@@ -43,10 +50,13 @@ func LoadFailures(ctx context.Context, src Source, campaign string) (Failures, e
 	}
 	f := Failures{Campaign: camp}
 	for _, t := range trials {
-		if t.Status == result.OK {
-			continue
+		x := Failure{Seq: t.Seq, Warmup: t.Warmup, Status: t.Status, Cell: byID[t.CellID], Error: t.Error, FailedBy: t.FailedBy, Attempts: t.Attempts}
+		if len(t.Attempts) > 0 {
+			f.Retried = append(f.Retried, x)
 		}
-		f.Trials = append(f.Trials, Failure{Seq: t.Seq, Warmup: t.Warmup, Status: t.Status, Cell: byID[t.CellID], Error: t.Error})
+		if t.Status != result.OK {
+			f.Trials = append(f.Trials, x)
+		}
 	}
 	return f, nil
 }

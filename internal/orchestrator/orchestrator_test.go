@@ -107,9 +107,13 @@ func init() {
 
 type fake struct {
 	startErr error
-	exit     platform.Exit
-	stdout   string
-	closed   bool
+	// failStarts: the first so many Starts fail as startErr does.
+	failStarts int
+	starts     int
+	exit       platform.Exit
+	waitErr    error // the engine does not answer Wait
+	stdout     string
+	closed     bool
 }
 
 func (f *fake) Name() string                                  { return "fake" }
@@ -118,19 +122,21 @@ func (f *fake) HostAddr(vocab.Network) string                 { return "127.0.0.
 func (f *fake) Close(context.Context) error                   { f.closed = true; return nil }
 func (f *fake) Info() map[string]string                       { return nil }
 func (f *fake) Start(context.Context, platform.InstanceSpec) (platform.Instance, error) {
-	if f.startErr != nil {
+	f.starts++
+	if f.startErr != nil && (f.failStarts == 0 || f.starts <= f.failStarts) {
 		return nil, f.startErr
 	}
-	return &fakeInstance{out: strings.NewReader(f.stdout), exit: f.exit}, nil
+	return &fakeInstance{out: strings.NewReader(f.stdout), exit: f.exit, waitErr: f.waitErr}, nil
 }
 
 type fakeInstance struct {
-	out  io.Reader
-	exit platform.Exit
+	out     io.Reader
+	exit    platform.Exit
+	waitErr error
 }
 
 func (i *fakeInstance) Stdout() io.Reader                           { return i.out }
-func (i *fakeInstance) Wait(context.Context) (platform.Exit, error) { return i.exit, nil }
+func (i *fakeInstance) Wait(context.Context) (platform.Exit, error) { return i.exit, i.waitErr }
 func (i *fakeInstance) IP() string                                  { return "" }
 func (i *fakeInstance) Remove(context.Context) error                { return nil }
 func (i *fakeInstance) Stop(context.Context) error                  { return nil }
@@ -143,13 +149,16 @@ workloads: [{type: cpu.primes}]
 `
 
 func TestFailuresAreTrials(t *testing.T) {
+	retryPause = 0
 	for name, c := range map[string]struct {
 		f    *fake
 		want string
+		by   string
 	}{
-		"start fails":     {&fake{startErr: errors.New("OCI runtime create failed")}, "starting main on fake: OCI runtime create failed"},
-		"exit, no result": {&fake{exit: platform.Exit{Code: 137, Stderr: "Killed"}, stdout: "some noise\n"}, "exited with code 137 without a result: Killed | some noise"},
-		"failed result":   {&fake{stdout: `{"event":"result","result":{"status":"failed","error":"validation: wrong"}}` + "\n"}, "validation: wrong"},
+		"start fails":     {&fake{startErr: errors.New("OCI runtime create failed")}, "starting main on fake: OCI runtime create failed", result.FailedByPlatform},
+		"exit, no result": {&fake{exit: platform.Exit{Code: 137, Stderr: "Killed"}, stdout: "some noise\n"}, "exited with code 137 without a result: Killed | some noise", result.FailedByWorkload},
+		"failed result":   {&fake{stdout: `{"event":"result","result":{"status":"failed","error":"validation: wrong"}}` + "\n"}, "validation: wrong", result.FailedByWorkload},
+		"engine gone":     {&fake{waitErr: errors.New("Cannot connect to the Docker daemon at unix:///var/run/docker.sock")}, "the platform could not say why: Cannot connect to the Docker daemon", result.FailedByPlatform},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := &sink{}
@@ -162,8 +171,14 @@ func TestFailuresAreTrials(t *testing.T) {
 				t.Fatalf("the campaign must go on: %+v", sum)
 			}
 			for _, tr := range s.trials {
-				if tr.Status != result.Failed || !strings.Contains(tr.Error, c.want) {
-					t.Errorf("trial %d: %s %q, want failed with %q", tr.Seq, tr.Status, tr.Error, c.want)
+				if tr.Status != result.Failed || !strings.Contains(tr.Error, c.want) || tr.FailedBy != c.by {
+					t.Errorf("trial %d: %s by %s %q, want failed by %s with %q", tr.Seq, tr.Status, tr.FailedBy, tr.Error, c.by, c.want)
+				}
+				// The platform's failures were tried again (retries: 1
+				// by default) and both attempts recorded; the workload's
+				// never.
+				if want := map[string]int{result.FailedByPlatform: 1, result.FailedByWorkload: 0}[c.by]; len(tr.Attempts) != want {
+					t.Errorf("trial %d: %d earlier attempts, want %d", tr.Seq, len(tr.Attempts), want)
 				}
 			}
 			if !c.f.closed {
@@ -222,5 +237,35 @@ workloads: [{type: cpu.primes, params: {duration: 1m}}]
 	}
 	if len(s.trials) != 1 || s.trials[0].Status != result.Timeout || !strings.Contains(s.trials[0].Error, "timed out after 300ms") {
 		t.Fatalf("%+v", s.trials)
+	}
+}
+
+// Issue 10, item 13: a trial the platform failed once (the engine was
+// restarting) is tried again and ends ok, the failed attempt kept in its
+// record; with retries: 0 it stays failed.
+func TestPlatformFailureIsRetried(t *testing.T) {
+	retryPause = 0
+	ok := `{"event":"result","result":{"status":"ok","observations":[{"metric":"x","value":1,"unit":"u","better":"higher"}]}}` + "\n"
+	s := &sink{}
+	f := &fake{startErr: errors.New("Cannot connect to the Docker daemon"), failStarts: 1, stdout: ok}
+	if _, err := Run(context.Background(), options(experiment(t, oneFakeCell), map[string]platform.Platform{"fake": f}, s)); err != nil {
+		t.Fatal(err)
+	}
+	first := s.trials[0]
+	if first.Status != result.OK || first.FailedBy != "" || len(first.Attempts) != 1 ||
+		first.Attempts[0].FailedBy != result.FailedByPlatform || !strings.Contains(first.Attempts[0].Error, "Cannot connect") {
+		t.Fatalf("first trial: %+v", first)
+	}
+	if second := s.trials[1]; second.Status != result.OK || len(second.Attempts) != 0 {
+		t.Errorf("second trial: %+v", second)
+	}
+
+	s = &sink{}
+	f = &fake{startErr: errors.New("Cannot connect to the Docker daemon"), failStarts: 1, stdout: ok}
+	if _, err := Run(context.Background(), options(experiment(t, "retries: 0\n"+oneFakeCell), map[string]platform.Platform{"fake": f}, s)); err != nil {
+		t.Fatal(err)
+	}
+	if first := s.trials[0]; first.Status != result.Failed || first.FailedBy != result.FailedByPlatform || len(first.Attempts) != 0 {
+		t.Errorf("retries 0: %+v", first)
 	}
 }

@@ -12,26 +12,57 @@ import (
 	"github.com/ctrbench/ctrbench/internal/schedule"
 )
 
+// retryPause is how long a platform gets to recover (an engine
+// restarting) before a trial it failed is tried again.
+var retryPause = 2 * time.Second
+
 // trial runs one scheduled trial through its cell's runner, under the
 // experiment's timeout, and returns its record; it never returns an error:
-// what went wrong is the trial's status and reason.
+// what went wrong is the trial's status and reason. A trial the platform
+// failed is tried again, up to the experiment's retries, each earlier
+// attempt kept in the record; a workload's failure is final.
 func (c *campaign) trial(ctx context.Context, pc *plan.Cell, pt schedule.Trial) result.Trial {
+	var attempts []result.Attempt
+	for {
+		t, platformFailed := c.attempt(ctx, pc, pt)
+		t.Attempts = attempts
+		if !platformFailed || len(attempts) >= c.cfg.Experiment.Retries || ctx.Err() != nil {
+			return t
+		}
+		attempts = append(attempts, result.Attempt{Started: t.Started, Ended: t.Ended, Status: t.Status, Error: t.Error, FailedBy: t.FailedBy})
+		select {
+		case <-ctx.Done():
+			return t
+		case <-time.After(retryPause):
+		}
+	}
+}
+
+// attempt runs the trial once; platformFailed says the platform, not the
+// workload, failed it.
+func (c *campaign) attempt(ctx context.Context, pc *plan.Cell, pt schedule.Trial) (t result.Trial, platformFailed bool) {
 	timeout := c.cfg.Experiment.Timeout
-	t := result.Trial{CampaignID: c.cfg.CampaignID, CellID: pc.ID, Seq: pt.Seq, Repetition: pt.Repetition, Warmup: pt.Warmup, Started: time.Now().UTC()}
+	t = result.Trial{CampaignID: c.cfg.CampaignID, CellID: pc.ID, Seq: pt.Seq, Repetition: pt.Repetition, Warmup: pt.Warmup, Started: time.Now().UTC()}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := c.cfg.Runner(pc).Run(tctx, &c.env, runner.Trial{Cell: pc, Seq: pt.Seq})
 	t.Ended = time.Now().UTC()
 	t.Seen = out.Seen
+	var pe *runner.PlatformError
+	platformFailed = errors.As(err, &pe)
 	switch {
 	case err == nil:
-		t.Status, t.Observations, t.Flags = result.OK, out.Observations, out.Flags
+		t.Status, t.Observations, t.Flags, t.Histograms = result.OK, out.Observations, out.Flags, out.Histograms
+		return t, false
 	case errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		t.Status = result.Timeout
 		t.Error = fmt.Sprintf("timed out after %s (timeout in the experiment file): %v", timeout, err)
-		t.Raw = out.Raw
 	default:
-		t.Status, t.Error, t.Raw = result.Failed, err.Error(), out.Raw
+		t.Status, t.Error = result.Failed, err.Error()
 	}
-	return t
+	t.Raw, t.FailedBy = out.Raw, result.FailedByWorkload
+	if platformFailed {
+		t.FailedBy = result.FailedByPlatform
+	}
+	return t, platformFailed
 }

@@ -170,3 +170,31 @@ func TestLookup(t *testing.T) {
 		t.Errorf("Lookup(xml) error = %v, want %s", err, want)
 	}
 }
+
+// A failed trial says what failed it; a trial tried again after the
+// platform failed lists every attempt.
+func TestFailuresShowsAttempts(t *testing.T) {
+	c := result.Cell{ID: 1, Workload: "cpu", Factors: map[string]string{"platform": "docker"}}
+	f := analysis.Failures{
+		Campaign: result.Campaign{ID: "c1"},
+		Trials:   []analysis.Failure{{Seq: 4, Status: result.Failed, FailedBy: result.FailedByWorkload, Cell: c, Error: "residual too large"}},
+		Retried: []analysis.Failure{{Seq: 2, Status: result.OK, Cell: c,
+			Attempts: []result.Attempt{{Status: result.Failed, FailedBy: result.FailedByPlatform, Error: "Cannot connect to the Docker daemon"}}}},
+	}
+	var b bytes.Buffer
+	if err := Failures(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"seq  status  failed by  cell                 error",
+		"4    failed  workload   cpu platform=docker  residual too large",
+		"1 failed trial(s) in campaign c1",
+		"1 trial(s) tried again after the platform failed:",
+		"2    1        failed  platform   Cannot connect to the Docker daemon",
+		"2    2        ok      -          -",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("want %q in:\n%s", want, b.String())
+		}
+	}
+}

@@ -42,7 +42,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 	defer in.cleanup(ctx)
 	if c.Hosts > 1 && env.Lab != nil {
 		if err := env.Lab.SetUnderlayRate(c.Underlay); err != nil {
-			return out, err
+			return out, platformErr(err)
 		}
 	}
 	nameOf := func(role string) string {

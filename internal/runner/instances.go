@@ -49,11 +49,11 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	isp.Labels = in.env.labels(platform.LabelTrial, strconv.Itoa(in.seq), platform.LabelRole, r.Name)
 	p, ok := in.env.Platforms[r.Platform]
 	if !ok {
-		return nil, fmt.Errorf("platform %s is not open", r.Platform)
+		return nil, platformErr(fmt.Errorf("platform %s is not open", r.Platform))
 	}
 	inst, err := p.Start(ctx, isp)
 	if err != nil {
-		return nil, fmt.Errorf("starting %s on %s: %w", r.Name, r.Platform, err)
+		return nil, platformErr(fmt.Errorf("starting %s on %s: %w", r.Name, r.Platform, err))
 	}
 	s := &started{watched: watch(r.Name, inst), role: r, ip: inst.IP()}
 	in.mu.Lock()
@@ -62,11 +62,11 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	if w := r.Provision.Wire; w != "" {
 		nser, ok := inst.(platform.NetNSer)
 		if !ok || nser.NetNSPath() == "" {
-			return nil, fmt.Errorf("%s on %s: no network namespace to wire %s into", r.Name, r.Platform, w)
+			return nil, platformErr(fmt.Errorf("%s on %s: no network namespace to wire %s into", r.Name, r.Platform, w))
 		}
 		att, err := in.env.Lab.Attach(ctx, w, r.Host, nser.NetNSPath())
 		if err != nil {
-			return nil, fmt.Errorf("wiring %s into %s: %w", r.Name, w, err)
+			return nil, platformErr(fmt.Errorf("wiring %s into %s: %w", r.Name, w, err))
 		}
 		in.mu.Lock()
 		in.detach = append(in.detach, att.Detach)

@@ -61,6 +61,8 @@ type Outcome struct {
 	// Seen is what the agents observed of their environment; a server's
 	// keys are prefixed with its role.
 	Seen map[string]string
+	// Histograms are the distributions the agents recorded.
+	Histograms []result.Histogram
 }
 
 // see merges what an agent saw into the outcome.
@@ -81,3 +83,19 @@ type TrialRunner interface {
 
 // For chooses the runner for a cell.
 func For(*plan.Cell) TrialRunner { return Chain{} }
+
+// PlatformError is a trial's failure that the platform caused, not the
+// workload: an instance that could not be started or wired, an engine that
+// stopped answering. The orchestrator tries such a trial again.
+type PlatformError struct{ Err error }
+
+func (e *PlatformError) Error() string { return e.Err.Error() }
+func (e *PlatformError) Unwrap() error { return e.Err }
+
+// platformErr marks err as the platform's (nil stays nil).
+func platformErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PlatformError{Err: err}
+}

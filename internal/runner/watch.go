@@ -56,6 +56,11 @@ func (r *watched) exitError(ctx context.Context) error {
 	defer cancel()
 	ex, err := r.inst.Wait(wctx)
 	if err != nil {
+		if ctx.Err() == nil && wctx.Err() == nil {
+			// Not a slow exit: the platform could not say how its
+			// instance ended (its engine stopped answering).
+			return platformErr(fmt.Errorf("%s ended its output without a result, and the platform could not say why: %w", r.name, err))
+		}
 		return fmt.Errorf("%s ended its output without a result", r.name)
 	}
 	msg := strings.TrimSpace(ex.Stderr + "\n" + r.other.String())

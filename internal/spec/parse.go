@@ -17,7 +17,7 @@ import (
 )
 
 // topKeys are the keys an experiment file may have, in documentation order.
-var topKeys = []string{"name", "description", "seed", "repetitions", "warmup", "timeout", "machine", "symmetric", "factors", "exclude", "baseline", "workloads"}
+var topKeys = []string{"name", "description", "seed", "repetitions", "warmup", "timeout", "retries", "machine", "symmetric", "factors", "exclude", "baseline", "workloads"}
 
 var workloadKeys = []string{"name", "type", "params"}
 
@@ -214,7 +214,7 @@ func (p *parser) integer(n *yaml.Node, what string, min int64) (int64, bool) {
 
 func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 	f := p.fields(root, "the experiment", topKeys)
-	e := &Experiment{Repetitions: DefaultRepetitions, Warmup: DefaultWarmup, Timeout: DefaultTimeout}
+	e := &Experiment{Repetitions: DefaultRepetitions, Warmup: DefaultWarmup, Timeout: DefaultTimeout, Retries: DefaultRetries}
 	if n, ok := f["name"]; ok {
 		if s, ok := p.scalar(n, "name"); ok {
 			if strings.TrimSpace(s) == "" {
@@ -243,6 +243,15 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 	if n, ok := f["warmup"]; ok {
 		if v, ok := p.integer(n, "warmup", 0); ok {
 			e.Warmup = int(v)
+		}
+	}
+	if n, ok := f["retries"]; ok {
+		if v, ok := p.integer(n, "retries", 0); ok {
+			if v > MaxRetries {
+				p.addf(n, "retries must be at most %d (tries of a trial the platform failed), got %d", MaxRetries, v)
+			} else {
+				e.Retries = int(v)
+			}
 		}
 	}
 	if n, ok := f["timeout"]; ok {

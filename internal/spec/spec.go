@@ -20,6 +20,10 @@ type Experiment struct {
 	Repetitions int
 	Warmup      int
 	Timeout     time.Duration
+	// Retries is how many times a trial the platform failed (an engine
+	// that stopped answering, an instance that could not start) is tried
+	// again; a workload's failure is never retried.
+	Retries int
 	Factors     []Factor // in file order
 	Exclude     []map[string]string
 	Baseline    map[string]string
@@ -58,6 +62,8 @@ const (
 	DefaultRepetitions = 3
 	DefaultWarmup      = 0
 	DefaultTimeout     = 5 * time.Minute
+	DefaultRetries     = 1
+	MaxRetries         = 5
 )
 
 // Envelope is the emulated machine's size; zero values are not limited.
