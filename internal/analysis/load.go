@@ -27,6 +27,10 @@ type Series struct {
 	// Interference marks a cell with neighbours: its row also carries S0's
 	// interference ratio against the baseline (the target alone).
 	Interference bool
+	// TargetRCI is the adaptive campaign's target for this series: the 95%
+	// interval's half-width relative to the mean (a fraction) that decided
+	// when the cell had enough trials; 0 when it decided nothing.
+	TargetRCI float64
 }
 
 // Query says which campaign to load and against which baseline.
@@ -61,6 +65,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 		return Loaded{}, err
 	}
 	g := group(trials)
+	adaptive := spec.AdaptiveOf(camp.SpecText)
 	var series []Series
 	for _, c := range cells {
 		metrics := metricOrder(c, g.seen[c.ID])
@@ -86,6 +91,9 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 				Cell: c.Factors, CellID: c.ID, Values: g.values[k], Seqs: g.seqs[k], Failed: g.failed[c.ID], Flagged: g.flagged[c.ID],
 				Interference: hasNeighbours(c),
 			}
+			if adaptive != nil && decides(adaptive, c, id) {
+				s.TargetRCI = adaptive.RCI
+			}
 			if hasBase {
 				s.IsBaseline = baseID == c.ID
 				if !s.IsBaseline {
@@ -102,4 +110,18 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 func hasNeighbours(c result.Cell) bool {
 	a, ok := c.Factors[spec.FAntagonist]
 	return ok && a != spec.AntagonistNone
+}
+
+// decides reports whether id is the metric whose interval decided when an
+// adaptive campaign's cell c had enough trials: the one the file names,
+// else the workload's first, as the trial (or all pairs) measured it.
+func decides(a *spec.Adaptive, c result.Cell, id result.MetricID) bool {
+	m := a.Metric
+	if m == "" {
+		if ws, ok := workload.Lookup(c.WorkloadType); ok && len(ws.Metrics) > 0 {
+			m = ws.Metrics[0].Name
+		}
+	}
+	return id.Metric == m && id.Kind == result.KindMeasure && id.Role == "" &&
+		(id.Scope == result.ScopeTrial || id.Scope == result.ScopeAggregate)
 }

@@ -53,6 +53,12 @@ type Row struct {
 	Outliers []int `json:"outliers,omitempty"`
 	// Base summarises the baseline cell's values, nil without one.
 	Base *stats.Summary `json:"-"`
+	// In an adaptive campaign, the metric that decided when a cell had
+	// enough trials carries the target and what was reached: the 95%
+	// interval's half-width relative to the mean, in percent.
+	TargetRCIPct *float64 `json:"target_rci_pct,omitempty"`
+	RCIPct       *float64 `json:"rci_pct,omitempty"`
+	Reached      *bool    `json:"target_reached,omitempty"`
 }
 
 // Rows computes one Row per Series, ordered by workload and metric (each in
@@ -104,6 +110,16 @@ func row(s Series) Row {
 		N: sum.N, Failed: s.Failed, Flagged: s.Flagged,
 		Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95,
 		Baseline: s.IsBaseline,
+	}
+	if s.TargetRCI > 0 {
+		target := 100 * s.TargetRCI
+		r.TargetRCIPct = &target
+		reached := false
+		if half := sum.CI95[1] - sum.Mean; finite(half) && sum.Mean != 0 {
+			got := 100 * half / math.Abs(sum.Mean)
+			r.RCIPct, reached = &got, got <= target
+		}
+		r.Reached = &reached
 	}
 	for _, i := range stats.Outliers(s.Values) {
 		if i < len(s.Seqs) {

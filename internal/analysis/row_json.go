@@ -62,6 +62,9 @@ type wireRow struct {
 	VsBaselineDiff   *num              `json:"vs_baseline_diff,omitempty"`
 	VsBaselineDiffCI *[2]num           `json:"vs_baseline_diff_ci95,omitempty"`
 	Outliers         []int             `json:"outliers,omitempty"`
+	TargetRCIPct     *num              `json:"target_rci_pct,omitempty"`
+	RCIPct           *num              `json:"rci_pct,omitempty"`
+	Reached          *bool             `json:"target_reached,omitempty"`
 }
 
 // MarshalJSON encodes r with NaN and Inf as null.
@@ -96,7 +99,15 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		w.IRCI95 = &v
 	}
 	w.IRExcludes0 = r.IRExcludes0
-	w.VsBaselineNote, w.Outliers = r.VsBaselineNote, r.Outliers
+	w.VsBaselineNote, w.Outliers, w.Reached = r.VsBaselineNote, r.Outliers, r.Reached
+	if r.TargetRCIPct != nil {
+		v := num(*r.TargetRCIPct)
+		w.TargetRCIPct = &v
+	}
+	if r.RCIPct != nil {
+		v := num(*r.RCIPct)
+		w.RCIPct = &v
+	}
 	if r.VsBaselineDiff != nil {
 		v := num(*r.VsBaselineDiff)
 		w.VsBaselineDiff = &v
@@ -146,7 +157,15 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		r.IRCI95 = &v
 	}
 	r.IRExcludes0 = w.IRExcludes0
-	r.VsBaselineNote, r.Outliers = w.VsBaselineNote, w.Outliers
+	r.VsBaselineNote, r.Outliers, r.Reached = w.VsBaselineNote, w.Outliers, w.Reached
+	if w.TargetRCIPct != nil {
+		v := float64(*w.TargetRCIPct)
+		r.TargetRCIPct = &v
+	}
+	if w.RCIPct != nil {
+		v := float64(*w.RCIPct)
+		r.RCIPct = &v
+	}
 	if w.VsBaselineDiff != nil {
 		v := float64(*w.VsBaselineDiff)
 		r.VsBaselineDiff = &v

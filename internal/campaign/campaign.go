@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,8 +125,12 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 		if !e.SeedGiven {
 			seedNote = " (drawn; pass --set seed=N to repeat this order)"
 		}
-		fmt.Fprintf(o.Stderr, "campaign %s: %d cells, %d trials, seed %d%s, results in %s\n",
-			out.Campaign.ID, len(cells), len(cells)*(e.Repetitions+e.Warmup), e.Seed, seedNote, db.Path())
+		trials := strconv.Itoa(len(cells) * (e.Repetitions + e.Warmup))
+		if a := e.Adaptive; a != nil {
+			trials = fmt.Sprintf("%d to %d", len(cells)*(a.Min+e.Warmup), len(cells)*(a.Max+e.Warmup))
+		}
+		fmt.Fprintf(o.Stderr, "campaign %s: %d cells, %s trials, seed %d%s, results in %s\n",
+			out.Campaign.ID, len(cells), trials, e.Seed, seedNote, db.Path())
 	}
 	id := out.Campaign.ID
 	sum, runErr := orchestrator.Run(ctx, orchestrator.Config{

@@ -81,7 +81,7 @@ func runCampaign(ctx context.Context, o runOptions) error {
 			return err
 		}
 		if o.DryRun {
-			return plan.Describe(o.Stdout, e, plan.Schedule(e, e.Cells()))
+			return plan.Describe(o.Stdout, e)
 		}
 		co.Experiment = e
 	} else if o.DryRun {

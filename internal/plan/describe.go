@@ -12,15 +12,30 @@ import (
 )
 
 // Describe writes what a campaign of e would run — its cells with their
-// baselines and the trial order sched fixes — after resolving every cell,
-// so a dry run finds what a run would refuse.
-func Describe(w io.Writer, e *spec.Experiment, sched schedule.Planner) error {
+// baselines and the trial order its schedule fixes — after resolving every
+// cell, so a dry run finds what a run would refuse.
+func Describe(w io.Writer, e *spec.Experiment) error {
 	cells := e.Cells()
 	if _, err := ResolveAll(e, cells); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "experiment %s: %d cells x (%d repetitions + %d warm-up) = %d trials, seed %d, timeout %s per trial\n",
-		e.Name, len(cells), e.Repetitions, e.Warmup, len(cells)*(e.Repetitions+e.Warmup), e.Seed, e.Timeout)
+	if a := e.Adaptive; a != nil {
+		metric := "each workload's first metric"
+		if a.Metric != "" {
+			metric = a.Metric
+		}
+		fmt.Fprintf(w, "experiment %s: %d cells x (%d to %d repetitions + %d warm-up) = %d to %d trials, seed %d, timeout %s per trial\n",
+			e.Name, len(cells), a.Min, a.Max, e.Warmup, len(cells)*(a.Min+e.Warmup), len(cells)*(a.Max+e.Warmup), e.Seed, e.Timeout)
+		fmt.Fprintf(w, "adaptive: after %d, more rounds for the cells whose 95%% interval of %s is wider than ±%g%% of the mean, up to %d",
+			a.Min, metric, a.RCI*100, a.Max)
+		if e.Budget > 0 {
+			fmt.Fprintf(w, " or until the trials have taken %s", e.Budget)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "experiment %s: %d cells x (%d repetitions + %d warm-up) = %d trials, seed %d, timeout %s per trial\n",
+			e.Name, len(cells), e.Repetitions, e.Warmup, len(cells)*(e.Repetitions+e.Warmup), e.Seed, e.Timeout)
+	}
 	if v := e.Envelope; !v.IsZero() {
 		var parts []string
 		if v.CPUs > 0 {
@@ -45,8 +60,17 @@ func Describe(w io.Writer, e *spec.Experiment, sched schedule.Planner) error {
 		}
 		fmt.Fprintf(w, "  cell %2d  %-12s %s%s\n", c.ID, c.Workload, result.FactorString(c.Factors), base)
 	}
-	fmt.Fprint(w, "order (cell ids):")
-	for _, pt := range sched.Plan() {
+	order := Schedule(e, cells)
+	var trials []schedule.Trial
+	switch s := order.(type) {
+	case schedule.Planner:
+		fmt.Fprint(w, "order (cell ids):")
+		trials = s.Plan()
+	case *schedule.Adaptive:
+		fmt.Fprint(w, "order of the first rounds (cell ids; later rounds follow the results):")
+		trials = s.Preview()
+	}
+	for _, pt := range trials {
 		mark := ""
 		if pt.Warmup {
 			mark = "w"
@@ -57,12 +81,43 @@ func Describe(w io.Writer, e *spec.Experiment, sched schedule.Planner) error {
 	return nil
 }
 
-// Schedule is the campaign's scheduler: today, rounds of seeded random
-// permutations of the cells (schedule.Interleaved).
-func Schedule(e *spec.Experiment, cells []result.Cell) *schedule.Interleaved {
+// Schedule is the campaign's scheduler: rounds of seeded random
+// permutations of the cells (schedule.Interleaved), or with adaptive
+// repetition, rounds of the cells still short of their target
+// (schedule.Adaptive), each cell decided by its workload's headline metric
+// or the one the file names.
+func Schedule(e *spec.Experiment, cells []result.Cell) schedule.Scheduler {
 	ids := make([]int, len(cells))
 	for i, c := range cells {
 		ids[i] = c.ID
 	}
-	return schedule.NewInterleaved(ids, e.Repetitions, e.Warmup, e.Seed)
+	a := e.Adaptive
+	if a == nil {
+		return schedule.NewInterleaved(ids, e.Repetitions, e.Warmup, e.Seed)
+	}
+	decides := map[int]schedule.Decider{}
+	for _, c := range cells {
+		if m := DecidingMetric(e, c); m != "" {
+			decides[c.ID] = func(o result.Observation) bool {
+				id := o.ID()
+				return id.Metric == m && id.Kind == result.KindMeasure && id.Role == "" &&
+					(id.Scope == result.ScopeTrial || id.Scope == result.ScopeAggregate)
+			}
+		}
+	}
+	return schedule.NewAdaptive(schedule.AdaptiveConfig{Cells: ids, Warmup: e.Warmup, Min: a.Min, Max: a.Max,
+		RCI: a.RCI, Budget: e.Budget, Seed: e.Seed, Decides: decides})
+}
+
+// DecidingMetric is the metric whose interval decides when an adaptive
+// cell has enough trials: the one the file names, else the workload's
+// first.
+func DecidingMetric(e *spec.Experiment, c result.Cell) string {
+	if e.Adaptive != nil && e.Adaptive.Metric != "" {
+		return e.Adaptive.Metric
+	}
+	if ws, ok := workload.Lookup(c.WorkloadType); ok && len(ws.Metrics) > 0 {
+		return ws.Metrics[0].Name
+	}
+	return ""
 }

@@ -69,14 +69,18 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 		return fmt.Errorf("write table heading: %w", err)
 	}
 	factors := factorNames(rows)
-	showFailed, showIR, showFlagged, showOutliers := false, false, false, false
+	showFailed, showIR, showFlagged, showOutliers, showTarget := false, false, false, false, false
 	for _, r := range rows {
+		showTarget = showTarget || r.TargetRCIPct != nil
 		showFailed = showFailed || r.Failed != 0
 		showFlagged = showFlagged || r.Flagged != 0
 		showIR = showIR || r.IR != nil
 		showOutliers = showOutliers || len(r.Outliers) > 0
 	}
 	cols := append(append([]string{}, factors...), "n", "mean", "sd", "rsd%", "95% CI", "vs baseline")
+	if showTarget {
+		cols = append(cols, "precision (target)")
+	}
 	if showIR {
 		cols = append(cols, "IR [95% CI]")
 	}
@@ -97,6 +101,9 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 		}
 		cells = append(cells, strconv.Itoa(r.N), sig(r.Mean), sig(r.SD), sig(r.RSDPct),
 			interval(r.CI95, sig), vsBaseline(r))
+		if showTarget {
+			cells = append(cells, precision(r))
+		}
 		if showIR {
 			cells = append(cells, irCell(r))
 		}
@@ -194,6 +201,23 @@ func vsBaseline(r analysis.Row) string {
 		s += " (" + r.VsBaselineNote + ")"
 	}
 	return s
+}
+
+// precision renders an adaptive cell's interval half-width against its
+// target: "±1.8% ≤ 2% reached" or "±3.1% > 2% not reached".
+func precision(r analysis.Row) string {
+	if r.TargetRCIPct == nil {
+		return ""
+	}
+	t := strconv.FormatFloat(*r.TargetRCIPct, 'g', 4, 64) + "%"
+	if r.RCIPct == nil {
+		return "- (" + t + ") not reached"
+	}
+	got := "±" + sig(*r.RCIPct) + "%"
+	if r.Reached != nil && *r.Reached {
+		return got + " ≤ " + t + " reached"
+	}
+	return got + " > " + t + " not reached"
 }
 
 // outlierSeqs renders the trials flagged as outliers: "seq 12, 40".

@@ -224,3 +224,16 @@ func TestText(t *testing.T) {
 func TestYAMLWithoutLine(t *testing.T) {
 	oneProblem(t, "name: *nope\nworkloads: [{type: cpu.primes}]\n", nil, "test.yaml: not valid YAML: unknown anchor 'nope'")
 }
+
+// A report reads the adaptive target back from the stored text, --set
+// trailer included.
+func TestAdaptiveOf(t *testing.T) {
+	e := parse(t, "name: a\nrepetitions: {min: 3, max: 30, rci: 2%}\nworkloads: [{type: cpu.primes}]\n", "repetitions.rci=5%")
+	a := AdaptiveOf(e.Text)
+	if a == nil || a.Min != 3 || a.Max != 30 || a.RCI != 0.05 {
+		t.Fatalf("%+v from %q", a, e.Text)
+	}
+	if AdaptiveOf(parse(t, "name: f\nworkloads: [{type: cpu.primes}]\n").Text) != nil {
+		t.Error("fixed repetitions read as adaptive")
+	}
+}

@@ -17,17 +17,25 @@ type Experiment struct {
 	Description string
 	Seed        int64
 	SeedGiven   bool // false when the file had no seed and one was drawn
+	// Repetitions is the number of recorded trials per cell; with
+	// Adaptive, the minimum.
 	Repetitions int
-	Warmup      int
-	Timeout     time.Duration
+	// Adaptive, when set, adds rounds for the cells whose interval is not
+	// yet tight enough ("repetitions: {min, max, rci}").
+	Adaptive *Adaptive
+	// Budget bounds the time trials may take, all together (0: none);
+	// adaptive rounds stop when it is spent.
+	Budget  time.Duration
+	Warmup  int
+	Timeout time.Duration
 	// Retries is how many times a trial the platform failed (an engine
 	// that stopped answering, an instance that could not start) is tried
 	// again; a workload's failure is never retried.
-	Retries int
-	Factors     []Factor // in file order
-	Exclude     []map[string]string
-	Baseline    map[string]string
-	Workloads   []Workload
+	Retries   int
+	Factors   []Factor // in file order
+	Exclude   []map[string]string
+	Baseline  map[string]string
+	Workloads []Workload
 	// Envelope emulates a smaller machine ("machine:" in the file): every
 	// instance of the campaign runs inside one cgroup with these limits,
 	// as on a host of that size (S0: the host is twice Case 1's limits).
@@ -65,6 +73,17 @@ const (
 	DefaultRetries     = 1
 	MaxRetries         = 5
 )
+
+// Adaptive repetition: after Min recorded trials per cell, more rounds run
+// for the cells whose 95% interval half-width, relative to the mean, is
+// above RCI, until Max (or the experiment's Budget).
+type Adaptive struct {
+	Min, Max int
+	RCI      float64 // a fraction: 0.02 for "2%"
+	// Metric decides for each cell: "" for each workload's headline (its
+	// first declared metric).
+	Metric string
+}
 
 // Envelope is the emulated machine's size; zero values are not limited.
 type Envelope struct {
