@@ -31,6 +31,10 @@ type Series struct {
 	// interval's half-width relative to the mean (a fraction) that decided
 	// when the cell had enough trials; 0 when it decided nothing.
 	TargetRCI float64
+	// NoiseCVPct is this machine's trial-to-trial variation of the metric
+	// (percent), from its latest calibration of the experiment; 0 when
+	// there is none.
+	NoiseCVPct float64
 }
 
 // Query says which campaign to load and against which baseline.
@@ -66,6 +70,18 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 	}
 	g := group(trials)
 	adaptive := spec.AdaptiveOf(camp.SpecText)
+	noise := map[string]float64{} // workload + metric key -> CV, percent
+	if camp.Kind != result.KindCalibration {
+		cal, err := latestCalibration(ctx, src, camp)
+		if err != nil {
+			return Loaded{}, err
+		}
+		if cal != nil {
+			for _, f := range cal.Floors {
+				noise[f.Workload+" "+metricKey(f.ID).String()] = f.RSDPct
+			}
+		}
+	}
 	var series []Series
 	for _, c := range cells {
 		metrics := metricOrder(c, g.seen[c.ID])
@@ -91,6 +107,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 				Cell: c.Factors, CellID: c.ID, Values: g.values[k], Seqs: g.seqs[k], Failed: g.failed[c.ID], Flagged: g.flagged[c.ID],
 				Interference: hasNeighbours(c),
 			}
+			s.NoiseCVPct = noise[c.Workload+" "+metricKey(id).String()]
 			if adaptive != nil && decides(adaptive, c, id) {
 				s.TargetRCI = adaptive.RCI
 			}

@@ -59,6 +59,11 @@ type Row struct {
 	TargetRCIPct *float64 `json:"target_rci_pct,omitempty"`
 	RCIPct       *float64 `json:"rci_pct,omitempty"`
 	Reached      *bool    `json:"target_reached,omitempty"`
+	// With a calibration of this machine: the minimum detectable effect
+	// (percent) of this comparison, at its n and its baseline's, and
+	// whether the difference is below it.
+	MDEPct          *float64 `json:"mde_pct,omitempty"`
+	BelowNoiseFloor *bool    `json:"below_noise_floor,omitempty"`
 }
 
 // Rows computes one Row per Series, ordered by workload and metric (each in
@@ -155,6 +160,12 @@ func row(s Series) Row {
 		if c.Defined {
 			dci := c.DiffCI95
 			r.VsBaselineDiffCI95 = &dci
+		}
+	}
+	if s.NoiseCVPct > 0 && finite(c.Pct) {
+		if mde := stats.MDE(s.NoiseCVPct, len(s.Values), len(s.Baseline)); finite(mde) {
+			below := math.Abs(c.Pct) < mde
+			r.MDEPct, r.BelowNoiseFloor = &mde, &below
 		}
 	}
 	if !c.Defined {

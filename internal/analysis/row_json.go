@@ -65,6 +65,8 @@ type wireRow struct {
 	TargetRCIPct     *num              `json:"target_rci_pct,omitempty"`
 	RCIPct           *num              `json:"rci_pct,omitempty"`
 	Reached          *bool             `json:"target_reached,omitempty"`
+	MDEPct           *num              `json:"mde_pct,omitempty"`
+	BelowNoiseFloor  *bool             `json:"below_noise_floor,omitempty"`
 }
 
 // MarshalJSON encodes r with NaN and Inf as null.
@@ -99,7 +101,11 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		w.IRCI95 = &v
 	}
 	w.IRExcludes0 = r.IRExcludes0
-	w.VsBaselineNote, w.Outliers, w.Reached = r.VsBaselineNote, r.Outliers, r.Reached
+	w.VsBaselineNote, w.Outliers, w.Reached, w.BelowNoiseFloor = r.VsBaselineNote, r.Outliers, r.Reached, r.BelowNoiseFloor
+	if r.MDEPct != nil {
+		v := num(*r.MDEPct)
+		w.MDEPct = &v
+	}
 	if r.TargetRCIPct != nil {
 		v := num(*r.TargetRCIPct)
 		w.TargetRCIPct = &v
@@ -157,7 +163,11 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		r.IRCI95 = &v
 	}
 	r.IRExcludes0 = w.IRExcludes0
-	r.VsBaselineNote, r.Outliers, r.Reached = w.VsBaselineNote, w.Outliers, w.Reached
+	r.VsBaselineNote, r.Outliers, r.Reached, r.BelowNoiseFloor = w.VsBaselineNote, w.Outliers, w.Reached, w.BelowNoiseFloor
+	if w.MDEPct != nil {
+		v := float64(*w.MDEPct)
+		r.MDEPct = &v
+	}
 	if w.TargetRCIPct != nil {
 		v := float64(*w.TargetRCIPct)
 		r.TargetRCIPct = &v

@@ -58,6 +58,11 @@ type Options struct {
 	// Stderr gets progress and notes; TTY says it is a terminal.
 	Stderr io.Writer
 	TTY    bool
+	// For a campaign that is not the experiment's own design (a
+	// calibration): its cells, kind and baseline.
+	Cells    []result.Cell
+	Kind     string
+	Baseline map[string]string
 }
 
 // Outcome is how a run went.
@@ -94,6 +99,10 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 		if recorded, err = db.Trials(ctx, c.ID); err != nil {
 			return out, err
 		}
+		// The cells it ran, as stored: a calibration's are not the file's.
+		if o.Cells, err = db.Cells(ctx, c.ID); err != nil {
+			return out, err
+		}
 		fmt.Fprintf(o.Stderr, "resuming campaign %s (%s)\n", c.ID, c.SpecPath)
 		// A run killed with -9 left its containers, networks and lab
 		// behind; with the same names they would stand in the way.
@@ -108,12 +117,19 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 			return out, err
 		}
 	}
-	cells := e.Cells()
+	cells := o.Cells
+	if cells == nil {
+		cells = e.Cells()
+	}
 	if o.Resume == "" {
+		baseline := e.Baseline
+		if o.Baseline != nil {
+			baseline = o.Baseline
+		}
 		out.Campaign = result.Campaign{
 			ID: newID(e.Name), Name: e.Name, SpecPath: e.Path, SpecText: e.Text, Seed: e.Seed,
-			Started: time.Now().UTC(), Status: StatusRunning, Env: sysinfo.Fingerprint(toolNames(cells)), Baseline: e.Baseline,
-			Owner: sysinfo.Owner(),
+			Started: time.Now().UTC(), Status: StatusRunning, Env: sysinfo.Fingerprint(toolNames(cells)), Baseline: baseline,
+			Owner: sysinfo.Owner(), Kind: o.Kind,
 		}
 		if err := db.CreateCampaign(ctx, out.Campaign); err != nil {
 			return out, err

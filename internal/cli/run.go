@@ -99,11 +99,8 @@ func runCampaign(ctx context.Context, o runOptions) error {
 	defer db.Close()
 	out, runErr := campaign.Run(ctx, db, co)
 	id, sum := out.Campaign.ID, out.Summary
-	if errors.Is(runErr, campaign.ErrInterrupted) {
-		return withCode(ExitError, fmt.Errorf("interrupted after %d of %d trials; everything it created was removed; resume with: ctrbench run --db %s --resume %s", sum.Ran, sum.Planned, o.DB, id))
-	}
 	if runErr != nil {
-		return runErr
+		return interruptedOr(runErr, out, o.DB)
 	}
 	fmt.Fprintf(o.Stderr, "campaign %s finished: %d trials ok, %d failed\n", id, sum.OK, sum.Failed)
 	if !o.NoReport {

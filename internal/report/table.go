@@ -200,6 +200,9 @@ func vsBaseline(r analysis.Row) string {
 	if r.VsBaselineNote != "" {
 		s += " (" + r.VsBaselineNote + ")"
 	}
+	if r.BelowNoiseFloor != nil && *r.BelowNoiseFloor {
+		s += " (below this machine's noise floor: MDE ±" + sig(*r.MDEPct) + "%)"
+	}
 	return s
 }
 

@@ -42,3 +42,14 @@ func TestQuantileConstants(t *testing.T) {
 	checkClose(t, "t(.975,4)", t975df4, 2.7764451051977944, 1e-12)
 	checkClose(t, "gonum t(.975,7)", tQuantile975(7), t975df7, 1e-9)
 }
+
+// MDE against a value worked by hand: cv 2%, 5 trials a side, df 8:
+// (2.306004 + 0.889159) · 2 · sqrt(0.4) = 4.04129…
+func TestMDE(t *testing.T) {
+	if got := MDE(2, 5, 5); math.Abs(got-4.041291) > 1e-4 {
+		t.Errorf("MDE = %v", got)
+	}
+	if !math.IsNaN(MDE(2, 1, 5)) {
+		t.Error("MDE with one trial")
+	}
+}

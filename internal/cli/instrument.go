@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/campaign"
+	"github.com/ctrbench/ctrbench/internal/report"
+	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/store"
+)
+
+func newCalibrateCmd() *cobra.Command {
+	var (
+		sets   []string
+		dbPath string
+		reps   int
+		format string
+	)
+	c := &cobra.Command{
+		Use:   "calibrate FILE",
+		Short: "Measure this machine's noise floor for an experiment: its baseline cells run twice (A/A)",
+		Long: "calibrate runs each workload's baseline cell of the experiment as two identical cells, A and B,\n" +
+			"interleaved, and reports per metric the variation of one trial, the A/A difference (which should\n" +
+			"include 0), the false-positive rate of ctrbench's comparison on this machine and the minimum\n" +
+			"detectable effect. The calibration is stored; reports of the experiment's campaigns on this machine\n" +
+			"then mark differences below the noise floor.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "table" && format != "json" {
+				return usageError{fmt.Errorf("--format %q: table or json", format)}
+			}
+			m := machine()
+			e, err := spec.Load(args[0], sets, m)
+			if err != nil {
+				return err
+			}
+			binary, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			db, err := store.Open(cmd.Context(), dbPath)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			out, err := campaign.Calibrate(cmd.Context(), db, campaign.Options{Experiment: e, Machine: m, Binary: binary,
+				Stderr: cmd.ErrOrStderr(), TTY: isTerminal(cmd.ErrOrStderr())}, reps)
+			if err != nil {
+				return interruptedOr(err, out, dbPath)
+			}
+			cal, err := analysis.LoadCalibration(cmd.Context(), db, out.Campaign.ID)
+			if err != nil {
+				return err
+			}
+			return report.Calibration(cmd.OutOrStdout(), cal, e.Repetitions, format)
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&sets, "set", nil, "override a value of the file: path=value (repeatable)")
+	f.StringVar(&dbPath, "db", DefaultDB, "results database (SQLite)")
+	f.IntVar(&reps, "repetitions", 0, "trials of each of A and B (default: the file's repetitions, at least 5)")
+	f.StringVar(&format, "format", "table", "table or json")
+	return c
+}
+
+func newCompareCmd() *cobra.Command {
+	var (
+		dbPath, dbB, threshold, format string
+		all                            bool
+	)
+	c := &cobra.Command{
+		Use:   "compare A B",
+		Short: "Compare two campaigns cell by cell: change per metric with its interval and a verdict; exit 1 on a regression",
+		Long: "compare matches the cells of campaigns A and B by workload and factor levels and says, for every\n" +
+			"metric, how B changed against A with its 95% interval: improved or regressed when the interval\n" +
+			"excludes 0 and the change is at least --threshold, within threshold when smaller, no change when\n" +
+			"the interval includes 0. The exit status is 1 when any metric regressed, so a CI can gate on it\n" +
+			"(a new Docker, runtime or kernel against the last good campaign).",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			th, err := strconv.ParseFloat(strings.TrimSuffix(threshold, "%"), 64)
+			if err != nil || th < 0 {
+				return usageError{fmt.Errorf("--threshold %q: a percentage such as 1%%", threshold)}
+			}
+			if format != "table" && format != "json" {
+				return usageError{fmt.Errorf("--format %q: table or json", format)}
+			}
+			a, err := store.Open(cmd.Context(), dbPath)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			b := a
+			if dbB != "" {
+				if b, err = store.Open(cmd.Context(), dbB); err != nil {
+					return err
+				}
+				defer b.Close()
+			}
+			cmp, err := analysis.CompareCampaigns(cmd.Context(), a, b, analysis.CompareQuery{A: args[0], B: args[1], Threshold: th, All: all})
+			if err != nil {
+				return err
+			}
+			if err := report.Compare(cmd.OutOrStdout(), cmp, format); err != nil {
+				return err
+			}
+			if cmp.Regressed > 0 {
+				return withCode(ExitError, fmt.Errorf("%d metric(s) of %s regressed beyond ±%g%% against %s", cmp.Regressed, cmp.B.ID, th, cmp.A.ID))
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&dbPath, "db", DefaultDB, "results database (SQLite) holding A (and B)")
+	f.StringVar(&dbB, "db-b", "", "another database holding B")
+	f.StringVar(&threshold, "threshold", "1%", "noise threshold: a change smaller than this is not a regression")
+	f.StringVar(&format, "format", "table", "table or json")
+	f.BoolVar(&all, "all", false, "also compare telemetry and each pair's own results")
+	return c
+}
+
+// interruptedOr turns a run's interruption into the message run gives.
+func interruptedOr(err error, out campaign.Outcome, db string) error {
+	if errors.Is(err, campaign.ErrInterrupted) {
+		return withCode(ExitError, fmt.Errorf("interrupted after %d of %d trials; everything it created was removed; resume with: ctrbench run --db %s --resume %s", out.Summary.Ran, out.Summary.Planned, db, out.Campaign.ID))
+	}
+	return err
+}

@@ -1,0 +1,111 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/stats"
+)
+
+// Calibration writes a calibration's noise floor: per workload and metric,
+// the variation of one trial, the A/A difference, the false-positive rate
+// and the minimum detectable effect at the calibration's n and at the
+// experiment's (expN, 0 to leave out).
+func Calibration(w io.Writer, cal analysis.Calibration, expN int, format string) error {
+	if format == "json" {
+		return calibrationJSON(w, cal, expN)
+	}
+	fmt.Fprintf(w, "noise floor of this machine — calibration %s (%s), %s\n\n", cal.Campaign.ID, cal.Campaign.SpecPath, cal.Campaign.Started.Format("2006-01-02 15:04:05 MST"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	cols := []string{"workload", "cell", "metric", "n", "rsd%", "A/A difference [95% CI]", "false positives", "MDE at n"}
+	if expN > 0 {
+		cols = append(cols, "MDE at "+strconv.Itoa(expN))
+	}
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	fps, sig := 0.0, 0
+	for _, f := range cal.Floors {
+		aa := signed(f.AAPct) + "% " + interval(f.AACI95, signed)
+		if f.AASignificant {
+			aa += " *"
+			sig++
+		}
+		line := []string{f.Workload, result.FactorString(f.Cell), f.Metric, strconv.Itoa(f.N), sig3(f.RSDPct), aa,
+			pct(f.FPR), "±" + sig3(f.MDEPct) + "%"}
+		if expN > 0 {
+			line = append(line, "±"+sig3(stats.MDE(f.RSDPct, expN, expN))+"%")
+		}
+		fmt.Fprintln(tw, strings.Join(line, "\t"))
+		fps += f.FPR
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write calibration: %w", err)
+	}
+	n := len(cal.Floors)
+	if n == 0 {
+		_, err := fmt.Fprintln(w, "(no metric had two trials on each side)")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d of %d A/A differences significant (expected about 5%%); mean false-positive rate of the test here %s (by %d random splits of each pair's trials; 5%% if trials vary as the t test assumes).\n"+
+		"MDE: the smallest difference a comparison of two cells detects with 80%% power at p < 0.05; reports of this experiment on this machine mark differences below it.\n",
+		sig, n, pct(fps/float64(n)), 1000)
+	return err
+}
+
+func pct(v float64) string {
+	if !finite(v) {
+		return "-"
+	}
+	return strconv.FormatFloat(100*v, 'f', 1, 64) + "%"
+}
+
+func sig3(v float64) string {
+	if !finite(v) {
+		return "-"
+	}
+	return sig(v)
+}
+
+// calibrationJSON writes the floors as JSON, NaN as null.
+func calibrationJSON(w io.Writer, cal analysis.Calibration, expN int) error {
+	type floor struct {
+		Workload      string            `json:"workload"`
+		Cell          map[string]string `json:"cell"`
+		Metric        string            `json:"metric"`
+		Unit          string            `json:"unit"`
+		N             int               `json:"n"`
+		RSDPct        *float64          `json:"rsd_pct"`
+		AAPct         *float64          `json:"aa_pct"`
+		AACI95        [2]*float64       `json:"aa_ci95"`
+		AASignificant bool              `json:"aa_significant"`
+		FPR           *float64          `json:"false_positive_rate"`
+		MDEPct        *float64          `json:"mde_pct"`
+		MDEPctAtExp   *float64          `json:"mde_pct_at_experiment_n,omitempty"`
+	}
+	ptr := func(v float64) *float64 {
+		if !finite(v) {
+			return nil
+		}
+		return &v
+	}
+	out := struct {
+		Campaign string  `json:"campaign"`
+		Floors   []floor `json:"floors"`
+	}{Campaign: cal.Campaign.ID, Floors: []floor{}}
+	for _, f := range cal.Floors {
+		x := floor{Workload: f.Workload, Cell: f.Cell, Metric: f.Metric, Unit: f.Unit, N: f.N, RSDPct: ptr(f.RSDPct), AAPct: ptr(f.AAPct),
+			AACI95: [2]*float64{ptr(f.AACI95[0]), ptr(f.AACI95[1])}, AASignificant: f.AASignificant, FPR: ptr(f.FPR), MDEPct: ptr(f.MDEPct)}
+		if expN > 0 {
+			x.MDEPctAtExp = ptr(stats.MDE(f.RSDPct, expN, expN))
+		}
+		out.Floors = append(out.Floors, x)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
