@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/ctrbench/ctrbench/internal/sysinfo.Version=$(VERSION)
 GOFILES := $(shell find . -name '*.go' -not -path './.git/*') go.mod go.sum
 
-.PHONY: all build setup demo test test-short vet lint bench clean-leftovers kernels
+.PHONY: all build setup demo test test-short vet lint bench fuzz clean-leftovers kernels
 
 all: build
 
@@ -37,6 +37,12 @@ lint:
 # Every test, against the real Docker Engine (setup starts it when needed).
 test: setup build vet lint
 	CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout 25m ./...
+
+# The experiment-file parser and --set under Go's fuzzer, seeded with every
+# shipped experiment and bad file (not in CI; FUZZTIME=10m by default).
+FUZZTIME ?= 10m
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/spec
 
 # Unit tests only: no Docker, no root.
 test-short:

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,28 +82,53 @@ func Parse(path string, data []byte, sets []string, m Machine) (*Experiment, err
 	e.Path = path
 	var text bytes.Buffer
 	text.Write(data)
-	for _, s := range sets {
-		fmt.Fprintf(&text, "\n%s%s", setTrailer, s)
+	if len(sets) > 0 {
+		text.WriteString(setMarker)
+		for _, s := range sets {
+			fmt.Fprintf(&text, "\n%s%s", setTrailer, s)
+		}
 	}
 	e.Text = text.String()
 	return e, nil
 }
 
-// setTrailer begins each line Parse appends to Experiment.Text for an
-// override, so that Reload can apply it again.
-const setTrailer = "# --set "
+// Parse appends the overrides to Experiment.Text after setMarker, one per
+// line after setTrailer, so that Reload applies them again. The marker
+// keeps a file's own comments that happen to begin "# --set" (a file that
+// documents an override) from being taken for overrides.
+const (
+	setMarker  = "\n# ctrbench: --set overrides, as given on the command line:"
+	setTrailer = "# --set "
+)
 
-var setTrailerRE = regexp.MustCompile(`(?m)^` + setTrailer + `(.*)$`)
+// splitText separates a stored Experiment.Text into the file and its
+// overrides. Texts stored before the marker existed end in a block of
+// setTrailer lines.
+func splitText(text string) (file string, sets []string) {
+	if i := strings.LastIndex(text, setMarker); i >= 0 {
+		for _, l := range strings.Split(text[i+len(setMarker):], "\n") {
+			if s, ok := strings.CutPrefix(l, setTrailer); ok {
+				sets = append(sets, s)
+			}
+		}
+		return text[:i], sets
+	}
+	lines := strings.Split(text, "\n")
+	end := len(lines)
+	for end > 0 && strings.HasPrefix(lines[end-1], setTrailer) {
+		end--
+	}
+	for _, l := range lines[end:] {
+		sets = append(sets, strings.TrimPrefix(l, setTrailer))
+	}
+	return strings.Join(lines[:end], "\n"), sets
+}
 
 // Reload parses an experiment again from its stored Text (the file as read,
 // then its --set overrides as comments), with the seed it ran with: the
 // same cells and order, for resuming a campaign.
 func Reload(path, text string, seed int64, m Machine) (*Experiment, error) {
-	var sets []string
-	for _, sm := range setTrailerRE.FindAllStringSubmatch(text, -1) {
-		sets = append(sets, sm[1])
-	}
-	file := setTrailerRE.ReplaceAllString(text, "")
+	file, sets := splitText(text)
 	e, err := Parse(path, []byte(strings.TrimRight(file, "\n")+"\n"), sets, m)
 	if err != nil {
 		return nil, err
@@ -347,10 +371,35 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 	if n, ok := f["symmetric"]; ok && e.Symmetric && findFactor(e.Factors, FAntagonist) == nil {
 		p.addf(n, "symmetric measures both sides of a pairing, but there is no antagonist factor naming neighbours")
 	}
+	if combos := factorial(e.Factors) * len(e.Workloads); combos > MaxCombinations {
+		node := f["factors"]
+		if node == nil {
+			node = root
+		}
+		p.addf(node, "the factors make more than %d combinations (their levels multiplied, times the workloads): split the experiment into several files", MaxCombinations)
+	}
 	if len(p.problems) == 0 {
 		p.checkCells(e, root, factorNodes, f["baseline"])
 	}
 	return e
+}
+
+// MaxCombinations bounds an experiment's full factorial before exclusions:
+// expanding more would take minutes and memory before anything runs, and
+// no campaign of that size finishes.
+const MaxCombinations = 20000
+
+// factorial is the number of combinations of the factors' levels, capped
+// just above MaxCombinations so that it cannot overflow.
+func factorial(fs []Factor) int {
+	n := 1
+	for _, f := range fs {
+		n *= max(len(f.Levels), 1)
+		if n > MaxCombinations {
+			return MaxCombinations + 1
+		}
+	}
+	return n
 }
 
 // envelope reads "machine: {cpus, cpuset, memory}", the emulated machine.
@@ -797,13 +846,14 @@ func (p *parser) adaptive(n *yaml.Node) *Adaptive {
 // repetitions are fixed or cannot be read.
 func AdaptiveOf(text string) *Adaptive {
 	var doc yaml.Node
-	if yaml.Unmarshal([]byte(setTrailerRE.ReplaceAllString(text, "")), &doc) != nil || len(doc.Content) == 0 {
+	file, sets := splitText(text)
+	if yaml.Unmarshal([]byte(file), &doc) != nil || len(doc.Content) == 0 {
 		return nil
 	}
 	root := doc.Content[0]
 	origin := map[*yaml.Node]string{}
-	for _, sm := range setTrailerRE.FindAllStringSubmatch(text, -1) {
-		_ = applySet(root, sm[1], origin)
+	for _, s := range sets {
+		_ = applySet(root, s, origin)
 	}
 	if root.Kind != yaml.MappingNode {
 		return nil

@@ -207,7 +207,7 @@ func TestText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := string(data) + "\n# --set repetitions=5\n# --set workloads.cpu.params.threads=2"
+	want := string(data) + "\n# ctrbench: --set overrides, as given on the command line:\n# --set repetitions=5\n# --set workloads.cpu.params.threads=2"
 	if e.Text != want {
 		t.Errorf("Text = %q\nwant %q", e.Text, want)
 	}
@@ -235,5 +235,31 @@ func TestAdaptiveOf(t *testing.T) {
 	}
 	if AdaptiveOf(parse(t, "name: f\nworkloads: [{type: cpu.primes}]\n").Text) != nil {
 		t.Error("fixed repetitions read as adaptive")
+	}
+}
+
+// Found by FuzzParse: a file whose own comments begin "# --set" (S2's
+// documents an override) was read back with them as overrides, so resuming
+// its campaign failed. Texts stored before the marker (overrides in a
+// trailing block) still read back.
+func TestReloadKeepsCommentsThatLookLikeOverrides(t *testing.T) {
+	data, err := os.ReadFile("../../experiments/kratzke2015.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sets := range [][]string{nil, {"repetitions=2"}} {
+		e, err := Parse("kratzke2015.yaml", data, sets, testMachine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Reload(e.Path, e.Text, e.Seed, testMachine)
+		if err != nil || back.Repetitions != e.Repetitions || len(back.Cells()) != len(e.Cells()) {
+			t.Fatalf("sets %v: %v", sets, err)
+		}
+	}
+	old := "name: o\nworkloads: [{type: cpu.primes}]\n\n# --set repetitions=7\n# --set seed=3"
+	back, err := Reload("o.yaml", old, 3, testMachine)
+	if err != nil || back.Repetitions != 7 {
+		t.Fatalf("a text stored before the marker: %v %+v", err, back)
 	}
 }
