@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
@@ -208,8 +206,8 @@ func pingServer(ctx context.Context, p workload.Values, env workload.Env) ([]res
 // worker state: its own histogram, no locks on the hot path.
 type ppWorker struct {
 	conn   *h1conn
-	n      int64                   // responses read
-	hist   *hdrhistogram.Histogram // microseconds
+	n      int64 // responses read
+	lat    *latencies
 	ok     int64
 	bytes  int64
 	errs   int64
@@ -258,12 +256,12 @@ func loadGenerator(ctx context.Context, p workload.Values, env workload.Env, via
 		}
 		w.ok++
 		w.bytes += int64(n)
-		_ = w.hist.RecordValue(lat.Microseconds())
+		w.lat.record(lat)
 	}
 
 	workers := make([]*ppWorker, conc)
 	for i := range workers {
-		workers[i] = &ppWorker{hist: hdrhistogram.New(1, 120_000_000, 3), conn: newH1Conn(env.Target, path, timeout)}
+		workers[i] = &ppWorker{lat: newLatencies(p), conn: newH1Conn(env.Target, path, timeout)}
 	}
 	defer func() {
 		for _, w := range workers {
@@ -327,11 +325,11 @@ func loadGenerator(ctx context.Context, p workload.Values, env workload.Env, via
 		return nil, "", err
 	}
 
-	all := hdrhistogram.New(1, 120_000_000, 3)
+	all := newLatencies(p)
 	var ok, bytes, errs int64
 	lastErr := ""
 	for _, w := range workers {
-		all.Merge(w.hist)
+		all.merge(w.lat)
 		ok += w.ok
 		bytes += w.bytes
 		errs += w.errs
@@ -359,7 +357,7 @@ func loadGenerator(ctx context.Context, p workload.Values, env workload.Env, via
 	if rep.Served < ok || rep.Served > ok+errs || rep.Pong < rep.Served || rep.Pong > ok+errs {
 		return nil, "", fmt.Errorf("validation: client got %d correct responses (%d errors), ping served %d, pong served %d", ok, errs, rep.Served, rep.Pong)
 	}
-	ms := func(q float64) float64 { return float64(all.ValueAtQuantile(q)) / 1000 }
+	ms := func(q float64) float64 { return float64(all.h.ValueAtQuantile(q)) / 1000 }
 	return []result.Observation{
 		{Metric: "requests_per_sec", Value: float64(ok) / elapsed.Seconds(), Unit: "req/s", Better: result.Higher},
 		{Metric: "transfer_rate", Value: float64(bytes) / elapsed.Seconds() / 1e6, Unit: "MB/s", Better: result.Higher},
