@@ -27,6 +27,8 @@ type Metric struct {
 	Unit   string
 	Better result.Better
 	Doc    string
+	// Combine says how several pairs' values make the trial's.
+	Combine Combine
 }
 
 // Tool is an external program a workload runs; the image builder copies it
@@ -64,9 +66,12 @@ type Spec struct {
 	Summary string
 	Params  []Param
 	Metrics []Metric
-	Roles   []string // nil means []string{Main}
-	Tools   []Tool
-	Run     map[string]RunFunc // by role
+	// Histograms are the distributions the driving role records and
+	// returns, those its percentile metrics are read from.
+	Histograms []Histogram
+	Roles      []string // nil means []string{Main}
+	Tools      []Tool
+	Run        map[string]RunFunc // by role
 	// Smoke are parameters for a run of a second or two: the end-to-end
 	// test runs every registered workload with them on every platform.
 	Smoke map[string]string
@@ -162,6 +167,9 @@ func Register(s *Spec) {
 		if !m.Better.Valid() {
 			panic(fmt.Sprintf("workload %s: metric %s has no direction", s.Type, m.Name))
 		}
+	}
+	if err := s.checkCombine(); err != nil {
+		panic(fmt.Sprintf("workload %s: %v", s.Type, err))
 	}
 	registry[s.Type] = s
 }

@@ -25,11 +25,12 @@ func init() {
 		},
 		Metrics: []workload.Metric{
 			{Name: "events_per_sec", Unit: "events/s", Better: result.Higher, Doc: "completed events per second, all threads"},
-			{Name: "latency_avg", Unit: "ms", Better: result.Lower, Doc: "mean time of one event"},
-			{Name: "latency_p95", Unit: "ms", Better: result.Lower, Doc: "95th percentile time of one event"},
+			{Name: "latency_avg", Unit: "ms", Better: result.Lower, Doc: "mean time of one event", Combine: workload.MeanOf("latency")},
+			{Name: "latency_p95", Unit: "ms", Better: result.Lower, Doc: "95th percentile time of one event", Combine: workload.PercentileOf("latency", 95)},
 		},
-		Run:   map[string]workload.RunFunc{workload.Main: runPrimes},
-		Smoke: map[string]string{"duration": "300ms", "max_prime": "3000"},
+		Histograms: []workload.Histogram{{Name: "latency", Unit: "ns", Doc: "time of every event"}},
+		Run:        map[string]workload.RunFunc{workload.Main: runPrimes},
+		Smoke:      map[string]string{"duration": "300ms", "max_prime": "3000"},
 	})
 }
 

@@ -71,16 +71,20 @@ func (r *rttHist) Observations() []result.Observation {
 	}
 }
 
+// rttHistogram declares the histogram of round trips the request/response
+// workloads record and return.
+var rttHistogram = workload.Histogram{Name: "latency", Unit: "ns", Doc: "round trip of every transaction"}
+
 // rttMetrics describes the metrics of rttHist.Observations; what says what
 // one round trip is.
 func rttMetrics(what string) []workload.Metric {
-	m := func(name, doc string) workload.Metric {
-		return workload.Metric{Name: name, Unit: "µs", Better: result.Lower, Doc: doc + " " + what}
+	m := func(name, doc string, c workload.Combine) workload.Metric {
+		return workload.Metric{Name: name, Unit: "µs", Better: result.Lower, Doc: doc + " " + what, Combine: c}
 	}
 	return []workload.Metric{
-		m("latency_mean", "mean"),
-		m("latency_p50", "median"),
-		m("latency_p99", "99th percentile"),
-		m("latency_p999", "99.9th percentile"),
+		m("latency_mean", "mean", workload.MeanOf(rttHistogram.Name)),
+		m("latency_p50", "median", workload.PercentileOf(rttHistogram.Name, 50)),
+		m("latency_p99", "99th percentile", workload.PercentileOf(rttHistogram.Name, 99)),
+		m("latency_p999", "99.9th percentile", workload.PercentileOf(rttHistogram.Name, 99.9)),
 	}
 }

@@ -26,11 +26,12 @@ const (
 
 func init() {
 	workload.Register(&workload.Spec{
-		Type:    "http.pingpong",
-		Summary: "HTTP ping-pong microservices (S2): load generator -> ping -> pong, pong answers with size bytes",
-		Params:  httpParams,
-		Metrics: httpMetrics,
-		Roles:   []string{rolePong, rolePing, workload.Client},
+		Type:       "http.pingpong",
+		Summary:    "HTTP ping-pong microservices (S2): load generator -> ping -> pong, pong answers with size bytes",
+		Params:     httpParams,
+		Metrics:    httpMetrics,
+		Histograms: []workload.Histogram{httpLatency},
+		Roles:      []string{rolePong, rolePing, workload.Client},
 		Run: map[string]workload.RunFunc{
 			rolePong:        pongServer,
 			rolePing:        pingServer,
@@ -39,11 +40,12 @@ func init() {
 		Smoke: map[string]string{"duration": "500ms", "size": "4KiB", "concurrency": "4"},
 	})
 	workload.Register(&workload.Spec{
-		Type:    "http.get",
-		Summary: "ctrbench's HTTP load generator straight to pong (no ping hop): raw HTTP request/response cost",
-		Params:  httpParams,
-		Metrics: httpMetrics,
-		Roles:   []string{rolePong, workload.Client},
+		Type:       "http.get",
+		Summary:    "ctrbench's HTTP load generator straight to pong (no ping hop): raw HTTP request/response cost",
+		Params:     httpParams,
+		Metrics:    httpMetrics,
+		Histograms: []workload.Histogram{httpLatency},
+		Roles:      []string{rolePong, workload.Client},
 		Run: map[string]workload.RunFunc{
 			rolePong: pongServer,
 			workload.Client: func(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
@@ -53,6 +55,10 @@ func init() {
 		Smoke: map[string]string{"duration": "500ms", "size": "4KiB", "concurrency": "4"},
 	})
 }
+
+// httpLatency declares the histogram of request latencies the load
+// generator records and returns.
+var httpLatency = workload.Histogram{Name: "latency", Unit: "µs", Doc: "latency of every correct request"}
 
 var (
 	httpParams = []workload.Param{
@@ -65,12 +71,12 @@ var (
 	httpMetrics = []workload.Metric{
 		{Name: "requests_per_sec", Unit: "req/s", Better: result.Higher, Doc: "correct responses per second"},
 		{Name: "transfer_rate", Unit: "MB/s", Better: result.Higher, Doc: "payload bytes of correct responses per second (S2's trans(m)), MB = 1e6 bytes"},
-		{Name: "latency_p50", Unit: "ms", Better: result.Lower, Doc: "median request latency (open loop: from the intended send time)"},
-		{Name: "latency_p90", Unit: "ms", Better: result.Lower, Doc: "90th percentile latency"},
-		{Name: "latency_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile latency"},
-		{Name: "latency_p999", Unit: "ms", Better: result.Lower, Doc: "99.9th percentile latency"},
-		{Name: "errors", Unit: "count", Better: result.Lower, Doc: "failed requests: transport errors, timeouts, wrong status or body"},
-		{Name: "latency_clamped", Unit: "count", Better: result.Lower, Doc: "correct requests slower than the latency histogram's range (duration + 2 × request_timeout), counted at its top: 0 unless an open loop fell far behind"},
+		{Name: "latency_p50", Unit: "ms", Better: result.Lower, Doc: "median request latency (open loop: from the intended send time)", Combine: workload.PercentileOf(httpLatency.Name, 50)},
+		{Name: "latency_p90", Unit: "ms", Better: result.Lower, Doc: "90th percentile latency", Combine: workload.PercentileOf(httpLatency.Name, 90)},
+		{Name: "latency_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile latency", Combine: workload.PercentileOf(httpLatency.Name, 99)},
+		{Name: "latency_p999", Unit: "ms", Better: result.Lower, Doc: "99.9th percentile latency", Combine: workload.PercentileOf(httpLatency.Name, 99.9)},
+		{Name: "errors", Unit: "count", Better: result.Lower, Doc: "failed requests: transport errors, timeouts, wrong status or body", Combine: workload.Count},
+		{Name: "latency_clamped", Unit: "count", Better: result.Lower, Doc: "correct requests slower than the latency histogram's range (duration + 2 × request_timeout), counted at its top: 0 unless an open loop fell far behind", Combine: workload.Count},
 	}
 )
 

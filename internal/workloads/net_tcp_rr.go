@@ -31,9 +31,10 @@ func init() {
 		Metrics: append([]workload.Metric{
 			{Name: "transactions_per_sec", Unit: "transactions/s", Better: result.Higher, Doc: "completed transactions per second, first request to last response"},
 		}, rttMetrics("round trip of one transaction: from the request's write to its whole response read")...),
-		Roles: []string{workload.Server, workload.Client},
-		Run:   map[string]workload.RunFunc{workload.Server: tcpRRServer, workload.Client: tcpRRClient},
-		Smoke: map[string]string{"duration": "300ms"},
+		Histograms: []workload.Histogram{rttHistogram},
+		Roles:      []string{workload.Server, workload.Client},
+		Run:        map[string]workload.RunFunc{workload.Server: tcpRRServer, workload.Client: tcpRRClient},
+		Smoke:      map[string]string{"duration": "300ms"},
 	})
 }
 

@@ -25,14 +25,15 @@ func init() {
 			workload.P("concurrency", workload.Int, "1", "flows in progress at once; 1 runs them one after another").Range(1, 256),
 		},
 		Metrics: []workload.Metric{
-			{Name: "fct_mean", Unit: "ms", Better: result.Lower, Doc: "mean flow completion time: from the start of connect() until the client has read the server's acknowledgment that all size bytes arrived"},
-			{Name: "fct_p50", Unit: "ms", Better: result.Lower, Doc: "median flow completion time (nearest rank)"},
-			{Name: "fct_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile flow completion time (nearest rank: the slowest flow when there are fewer than 100)"},
+			{Name: "fct_mean", Unit: "ms", Better: result.Lower, Doc: "mean flow completion time: from the start of connect() until the client has read the server's acknowledgment that all size bytes arrived", Combine: workload.MeanOf("fct")},
+			{Name: "fct_p50", Unit: "ms", Better: result.Lower, Doc: "median flow completion time (nearest rank)", Combine: workload.PercentileOf("fct", 50)},
+			{Name: "fct_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile flow completion time (nearest rank: the slowest flow when there are fewer than 100)", Combine: workload.PercentileOf("fct", 99)},
 			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes of all flows over the time from the first connect() to the last acknowledgment"},
 		},
-		Roles: []string{workload.Server, workload.Client},
-		Run:   map[string]workload.RunFunc{workload.Server: transferServer, workload.Client: transferClient},
-		Smoke: map[string]string{"size": "1MB", "flows": "5"},
+		Histograms: []workload.Histogram{{Name: "fct", Unit: "ns", Doc: "completion time of every flow"}},
+		Roles:      []string{workload.Server, workload.Client},
+		Run:        map[string]workload.RunFunc{workload.Server: transferServer, workload.Client: transferClient},
+		Smoke:      map[string]string{"size": "1MB", "flows": "5"},
 	})
 }
 
