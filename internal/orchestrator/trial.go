@@ -25,7 +25,7 @@ func (c *campaign) trial(ctx context.Context, pc *plan.Cell, pt schedule.Trial) 
 	t.Seen = out.Seen
 	switch {
 	case err == nil:
-		t.Status, t.Observations, t.Flags = result.OK, out.Observations, out.Flags
+		t.Status, t.Observations, t.Histograms, t.Flags = result.OK, out.Observations, out.Histograms, out.Flags
 	case errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		t.Status = result.Timeout
 		t.Error = fmt.Sprintf("timed out after %s (timeout in the experiment file): %v", timeout, err)

@@ -54,6 +54,8 @@ type Trial struct {
 // Outcome is what a trial produced besides its status.
 type Outcome struct {
 	Observations []result.Observation
+	// Histograms are the distributions the percentiles were read from.
+	Histograms []result.Histogram
 	// Raw is a tool's output when the trial failed, for the record.
 	Raw string
 	// Flags say why an ok trial's conditions were not as planned.

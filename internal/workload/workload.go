@@ -54,6 +54,11 @@ type Env struct {
 	// writable layer, a volume or a tmpfs, as the storage factor says. It
 	// exists and is empty at the start of the trial.
 	DataDir string
+	// Histogram receives, before Run returns, each histogram the role
+	// recorded (one the spec declares, encoded), to return with its
+	// result: the observations are read from it, and the pairs of a trial
+	// or the repetitions of a cell merge it.
+	Histogram func(result.Histogram)
 }
 
 // RunFunc runs one role once. It returns observations, or an error that makes

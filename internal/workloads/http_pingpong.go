@@ -364,17 +364,18 @@ func loadGenerator(ctx context.Context, p workload.Values, env workload.Env, via
 	if rep.Served < ok || rep.Served > ok+errs || rep.Pong < rep.Served || rep.Pong > ok+errs {
 		return nil, "", fmt.Errorf("validation: client got %d correct responses (%d errors), ping served %d, pong served %d", ok, errs, rep.Served, rep.Pong)
 	}
-	ms := func(q float64) float64 { return float64(all.h.ValueAtQuantile(q)) / 1000 }
-	return []result.Observation{
+	if err := keepHistogram(env, httpLatency, all.h); err != nil {
+		return nil, "", err
+	}
+	obs := []result.Observation{
 		{Metric: "requests_per_sec", Value: float64(ok) / elapsed.Seconds(), Unit: "req/s", Better: result.Higher},
 		{Metric: "transfer_rate", Value: float64(bytes) / elapsed.Seconds() / 1e6, Unit: "MB/s", Better: result.Higher},
-		{Metric: "latency_p50", Value: ms(50), Unit: "ms", Better: result.Lower},
-		{Metric: "latency_p90", Value: ms(90), Unit: "ms", Better: result.Lower},
-		{Metric: "latency_p99", Value: ms(99), Unit: "ms", Better: result.Lower},
-		{Metric: "latency_p999", Value: ms(99.9), Unit: "ms", Better: result.Lower},
-		{Metric: "errors", Value: float64(errs), Unit: "count", Better: result.Lower},
-		{Metric: "latency_clamped", Value: float64(all.clamped), Unit: "count", Better: result.Lower},
-	}, "", nil
+	}
+	obs = append(obs, percentileObservations(httpMetrics, httpLatency, all.h)...)
+	return append(obs,
+		result.Observation{Metric: "errors", Value: float64(errs), Unit: "count", Better: result.Lower},
+		result.Observation{Metric: "latency_clamped", Value: float64(all.clamped), Unit: "count", Better: result.Lower},
+	), "", nil
 }
 
 func finish(ctx context.Context, client *http.Client, url string) (doneReport, error) {
