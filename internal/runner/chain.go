@@ -212,11 +212,10 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 	for p, pr := range pairs {
 		windows[p] = result.Window{Start: pr.res.Started, End: pr.res.Ended}
 	}
-	var headline string
-	if len(c.Workload.Metrics) > 0 {
-		headline = c.Workload.Metrics[0].Name
+	var err error
+	if out.Observations, out.Histograms, err = aggregatePairs(c.Workload, perPair, hists, windows); err != nil {
+		return *out, err
 	}
-	out.Observations = aggregatePairs(perPair, windows, headline)
 	for _, ob := range out.Observations {
 		if ob.ID() == overlapID && ob.Value < minPairsOverlap {
 			out.Flags = fmt.Sprintf("the %d pairs ran together for only %.0f%% of their mean window (want %.0f%%): some started late", npairs, ob.Value, minPairsOverlap)

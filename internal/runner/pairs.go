@@ -7,6 +7,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/stats"
+	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
 // minPairsOverlap is the share of their window all pairs must run
@@ -28,7 +29,7 @@ func isRate(unit string) bool { return strings.HasSuffix(unit, "/s") }
 // (last end − first start): the sum of the rates when the pairs ran
 // together, less when they did not (never a sum of rates that were not
 // simultaneous). Other metrics are averaged.
-func aggregatePairs(perPair [][]result.Observation, windows []result.Window, headline string) []result.Observation {
+func aggregatePairs(ws *workload.Spec, perPair [][]result.Observation, hists [][]result.Histogram, windows []result.Window) ([]result.Observation, []result.Histogram, error) {
 	type agg struct {
 		ob   result.Observation
 		vals []float64
@@ -82,6 +83,10 @@ func aggregatePairs(perPair [][]result.Observation, windows []result.Window, hea
 	pairsStat := func(metric string, v float64, unit string, better result.Better) result.Observation {
 		return result.Observation{Metric: metric, Scope: result.ScopeAggregate, Kind: result.KindPairs, Value: v, Unit: unit, Better: better}
 	}
+	var headline string
+	if len(ws.Metrics) > 0 {
+		headline = ws.Metrics[0].Name
+	}
 	head := result.MetricID{Metric: headline, Scope: result.ScopeTrial, Kind: result.KindMeasure}
 	if a, ok := byMetric[head]; ok && len(a.vals) == len(perPair) {
 		lo, hi := math.Inf(1), math.Inf(-1)
@@ -108,5 +113,5 @@ func aggregatePairs(perPair [][]result.Observation, windows []result.Window, hea
 		common := max(end.Sub(start), 0)
 		aggs = append(aggs, pairsStat(overlapID.Metric, 100*float64(common)/float64(mean), "%", result.Higher))
 	}
-	return append(aggs, out...)
+	return append(aggs, out...), nil, nil
 }

@@ -6,7 +6,11 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
 )
+
+// tput is a workload whose headline is throughput.
+var tput = &workload.Spec{Metrics: []workload.Metric{{Name: "throughput", Unit: "Gbit/s", Better: result.Higher}}}
 
 func TestAggregatePairs(t *testing.T) {
 	ob := func(m string, v float64, unit string) result.Observation {
@@ -19,7 +23,11 @@ func TestAggregatePairs(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(10 * time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(11 * time.Second)}}
 	got := map[string]float64{}
-	for _, o := range aggregatePairs(per, windows, "throughput") {
+	obs, _, err := aggregatePairs(tput, per, nil, windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
 		got[o.ID().String()] = o.Value
 	}
 	want := map[string]float64{
@@ -45,7 +53,11 @@ func TestAggregatePairsApart(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(2 * time.Second)}}
 	got := map[string]float64{}
-	for _, o := range aggregatePairs(per, windows, "throughput") {
+	obs, _, err := aggregatePairs(tput, per, nil, windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
 		got[o.ID().String()] = o.Value
 	}
 	if got["throughput"] != 10 || got["pairs.overlap_pct"] != 0 {
@@ -64,7 +76,11 @@ func TestAggregatePairsIdentity(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0, End: t0.Add(time.Second)}}
 	got := map[result.MetricID]float64{}
-	for _, o := range aggregatePairs(per, windows, "throughput") {
+	obs, _, err := aggregatePairs(tput, per, nil, windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
 		got[o.ID()] = o.Value
 	}
 	for id, v := range map[result.MetricID]float64{
