@@ -17,8 +17,8 @@ func TestAggregatePairs(t *testing.T) {
 		return result.Observation{Metric: m, Value: v, Unit: unit, Better: result.Higher}
 	}
 	per := [][]result.Observation{
-		{ob("throughput", 1, "Gbit/s"), ob("latency_p99", 10, "ms")},
-		{ob("throughput", 3, "Gbit/s"), ob("latency_p99", 30, "ms")},
+		{ob("throughput", 1, "Gbit/s"), ob("jitter", 10, "ms")},
+		{ob("throughput", 3, "Gbit/s"), ob("jitter", 30, "ms")},
 	}
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(10 * time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(11 * time.Second)}}
@@ -31,8 +31,8 @@ func TestAggregatePairs(t *testing.T) {
 		got[o.ID().String()] = o.Value
 	}
 	want := map[string]float64{
-		"throughput": (1*10 + 3*10) / 11.0, "latency_p99": 20, // rates: the work over the span (11 s); the rest: the mean
-		"pair1.throughput": 1, "pair2.throughput": 3, "pair1.latency_p99": 10, "pair2.latency_p99": 30,
+		"throughput": (1*10 + 3*10) / 11.0, "jitter": 20, // rates: the work over the span (11 s); the rest: the mean
+		"pair1.throughput": 1, "pair2.throughput": 3, "pair1.jitter": 10, "pair2.jitter": 30,
 		"pairs.jain":          16.0 / (2 * 10), // (1+3)² / (2·(1+9))
 		"pairs.max_min_ratio": 3,
 		"pairs.overlap_pct":   90, // 9 s together of a 10 s mean window
@@ -85,7 +85,7 @@ func TestAggregatePairsIdentity(t *testing.T) {
 	}
 	for id, v := range map[result.MetricID]float64{
 		{Metric: "cpu_seconds", Role: "server", Kind: result.KindTelemetry, Scope: result.ScopePair, Index: 2}: 4,
-		{Metric: "cpu_seconds", Role: "server", Kind: result.KindTelemetry, Scope: result.ScopeAggregate}:      3,
+		{Metric: "cpu_seconds", Role: "server", Kind: result.KindTelemetry, Scope: result.ScopeAggregate}:      6, // a counter: the pairs' sum
 		{Metric: "throughput", Kind: result.KindMeasure, Scope: result.ScopeAggregate}:                         4,
 		{Metric: "jain", Kind: result.KindPairs, Scope: result.ScopeAggregate}:                                 0.8,
 	} {
