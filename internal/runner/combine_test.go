@@ -30,7 +30,7 @@ var rr = &workload.Spec{
 	Histograms: []workload.Histogram{{Name: "latency", Unit: "µs"}},
 }
 
-// latencies returns a histogram of n values of each of vals (µs), encoded,
+// latencies returns a histogram holding counts[v] values v (µs), encoded,
 // and its p50, p99 and p99.9 in ms, as a workload would read them.
 func latencies(t *testing.T, counts map[int64]int64) (result.Histogram, [3]float64) {
 	t.Helper()
@@ -54,8 +54,9 @@ func latencies(t *testing.T, counts map[int64]int64) (result.Histogram, [3]float
 // Two pairs, one fast (1000 requests of 1 ms), one slow (1000 of 10 ms and
 // 20 of 100 ms): the trial's percentiles are those of all 2020 requests —
 // p99 10 ms, where the mean of the pairs' p99s (1 and 100 ms) is 50.5;
-// p50 10 ms (mean 5.5). Counts add up; the loss is Σlost/Σsent; the mean latency
-// is the mean of all requests; a tool's percentile gets no aggregate.
+// p50 10 ms (mean 5.5). Counts add up; the loss is Σlost/Σsent; the mean
+// latency is the mean of all requests; a tool's percentile gets no
+// aggregate.
 func TestAggregatePairsCombinesAsDeclared(t *testing.T) {
 	fast, pf := latencies(t, map[int64]int64{1000: 1000})
 	slow, ps := latencies(t, map[int64]int64{10_000: 1000, 100_000: 20})
@@ -85,8 +86,8 @@ func TestAggregatePairsCombinesAsDeclared(t *testing.T) {
 	for name, want := range map[string]float64{
 		"latency_p50": 10, "latency_p99": 10, "latency_p999": 100, // all 2020 requests'
 		"latency_mean":                (1*1000 + 10*1000 + 100*20) / 2020.0,
-		"errors":                      8,                                 // 3 + 5, not their mean
-		"sent":                        10100,                             //
+		"errors":                      8, // 3 + 5, not their mean
+		"sent":                        10100,
 		"loss_pct":                    100 * (10 + 100) / 10100.0,        // Σlost/Σsent, not (10 + 1)/2
 		"telemetry.tcp_retrans_segs":  10,                                // a cumulative counter: 4 + 6
 		"telemetry.memory_peak_bytes": (100000 + 10000000) / 2.0,         // a level: the mean
@@ -110,8 +111,11 @@ func TestAggregatePairsCombinesAsDeclared(t *testing.T) {
 		gotScopes[h.Scope] = append(gotScopes[h.Scope], h.Index)
 		if h.Scope == result.ScopeAggregate {
 			m, err := hdr.Decode(h.Data)
-			if err != nil || m.TotalCount() != 2020 || h.Metric != "latency" || h.Unit != "µs" {
-				t.Errorf("merged histogram %s in %s: %v values, %v", h.Metric, h.Unit, m.TotalCount(), err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.TotalCount() != 2020 || h.Metric != "latency" || h.Unit != "µs" {
+				t.Errorf("merged histogram of %s in %s holds %d values, want 2020", h.Metric, h.Unit, m.TotalCount())
 			}
 		}
 	}
