@@ -190,6 +190,8 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		Ready:   func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
 		Log:     func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
 	}
+	var hists histograms
+	env.Histogram = hists.add
 	scope := o.scope()
 	neighbours, err := resolveNeighbours(o.Antagonists)
 	if err != nil {
@@ -236,6 +238,9 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		if !ob.Better.Valid() || ob.Metric == "" || ob.Value != ob.Value {
 			return result.Failf("workload %s reported an invalid observation %+v", o.Workload, ob)
 		}
+	}
+	if res.Histograms, err = hists.declared(spec); err != nil {
+		return result.Failf("workload %s: %v", o.Workload, err)
 	}
 	return res
 }

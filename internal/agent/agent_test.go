@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/hdr"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
 func runAgent(t *testing.T, o Options) []result.Event {
@@ -42,6 +44,48 @@ func TestAgentResult(t *testing.T) {
 	}
 	if res.Ended.Before(res.Started) || res.Seen["cgroup.version"] == "" {
 		t.Errorf("times or seen missing: %+v", res)
+	}
+	// The event times come back as the histogram the percentile was read
+	// from, through the JSON the agent prints.
+	if len(res.Histograms) != 1 || res.Histograms[0].Metric != "latency" || res.Histograms[0].Unit != "ns" {
+		t.Fatalf("histograms %+v, want one of latency in ns", res.Histograms)
+	}
+	h, err := hdr.Decode(res.Histograms[0].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p95, _ := hdr.Percentile(h, 95, "ns", "ms")
+	for _, ob := range res.Observations {
+		if ob.Metric == "latency_p95" && ob.Value != p95 {
+			t.Errorf("latency_p95 %v, the returned histogram's p95 %v", ob.Value, p95)
+		}
+	}
+}
+
+// A histogram the workload does not declare, or in another unit, or twice,
+// fails the run: the runner would not know which percentiles it holds.
+func TestHistogramsMustBeDeclared(t *testing.T) {
+	spec := &workload.Spec{Histograms: []workload.Histogram{{Name: "latency", Unit: "ns"}}}
+	for name, c := range map[string]struct {
+		hs   []result.Histogram
+		want string
+	}{
+		"declared":   {[]result.Histogram{{Metric: "latency", Unit: "ns"}}, ""},
+		"undeclared": {[]result.Histogram{{Metric: "fct", Unit: "ns"}}, "histogram of fct in ns, which it does not declare"},
+		"other unit": {[]result.Histogram{{Metric: "latency", Unit: "µs"}}, "histogram of latency in µs, which it does not declare"},
+		"twice":      {[]result.Histogram{{Metric: "latency", Unit: "ns"}, {Metric: "latency", Unit: "ns"}}, "twice"},
+	} {
+		var h histograms
+		for _, x := range c.hs {
+			h.add(x)
+		}
+		got, err := h.declared(spec)
+		switch {
+		case c.want == "" && (err != nil || len(got) != len(c.hs)):
+			t.Errorf("%s: %v, %v", name, got, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want %q", name, err, c.want)
+		}
 	}
 }
 

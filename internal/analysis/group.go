@@ -18,9 +18,10 @@ type groups struct {
 	ids map[cellMetric]result.MetricID
 	// seen lists each cell's metric keys in first-seen order.
 	seen map[int][]result.MetricID
-	// meta is the last observation of each metric key in the campaign:
-	// its unit and direction.
-	meta            map[result.MetricID]result.Observation
+	// meta is the last observation of each series: its unit and
+	// direction (two workloads may name a metric alike in different
+	// units).
+	meta            map[cellMetric]result.Observation
 	failed, flagged map[int]int // per cell
 }
 
@@ -30,7 +31,7 @@ type groups struct {
 func group(trials []result.Trial) groups {
 	g := groups{
 		values: map[cellMetric][]float64{}, seqs: map[cellMetric][]int{}, ids: map[cellMetric]result.MetricID{},
-		seen: map[int][]result.MetricID{}, meta: map[result.MetricID]result.Observation{},
+		seen: map[int][]result.MetricID{}, meta: map[cellMetric]result.Observation{},
 		failed: map[int]int{}, flagged: map[int]int{},
 	}
 	for _, t := range trials {
@@ -53,7 +54,7 @@ func group(trials []result.Trial) groups {
 			}
 			g.values[k] = append(g.values[k], ob.Value)
 			g.seqs[k] = append(g.seqs[k], t.Seq)
-			g.meta[k.metric] = ob
+			g.meta[k] = ob
 		}
 	}
 	return g

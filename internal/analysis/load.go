@@ -90,7 +90,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 			// under the workload's first metric.
 			if ws, ok := workload.Lookup(c.WorkloadType); ok && len(ws.Metrics) > 0 {
 				m := ws.Metrics[0]
-				g.meta[declared(m)] = result.Observation{Metric: m.Name, Unit: m.Unit, Better: m.Better}
+				g.meta[cellMetric{c.ID, declared(m)}] = result.Observation{Metric: m.Name, Unit: m.Unit, Better: m.Better}
 				metrics = []result.MetricID{declared(m)}
 			}
 		}
@@ -103,7 +103,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 			}
 			s := Series{
 				Campaign: camp.ID, Workload: c.Workload, WorkloadType: c.WorkloadType,
-				ID: id, Unit: g.meta[m].Unit, Better: g.meta[m].Better,
+				ID: id, Unit: g.meta[k].Unit, Better: g.meta[k].Better,
 				Cell: c.Factors, CellID: c.ID, Values: g.values[k], Seqs: g.seqs[k], Failed: g.failed[c.ID], Flagged: g.flagged[c.ID],
 				Interference: hasNeighbours(c),
 			}

@@ -212,3 +212,26 @@ func TestSameMetric(t *testing.T) {
 		}
 	}
 }
+
+// Two workloads may name a metric alike in different units (net.tcp_rr's
+// latency_p50 in µs, http.get's in ms): each series keeps its own cell's
+// unit and direction, never the campaign's last.
+func TestUnitsArePerCell(t *testing.T) {
+	m := &trialMaker{}
+	p50 := func(v float64, unit string) result.Observation {
+		return result.Observation{Metric: "latency_p50", Value: v, Unit: unit, Better: result.Lower}
+	}
+	cells := []result.Cell{
+		{ID: 1, Workload: "rr", WorkloadType: "net.tcp_rr", Factors: map[string]string{}},
+		{ID: 2, Workload: "get", WorkloadType: "http.get", Factors: map[string]string{}},
+	}
+	trials := []result.Trial{m.ok(1, p50(23, "µs")), m.ok(2, p50(0.2, "ms"))}
+	l := load(t, NewMemory(result.Campaign{ID: "c"}, cells, trials))
+	id := result.MetricID{Metric: "latency_p50", Scope: result.ScopeTrial, Kind: result.KindMeasure}
+	if u := series(t, l, 1, id).Unit; u != "µs" {
+		t.Errorf("net.tcp_rr's latency_p50 in %q, want µs", u)
+	}
+	if u := series(t, l, 2, id).Unit; u != "ms" {
+		t.Errorf("http.get's latency_p50 in %q, want ms", u)
+	}
+}

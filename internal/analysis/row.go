@@ -70,10 +70,20 @@ type Row struct {
 // order of first appearance; metrics as SameMetric groups them) and then
 // cell ID, so output does not depend on how the series were ordered.
 func Rows(series []Series) []Row {
+	ordered := orderSeries(series)
+	rows := make([]Row, len(ordered))
+	for i, s := range ordered {
+		rows[i] = row(s)
+	}
+	return rows
+}
+
+// orderSeries orders series as Rows does.
+func orderSeries(series []Series) []Series {
 	wOrder, mOrder := map[string]int{}, map[result.MetricID]int{}
 	type keyed struct {
 		w, m, cell int
-		row        Row
+		s          Series
 	}
 	ks := make([]keyed, 0, len(series))
 	for _, s := range series {
@@ -84,7 +94,7 @@ func Rows(series []Series) []Row {
 		if _, ok := mOrder[m]; !ok {
 			mOrder[m] = len(mOrder)
 		}
-		ks = append(ks, keyed{wOrder[s.Workload], mOrder[m], s.CellID, row(s)})
+		ks = append(ks, keyed{wOrder[s.Workload], mOrder[m], s.CellID, s})
 	}
 	sort.SliceStable(ks, func(i, j int) bool {
 		a, b := ks[i], ks[j]
@@ -96,11 +106,11 @@ func Rows(series []Series) []Row {
 		}
 		return a.cell < b.cell
 	})
-	rows := make([]Row, len(ks))
+	out := make([]Series, len(ks))
 	for i, k := range ks {
-		rows[i] = k.row
+		out[i] = k.s
 	}
-	return rows
+	return out
 }
 
 func row(s Series) Row {

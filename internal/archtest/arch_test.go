@@ -57,7 +57,7 @@ func TestOnlyOnePackageImports(t *testing.T) {
 // capabilities); its subpackages, the drivers, act.
 func TestComputeDoesNotImportAct(t *testing.T) {
 	compute := []string{"internal/stats", "internal/analysis", "internal/report", "internal/spec", "internal/result", "internal/workload",
-		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform"}
+		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform", "internal/hdr"}
 	act := []string{"internal/orchestrator", "internal/runner", "internal/campaign", "internal/store", "internal/platform/",
 		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/netns"}
 	all := imports(t)

@@ -128,11 +128,33 @@ func TestStoredReportsGolden(t *testing.T) {
 	}
 }
 
+// A campaign stored with histograms (schema 5: net.tcp_rr, net.udp_rr,
+// http.get, net.transfer and http.wrk, one pair and two, on the native
+// platform): the table says which percentiles it shows, and --pooled
+// prints the percentiles of all requests of each cell's trials, read from
+// the stored histograms, in every form.
+func TestPooledReportsGolden(t *testing.T) {
+	db := storedFile(t, "v5-hist.db")
+	for name, args := range map[string][]string{
+		"table":       {"report"},
+		"pooled":      {"report", "--pooled"},
+		"pooled-csv":  {"report", "--pooled", "--format", "csv"},
+		"pooled-json": {"report", "--pooled", "--format", "json"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			golden(t, "stored/hist-"+name+".golden", runMain(t, append(args, "--db", db)...))
+		})
+	}
+}
+
 // storedCopy is a copy of the v3 results file to read (opening it upgrades
 // it in place).
-func storedCopy(t *testing.T) string {
+func storedCopy(t *testing.T) string { return storedFile(t, "v3.db") }
+
+// storedFile is a copy of a results file in testdata/stored.
+func storedFile(t *testing.T, name string) string {
 	t.Helper()
-	src, err := os.ReadFile("testdata/stored/v3.db")
+	src, err := os.ReadFile(filepath.Join("testdata/stored", name))
 	if err != nil {
 		t.Fatal(err)
 	}

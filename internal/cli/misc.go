@@ -57,9 +57,9 @@ func newWorkloadsCmd() *cobra.Command {
 			for _, p := range s.Params {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Default, p.Describe(), p.Doc)
 			}
-			fmt.Fprintln(tw, "\nmetric\tunit\tbetter\tmeaning")
+			fmt.Fprintln(tw, "\nmetric\tunit\tbetter\tover pairs\tmeaning")
 			for _, m := range s.Metrics {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.Unit, m.Better, m.Doc)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, m.Unit, m.Better, m.Combine.Describe(m.Unit), m.Doc)
 			}
 			return tw.Flush()
 		},

@@ -15,6 +15,9 @@ import (
 	"github.com/ctrbench/ctrbench/internal/store"
 )
 
+// The store holds the trials' histograms apart, for --pooled.
+var _ analysis.HistogramSource = (*store.DB)(nil)
+
 type reportOptions struct {
 	DB        string
 	Campaign  string
@@ -23,6 +26,7 @@ type reportOptions struct {
 	Telemetry bool
 	PerPair   bool
 	Matrix    bool
+	Pooled    bool
 	Baseline  []string // factor=level overrides of the campaign's baseline
 }
 
@@ -61,6 +65,7 @@ func newReportCmd() *cobra.Command {
 	c.Flags().BoolVar(&o.Matrix, "matrix", false, "co-location campaigns: S0's matrices, targets by neighbours per case, IR with intervals and mean [SD]")
 	c.Flags().StringArrayVar(&o.Baseline, "baseline", nil, "compare against another baseline than the experiment's: factor=level (repeatable), e.g. --baseline layer=reference")
 	c.Flags().BoolVar(&o.PerPair, "per-pair", false, "also show each client/server pair's own results (pair<i>.<metric>) in the table, with pairs > 1; JSON and CSV always include them")
+	c.Flags().BoolVar(&o.Pooled, "pooled", false, "instead: each cell's percentiles of all requests of all its trials, from their stored histograms, beside the mean of the trials' own percentiles that the report shows")
 	c.Flags().BoolVar(&o.Telemetry, "telemetry", false, "also show telemetry (CPU time, throttling, memory peak, I/O, context switches, retransmissions) in the table; JSON and CSV always include it")
 	return c
 }
@@ -68,13 +73,22 @@ func newReportCmd() *cobra.Command {
 // writeReport prints campaign o.Campaign's report, or its failed trials,
 // from src. A format or baseline the user got wrong is a usage error.
 func writeReport(ctx context.Context, src analysis.Source, o reportOptions, w io.Writer) error {
+	if o.Pooled && (o.Failures || o.Matrix) {
+		return usageError{errors.New("--pooled prints percentiles; it does not combine with --failures or --matrix")}
+	}
 	if o.Failures {
 		return report.WriteFailures(ctx, w, src, o.Campaign)
 	}
-	err := report.Write(ctx, w, src, report.Options{
+	ro := report.Options{
 		Campaign: o.Campaign, Format: o.Format, Matrix: o.Matrix, Baseline: o.Baseline,
 		Filter: analysis.Filter{Telemetry: o.Telemetry, PerPair: o.PerPair},
-	})
+	}
+	var err error
+	if o.Pooled {
+		err = report.WritePooled(ctx, w, src, ro)
+	} else {
+		err = report.Write(ctx, w, src, ro)
+	}
 	var bad *analysis.BaselineError
 	switch {
 	case errors.As(err, &bad):

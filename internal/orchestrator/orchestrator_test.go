@@ -86,6 +86,11 @@ workloads:
 		if tr.Ended.Before(tr.Started) {
 			t.Errorf("trial %d ends before it starts", tr.Seq)
 		}
+		// cpu.primes returns its event times, tcp_stream no histogram.
+		primes := len(tr.Observations) > 0 && tr.Observations[0].Metric == "events_per_sec"
+		if len(tr.Histograms) != map[bool]int{true: 1}[primes] || primes && tr.Histograms[0].Metric != "latency" {
+			t.Errorf("trial %d (primes %v) has histograms %+v", tr.Seq, primes, tr.Histograms)
+		}
 	}
 	if warm != 3 {
 		t.Errorf("%d warm-ups, want 3", warm)

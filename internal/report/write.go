@@ -45,13 +45,25 @@ func Write(ctx context.Context, w io.Writer, src analysis.Source, o Options) err
 		return err
 	}
 	rows := analysis.Rows(l.Series)
-	if o.Format == "table" {
-		if err := header(w, l.Campaign); err != nil {
-			return err
-		}
-		rows = o.Filter.Apply(rows)
+	if o.Format != "table" {
+		return f(w, rows)
 	}
-	return f(w, rows)
+	if err := header(w, l.Campaign); err != nil {
+		return err
+	}
+	if err := f(w, o.Filter.Apply(rows)); err != nil {
+		return err
+	}
+	// A campaign that stored histograms can show percentiles of another
+	// kind: say which kind the table's are.
+	pooled, err := analysis.Poolable(ctx, src, l.Campaign.ID)
+	if err != nil || !pooled {
+		return err
+	}
+	if _, err := fmt.Fprintln(w, percentileNote); err != nil {
+		return fmt.Errorf("write table legend: %w", err)
+	}
+	return nil
 }
 
 // header is the table's first line: which campaign, from which file, in

@@ -164,6 +164,7 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 	out.Flags = cres.Seen[neighbour.FlagKey]
 	out.see("", cres.Seen)
 	perPair := make([][]result.Observation, npairs)
+	hists := make([][]result.Histogram, npairs)
 	for p, pr := range pairs {
 		obs, raw, err := observations(pr.res)
 		if err != nil {
@@ -173,6 +174,7 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 			return *out, pairErr(npairs, p, err)
 		}
 		perPair[p] = obs
+		hists[p] = pr.res.Histograms
 	}
 	// Servers finish once their client is done.
 	gctx, cancel := context.WithTimeout(ctx, serverGrace)
@@ -196,21 +198,24 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 				ob.Role = srv.role.Name
 				perPair[p] = append(perPair[p], ob)
 			}
+			for _, h := range sres.Histograms {
+				h.Role = srv.role.Name
+				hists[p] = append(hists[p], h)
+			}
 		}
 	}
 	if npairs == 1 {
-		out.Observations = perPair[0]
+		out.Observations, out.Histograms = perPair[0], hists[0]
 		return *out, nil
 	}
 	windows := make([]result.Window, npairs)
 	for p, pr := range pairs {
 		windows[p] = result.Window{Start: pr.res.Started, End: pr.res.Ended}
 	}
-	var headline string
-	if len(c.Workload.Metrics) > 0 {
-		headline = c.Workload.Metrics[0].Name
+	var err error
+	if out.Observations, out.Histograms, err = aggregatePairs(c.Workload, perPair, hists, windows); err != nil {
+		return *out, err
 	}
-	out.Observations = aggregatePairs(perPair, windows, headline)
 	for _, ob := range out.Observations {
 		if ob.ID() == overlapID && ob.Value < minPairsOverlap {
 			out.Flags = fmt.Sprintf("the %d pairs ran together for only %.0f%% of their mean window (want %.0f%%): some started late", npairs, ob.Value, minPairsOverlap)

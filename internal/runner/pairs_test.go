@@ -6,25 +6,33 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/workload"
 )
+
+// tput is a workload whose headline is throughput.
+var tput = &workload.Spec{Metrics: []workload.Metric{{Name: "throughput", Unit: "Gbit/s", Better: result.Higher}}}
 
 func TestAggregatePairs(t *testing.T) {
 	ob := func(m string, v float64, unit string) result.Observation {
 		return result.Observation{Metric: m, Value: v, Unit: unit, Better: result.Higher}
 	}
 	per := [][]result.Observation{
-		{ob("throughput", 1, "Gbit/s"), ob("latency_p99", 10, "ms")},
-		{ob("throughput", 3, "Gbit/s"), ob("latency_p99", 30, "ms")},
+		{ob("throughput", 1, "Gbit/s"), ob("jitter", 10, "ms")},
+		{ob("throughput", 3, "Gbit/s"), ob("jitter", 30, "ms")},
 	}
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(10 * time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(11 * time.Second)}}
 	got := map[string]float64{}
-	for _, o := range aggregatePairs(per, windows, "throughput") {
+	obs, _, err := aggregatePairs(tput, per, nil, windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
 		got[o.ID().String()] = o.Value
 	}
 	want := map[string]float64{
-		"throughput": (1*10 + 3*10) / 11.0, "latency_p99": 20, // rates: the work over the span (11 s); the rest: the mean
-		"pair1.throughput": 1, "pair2.throughput": 3, "pair1.latency_p99": 10, "pair2.latency_p99": 30,
+		"throughput": (1*10 + 3*10) / 11.0, "jitter": 20, // rates: the work over the span (11 s); the rest: the mean
+		"pair1.throughput": 1, "pair2.throughput": 3, "pair1.jitter": 10, "pair2.jitter": 30,
 		"pairs.jain":          16.0 / (2 * 10), // (1+3)² / (2·(1+9))
 		"pairs.max_min_ratio": 3,
 		"pairs.overlap_pct":   90, // 9 s together of a 10 s mean window
@@ -45,7 +53,11 @@ func TestAggregatePairsApart(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(2 * time.Second)}}
 	got := map[string]float64{}
-	for _, o := range aggregatePairs(per, windows, "throughput") {
+	obs, _, err := aggregatePairs(tput, per, nil, windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
 		got[o.ID().String()] = o.Value
 	}
 	if got["throughput"] != 10 || got["pairs.overlap_pct"] != 0 {
@@ -64,12 +76,16 @@ func TestAggregatePairsIdentity(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0, End: t0.Add(time.Second)}}
 	got := map[result.MetricID]float64{}
-	for _, o := range aggregatePairs(per, windows, "throughput") {
+	obs, _, err := aggregatePairs(tput, per, nil, windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
 		got[o.ID()] = o.Value
 	}
 	for id, v := range map[result.MetricID]float64{
 		{Metric: "cpu_seconds", Role: "server", Kind: result.KindTelemetry, Scope: result.ScopePair, Index: 2}: 4,
-		{Metric: "cpu_seconds", Role: "server", Kind: result.KindTelemetry, Scope: result.ScopeAggregate}:      3,
+		{Metric: "cpu_seconds", Role: "server", Kind: result.KindTelemetry, Scope: result.ScopeAggregate}:      6, // a counter: the pairs' sum
 		{Metric: "throughput", Kind: result.KindMeasure, Scope: result.ScopeAggregate}:                         4,
 		{Metric: "jain", Kind: result.KindPairs, Scope: result.ScopeAggregate}:                                 0.8,
 	} {

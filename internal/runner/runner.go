@@ -54,6 +54,8 @@ type Trial struct {
 // Outcome is what a trial produced besides its status.
 type Outcome struct {
 	Observations []result.Observation
+	// Histograms are the distributions the percentiles were read from.
+	Histograms []result.Histogram
 	// Raw is a tool's output when the trial failed, for the record.
 	Raw string
 	// Flags say why an ok trial's conditions were not as planned.
@@ -61,8 +63,6 @@ type Outcome struct {
 	// Seen is what the agents observed of their environment; a server's
 	// keys are prefixed with its role.
 	Seen map[string]string
-	// Histograms are the distributions the agents recorded.
-	Histograms []result.Histogram
 }
 
 // see merges what an agent saw into the outcome.

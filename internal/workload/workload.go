@@ -27,6 +27,8 @@ type Metric struct {
 	Unit   string
 	Better result.Better
 	Doc    string
+	// Combine says how several pairs' values make the trial's.
+	Combine Combine
 }
 
 // Tool is an external program a workload runs; the image builder copies it
@@ -52,6 +54,11 @@ type Env struct {
 	// writable layer, a volume or a tmpfs, as the storage factor says. It
 	// exists and is empty at the start of the trial.
 	DataDir string
+	// Histogram receives, before Run returns, each histogram the role
+	// recorded (one the spec declares, encoded), to return with its
+	// result: the observations are read from it, and the pairs of a trial
+	// or the repetitions of a cell merge it.
+	Histogram func(result.Histogram)
 }
 
 // RunFunc runs one role once. It returns observations, or an error that makes
@@ -64,9 +71,12 @@ type Spec struct {
 	Summary string
 	Params  []Param
 	Metrics []Metric
-	Roles   []string // nil means []string{Main}
-	Tools   []Tool
-	Run     map[string]RunFunc // by role
+	// Histograms are the distributions the driving role records and
+	// returns, those its percentile metrics are read from.
+	Histograms []Histogram
+	Roles      []string // nil means []string{Main}
+	Tools      []Tool
+	Run        map[string]RunFunc // by role
 	// Smoke are parameters for a run of a second or two: the end-to-end
 	// test runs every registered workload with them on every platform.
 	Smoke map[string]string
@@ -162,6 +172,9 @@ func Register(s *Spec) {
 		if !m.Better.Valid() {
 			panic(fmt.Sprintf("workload %s: metric %s has no direction", s.Type, m.Name))
 		}
+	}
+	if err := s.checkCombine(); err != nil {
+		panic(fmt.Sprintf("workload %s: %v", s.Type, err))
 	}
 	registry[s.Type] = s
 }

@@ -41,8 +41,8 @@ func init() {
 			workload.P("repeat", workload.Int, "1", "solves of the same system in one trial; the best and the mean are reported").Range(1, 1000),
 		},
 		Metrics: []workload.Metric{
-			{Name: "gflops", Unit: "GFLOPS", Better: result.Higher, Doc: "(2/3·n³ + 2·n²) / time of the best solve"},
-			{Name: "gflops_mean", Unit: "GFLOPS", Better: result.Higher, Doc: "the same over the mean solve time"},
+			{Name: "gflops", Unit: "GFLOPS", Better: result.Higher, Doc: "(2/3·n³ + 2·n²) / time of the best solve", Combine: workload.Rate},
+			{Name: "gflops_mean", Unit: "GFLOPS", Better: result.Higher, Doc: "the same over the mean solve time", Combine: workload.Rate},
 			{Name: "seconds", Unit: "s", Better: result.Lower, Doc: "time of the best solve"},
 			{Name: "scaled_residual", Unit: "ratio", Better: result.Lower, Doc: "largest ||Ax−b||∞ / (||A||∞·||x||∞·n·ε) over the solves; must be below 16"},
 		},

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sort"
 	"sync"
 	"time"
 
@@ -23,14 +22,20 @@ func init() {
 			workload.P("threads", workload.Int, "1", "worker threads, each locked to an OS thread").Range(1, 1024),
 			workload.P("duration", workload.Duration, "5s", "measured time").Range(0.05, 86400),
 		},
-		Metrics: []workload.Metric{
-			{Name: "events_per_sec", Unit: "events/s", Better: result.Higher, Doc: "completed events per second, all threads"},
-			{Name: "latency_avg", Unit: "ms", Better: result.Lower, Doc: "mean time of one event"},
-			{Name: "latency_p95", Unit: "ms", Better: result.Lower, Doc: "95th percentile time of one event"},
-		},
-		Run:   map[string]workload.RunFunc{workload.Main: runPrimes},
-		Smoke: map[string]string{"duration": "300ms", "max_prime": "3000"},
+		Metrics:    primesMetrics,
+		Histograms: []workload.Histogram{primesHistogram},
+		Run:        map[string]workload.RunFunc{workload.Main: runPrimes},
+		Smoke:      map[string]string{"duration": "300ms", "max_prime": "3000"},
 	})
+}
+
+// primesHistogram declares the event times cpu.primes records.
+var primesHistogram = durationHistogram("latency", "time of every event")
+
+var primesMetrics = []workload.Metric{
+	{Name: "events_per_sec", Unit: "events/s", Better: result.Higher, Doc: "completed events per second, all threads"},
+	{Name: "latency_avg", Unit: "ms", Better: result.Lower, Doc: "mean time of one event", Combine: workload.MeanOf(primesHistogram.Name)},
+	{Name: "latency_p95", Unit: "ms", Better: result.Lower, Doc: "95th percentile time of one event (HDR histogram, 3 significant digits)", Combine: workload.PercentileOf(primesHistogram.Name, 95)},
 }
 
 // primeEvent counts primes in [3, max) by trial division, as sysbench's cpu
@@ -111,42 +116,23 @@ func runPrimes(ctx context.Context, p workload.Values, env workload.Env) ([]resu
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	var all []time.Duration
+	events := newDurations(primesHistogram, longMax)
 	bad := 0
 	for _, w := range workers {
-		all = append(all, w.lat...)
+		for _, d := range w.lat {
+			events.Record(d)
+		}
 		bad += w.bad
 	}
 	if bad > 0 {
 		return nil, "", fmt.Errorf("validation: %d events counted a wrong number of primes below %d (want %d)", bad, max, want)
 	}
-	if len(all) == 0 {
+	if events.Count() == 0 {
 		return nil, "", fmt.Errorf("no event completed within %s; lower max_prime or raise duration", dur)
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	var sum time.Duration
-	for _, d := range all {
-		sum += d
+	if err := events.keep(env); err != nil {
+		return nil, "", err
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return []result.Observation{
-		{Metric: "events_per_sec", Value: float64(len(all)) / elapsed.Seconds(), Unit: "events/s", Better: result.Higher},
-		{Metric: "latency_avg", Value: ms(sum) / float64(len(all)), Unit: "ms", Better: result.Lower},
-		{Metric: "latency_p95", Value: ms(percentile(all, 0.95)), Unit: "ms", Better: result.Lower},
-	}, "", nil
-}
-
-// percentile of sorted durations, nearest-rank.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted))*q+0.999999) - 1
-	if i < 0 {
-		i = 0
-	}
-	if i >= len(sorted) {
-		i = len(sorted) - 1
-	}
-	return sorted[i]
+	obs := []result.Observation{{Metric: "events_per_sec", Value: float64(events.Count()) / elapsed.Seconds(), Unit: "events/s", Better: result.Higher}}
+	return append(obs, events.Observations(primesMetrics)...), "", nil
 }

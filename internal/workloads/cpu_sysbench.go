@@ -25,7 +25,7 @@ func init() {
 		Metrics: []workload.Metric{
 			{Name: "events_per_sec", Unit: "events/s", Better: result.Higher, Doc: "completed events per second, all threads (sysbench's \"events per second\")"},
 			{Name: "latency_avg", Unit: "ms", Better: result.Lower, Doc: "mean time of one event: latency sum ÷ events"},
-			{Name: "latency_p95", Unit: "ms", Better: result.Lower, Doc: "95th percentile time of one event, from sysbench's latency histogram"},
+			{Name: "latency_p95", Unit: "ms", Better: result.Lower, Doc: "95th percentile time of one event, from sysbench's latency histogram", Combine: workload.PairsOnly},
 		},
 		Tools: []workload.Tool{sysbenchTool},
 		Run:   map[string]workload.RunFunc{workload.Main: runSysbenchCPU},

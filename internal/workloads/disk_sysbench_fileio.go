@@ -44,7 +44,7 @@ func init() {
 			{Name: "written_mbs", Unit: "MiB/s", Better: result.Higher, Doc: "bytes written per second as sysbench reports it (MiB = 2^20 bytes); write modes and rndrw only"},
 			{Name: "ops_per_sec", Unit: "ops/s", Better: result.Higher, Doc: "reads/s + writes/s + fsyncs/s"},
 			{Name: "latency_avg", Unit: "ms", Better: result.Lower, Doc: "mean time of one request (read, write or fsync): latency sum ÷ events"},
-			{Name: "latency_p95", Unit: "ms", Better: result.Lower, Doc: "95th percentile time of one request, from sysbench's latency histogram"},
+			{Name: "latency_p95", Unit: "ms", Better: result.Lower, Doc: "95th percentile time of one request, from sysbench's latency histogram", Combine: workload.PairsOnly},
 		},
 		Tools: []workload.Tool{sysbenchTool},
 		Run:   map[string]workload.RunFunc{workload.Main: runSysbenchFileio},

@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
@@ -28,11 +26,12 @@ const (
 
 func init() {
 	workload.Register(&workload.Spec{
-		Type:    "http.pingpong",
-		Summary: "HTTP ping-pong microservices (S2): load generator -> ping -> pong, pong answers with size bytes",
-		Params:  httpParams,
-		Metrics: httpMetrics,
-		Roles:   []string{rolePong, rolePing, workload.Client},
+		Type:       "http.pingpong",
+		Summary:    "HTTP ping-pong microservices (S2): load generator -> ping -> pong, pong answers with size bytes",
+		Params:     httpParams,
+		Metrics:    httpMetrics,
+		Histograms: []workload.Histogram{httpLatency},
+		Roles:      []string{rolePong, rolePing, workload.Client},
 		Run: map[string]workload.RunFunc{
 			rolePong:        pongServer,
 			rolePing:        pingServer,
@@ -41,11 +40,12 @@ func init() {
 		Smoke: map[string]string{"duration": "500ms", "size": "4KiB", "concurrency": "4"},
 	})
 	workload.Register(&workload.Spec{
-		Type:    "http.get",
-		Summary: "ctrbench's HTTP load generator straight to pong (no ping hop): raw HTTP request/response cost",
-		Params:  httpParams,
-		Metrics: httpMetrics,
-		Roles:   []string{rolePong, workload.Client},
+		Type:       "http.get",
+		Summary:    "ctrbench's HTTP load generator straight to pong (no ping hop): raw HTTP request/response cost",
+		Params:     httpParams,
+		Metrics:    httpMetrics,
+		Histograms: []workload.Histogram{httpLatency},
+		Roles:      []string{rolePong, workload.Client},
 		Run: map[string]workload.RunFunc{
 			rolePong: pongServer,
 			workload.Client: func(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
@@ -55,6 +55,10 @@ func init() {
 		Smoke: map[string]string{"duration": "500ms", "size": "4KiB", "concurrency": "4"},
 	})
 }
+
+// httpLatency declares the histogram of request latencies the load
+// generator records and returns.
+var httpLatency = workload.Histogram{Name: "latency", Unit: "µs", Doc: "latency of every correct request"}
 
 var (
 	httpParams = []workload.Param{
@@ -67,11 +71,12 @@ var (
 	httpMetrics = []workload.Metric{
 		{Name: "requests_per_sec", Unit: "req/s", Better: result.Higher, Doc: "correct responses per second"},
 		{Name: "transfer_rate", Unit: "MB/s", Better: result.Higher, Doc: "payload bytes of correct responses per second (S2's trans(m)), MB = 1e6 bytes"},
-		{Name: "latency_p50", Unit: "ms", Better: result.Lower, Doc: "median request latency (open loop: from the intended send time)"},
-		{Name: "latency_p90", Unit: "ms", Better: result.Lower, Doc: "90th percentile latency"},
-		{Name: "latency_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile latency"},
-		{Name: "latency_p999", Unit: "ms", Better: result.Lower, Doc: "99.9th percentile latency"},
-		{Name: "errors", Unit: "count", Better: result.Lower, Doc: "failed requests: transport errors, timeouts, wrong status or body"},
+		{Name: "latency_p50", Unit: "ms", Better: result.Lower, Doc: "median request latency (open loop: from the intended send time)", Combine: workload.PercentileOf(httpLatency.Name, 50)},
+		{Name: "latency_p90", Unit: "ms", Better: result.Lower, Doc: "90th percentile latency", Combine: workload.PercentileOf(httpLatency.Name, 90)},
+		{Name: "latency_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile latency", Combine: workload.PercentileOf(httpLatency.Name, 99)},
+		{Name: "latency_p999", Unit: "ms", Better: result.Lower, Doc: "99.9th percentile latency", Combine: workload.PercentileOf(httpLatency.Name, 99.9)},
+		{Name: "errors", Unit: "count", Better: result.Lower, Doc: "failed requests: transport errors, timeouts, wrong status or body", Combine: workload.Count},
+		{Name: "latency_clamped", Unit: "count", Better: result.Lower, Doc: "correct requests slower than the latency histogram's range (duration + 2 × request_timeout), counted at its top: 0 unless an open loop fell far behind", Combine: workload.Count},
 	}
 )
 
@@ -208,8 +213,8 @@ func pingServer(ctx context.Context, p workload.Values, env workload.Env) ([]res
 // worker state: its own histogram, no locks on the hot path.
 type ppWorker struct {
 	conn   *h1conn
-	n      int64                   // responses read
-	hist   *hdrhistogram.Histogram // microseconds
+	n      int64 // responses read
+	lat    *latencies
 	ok     int64
 	bytes  int64
 	errs   int64
@@ -258,12 +263,12 @@ func loadGenerator(ctx context.Context, p workload.Values, env workload.Env, via
 		}
 		w.ok++
 		w.bytes += int64(n)
-		_ = w.hist.RecordValue(lat.Microseconds())
+		w.lat.record(lat)
 	}
 
 	workers := make([]*ppWorker, conc)
 	for i := range workers {
-		workers[i] = &ppWorker{hist: hdrhistogram.New(1, 120_000_000, 3), conn: newH1Conn(env.Target, path, timeout)}
+		workers[i] = &ppWorker{lat: newLatencies(p), conn: newH1Conn(env.Target, path, timeout)}
 	}
 	defer func() {
 		for _, w := range workers {
@@ -327,11 +332,11 @@ func loadGenerator(ctx context.Context, p workload.Values, env workload.Env, via
 		return nil, "", err
 	}
 
-	all := hdrhistogram.New(1, 120_000_000, 3)
+	all := newLatencies(p)
 	var ok, bytes, errs int64
 	lastErr := ""
 	for _, w := range workers {
-		all.Merge(w.hist)
+		all.merge(w.lat)
 		ok += w.ok
 		bytes += w.bytes
 		errs += w.errs
@@ -359,16 +364,18 @@ func loadGenerator(ctx context.Context, p workload.Values, env workload.Env, via
 	if rep.Served < ok || rep.Served > ok+errs || rep.Pong < rep.Served || rep.Pong > ok+errs {
 		return nil, "", fmt.Errorf("validation: client got %d correct responses (%d errors), ping served %d, pong served %d", ok, errs, rep.Served, rep.Pong)
 	}
-	ms := func(q float64) float64 { return float64(all.ValueAtQuantile(q)) / 1000 }
-	return []result.Observation{
+	if err := keepHistogram(env, httpLatency, all.h); err != nil {
+		return nil, "", err
+	}
+	obs := []result.Observation{
 		{Metric: "requests_per_sec", Value: float64(ok) / elapsed.Seconds(), Unit: "req/s", Better: result.Higher},
 		{Metric: "transfer_rate", Value: float64(bytes) / elapsed.Seconds() / 1e6, Unit: "MB/s", Better: result.Higher},
-		{Metric: "latency_p50", Value: ms(50), Unit: "ms", Better: result.Lower},
-		{Metric: "latency_p90", Value: ms(90), Unit: "ms", Better: result.Lower},
-		{Metric: "latency_p99", Value: ms(99), Unit: "ms", Better: result.Lower},
-		{Metric: "latency_p999", Value: ms(99.9), Unit: "ms", Better: result.Lower},
-		{Metric: "errors", Value: float64(errs), Unit: "count", Better: result.Lower},
-	}, "", nil
+	}
+	obs = append(obs, percentileObservations(httpMetrics, httpLatency, all.h)...)
+	return append(obs,
+		result.Observation{Metric: "errors", Value: float64(errs), Unit: "count", Better: result.Lower},
+		result.Observation{Metric: "latency_clamped", Value: float64(all.clamped), Unit: "count", Better: result.Lower},
+	), "", nil
 }
 
 func finish(ctx context.Context, client *http.Client, url string) (doneReport, error) {

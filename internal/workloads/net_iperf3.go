@@ -31,9 +31,10 @@ func init() {
 		},
 		Metrics: []workload.Metric{
 			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "TCP: bits received by the server per second; UDP: bits per second delivered"},
-			{Name: "retransmits", Unit: "count", Better: result.Lower, Doc: "TCP retransmissions by the sender"},
+			{Name: "retransmits", Unit: "count", Better: result.Lower, Doc: "TCP retransmissions by the sender", Combine: workload.Count},
 			{Name: "jitter", Unit: "ms", Better: result.Lower, Doc: "UDP jitter"},
-			{Name: "loss", Unit: "%", Better: result.Lower, Doc: "UDP datagrams lost"},
+			{Name: "loss", Unit: "%", Better: result.Lower, Doc: "UDP datagrams lost", Combine: workload.WeightedBy("sent")},
+			{Name: "sent", Unit: "datagrams", Better: result.Higher, Doc: "UDP datagrams iperf3 counted (end.sum.packets): what loss is a share of", Combine: workload.Count},
 		},
 		Roles: []string{workload.Server, workload.Client},
 		Tools: []workload.Tool{iperf3Tool},
@@ -171,6 +172,7 @@ func parseIperf3(stdout []byte, raw string, runErr error, udp bool) ([]result.Ob
 			{Metric: "throughput", Value: j.End.Sum.BitsPerSecond * (1 - j.End.Sum.LostPercent/100) / 1e9, Unit: "Gbit/s", Better: result.Higher},
 			{Metric: "jitter", Value: j.End.Sum.JitterMs, Unit: "ms", Better: result.Lower},
 			{Metric: "loss", Value: j.End.Sum.LostPercent, Unit: "%", Better: result.Lower},
+			{Metric: "sent", Value: float64(j.End.Sum.Packets), Unit: "datagrams", Better: result.Higher},
 		}, "", nil
 	}
 	if j.End.SumReceived == nil || j.End.SumReceived.Bytes <= 0 {

@@ -30,13 +30,14 @@ func init() {
 			workload.P("duration", workload.Duration, "5s", "test time (-t); sockperf takes whole seconds, so it is rounded up, and ping-pong statistics leave out the first 400ms (warm-up) and the tail").Range(1, 86400),
 		},
 		Metrics: []workload.Metric{
-			{Name: "latency_avg", Unit: "µs", Better: result.Lower, Doc: "ping-pong: mean round trip (sockperf --full-rtt)"},
-			{Name: "latency_p50", Unit: "µs", Better: result.Lower, Doc: "ping-pong: median round trip"},
-			{Name: "latency_p99", Unit: "µs", Better: result.Lower, Doc: "ping-pong: 99th percentile round trip"},
-			{Name: "latency_p999", Unit: "µs", Better: result.Lower, Doc: "ping-pong: 99.9th percentile round trip"},
+			{Name: "latency_avg", Unit: "µs", Better: result.Lower, Doc: "ping-pong: mean round trip (sockperf --full-rtt)", Combine: workload.WeightedBy("sent")},
+			{Name: "latency_p50", Unit: "µs", Better: result.Lower, Doc: "ping-pong: median round trip", Combine: workload.PairsOnly},
+			{Name: "latency_p99", Unit: "µs", Better: result.Lower, Doc: "ping-pong: 99th percentile round trip", Combine: workload.PairsOnly},
+			{Name: "latency_p999", Unit: "µs", Better: result.Lower, Doc: "ping-pong: 99.9th percentile round trip", Combine: workload.PairsOnly},
 			{Name: "msg_per_sec", Unit: "msg/s", Better: result.Higher, Doc: "throughput: messages the client sent per second"},
 			{Name: "mbps", Unit: "Mbit/s", Better: result.Higher, Doc: "throughput: msg_per_sec × msg_size × 8 / 10^6 (sockperf's own \"Mbps\" is MiB/s × 8)"},
-			{Name: "loss_pct", Unit: "%", Better: result.Lower, Doc: "UDP only: ping-pong, the messages sockperf counted dropped; throughput, the messages the server did not receive, of all sent"},
+			{Name: "loss_pct", Unit: "%", Better: result.Lower, Doc: "UDP only: ping-pong, the messages sockperf counted dropped; throughput, the messages the server did not receive, of all sent", Combine: workload.WeightedBy("sent")},
+			{Name: "sent", Unit: "messages", Better: result.Higher, Doc: "messages the statistics cover: ping-pong, sockperf's valid window; throughput, all the client sent. What loss_pct is a share of, and what weighs latency_avg over pairs", Combine: workload.Count},
 		},
 		Roles: []string{workload.Server, workload.Client},
 		Tools: []workload.Tool{sockperfTool},
@@ -338,7 +339,8 @@ func sockperfClient(ctx context.Context, p workload.Values, env workload.Env) ([
 		us := func(name string, v float64) result.Observation {
 			return result.Observation{Metric: name, Value: v, Unit: "µs", Better: result.Lower}
 		}
-		obs = append(obs, us("latency_avg", res.Avg), us("latency_p50", res.P50), us("latency_p99", res.P99), us("latency_p999", res.P999))
+		obs = append(obs, us("latency_avg", res.Avg), us("latency_p50", res.P50), us("latency_p99", res.P99), us("latency_p999", res.P999),
+			result.Observation{Metric: "sent", Value: float64(res.ValidSent), Unit: "messages", Better: result.Higher})
 		if udp {
 			obs = append(obs, result.Observation{Metric: "loss_pct", Value: 100 * float64(res.Dropped) / float64(res.ValidSent), Unit: "%", Better: result.Lower})
 		}
@@ -346,6 +348,7 @@ func sockperfClient(ctx context.Context, p workload.Values, env workload.Env) ([
 		obs = append(obs,
 			result.Observation{Metric: "msg_per_sec", Value: res.MsgPerSec, Unit: "msg/s", Better: result.Higher},
 			result.Observation{Metric: "mbps", Value: res.MsgPerSec * float64(size) * 8 / 1e6, Unit: "Mbit/s", Better: result.Higher},
+			result.Observation{Metric: "sent", Value: float64(res.Sent), Unit: "messages", Better: result.Higher},
 		)
 		if udp {
 			obs = append(obs, result.Observation{Metric: "loss_pct", Value: 100 * float64(res.Sent-rep.Received) / float64(res.Sent), Unit: "%", Better: result.Lower})

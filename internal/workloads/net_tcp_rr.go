@@ -31,9 +31,10 @@ func init() {
 		Metrics: append([]workload.Metric{
 			{Name: "transactions_per_sec", Unit: "transactions/s", Better: result.Higher, Doc: "completed transactions per second, first request to last response"},
 		}, rttMetrics("round trip of one transaction: from the request's write to its whole response read")...),
-		Roles: []string{workload.Server, workload.Client},
-		Run:   map[string]workload.RunFunc{workload.Server: tcpRRServer, workload.Client: tcpRRClient},
-		Smoke: map[string]string{"duration": "300ms"},
+		Histograms: []workload.Histogram{rttHistogram},
+		Roles:      []string{workload.Server, workload.Client},
+		Run:        map[string]workload.RunFunc{workload.Server: tcpRRServer, workload.Client: tcpRRClient},
+		Smoke:      map[string]string{"duration": "300ms"},
 	})
 }
 
@@ -148,7 +149,7 @@ func tcpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 		r:    bufio.NewReaderSize(bs, rrBufSize(p.Int("response_size"))),
 		req:  make([]byte, p.Int("request_size")),
 		resp: make([]byte, p.Int("response_size")),
-		hist: newRTTHist(),
+		hist: newDurations(rttHistogram, rttMax),
 	}
 	for i := range rr.req {
 		rr.req[i] = byte(i)
@@ -185,11 +186,14 @@ func tcpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 	if rr.done == 0 || !end.After(start) {
 		return nil, "", fmt.Errorf("validation: no transaction completed in %s", dur)
 	}
+	if err := rr.hist.keep(env); err != nil {
+		return nil, "", err
+	}
 	obs := []result.Observation{{
 		Metric: "transactions_per_sec", Value: float64(rr.done) / end.Sub(start).Seconds(),
 		Unit: "transactions/s", Better: result.Higher,
 	}}
-	return append(obs, rr.hist.Observations()...), "", nil
+	return append(obs, rr.hist.Observations(rttMetrics(""))...), "", nil
 }
 
 // tcpRR is the client side of one connection.
@@ -197,7 +201,7 @@ type tcpRR struct {
 	sock      *blockingSock
 	r         *bufio.Reader
 	req, resp []byte
-	hist      *rttHist
+	hist      *durations
 	done      uint64 // transactions whose response was read and checked
 }
 

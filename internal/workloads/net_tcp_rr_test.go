@@ -16,7 +16,7 @@ import (
 
 func TestRTTHistPercentiles(t *testing.T) {
 	// 1µs … 10000µs, once each: every percentile is known exactly.
-	h := newRTTHist()
+	h := newDurations(rttHistogram, rttMax)
 	for i := 1; i <= 10000; i++ {
 		h.Record(time.Duration(i) * time.Microsecond)
 	}
@@ -30,7 +30,7 @@ func TestRTTHistPercentiles(t *testing.T) {
 		}
 	}
 	// Bimodal: 990 fast, 10 slow. p99 is still fast, p99.9 slow.
-	h = newRTTHist()
+	h = newDurations(rttHistogram, rttMax)
 	for i := range 1000 {
 		d := 10 * time.Microsecond
 		if i%100 == 0 {
@@ -38,16 +38,16 @@ func TestRTTHistPercentiles(t *testing.T) {
 		}
 		h.Record(d)
 	}
-	m := obsMap(h.Observations())
+	m := obsMap(h.Observations(rttMetrics("")))
 	near := func(got, want float64) bool { return math.Abs(got-want) <= want*0.001 }
 	if !near(m["latency_p50"], 10) || !near(m["latency_p99"], 10) || !near(m["latency_p999"], 1000) || !near(m["latency_mean"], 19.9) {
 		t.Errorf("bimodal observations %v", m)
 	}
 	// Out of range values are clamped, not lost.
-	h = newRTTHist()
+	h = newDurations(rttHistogram, rttMax)
 	h.Record(0)
-	h.Record(2 * rttHistMax)
-	if h.Count() != 2 || h.Quantile(100) < rttHistMax*999/1000 {
+	h.Record(2 * rttMax)
+	if h.Count() != 2 || h.Quantile(100) < rttMax*999/1000 {
 		t.Errorf("clamping: count %d max %s", h.Count(), h.Quantile(100))
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sort"
 	"sync"
 	"time"
 
@@ -24,16 +23,22 @@ func init() {
 			workload.P("flows", workload.Int, "20", "number of flows, each a new TCP connection").Range(1, 100000),
 			workload.P("concurrency", workload.Int, "1", "flows in progress at once; 1 runs them one after another").Range(1, 256),
 		},
-		Metrics: []workload.Metric{
-			{Name: "fct_mean", Unit: "ms", Better: result.Lower, Doc: "mean flow completion time: from the start of connect() until the client has read the server's acknowledgment that all size bytes arrived"},
-			{Name: "fct_p50", Unit: "ms", Better: result.Lower, Doc: "median flow completion time (nearest rank)"},
-			{Name: "fct_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile flow completion time (nearest rank: the slowest flow when there are fewer than 100)"},
-			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes of all flows over the time from the first connect() to the last acknowledgment"},
-		},
-		Roles: []string{workload.Server, workload.Client},
-		Run:   map[string]workload.RunFunc{workload.Server: transferServer, workload.Client: transferClient},
-		Smoke: map[string]string{"size": "1MB", "flows": "5"},
+		Metrics:    transferMetrics,
+		Histograms: []workload.Histogram{fctHistogram},
+		Roles:      []string{workload.Server, workload.Client},
+		Run:        map[string]workload.RunFunc{workload.Server: transferServer, workload.Client: transferClient},
+		Smoke:      map[string]string{"size": "1MB", "flows": "5"},
 	})
+}
+
+// fctHistogram declares the flow completion times the client records.
+var fctHistogram = durationHistogram("fct", "completion time of every flow")
+
+var transferMetrics = []workload.Metric{
+	{Name: "fct_mean", Unit: "ms", Better: result.Lower, Doc: "mean flow completion time: from the start of connect() until the client has read the server's acknowledgment that all size bytes arrived", Combine: workload.MeanOf(fctHistogram.Name)},
+	{Name: "fct_p50", Unit: "ms", Better: result.Lower, Doc: "median flow completion time (HDR histogram, 3 significant digits)", Combine: workload.PercentileOf(fctHistogram.Name, 50)},
+	{Name: "fct_p99", Unit: "ms", Better: result.Lower, Doc: "99th percentile flow completion time (HDR histogram, rank round(0.99·flows): the slowest flow when there are 50 or fewer)", Combine: workload.PercentileOf(fctHistogram.Name, 99)},
+	{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes of all flows over the time from the first connect() to the last acknowledgment"},
 }
 
 // transferAckTimeout bounds the wait for a flow's acknowledgment once all
@@ -163,19 +168,16 @@ func transferClient(ctx context.Context, p workload.Values, env workload.Env) ([
 	}
 	wall := lastAck.Sub(start)
 
-	sorted := append([]time.Duration(nil), fct...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	var sum time.Duration
-	for _, d := range sorted {
-		sum += d
+	fcts := newDurations(fctHistogram, longMax)
+	for _, d := range fct {
+		fcts.Record(d)
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return []result.Observation{
-		{Metric: "fct_mean", Value: ms(sum / time.Duration(flows)), Unit: "ms", Better: result.Lower},
-		{Metric: "fct_p50", Value: ms(percentile(sorted, 0.50)), Unit: "ms", Better: result.Lower},
-		{Metric: "fct_p99", Value: ms(percentile(sorted, 0.99)), Unit: "ms", Better: result.Lower},
-		{Metric: "throughput", Value: float64(size) * float64(flows) * 8 / wall.Seconds() / 1e9, Unit: "Gbit/s", Better: result.Higher},
-	}, "", nil
+	if err := fcts.keep(env); err != nil {
+		return nil, "", err
+	}
+	return append(fcts.Observations(transferMetrics),
+		result.Observation{Metric: "throughput", Value: float64(size) * float64(flows) * 8 / wall.Seconds() / 1e9, Unit: "Gbit/s", Better: result.Higher},
+	), "", nil
 }
 
 // sendFlow runs one flow and returns its completion time: from the start

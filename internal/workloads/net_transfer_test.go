@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctrbench/ctrbench/internal/hdr"
+	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -16,7 +18,8 @@ func TestTransferLoopback(t *testing.T) {
 		t.Run("concurrency "+conc, func(t *testing.T) {
 			p := values(t, "net.transfer", map[string]string{"size": "1MB", "flows": "6", "concurrency": conc})
 			addr, done := serve(t, transferServer, p)
-			obs, _, err := transferClient(context.Background(), p, workload.Env{Target: addr})
+			var hs []result.Histogram
+			obs, _, err := transferClient(context.Background(), p, workload.Env{Target: addr, Histogram: func(h result.Histogram) { hs = append(hs, h) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -26,6 +29,17 @@ func TestTransferLoopback(t *testing.T) {
 			m := obsMap(obs)
 			if m["fct_p50"] <= 0 || m["fct_p50"] > m["fct_p99"] || m["fct_mean"] > m["fct_p99"] || m["throughput"] <= 0 {
 				t.Fatalf("implausible %v", m)
+			}
+			// The flows come back as the histogram fct_p99 was read from.
+			if len(hs) != 1 || hs[0].Metric != "fct" || hs[0].Unit != "ns" {
+				t.Fatalf("histograms %+v, want one of fct in ns", hs)
+			}
+			h, err := hdr.Decode(hs[0].Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p99, _ := hdr.Percentile(h, 99, "ns", "ms"); h.TotalCount() != 6 || p99 != m["fct_p99"] {
+				t.Errorf("histogram of %d flows with p99 %v ms; want 6 flows, fct_p99 %v", h.TotalCount(), p99, m["fct_p99"])
 			}
 			if conc == "1" {
 				// One after another: 6 MB over the sum of the completion

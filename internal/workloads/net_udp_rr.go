@@ -25,11 +25,13 @@ func init() {
 		},
 		Metrics: append([]workload.Metric{
 			{Name: "transactions_per_sec", Unit: "transactions/s", Better: result.Higher, Doc: "transactions answered in time per second of the test"},
-			{Name: "loss_pct", Unit: "%", Better: result.Lower, Doc: "transactions whose response did not arrive within timeout, of all started"},
+			{Name: "loss_pct", Unit: "%", Better: result.Lower, Doc: "transactions whose response did not arrive within timeout, of all started", Combine: workload.WeightedBy("sent")},
+			{Name: "sent", Unit: "requests", Better: result.Higher, Doc: "requests sent, one per transaction started: what loss_pct is a share of", Combine: workload.Count},
 		}, rttMetrics("round trip of one answered transaction: from the request's send to its response's receipt")...),
-		Roles: []string{workload.Server, workload.Client},
-		Run:   map[string]workload.RunFunc{workload.Server: udpRRServer, workload.Client: udpRRClient},
-		Smoke: map[string]string{"duration": "300ms"},
+		Histograms: []workload.Histogram{rttHistogram},
+		Roles:      []string{workload.Server, workload.Client},
+		Run:        map[string]workload.RunFunc{workload.Server: udpRRServer, workload.Client: udpRRClient},
+		Smoke:      map[string]string{"duration": "300ms"},
 	})
 }
 
@@ -132,7 +134,7 @@ func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 	// The server echoes the request's first w bytes: the sequence number as
 	// far as both messages carry it.
 	w := min(8, reqSize, respSize)
-	hist := newRTTHist()
+	hist := newDurations(rttHistogram, rttMax)
 	var sent, answered, lost, late uint64
 	start := time.Now()
 	deadline := start.Add(p.Duration("duration"))
@@ -207,9 +209,13 @@ func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 	case answered == 0:
 		return nil, "", fmt.Errorf("validation: none of %d requests was answered within %s", sent, timeout)
 	}
+	if err := hist.keep(env); err != nil {
+		return nil, "", err
+	}
 	obs := []result.Observation{
 		{Metric: "transactions_per_sec", Value: float64(answered) / elapsed.Seconds(), Unit: "transactions/s", Better: result.Higher},
 		{Metric: "loss_pct", Value: 100 * float64(lost) / float64(sent), Unit: "%", Better: result.Lower},
+		{Metric: "sent", Value: float64(sent), Unit: "requests", Better: result.Higher},
 	}
-	return append(obs, hist.Observations()...), "", nil
+	return append(obs, hist.Observations(rttMetrics(""))...), "", nil
 }

@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -102,6 +103,11 @@ func TestUDPRRLossAndValidation(t *testing.T) {
 		}
 		if m["loss_pct"] < 20 || m["loss_pct"] > 30 || m["transactions_per_sec"] <= 0 {
 			t.Errorf("every 4th lost: %v", m)
+		}
+		// loss_pct is a share of the requests sent, so over pairs it can
+		// be weighted by them.
+		if lost := m["loss_pct"] * m["sent"] / 100; m["sent"] < 4 || math.Abs(lost-math.Round(lost)) > 1e-6 {
+			t.Errorf("loss_pct %v is no share of %v requests sent", m["loss_pct"], m["sent"])
 		}
 	})
 	for name, c := range map[string]struct {

@@ -31,7 +31,8 @@ func init() {
 		Metrics: []workload.Metric{
 			{Name: "offered_mbps", Unit: "Mbit/s", Better: result.Higher, Doc: "payload bits the client sent per second of its send window"},
 			{Name: "received_mbps", Unit: "Mbit/s", Better: result.Higher, Doc: "payload bits the server received per second, over its first-to-last datagram window"},
-			{Name: "loss_pct", Unit: "%", Better: result.Lower, Doc: "datagrams sent but not received, of all sent"},
+			{Name: "loss_pct", Unit: "%", Better: result.Lower, Doc: "datagrams sent but not received, of all sent", Combine: workload.WeightedBy("sent")},
+			{Name: "sent", Unit: "datagrams", Better: result.Higher, Doc: "datagrams the client sent: what loss_pct is a share of", Combine: workload.Count},
 		},
 		Roles: []string{workload.Server, workload.Client},
 		Run:   map[string]workload.RunFunc{workload.Server: udpStreamServer, workload.Client: udpStreamClient},
@@ -288,5 +289,6 @@ func udpStreamClient(ctx context.Context, p workload.Values, env workload.Env) (
 		// datagram is not part of the rate.
 		{Metric: "received_mbps", Value: mbps(rep.Bytes-uint64(size), time.Duration(rep.Window)), Unit: "Mbit/s", Better: result.Higher},
 		{Metric: "loss_pct", Value: 100 * float64(sent-rep.Received) / float64(sent), Unit: "%", Better: result.Lower},
+		{Metric: "sent", Value: float64(sent), Unit: "datagrams", Better: result.Higher},
 	}, "", nil
 }

@@ -144,7 +144,7 @@ func TestParseIperf3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := obsMap(obs); m["throughput"] != 0.98 || m["loss"] != 2 || m["jitter"] != 0.01 {
+	if m := obsMap(obs); m["throughput"] != 0.98 || m["loss"] != 2 || m["jitter"] != 0.01 || m["sent"] != 1000 {
 		t.Errorf("udp: %v", m)
 	}
 	for name, c := range map[string]struct {
