@@ -120,6 +120,12 @@ func change(a, b Series, threshold float64) Change {
 		Unit: a.Unit, Better: a.Better, A: stats.Summarize(a.Values), B: stats.Summarize(b.Values)}
 	nan := math.NaN()
 	c.Pct, c.CI95, c.PValue, c.Verdict = nan, [2]float64{nan, nan}, nan, Undetermined
+	if a.Unit != b.Unit {
+		// A metric whose unit changed between versions (sysbench fileio's
+		// read_mbs was MiB/s before issue 10) is not comparable as stored.
+		c.Note = "units differ: " + a.Unit + " in A, " + b.Unit + " in B"
+		return c
+	}
 	cmp, ok := stats.Compare(b.Values, a.Values)
 	if !ok {
 		c.Note = "fewer than two trials on a side"
