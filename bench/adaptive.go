@@ -27,8 +27,8 @@ factors:
     native: {platform: native, network: host}
     docker: {platform: docker, network: host}
 workloads:
-  - {name: cpu, type: cpu.primes, params: {duration: 300ms, max_prime: 3000}}
-  - {name: cpu2, type: cpu.primes, params: {duration: 300ms, max_prime: 8000}}
+  - {name: cpu, type: cpu.primes, params: {duration: 1s, max_prime: 3000}}
+  - {name: cpu2, type: cpu.primes, params: {duration: 1s, max_prime: 8000}}
   - {name: tcp, type: net.tcp_stream, params: {duration: 300ms}}
 `
 

@@ -93,12 +93,15 @@ func main() {
 	places := flag.String("placements", "native/host,docker/bridge", "comma-separated platform/network pairs")
 	adaptiveMax := flag.Int("adaptive-max", 20, "adaptive repetition: the fixed run's repetitions and the adaptive run's max (0: skip)")
 	adaptiveRCI := flag.String("adaptive-rci", "3%", "adaptive repetition: the target half-width")
+	compare := flag.Bool("compare", true, "run the side-by-side comparisons (false: only the adaptive saving)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *reps, *dur, *bin, strings.Split(*places, ",")); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	if *compare {
+		if err := run(ctx, *reps, *dur, *bin, strings.Split(*places, ",")); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
 	}
 	if *adaptiveMax > 0 {
 		abs, err := filepath.Abs(*bin)
