@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/store"
 )
 
 const adaptiveExperiment = `name: e2e-adaptive
@@ -62,15 +60,7 @@ func TestAdaptiveRepetition(t *testing.T) {
 				}
 				id = campaignID(t, r.stderr)
 			}
-			s, err := store.Open(context.Background(), db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			trials, err := s.Trials(context.Background(), id)
-			if err != nil {
-				t.Fatal(err)
-			}
+			trials := storedTrials(t, db, id)
 			perCell, seen := map[int]int{}, map[int]bool{}
 			for i, tr := range trials {
 				if seen[tr.Seq] || tr.Seq != i+1 {

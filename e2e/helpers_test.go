@@ -18,6 +18,8 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/store"
 	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
@@ -155,4 +157,20 @@ func runReport[T any](t *testing.T, src string) ([]T, string) {
 		t.Fatal(err)
 	}
 	return rows, db
+}
+
+// storedTrials reads a campaign's trials from its results file, as a
+// resumed run finds them.
+func storedTrials(t *testing.T, db, id string) []result.Trial {
+	t.Helper()
+	s, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	trials, err := s.Trials(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trials
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/store"
 	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
@@ -229,15 +228,7 @@ workloads:
 	contains(t, "resume", r.stderr, "resume: removed network ctrbench-"+id)
 	assertNothingLeft(t, id)
 
-	s, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	trials, err := s.Trials(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	trials := storedTrials(t, db, id)
 	seen := map[int]bool{}
 	perCell := map[int]int{}
 	for _, tr := range trials {
@@ -257,8 +248,8 @@ workloads:
 			t.Errorf("cell %d has %d ok trials, want 3", c, n)
 		}
 	}
-	c, err := s.Campaign(context.Background(), id)
-	if err != nil || c.Status != "done" {
-		t.Errorf("campaign %+v %v", c.Status, err)
+	list = ctrbench(t, time.Minute, "campaigns", "--db", db)
+	if !regexp.MustCompile(regexp.QuoteMeta(id) + `\s+done`).MatchString(list.stdout) {
+		t.Errorf("a resumed campaign that finished shows as:\n%s", list.stdout)
 	}
 }

@@ -87,21 +87,15 @@ func calibrationJSON(w io.Writer, cal analysis.Calibration, expN int) error {
 		MDEPct        *float64          `json:"mde_pct"`
 		MDEPctAtExp   *float64          `json:"mde_pct_at_experiment_n,omitempty"`
 	}
-	ptr := func(v float64) *float64 {
-		if !finite(v) {
-			return nil
-		}
-		return &v
-	}
 	out := struct {
 		Campaign string  `json:"campaign"`
 		Floors   []floor `json:"floors"`
 	}{Campaign: cal.Campaign.ID, Floors: []floor{}}
 	for _, f := range cal.Floors {
-		x := floor{Workload: f.Workload, Cell: f.Cell, Metric: f.Metric, Unit: f.Unit, N: f.N, RSDPct: ptr(f.RSDPct), AAPct: ptr(f.AAPct),
-			AACI95: [2]*float64{ptr(f.AACI95[0]), ptr(f.AACI95[1])}, AASignificant: f.AASignificant, FPR: ptr(f.FPR), MDEPct: ptr(f.MDEPct)}
+		x := floor{Workload: f.Workload, Cell: f.Cell, Metric: f.Metric, Unit: f.Unit, N: f.N, RSDPct: finitePtr(f.RSDPct), AAPct: finitePtr(f.AAPct),
+			AACI95: [2]*float64{finitePtr(f.AACI95[0]), finitePtr(f.AACI95[1])}, AASignificant: f.AASignificant, FPR: finitePtr(f.FPR), MDEPct: finitePtr(f.MDEPct)}
 		if expN > 0 {
-			x.MDEPctAtExp = ptr(stats.MDE(f.RSDPct, expN, expN))
+			x.MDEPctAtExp = finitePtr(stats.MDE(f.RSDPct, expN, expN))
 		}
 		out.Floors = append(out.Floors, x)
 	}

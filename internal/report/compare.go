@@ -70,12 +70,6 @@ func compareJSON(w io.Writer, c analysis.Comparison) error {
 		Verdict  string            `json:"verdict"`
 		Note     string            `json:"note,omitempty"`
 	}
-	ptr := func(v float64) *float64 {
-		if !finite(v) {
-			return nil
-		}
-		return &v
-	}
 	out := struct {
 		A         string   `json:"a"`
 		B         string   `json:"b"`
@@ -87,8 +81,8 @@ func compareJSON(w io.Writer, c analysis.Comparison) error {
 	}{A: c.A.ID, B: c.B.ID, Threshold: c.Threshold, Regressed: c.Regressed, Changes: []change{}, OnlyA: c.OnlyA, OnlyB: c.OnlyB}
 	for _, ch := range c.Changes {
 		out.Changes = append(out.Changes, change{Workload: ch.Workload, Cell: ch.Cell, Metric: ch.Metric, Unit: ch.Unit, Better: ch.Better,
-			AMean: ptr(ch.A.Mean), AN: ch.A.N, BMean: ptr(ch.B.Mean), BN: ch.B.N, Pct: ptr(ch.Pct),
-			CI95: [2]*float64{ptr(ch.CI95[0]), ptr(ch.CI95[1])}, PValue: ptr(ch.PValue), Verdict: ch.Verdict, Note: ch.Note})
+			AMean: finitePtr(ch.A.Mean), AN: ch.A.N, BMean: finitePtr(ch.B.Mean), BN: ch.B.N, Pct: finitePtr(ch.Pct),
+			CI95: [2]*float64{finitePtr(ch.CI95[0]), finitePtr(ch.CI95[1])}, PValue: finitePtr(ch.PValue), Verdict: ch.Verdict, Note: ch.Note})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -39,3 +39,11 @@ func signed(v float64) string {
 	}
 	return s
 }
+
+// finitePtr is v, or nil (JSON null) when v is NaN or infinite.
+func finitePtr(v float64) *float64 {
+	if !finite(v) {
+		return nil
+	}
+	return &v
+}

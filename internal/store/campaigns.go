@@ -41,29 +41,25 @@ func (d *DB) CreateCampaign(ctx context.Context, c result.Campaign) error {
 // ResumeCampaign records that owner runs the campaign again: running, no
 // end time yet.
 func (d *DB) ResumeCampaign(ctx context.Context, id, owner string) error {
-	res, err := d.db.ExecContext(ctx, `UPDATE campaigns SET status = 'running', ended = NULL, owner = ? WHERE id = ?`, owner, id)
-	if err != nil {
-		return fmt.Errorf("resuming campaign %s: %w", id, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("resuming campaign %s: %w", id, err)
-	} else if n == 0 {
-		return fmt.Errorf("resuming campaign %q: %w", id, ErrNotFound)
-	}
-	return nil
+	return d.updateCampaign(ctx, "resuming", id, `status = 'running', ended = NULL, owner = ?`, owner)
 }
 
 // FinishCampaign records a campaign's final status and end time.
 func (d *DB) FinishCampaign(ctx context.Context, id, status string, ended time.Time) error {
-	res, err := d.db.ExecContext(ctx, `UPDATE campaigns SET status = ?, ended = ? WHERE id = ?`,
-		status, encodeTime(ended), id)
+	return d.updateCampaign(ctx, "finishing", id, `status = ?, ended = ?`, status, encodeTime(ended))
+}
+
+// updateCampaign sets columns of one campaign; a campaign that does not
+// exist is ErrNotFound.
+func (d *DB) updateCampaign(ctx context.Context, doing, id, set string, args ...any) error {
+	res, err := d.db.ExecContext(ctx, `UPDATE campaigns SET `+set+` WHERE id = ?`, append(args, id)...)
 	if err != nil {
-		return fmt.Errorf("finishing campaign %s: %w", id, err)
+		return fmt.Errorf("%s campaign %s: %w", doing, id, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("finishing campaign %s: %w", id, err)
+		return fmt.Errorf("%s campaign %s: %w", doing, id, err)
 	} else if n == 0 {
-		return fmt.Errorf("finishing campaign %q: %w", id, ErrNotFound)
+		return fmt.Errorf("%s campaign %q: %w", doing, id, ErrNotFound)
 	}
 	return nil
 }
