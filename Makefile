@@ -65,18 +65,11 @@ build: kernels
 $(BIN): | $(KERNELS)
 
 # OpenBLAS (pthread build) linked statically: no BLAS library in the image.
-# Before `make setup` a fresh machine lacks the compiler and OpenBLAS: say
-# what is missing and how to get it, instead of a linker error.
-need = @command -v $(KERNEL_CC) >/dev/null 2>&1 || { echo "make: $(KERNEL_CC) is not installed (Debian package gcc): run 'make setup' as root, which installs what ctrbench needs" >&2; exit 1; }
-
 bin/ctb-linpack: kernels/linpack.c
-	$(need)
-	@test -e $(OPENBLAS_A) || { echo "make: $(OPENBLAS_A) is missing (Debian package libopenblas-dev: OpenBLAS, linked into cpu.linpack's kernel): run 'make setup' as root, which installs what ctrbench needs" >&2; exit 1; }
 	@mkdir -p bin
 	$(KERNEL_CC) $(KERNEL_CFLAGS) -o $@ $< $(OPENBLAS_A) -lpthread -lm
 
 bin/ctb-stream: kernels/stream.c
-	$(need)
 	@mkdir -p bin
 	$(KERNEL_CC) $(KERNEL_CFLAGS) -fopenmp -o $@ $< -lm
 

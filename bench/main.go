@@ -57,17 +57,6 @@ func experiment(reps int, dur string, placements []string) string {
 	if _, ok := workload.Lookup("net.sockperf"); ok {
 		wl = append(wl, "  - {name: sockperf, type: net.sockperf, params: {mode: ping-pong, protocol: tcp, msg_size: 64, duration: "+dur+"}}")
 	}
-	// Latency is compared like for like: both tools pinned the same way,
-	// both ends on one core and on two cores (unpinned, the ratio says
-	// where the scheduler put the two ends, not what the tools cost).
-	// Throughput is compared unpinned.
-	var excl []string
-	for _, w := range []string{"tcp_stream", "iperf3", "http_get", "wrk"} {
-		for _, pin := range []string{"same-core", "cross-core"} {
-			excl = append(excl, fmt.Sprintf("  - {workload: %s, pin: %s}", w, pin))
-		}
-	}
-	excl = append(excl, "  - {workload: tcp_rr, pin: none}", "  - {workload: sockperf, pin: none}")
 	return fmt.Sprintf(`name: bench
 seed: 20261122
 repetitions: %d
@@ -75,15 +64,9 @@ warmup: 1
 timeout: 2m
 factors:
   placement: [%s]
-  pin:
-    none: {server.cpuset: none, client.cpuset: none}
-    same-core: {server.cpuset: "1", client.cpuset: "1"}
-    cross-core: {server.cpuset: "0", client.cpuset: "1"}
-exclude:
-%s
 workloads:
 %s
-`, reps, strings.Join(placements, ", "), strings.Join(excl, "\n"), strings.Join(wl, "\n"))
+`, reps, strings.Join(placements, ", "), strings.Join(wl, "\n"))
 }
 
 func main() {
@@ -150,10 +133,10 @@ func run(ctx context.Context, reps int, dur, bin string, placements []string) er
 		}
 	}
 	factors := fmt.Sprintf("factors:\n  platform: [%s]\n  network: [%s]\n", strings.Join(plats, ", "), strings.Join(nets, ", "))
-	text = strings.Replace(text, "factors:\n  placement: ["+strings.Join(placements, ", ")+"]\n", factors, 1)
 	if len(excl) > 0 {
-		text = strings.Replace(text, "exclude:\n", "exclude:\n"+strings.Join(excl, "\n")+"\n", 1)
+		factors += "exclude:\n" + strings.Join(excl, "\n") + "\n"
 	}
+	text = strings.Replace(text, "factors:\n  placement: ["+strings.Join(placements, ", ")+"]\n", factors, 1)
 	e, err := spec.Parse("bench.yaml", []byte(text), nil, spec.Machine{})
 	if err != nil {
 		return err
@@ -190,9 +173,6 @@ func print(ctx context.Context, cells []result.Cell, trials []result.Trial, took
 	var placements []string
 	for _, s := range loaded.Series {
 		pl := s.Cell["platform"] + "/" + s.Cell["network"]
-		if pin := s.Cell["pin"]; pin != "" && pin != "none" {
-			pl += " " + pin
-		}
 		if !slices.Contains(placements, pl) {
 			placements = append(placements, pl)
 		}

@@ -22,7 +22,6 @@ func init() {
 			workload.P("size", workload.Size, "4GiB", "size of the test file (-s), rounded down to whole MiB; every phase must take 0.5 s or bonnie++ cannot measure it, so it must be well above what the page cache can serve in that time (S0: 2× RAM, S3: 4 GB)").Range(1<<20, 1<<40),
 			workload.P("ram", workload.Size, "0", "RAM bonnie++ assumes (-r), rounded down to whole MiB; it refuses a size under twice this. 0 passes size/2, so any size runs").Range(0, 1<<40),
 			workload.P("files", workload.Int, "0", "small-file test (-n): this many × 1024 files created, stat'ed and deleted; 0 skips it").Range(0, 1024),
-			workload.P("direct", workload.Bool, "false", "direct I/O for the block tests (-D, O_DIRECT): the page cache no longer serves the file, so it need not be larger than RAM — only slow enough for the device to take 0.5 s; refused by filesystems without O_DIRECT (tmpfs)"),
 		},
 		Metrics: []workload.Metric{
 			{Name: "block_output_mbs", Unit: "MB/s", Better: result.Higher, Doc: "sequential block write; bonnie++'s K/sec × 1024 ÷ 10^6"},
@@ -92,7 +91,14 @@ func runBonnie(ctx context.Context, p workload.Values, env workload.Env) ([]resu
 		return nil, "", fmt.Errorf("size %dMiB is less than twice ram %dMiB, which bonnie++ refuses: raise size or lower ram", sizeMiB, ramMiB)
 	}
 	files := p.Int("files")
-	args := bonnieArgs(dir, sizeMiB, ramMiB, files, p.Bool("direct"))
+	args := []string{"-d", dir, "-s", strconv.FormatInt(sizeMiB, 10), "-r", strconv.FormatInt(ramMiB, 10),
+		"-n", strconv.FormatInt(files, 10),
+		// bonnie++ insists on -u when root; numeric ids need no
+		// /etc/passwd, which the scratch image lacks.
+		"-u", fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()),
+		"-m", "ctrbench", // a fixed name: the CSV cannot be misread whatever the hostname holds
+		"-f", // no per-character tests: S0 and S3 report block rates, and getc/putc take minutes
+		"-q"}
 	var out, errb bytes.Buffer
 	cmd := toolCommand(ctx, path, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -103,28 +109,9 @@ func runBonnie(ctx context.Context, p workload.Values, env workload.Env) ([]resu
 	}
 	obs, err := parseBonnie(out.String(), sizeMiB, files)
 	if err != nil {
-		if p.Bool("direct") && strings.Contains(err.Error(), "too fast") {
-			err = fmt.Errorf("%w; with direct I/O the device itself moved the file in under 0.5 s", err)
-		}
 		return nil, raw, err
 	}
 	return obs, "", nil
-}
-
-// bonnieArgs is bonnie++'s command line.
-func bonnieArgs(dir string, sizeMiB, ramMiB, files int64, direct bool) []string {
-	args := []string{"-d", dir, "-s", strconv.FormatInt(sizeMiB, 10), "-r", strconv.FormatInt(ramMiB, 10),
-		"-n", strconv.FormatInt(files, 10),
-		// bonnie++ insists on -u when root; numeric ids need no
-		// /etc/passwd, which the scratch image lacks.
-		"-u", fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()),
-		"-m", "ctrbench", // a fixed name: the CSV cannot be misread whatever the hostname holds
-		"-f", // no per-character tests: S0 and S3 report block rates, and getc/putc take minutes
-		"-q"}
-	if direct {
-		args = append(args, "-D")
-	}
-	return args
 }
 
 // bonnieComplaint is what bonnie++ said before printing its usage text.

@@ -3,7 +3,6 @@ package workloads
 import (
 	"context"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -136,20 +135,5 @@ func TestBonnieRuns(t *testing.T) {
 	p = values(t, "disk.bonnie", map[string]string{"size": "64MiB", "ram": "64MiB"})
 	if _, _, err := runBonnie(context.Background(), p, toolEnv(t)); err == nil || !strings.Contains(err.Error(), "less than twice ram") {
 		t.Errorf("size below 2×ram: got %v", err)
-	}
-}
-
-// Issue 10, item 9: bonnie++'s direct I/O (-D) as a parameter, so the
-// file need not outgrow the page cache; the cell's parameters record it.
-func TestBonnieDirect(t *testing.T) {
-	for _, c := range []struct {
-		direct string
-		want   bool
-	}{{"false", false}, {"true", true}} {
-		p := values(t, "disk.bonnie", map[string]string{"size": "1GiB", "direct": c.direct})
-		args := bonnieArgs("/d", 1024, 512, 0, p.Bool("direct"))
-		if has := slices.Contains(args, "-D"); has != c.want {
-			t.Errorf("direct %s: args %v", c.direct, args)
-		}
 	}
 }

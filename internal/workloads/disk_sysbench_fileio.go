@@ -40,8 +40,8 @@ func init() {
 			workload.P("threads", workload.Int, "1", "worker threads (--threads)").Range(1, 1024),
 		},
 		Metrics: []workload.Metric{
-			{Name: "read_mbs", Unit: "MB/s", Better: result.Higher, Doc: "bytes read per second (MB = 10^6 bytes, as every *_mbs metric; sysbench prints MiB/s, converted); read modes and rndrw only"},
-			{Name: "written_mbs", Unit: "MB/s", Better: result.Higher, Doc: "bytes written per second (MB = 10^6 bytes; sysbench's MiB/s converted); write modes and rndrw only"},
+			{Name: "read_mbs", Unit: "MiB/s", Better: result.Higher, Doc: "bytes read per second as sysbench reports it (MiB = 2^20 bytes); read modes and rndrw only"},
+			{Name: "written_mbs", Unit: "MiB/s", Better: result.Higher, Doc: "bytes written per second as sysbench reports it (MiB = 2^20 bytes); write modes and rndrw only"},
 			{Name: "ops_per_sec", Unit: "ops/s", Better: result.Higher, Doc: "reads/s + writes/s + fsyncs/s"},
 			{Name: "latency_avg", Unit: "ms", Better: result.Lower, Doc: "mean time of one request (read, write or fsync): latency sum ÷ events"},
 			{Name: "latency_p95", Unit: "ms", Better: result.Lower, Doc: "95th percentile time of one request, from sysbench's latency histogram", Combine: workload.PairsOnly},
@@ -107,7 +107,7 @@ func runSysbenchFileio(ctx context.Context, p workload.Values, env workload.Env)
 	if runErr != nil {
 		return nil, raw, runErr
 	}
-	obs, raw, err := parseSysbenchFileio(string(stdout), mode, total, block)
+	obs, raw, err := parseSysbenchFileio(string(stdout), mode, block)
 	if err != nil {
 		return nil, raw, err
 	}
@@ -117,28 +117,9 @@ func runSysbenchFileio(ctx context.Context, p workload.Values, env workload.Env)
 	return obs, "", nil
 }
 
-// shortShare is the largest share of requested bytes that requests cut
-// short at a file's end can miss. sysbench makes each file total/128
-// bytes; when that is not a whole number of blocks, a request at the last
-// block position reads or writes only the remainder r, one position in
-// ceil(size/block): (1 − r/block)/ceil(size/block) of the bytes at most.
-func shortShare(total, block int64) float64 {
-	size := total / sbFileNum
-	r := size % block
-	if r == 0 {
-		return 0
-	}
-	positions := (size + block - 1) / block
-	return (1 - float64(r)/float64(block)) / float64(positions)
-}
-
-// mibToMB converts sysbench's MiB/s to the MB/s every *_mbs metric is in.
-const mibToMB = (1 << 20) / 1e6
-
 // parseSysbenchFileio checks and converts the report of `sysbench fileio
-// run` for files of total bytes in blocks of block. On any failure the
-// whole output is returned for the record.
-func parseSysbenchFileio(out, mode string, total, block int64) ([]result.Observation, string, error) {
+// run`. On any failure the whole output is returned for the record.
+func parseSysbenchFileio(out, mode string, block int64) ([]result.Observation, string, error) {
 	fail := func(err error) ([]result.Observation, string, error) { return nil, out, err }
 	m, ok := sbFileModes[mode]
 	if !ok {
@@ -166,20 +147,14 @@ func parseSysbenchFileio(out, mode string, total, block int64) ([]result.Observa
 		return fail(err)
 	}
 	// Both rates come from the same counters and time: bytes per second
-	// are requests per second times the block size (which also checks
-	// that sysbench used the block size asked for), less what requests cut
-	// short at a file's end miss, give or take the rounding of numbers
-	// printed with two decimals.
-	short := shortShare(total, block)
+	// must be requests per second times the block size (which also checks
+	// that sysbench used the block size asked for).
 	for _, c := range []struct {
 		what      string
 		ops, mibs float64
 	}{{"read", reads, readMiB}, {"written", writes, writeMiB}} {
-		implied := c.ops * float64(block) / (1 << 20)
-		lo, hi := implied*(1-short)*(1-0.01)-0.011, implied*(1+0.01)+0.011
-		if c.mibs < lo || c.mibs > hi {
-			return fail(fmt.Errorf("sysbench prints %s %.2f MiB/s, but %.2f requests/s of %d bytes are %.2f MiB/s (allowing %.1f%% for requests cut short at the files' ends)",
-				c.what, c.mibs, c.ops, block, implied, 100*short))
+		if implied := c.ops * float64(block) / (1 << 20); !agrees(c.mibs, implied, 0.01, 0.011) {
+			return fail(fmt.Errorf("sysbench prints %s %.2f MiB/s, but %.2f requests/s of %d bytes are %.2f MiB/s", c.what, c.mibs, c.ops, block, implied))
 		}
 	}
 	if m.read && (reads <= 0 || readMiB <= 0) {
@@ -198,10 +173,10 @@ func parseSysbenchFileio(out, mode string, total, block int64) ([]result.Observa
 	}
 	var obs []result.Observation
 	if m.read {
-		obs = append(obs, result.Observation{Metric: "read_mbs", Value: readMiB * mibToMB, Unit: "MB/s", Better: result.Higher})
+		obs = append(obs, result.Observation{Metric: "read_mbs", Value: readMiB, Unit: "MiB/s", Better: result.Higher})
 	}
 	if m.write {
-		obs = append(obs, result.Observation{Metric: "written_mbs", Value: writeMiB * mibToMB, Unit: "MB/s", Better: result.Higher})
+		obs = append(obs, result.Observation{Metric: "written_mbs", Value: writeMiB, Unit: "MiB/s", Better: result.Higher})
 	}
 	return append(obs,
 		result.Observation{Metric: "ops_per_sec", Value: reads + writes + fsyncs, Unit: "ops/s", Better: result.Higher},

@@ -30,7 +30,7 @@ func init() {
 				Matching(`[0-9]+(\.[0-9]+)?[KMGkmg]?`, "a bitrate such as 0 (unlimited), 500K, 100M or 1.5G"),
 		},
 		Metrics: []workload.Metric{
-			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bits the server received per second (end.sum_received; for UDP before iperf3 3.12, which lacks it, the sender's rate less the loss the server counted)"},
+			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "TCP: bits received by the server per second; UDP: bits per second delivered"},
 			{Name: "retransmits", Unit: "count", Better: result.Lower, Doc: "TCP retransmissions by the sender", Combine: workload.Count},
 			{Name: "jitter", Unit: "ms", Better: result.Lower, Doc: "UDP jitter"},
 			{Name: "loss", Unit: "%", Better: result.Lower, Doc: "UDP datagrams lost", Combine: workload.WeightedBy("sent")},
@@ -168,15 +168,8 @@ func parseIperf3(stdout []byte, raw string, runErr error, udp bool) ([]result.Ob
 		if j.End.Sum == nil || j.End.Sum.Packets == 0 {
 			return nil, raw, fmt.Errorf("iperf3 UDP result has no end.sum packets")
 		}
-		// What the receiver got, over its own window (iperf3 3.12 and
-		// later); before that only the sender's rate less the loss the
-		// server counted.
-		bps := j.End.Sum.BitsPerSecond * (1 - j.End.Sum.LostPercent/100)
-		if r := j.End.SumReceived; r != nil && r.Bytes > 0 {
-			bps = r.BitsPerSecond
-		}
 		return []result.Observation{
-			{Metric: "throughput", Value: bps / 1e9, Unit: "Gbit/s", Better: result.Higher},
+			{Metric: "throughput", Value: j.End.Sum.BitsPerSecond * (1 - j.End.Sum.LostPercent/100) / 1e9, Unit: "Gbit/s", Better: result.Higher},
 			{Metric: "jitter", Value: j.End.Sum.JitterMs, Unit: "ms", Better: result.Lower},
 			{Metric: "loss", Value: j.End.Sum.LostPercent, Unit: "%", Better: result.Lower},
 			{Metric: "sent", Value: float64(j.End.Sum.Packets), Unit: "datagrams", Better: result.Higher},
