@@ -59,17 +59,30 @@ KERNEL_CFLAGS := -O3 -Wall -Wextra -Werror -march=x86-64-v2
 OPENBLAS_A ?= /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.a
 KERNELS := bin/ctb-linpack bin/ctb-stream
 
-.PHONY: kernels
+.PHONY: kernels kernel-cc
 kernels: $(KERNELS)
 build: kernels
 $(BIN): | $(KERNELS)
 
+# On a fresh machine `make build` may come before `make setup`: say what is
+# missing and where it comes from, not a compiler's or linker's error.
+kernel-cc:
+	@command -v $(KERNEL_CC) >/dev/null 2>&1 || { \
+		echo "make: the C compiler $(KERNEL_CC) is not installed: the kernels bin/ctb-linpack and bin/ctb-stream need it (Debian package gcc)." >&2; \
+		echo "make: run 'make setup' first (as root): it installs gcc, OpenBLAS and the benchmark tools (scripts/setup.sh)." >&2; \
+		exit 1; }
+
+$(OPENBLAS_A):
+	@echo "make: $@ is missing: bin/ctb-linpack (cpu.linpack's kernel) links OpenBLAS statically, from the Debian package libopenblas-dev." >&2
+	@echo "make: run 'make setup' first (as root): it installs OpenBLAS, gcc and the benchmark tools (scripts/setup.sh); or set OPENBLAS_A to a libopenblas.a." >&2
+	@exit 1
+
 # OpenBLAS (pthread build) linked statically: no BLAS library in the image.
-bin/ctb-linpack: kernels/linpack.c
+bin/ctb-linpack: kernels/linpack.c $(OPENBLAS_A) | kernel-cc
 	@mkdir -p bin
 	$(KERNEL_CC) $(KERNEL_CFLAGS) -o $@ $< $(OPENBLAS_A) -lpthread -lm
 
-bin/ctb-stream: kernels/stream.c
+bin/ctb-stream: kernels/stream.c | kernel-cc
 	@mkdir -p bin
 	$(KERNEL_CC) $(KERNEL_CFLAGS) -fopenmp -o $@ $< -lm
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -22,7 +23,6 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/stats"
-	"github.com/ctrbench/ctrbench/internal/workload"
 	_ "github.com/ctrbench/ctrbench/internal/workloads"
 )
 
@@ -35,27 +35,82 @@ type comparison struct {
 	// The ratio ours/reference must be at least min (throughput) or at
 	// most max (latency); 0 means unbounded.
 	min, max float64
+	// pinned: compared with both tools' roles on fixed CPUs, one case
+	// with client and server on one CPU and one with each on its own.
+	pinned bool
 }
 
 var comparisons = []comparison{
 	{name: "net.tcp_stream vs iperf3 (throughput)", ours: "tcp_stream", ref: "iperf3", metric: "throughput", refMetric: "throughput", min: 0.95},
-	{name: "net.tcp_rr vs sockperf ping-pong (p50 latency)", ours: "tcp_rr", ref: "sockperf", metric: "latency_p50", refMetric: "latency_p50", max: 1.10},
+	{name: "net.tcp_rr vs sockperf ping-pong (p50 latency)", ours: "tcp_rr", ref: "sockperf", metric: "latency_p50", refMetric: "latency_p50", max: 1.10, pinned: true},
 	{name: "http.get vs wrk (requests/s, same pong)", ours: "http_get", ref: "wrk", metric: "requests_per_sec", refMetric: "requests_per_sec", min: 0.80},
 }
 
-// The workloads, with the same parameters for ours and the reference.
-func experiment(reps int, dur string, placements []string) string {
-	wl := []string{
-		"  - {name: tcp_stream, type: net.tcp_stream, params: {duration: " + dur + ", message_size: 128KiB}}",
-		"  - {name: iperf3, type: net.iperf3, params: {duration: " + dur + ", length: 128KiB}}",
-		"  - {name: http_get, type: http.get, params: {duration: " + dur + ", size: 1KiB, concurrency: 8}}",
-		"  - {name: wrk, type: http.wrk, params: {duration: " + dur + ", size: 1KiB, concurrency: 8, threads: 2}}",
+// pinning places a pinned comparison's two roles on CPUs. Unpinned, on a
+// two-core machine, a request/response round trip takes ~8 µs when the
+// scheduler happens to put client and server on one CPU and 50–80 µs when
+// not, so a latency ratio would compare where the scheduler put each tool,
+// not the tools: an earlier run gave net.tcp_rr 0.83–0.88× sockperf, a
+// later one 0.47–0.54×.
+type pinning struct{ name, server, client string }
+
+// pinnings: both roles on CPU 0, and the server on 0 with the client on 1
+// (on one CPU, only the first).
+func pinnings(cpus int) []pinning {
+	p := []pinning{{"same-core", "0", "0"}}
+	if cpus >= 2 {
+		p = append(p, pinning{"cross-core", "0", "1"})
 	}
-	if _, ok := workload.Lookup("net.tcp_rr"); ok {
-		wl = append(wl, "  - {name: tcp_rr, type: net.tcp_rr, params: {duration: "+dur+", request_size: 64, response_size: 64}}")
+	return p
+}
+
+// unpinned is the pin level of the comparisons that are not pinned.
+const unpinned = "none"
+
+// experimentText is the campaign: every workload in every placement
+// ("platform/network", expanded into those two factors with the rest of
+// their cross product excluded); the pinned comparisons' workloads in each
+// pinning, the others unpinned. Ours and the reference always share their
+// cells' settings.
+func experimentText(reps int, dur string, placements []string, cpus int) (string, error) {
+	var plats, nets []string
+	pairs := map[string]bool{}
+	for _, pn := range placements {
+		pl, nw, ok := strings.Cut(pn, "/")
+		if !ok {
+			return "", fmt.Errorf("placement %q: want platform/network", pn)
+		}
+		pairs[pn] = true
+		if !slices.Contains(plats, pl) {
+			plats = append(plats, pl)
+		}
+		if !slices.Contains(nets, nw) {
+			nets = append(nets, nw)
+		}
 	}
-	if _, ok := workload.Lookup("net.sockperf"); ok {
-		wl = append(wl, "  - {name: sockperf, type: net.sockperf, params: {mode: ping-pong, protocol: tcp, msg_size: 64, duration: "+dur+"}}")
+	var excl []string
+	for _, pl := range plats {
+		for _, nw := range nets {
+			if !pairs[pl+"/"+nw] {
+				excl = append(excl, fmt.Sprintf("  - {platform: %s, network: %s}", pl, nw))
+			}
+		}
+	}
+	pins := pinnings(cpus)
+	pin := []string{"  pin:", "    " + unpinned + ": {}"}
+	for _, p := range pins {
+		pin = append(pin, fmt.Sprintf("    %s: {server.cpuset: %q, client.cpuset: %q}", p.name, p.server, p.client))
+	}
+	for _, cmp := range comparisons {
+		for _, w := range []string{cmp.ours, cmp.ref} {
+			if !cmp.pinned {
+				for _, p := range pins {
+					excl = append(excl, fmt.Sprintf("  - {workload: %s, pin: %s}", w, p.name))
+				}
+			} else {
+				excl = append(excl, fmt.Sprintf("  - {workload: %s, pin: %s}", w, unpinned))
+			}
+		}
 	}
 	return fmt.Sprintf(`name: bench
 seed: 20261122
@@ -63,10 +118,26 @@ repetitions: %d
 warmup: 1
 timeout: 2m
 factors:
-  placement: [%s]
+  platform: [%s]
+  network: [%s]
+%s
+exclude:
+%s
 workloads:
 %s
-`, reps, strings.Join(placements, ", "), strings.Join(wl, "\n"))
+`, reps, strings.Join(plats, ", "), strings.Join(nets, ", "), strings.Join(pin, "\n"), strings.Join(excl, "\n"), strings.Join(workloads(dur), "\n")), nil
+}
+
+// workloads: the same parameters for ours and the reference.
+func workloads(dur string) []string {
+	return []string{
+		"  - {name: tcp_stream, type: net.tcp_stream, params: {duration: " + dur + ", message_size: 128KiB}}",
+		"  - {name: iperf3, type: net.iperf3, params: {duration: " + dur + ", length: 128KiB}}",
+		"  - {name: http_get, type: http.get, params: {duration: " + dur + ", size: 1KiB, concurrency: 8}}",
+		"  - {name: wrk, type: http.wrk, params: {duration: " + dur + ", size: 1KiB, concurrency: 8, threads: 2}}",
+		"  - {name: tcp_rr, type: net.tcp_rr, params: {duration: " + dur + ", request_size: 64, response_size: 64}}",
+		"  - {name: sockperf, type: net.sockperf, params: {mode: ping-pong, protocol: tcp, msg_size: 64, duration: " + dur + "}}",
+	}
 }
 
 func main() {
@@ -103,40 +174,10 @@ func run(ctx context.Context, reps int, dur, bin string, placements []string) er
 	if err != nil {
 		return err
 	}
-	// "placement" is not a ctrbench factor: expand it into platform and
-	// network pairs, excluding the rest of the cross product.
-	var plats, nets []string
-	seen := map[string]bool{}
-	pairs := map[string]bool{}
-	for _, pn := range placements {
-		pl, nw, ok := strings.Cut(pn, "/")
-		if !ok {
-			return fmt.Errorf("placement %q: want platform/network", pn)
-		}
-		pairs[pn] = true
-		if !seen["p"+pl] {
-			seen["p"+pl] = true
-			plats = append(plats, pl)
-		}
-		if !seen["n"+nw] {
-			seen["n"+nw] = true
-			nets = append(nets, nw)
-		}
+	text, err := experimentText(reps, dur, placements, runtime.NumCPU())
+	if err != nil {
+		return err
 	}
-	text := experiment(reps, dur, placements)
-	var excl []string
-	for _, pl := range plats {
-		for _, nw := range nets {
-			if !pairs[pl+"/"+nw] {
-				excl = append(excl, fmt.Sprintf("  - {platform: %s, network: %s}", pl, nw))
-			}
-		}
-	}
-	factors := fmt.Sprintf("factors:\n  platform: [%s]\n  network: [%s]\n", strings.Join(plats, ", "), strings.Join(nets, ", "))
-	if len(excl) > 0 {
-		factors += "exclude:\n" + strings.Join(excl, "\n") + "\n"
-	}
-	text = strings.Replace(text, "factors:\n  placement: ["+strings.Join(placements, ", ")+"]\n", factors, 1)
 	e, err := spec.Parse("bench.yaml", []byte(text), nil, spec.Machine{})
 	if err != nil {
 		return err
@@ -173,6 +214,9 @@ func print(ctx context.Context, cells []result.Cell, trials []result.Trial, took
 	var placements []string
 	for _, s := range loaded.Series {
 		pl := s.Cell["platform"] + "/" + s.Cell["network"]
+		if pin := s.Cell["pin"]; pin != "" && pin != unpinned {
+			pl += fmt.Sprintf(" %s (server cpu %s, client cpu %s)", pin, s.Cell["server.cpuset"], s.Cell["client.cpuset"])
+		}
 		if !slices.Contains(placements, pl) {
 			placements = append(placements, pl)
 		}

@@ -22,6 +22,7 @@ func init() {
 			workload.P("size", workload.Size, "4GiB", "size of the test file (-s), rounded down to whole MiB; every phase must take 0.5 s or bonnie++ cannot measure it, so it must be well above what the page cache can serve in that time (S0: 2× RAM, S3: 4 GB)").Range(1<<20, 1<<40),
 			workload.P("ram", workload.Size, "0", "RAM bonnie++ assumes (-r), rounded down to whole MiB; it refuses a size under twice this. 0 passes size/2, so any size runs").Range(0, 1<<40),
 			workload.P("files", workload.Int, "0", "small-file test (-n): this many × 1024 files created, stat'ed and deleted; 0 skips it").Range(0, 1024),
+			workload.P("direct", workload.Bool, "false", "-D: bonnie++ creates the test file with O_DIRECT, so block output bypasses the page cache. bonnie++ (2.00a) reopens the file without it for rewrite and block input, which therefore still need a file the cache cannot serve in 0.5 s. Where the filesystem refuses O_DIRECT the trial runs without and reports direct = 0"),
 		},
 		Metrics: []workload.Metric{
 			{Name: "block_output_mbs", Unit: "MB/s", Better: result.Higher, Doc: "sequential block write; bonnie++'s K/sec × 1024 ÷ 10^6"},
@@ -31,6 +32,7 @@ func init() {
 			{Name: "seeks_timed", Unit: "bool", Better: result.Higher, Doc: "1 when bonnie++ timed the random seeks; 0 when its fixed 8000 seeks took under its 0.5 s resolution (it prints +++++) and random_seeks_per_sec is left out rather than invented — a flag, not a score"},
 			{Name: "seq_create_per_sec", Unit: "files/s", Better: result.Higher, Doc: "files created in name order; only when files > 0"},
 			{Name: "rand_create_per_sec", Unit: "files/s", Better: result.Higher, Doc: "files created in random order; only when files > 0"},
+			{Name: "direct", Unit: "bool", Better: result.Higher, Doc: "1 when bonnie++ ran with -D (O_DIRECT for block output), 0 without (not asked, or refused by the filesystem): a flag, not a score"},
 		},
 		Tools: []workload.Tool{bonnieTool},
 		Run:   map[string]workload.RunFunc{workload.Main: runBonnie},
@@ -91,14 +93,19 @@ func runBonnie(ctx context.Context, p workload.Values, env workload.Env) ([]resu
 		return nil, "", fmt.Errorf("size %dMiB is less than twice ram %dMiB, which bonnie++ refuses: raise size or lower ram", sizeMiB, ramMiB)
 	}
 	files := p.Int("files")
-	args := []string{"-d", dir, "-s", strconv.FormatInt(sizeMiB, 10), "-r", strconv.FormatInt(ramMiB, 10),
-		"-n", strconv.FormatInt(files, 10),
-		// bonnie++ insists on -u when root; numeric ids need no
-		// /etc/passwd, which the scratch image lacks.
-		"-u", fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()),
-		"-m", "ctrbench", // a fixed name: the CSV cannot be misread whatever the hostname holds
-		"-f", // no per-character tests: S0 and S3 report block rates, and getc/putc take minutes
-		"-q"}
+	direct := p.Bool("direct")
+	if direct {
+		ok, err := directIOAccepted(dir)
+		if err != nil {
+			return nil, "", err
+		}
+		if !ok {
+			diskLog(env, "disk.bonnie: the data directory's filesystem refuses O_DIRECT: running without -D (direct = 0)")
+			direct = false
+		}
+	}
+	diskLog(env, "disk.bonnie: direct=%d", b2i(direct))
+	args := bonnieArgs(dir, sizeMiB, ramMiB, files, direct)
 	var out, errb bytes.Buffer
 	cmd := toolCommand(ctx, path, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -111,7 +118,29 @@ func runBonnie(ctx context.Context, p workload.Values, env workload.Env) ([]resu
 	if err != nil {
 		return nil, raw, err
 	}
-	return obs, "", nil
+	return withBonnieDirect(obs, direct), "", nil
+}
+
+// bonnieArgs is bonnie++'s command line.
+func bonnieArgs(dir string, sizeMiB, ramMiB, files int64, direct bool) []string {
+	args := []string{"-d", dir, "-s", strconv.FormatInt(sizeMiB, 10), "-r", strconv.FormatInt(ramMiB, 10),
+		"-n", strconv.FormatInt(files, 10),
+		// bonnie++ insists on -u when root; numeric ids need no
+		// /etc/passwd, which the scratch image lacks.
+		"-u", fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()),
+		"-m", "ctrbench", // a fixed name: the CSV cannot be misread whatever the hostname holds
+		"-f", // no per-character tests: S0 and S3 report block rates, and getc/putc take minutes
+		"-q"}
+	if direct {
+		args = append(args, "-D")
+	}
+	return args
+}
+
+// withBonnieDirect records whether the run used -D: cells that differ in
+// it measured different things.
+func withBonnieDirect(obs []result.Observation, direct bool) []result.Observation {
+	return append(obs, result.Observation{Metric: "direct", Value: float64(b2i(direct)), Unit: "bool", Better: result.Higher})
 }
 
 // bonnieComplaint is what bonnie++ said before printing its usage text.
@@ -155,7 +184,12 @@ func parseBonnie(stdout string, sizeMiB, files int64) ([]result.Observation, err
 		case "":
 			return 0, fmt.Errorf("bonnie++ reported nothing for %s: the test did not run", test)
 		case "+++++", "++++++":
-			return 0, fmt.Errorf("%s too fast to measure: raise %s (bonnie++ prints +++++ for a test that took under 0.5 s)", test, raise)
+			hint := ""
+			if raise == "size" {
+				// A cgroup's page cache is bounded by its memory limit.
+				hint = ", or give the trial less page cache with the memory factor"
+			}
+			return 0, fmt.Errorf("%s too fast to measure: raise %s%s (bonnie++ prints +++++ for a test that took under 0.5 s)", test, raise, hint)
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {

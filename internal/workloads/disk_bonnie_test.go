@@ -2,8 +2,11 @@ package workloads
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -116,24 +119,86 @@ func TestBonnieRuns(t *testing.T) {
 	if _, err := exec.LookPath("bonnie++"); err != nil {
 		t.Skip("bonnie++ not installed (scripts/setup.sh installs it)")
 	}
-	p := values(t, "disk.bonnie", map[string]string{"size": "128MiB"})
-	obs, raw, err := runBonnie(context.Background(), p, toolEnv(t))
-	switch {
-	case err == nil:
-		m := obsMap(obs)
-		if m["block_output_mbs"] <= 0 || m["block_input_mbs"] <= 0 || m["rewrite_mbs"] <= 0 || m["random_seeks_per_sec"] <= 0 {
-			t.Errorf("implausible %v", m)
+	for _, direct := range []string{"false", "true"} {
+		p := values(t, "disk.bonnie", map[string]string{"size": "128MiB", "direct": direct})
+		obs, raw, err := runBonnie(context.Background(), p, toolEnv(t))
+		switch {
+		case err == nil:
+			m := obsMap(obs)
+			if m["block_output_mbs"] <= 0 || m["block_input_mbs"] <= 0 || m["rewrite_mbs"] <= 0 || m["random_seeks_per_sec"] <= 0 {
+				t.Errorf("direct %s: implausible %v", direct, m)
+			}
+			if m["direct"] != map[string]float64{"false": 0, "true": 1}[direct] {
+				t.Errorf("direct %s recorded as %v", direct, m["direct"])
+			}
+		case strings.Contains(err.Error(), "too fast to measure: raise size"):
+			if !strings.Contains(raw, "1.98,") {
+				t.Errorf("direct %s: raw output not kept: %q", direct, raw)
+			}
+		default:
+			t.Fatalf("direct %s: %v\n%s", direct, err, raw)
 		}
-	case strings.Contains(err.Error(), "too fast to measure: raise size"):
-		if !strings.Contains(raw, "1.98,") {
-			t.Errorf("raw output not kept: %q", raw)
-		}
-	default:
-		t.Fatalf("%v\n%s", err, raw)
 	}
 
-	p = values(t, "disk.bonnie", map[string]string{"size": "64MiB", "ram": "64MiB"})
+	p := values(t, "disk.bonnie", map[string]string{"size": "64MiB", "ram": "64MiB"})
 	if _, _, err := runBonnie(context.Background(), p, toolEnv(t)); err == nil || !strings.Contains(err.Error(), "less than twice ram") {
 		t.Errorf("size below 2×ram: got %v", err)
+	}
+}
+
+// direct: true passes -D (O_DIRECT) and the trial records it.
+func TestBonnieArgs(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		args := strings.Join(bonnieArgs("/data", 4096, 2048, 0, direct), " ")
+		for _, want := range []string{"-d /data ", "-s 4096 ", "-r 2048 ", "-n 0 ", "-m ctrbench ", " -f ", " -q"} {
+			if !strings.Contains(args+" ", want) {
+				t.Errorf("direct %v: %q lacks %q", direct, args, want)
+			}
+		}
+		if strings.Contains(args+" ", " -D ") != direct {
+			t.Errorf("direct %v: %q", direct, args)
+		}
+	}
+	obs, err := parseBonnie(readTestdata(t, "bonnie", "ok_4g.csv"), 4096, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, direct := range []bool{false, true} {
+		m := obsMap(withBonnieDirect(obs, direct))
+		if v, ok := m["direct"]; !ok || v != float64(b2i(direct)) {
+			t.Errorf("direct %v recorded as %v (present %v)", direct, v, ok)
+		}
+	}
+}
+
+// The probe says whether a directory's filesystem takes O_DIRECT, and
+// leaves nothing behind. ramfs refuses it (as tmpfs did before Linux 6.6).
+func TestDirectIOAccepted(t *testing.T) {
+	dir := t.TempDir()
+	ok, err := directIOAccepted(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s accepts O_DIRECT: %v", dir, ok)
+	if left, _ := os.ReadDir(dir); len(left) > 0 {
+		t.Errorf("the probe left %s", left[0].Name())
+	}
+	if _, err := directIOAccepted(filepath.Join(dir, "missing")); err == nil {
+		t.Error("no error for a missing directory")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("mounting ramfs needs root")
+	}
+	ram := t.TempDir()
+	if err := syscall.Mount("ramfs", ram, "ramfs", 0, ""); err != nil {
+		t.Skipf("mounting ramfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(ram, 0); err != nil {
+			t.Errorf("unmounting %s: %v", ram, err)
+		}
+	})
+	if ok, err := directIOAccepted(ram); err != nil || ok {
+		t.Errorf("ramfs: accepted %v, %v; want refused", ok, err)
 	}
 }

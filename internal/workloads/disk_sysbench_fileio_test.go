@@ -3,14 +3,16 @@ package workloads
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 func TestParseSysbenchFileio(t *testing.T) {
+	const mib = 1 << 20
 	for _, c := range []struct {
 		mode          string
-		read, written float64 // MiB/s as printed; 0 = not reported
+		read, written float64 // MiB/s as printed; 0 = not reported (the metrics are MB/s)
 		ops           float64
 		sum           float64
 		events        float64
@@ -28,11 +30,16 @@ func TestParseSysbenchFileio(t *testing.T) {
 			continue
 		}
 		m := obsMap(obs)
-		if r, ok := m["read_mbs"]; ok != (c.read > 0) || r != c.read {
-			t.Errorf("%s: read_mbs %v (reported %v), want %v", c.mode, r, ok, c.read)
+		if r, ok := m["read_mbs"]; ok != (c.read > 0) || !near(r, c.read*mib/1e6, 1e-9) {
+			t.Errorf("%s: read_mbs %v (reported %v), want %v MiB/s in MB/s", c.mode, r, ok, c.read)
 		}
-		if w, ok := m["written_mbs"]; ok != (c.written > 0) || w != c.written {
-			t.Errorf("%s: written_mbs %v (reported %v), want %v", c.mode, w, ok, c.written)
+		if w, ok := m["written_mbs"]; ok != (c.written > 0) || !near(w, c.written*mib/1e6, 1e-9) {
+			t.Errorf("%s: written_mbs %v (reported %v), want %v MiB/s in MB/s", c.mode, w, ok, c.written)
+		}
+		for _, o := range obs {
+			if strings.HasSuffix(o.Metric, "_mbs") && o.Unit != "MB/s" {
+				t.Errorf("%s: %s in %s", c.mode, o.Metric, o.Unit)
+			}
 		}
 		if !near(m["ops_per_sec"], c.ops, 1e-6) {
 			t.Errorf("%s: ops_per_sec %v, want %v", c.mode, m["ops_per_sec"], c.ops)
@@ -59,6 +66,7 @@ func TestParseSysbenchFileioFailures(t *testing.T) {
 		"truncated":      {good[:strings.Index(good, "Throughput:")], "rndrw", 16384, `no "read, MiB/s"`},
 		"other mode":     {good, "seqrd", 16384, `"Doing sequential read test"`},
 		"other block":    {good, "rndrw", 4096, "requests/s of 4096 bytes"},
+		"partial blocks": {readTestdata(t, "sysbench", "fileio_rndrw_partial_blocks.txt"), "rndrw", 16384, "more apart than its rounding"},
 		"read nothing":   {strings.NewReplacer("2718.21", "0.00", "42.47", "0.00").Replace(good), "rndrw", 16384, "read nothing"},
 		"mangled number": {strings.Replace(good, "2718.21", "27l8.21", 1), "rndrw", 16384, "not a number"},
 		"no histogram":   {strings.Replace(good, "Latency histogram", "Latency graph", 1), "rndrw", 16384, "no latency histogram"},
@@ -72,6 +80,39 @@ func TestParseSysbenchFileioFailures(t *testing.T) {
 		if raw != c.out {
 			t.Errorf("%s: raw output not kept", name)
 		}
+	}
+}
+
+// sysbench prints requests/s and MiB/s with two decimals each: the
+// cross-check allows for both roundings, which with large blocks is more
+// than 1% (one 64MiB write in 2.9 s prints 0.34 writes/s and 22.07 MiB/s,
+// while 0.34 × 64 = 21.76).
+func TestSbRatesAgree(t *testing.T) {
+	for _, c := range []struct {
+		ops, mibs float64
+		block     int64
+		want      bool
+	}{
+		{0.34, 22.07, 64 << 20, true},      // 1/2.9 s: both printed values rounded
+		{2718.21, 42.47, 16384, true},      // fileio_rndrw.txt
+		{652319.05, 10192.49, 16384, true}, // fileio_seqrd.txt: 0.005 apart, the MiB/s rounding alone
+		{0.34, 22.50, 64 << 20, false},     // beyond both roundings
+		{2718.21, 42.40, 16384, false},     // 0.16%, but 0.07 MiB/s: more than rounding
+		{3068.60, 47.09, 16384, false},     // requests shorter than a block (a file size not a whole number of blocks)
+		{2718.21, 42.47, 4096, false},      // another block size
+	} {
+		if got := sbRatesAgree(c.ops, c.mibs, c.block); got != c.want {
+			t.Errorf("sbRatesAgree(%v/s, %v MiB/s, %d B) = %v, want %v", c.ops, c.mibs, c.block, got, c.want)
+		}
+	}
+}
+
+// sbRunSize is the total given to sysbench: the files prepare writes,
+// each a whole number of blocks.
+func TestSbRunArgs(t *testing.T) {
+	args := sbCommonArgs(64e6, 16384)
+	if !slices.Contains(args, "--file-total-size=65011712") {
+		t.Errorf("64MB in 16KiB blocks: %v, want --file-total-size=65011712 (128 files of 31 blocks)", args)
 	}
 }
 
@@ -92,14 +133,18 @@ func TestSysbenchFileioRuns(t *testing.T) {
 	if _, err := exec.LookPath("sysbench"); err != nil {
 		t.Skip("sysbench not installed (scripts/setup.sh installs it)")
 	}
-	for _, mode := range []string{"rndrw", "seqrd"} {
-		p := values(t, "disk.sysbench_fileio", map[string]string{"duration": "1s", "file_total_size": "16MiB", "file_test_mode": mode})
+	// 64MB (10^6) is not 128 files of whole 16KiB blocks: sysbench, given
+	// it as it is, makes every file's last request a short one, and its
+	// MiB/s falls 1.6% below requests/s × block size.
+	for _, c := range []struct{ mode, size string }{{"rndrw", "16MiB"}, {"seqrd", "16MiB"}, {"rndrw", "64MB"}, {"seqrd", "64MB"}} {
+		mode := c.mode
+		p := values(t, "disk.sysbench_fileio", map[string]string{"duration": "1s", "file_total_size": c.size, "file_test_mode": mode})
 		obs, raw, err := runSysbenchFileio(context.Background(), p, toolEnv(t))
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", mode, err, raw)
+			t.Fatalf("%s, %s: %v\n%s", mode, c.size, err, raw)
 		}
 		m := obsMap(obs)
-		t.Logf("%s: %v", mode, m)
+		t.Logf("%s, %s: %v", mode, c.size, m)
 		if m["read_mbs"] <= 0 || m["ops_per_sec"] <= 0 || m["latency_avg"] <= 0 || m["latency_p95"] <= 0 {
 			t.Errorf("%s: implausible %v", mode, m)
 		}

@@ -30,11 +30,11 @@ func init() {
 				Matching(`[0-9]+(\.[0-9]+)?[KMGkmg]?`, "a bitrate such as 0 (unlimited), 500K, 100M or 1.5G"),
 		},
 		Metrics: []workload.Metric{
-			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "TCP: bits received by the server per second; UDP: bits per second delivered"},
+			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bits the server received per second of its receive window (end.sum_received), TCP and UDP alike"},
 			{Name: "retransmits", Unit: "count", Better: result.Lower, Doc: "TCP retransmissions by the sender", Combine: workload.Count},
-			{Name: "jitter", Unit: "ms", Better: result.Lower, Doc: "UDP jitter"},
-			{Name: "loss", Unit: "%", Better: result.Lower, Doc: "UDP datagrams lost", Combine: workload.WeightedBy("sent")},
-			{Name: "sent", Unit: "datagrams", Better: result.Higher, Doc: "UDP datagrams iperf3 counted (end.sum.packets): what loss is a share of", Combine: workload.Count},
+			{Name: "jitter", Unit: "ms", Better: result.Lower, Doc: "UDP jitter, as the receiver measured it"},
+			{Name: "loss", Unit: "%", Better: result.Lower, Doc: "UDP datagrams lost, as the receiver counted them", Combine: workload.WeightedBy("sent")},
+			{Name: "sent", Unit: "datagrams", Better: result.Higher, Doc: "UDP datagrams the receiver expected (end.sum_received.packets): what loss is a share of", Combine: workload.Count},
 		},
 		Roles: []string{workload.Server, workload.Client},
 		Tools: []workload.Tool{iperf3Tool},
@@ -106,21 +106,22 @@ func iperf3Server(ctx context.Context, p workload.Values, env workload.Env) ([]r
 type iperf3JSON struct {
 	Error string `json:"error"`
 	End   struct {
-		SumSent *struct {
-			BitsPerSecond float64 `json:"bits_per_second"`
-			Retransmits   *int64  `json:"retransmits"`
-		} `json:"sum_sent"`
-		SumReceived *struct {
-			BitsPerSecond float64 `json:"bits_per_second"`
-			Bytes         float64 `json:"bytes"`
-		} `json:"sum_received"`
-		Sum *struct {
-			BitsPerSecond float64 `json:"bits_per_second"`
-			JitterMs      float64 `json:"jitter_ms"`
-			LostPercent   float64 `json:"lost_percent"`
-			Packets       int64   `json:"packets"`
-		} `json:"sum"`
+		SumSent     *iperf3Sum `json:"sum_sent"`
+		SumReceived *iperf3Sum `json:"sum_received"`
 	} `json:"end"`
+}
+
+// iperf3Sum is a summary of one side of the test. For UDP, end.sum_sent
+// and end.sum_received exist from iperf3 3.11 on; the older end.sum holds
+// the sender's bytes and rate beside the receiver's loss and jitter.
+type iperf3Sum struct {
+	BitsPerSecond float64 `json:"bits_per_second"`
+	Bytes         float64 `json:"bytes"`
+	Seconds       float64 `json:"seconds"`
+	Retransmits   *int64  `json:"retransmits"`  // TCP sender
+	JitterMs      float64 `json:"jitter_ms"`    // UDP receiver
+	LostPercent   float64 `json:"lost_percent"` // UDP receiver
+	Packets       int64   `json:"packets"`      // UDP receiver: datagrams expected
 }
 
 func iperf3Client(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
@@ -165,15 +166,7 @@ func parseIperf3(stdout []byte, raw string, runErr error, udp bool) ([]result.Ob
 		return nil, raw, runErr
 	}
 	if udp {
-		if j.End.Sum == nil || j.End.Sum.Packets == 0 {
-			return nil, raw, fmt.Errorf("iperf3 UDP result has no end.sum packets")
-		}
-		return []result.Observation{
-			{Metric: "throughput", Value: j.End.Sum.BitsPerSecond * (1 - j.End.Sum.LostPercent/100) / 1e9, Unit: "Gbit/s", Better: result.Higher},
-			{Metric: "jitter", Value: j.End.Sum.JitterMs, Unit: "ms", Better: result.Lower},
-			{Metric: "loss", Value: j.End.Sum.LostPercent, Unit: "%", Better: result.Lower},
-			{Metric: "sent", Value: float64(j.End.Sum.Packets), Unit: "datagrams", Better: result.Higher},
-		}, "", nil
+		return iperf3UDP(j, raw)
 	}
 	if j.End.SumReceived == nil || j.End.SumReceived.Bytes <= 0 {
 		return nil, raw, fmt.Errorf("iperf3 TCP result has no bytes received")
@@ -185,4 +178,31 @@ func parseIperf3(stdout []byte, raw string, runErr error, udp bool) ([]result.Ob
 		obs = append(obs, result.Observation{Metric: "retransmits", Value: float64(*j.End.SumSent.Retransmits), Unit: "count", Better: result.Lower})
 	}
 	return obs, "", nil
+}
+
+// iperf3UDP reads a UDP test: the rate is the receiver's bytes over the
+// receiver's window, as for net.udp_stream, never the sender's rate scaled
+// by the loss (the two windows and the datagrams still in flight at the end
+// make those differ).
+func iperf3UDP(j iperf3JSON, raw string) ([]result.Observation, string, error) {
+	rcv, snd := j.End.SumReceived, j.End.SumSent
+	if rcv == nil || snd == nil {
+		return nil, raw, fmt.Errorf("iperf3 UDP result has no end.sum_received (the receiver's summary, reported by iperf3 3.11 and later)")
+	}
+	if rcv.Bytes <= 0 {
+		return nil, raw, fmt.Errorf("iperf3 UDP: the server received no datagram (%.0f bytes sent)", snd.Bytes)
+	}
+	if rcv.Bytes > snd.Bytes {
+		return nil, raw, fmt.Errorf("validation: iperf3's server received %.0f bytes, more than the sender sent (%.0f)", rcv.Bytes, snd.Bytes)
+	}
+	if rcv.Seconds <= 0 || !agrees(rcv.BitsPerSecond, rcv.Bytes*8/rcv.Seconds, 0.001, 0) {
+		return nil, raw, fmt.Errorf("validation: iperf3 reports %.6g bit/s received, but %.0f bytes in %.6f s are %.6g bit/s",
+			rcv.BitsPerSecond, rcv.Bytes, rcv.Seconds, rcv.Bytes*8/rcv.Seconds)
+	}
+	return []result.Observation{
+		{Metric: "throughput", Value: rcv.BitsPerSecond / 1e9, Unit: "Gbit/s", Better: result.Higher},
+		{Metric: "jitter", Value: rcv.JitterMs, Unit: "ms", Better: result.Lower},
+		{Metric: "loss", Value: rcv.LostPercent, Unit: "%", Better: result.Lower},
+		{Metric: "sent", Value: float64(rcv.Packets), Unit: "datagrams", Better: result.Higher},
+	}, "", nil
 }

@@ -139,12 +139,16 @@ func TestParseIperf3(t *testing.T) {
 	if m := obsMap(obs); m["throughput"] != 9.4 || m["retransmits"] != 7 {
 		t.Errorf("tcp: %v", m)
 	}
-	udp := `{"end":{"sum":{"bits_per_second":1e9,"jitter_ms":0.01,"lost_percent":2,"packets":1000}}}`
-	obs, _, err = parseIperf3([]byte(udp), "", nil, true)
+	// UDP at 5 Gbit/s on loopback, a quarter lost (captured: iperf3 3.12,
+	// -u -b 5G -t 1 --json). The throughput is what the receiver got over
+	// its own window (end.sum_received), not the sender's rate × (1 − loss),
+	// which here differ: 3.7518 against 3.7573 Gbit/s.
+	udp := readTestdata(t, "iperf3", "udp_loss.json")
+	obs, raw, err := parseIperf3([]byte(udp), udp, nil, true)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, raw)
 	}
-	if m := obsMap(obs); m["throughput"] != 0.98 || m["loss"] != 2 || m["jitter"] != 0.01 || m["sent"] != 1000 {
+	if m := obsMap(obs); m["throughput"] != 3751786553.4426/1e9 || m["loss"] != 24.825633226703026 || m["jitter"] != 0.038137862174753435 {
 		t.Errorf("udp: %v", m)
 	}
 	for name, c := range map[string]struct {
@@ -152,10 +156,13 @@ func TestParseIperf3(t *testing.T) {
 		udp  bool
 		want string
 	}{
-		"tool error":    {`{"error":"unable to connect to server: Connection refused"}`, false, "Connection refused"},
-		"not json":      {`iperf3: parameter error`, false, "not the JSON expected"},
-		"no bytes":      {`{"end":{"sum_received":{"bits_per_second":0,"bytes":0}}}`, false, "no bytes received"},
-		"udp no packet": {`{"end":{"sum":{"packets":0}}}`, true, "no end.sum packets"},
+		"tool error":                  {`{"error":"unable to connect to server: Connection refused"}`, false, "Connection refused"},
+		"not json":                    {`iperf3: parameter error`, false, "not the JSON expected"},
+		"no bytes":                    {`{"end":{"sum_received":{"bits_per_second":0,"bytes":0}}}`, false, "no bytes received"},
+		"udp no packet":               {`{"end":{"sum_sent":{"bytes":0,"packets":0},"sum_received":{"bytes":0,"packets":0}}}`, true, "received no datagram"},
+		"udp old iperf3":              {`{"end":{"sum":{"bits_per_second":1e9,"jitter_ms":0.01,"lost_percent":2,"packets":1000}}}`, true, "no end.sum_received"},
+		"udp more received than sent": {`{"end":{"sum_sent":{"bytes":1000,"packets":1},"sum_received":{"bytes":2000,"packets":2,"seconds":1,"bits_per_second":16000}}}`, true, "more than the sender sent"},
+		"udp rate not bytes/time":     {`{"end":{"sum_sent":{"bytes":2000,"packets":2},"sum_received":{"bytes":2000,"packets":2,"seconds":1,"bits_per_second":20000}}}`, true, "bytes in"},
 	} {
 		_, raw, err := parseIperf3([]byte(c.out), c.out, nil, c.udp)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -214,6 +221,34 @@ func TestRegistryDocumented(t *testing.T) {
 		for _, m := range s.Metrics {
 			if m.Doc == "" || m.Unit == "" {
 				t.Errorf("%s: metric %s lacks doc or unit", typ, m.Name)
+			}
+		}
+	}
+}
+
+// A metric's name suffix says its unit, the same in every workload: a
+// report or query that picks "*_mbs" across disk.fio, disk.bonnie and
+// disk.sysbench_fileio compares like with like.
+func TestMetricUnitsFollowSuffixes(t *testing.T) {
+	units := []struct{ suffix, unit string }{
+		{"_mbs", "MB/s"}, // MB = 10^6 bytes
+		{"mbps", "Mbit/s"},
+		{"_iops", "IOPS"},
+		{"_pct", "%"},
+	}
+	for _, typ := range workload.Types() {
+		s, _ := workload.Lookup(typ)
+		for _, m := range s.Metrics {
+			if strings.Contains(m.Name, ".") {
+				t.Errorf("%s: metric %s has a dot", typ, m.Name)
+			}
+			for _, u := range units {
+				if strings.HasSuffix(m.Name, u.suffix) && m.Unit != u.unit {
+					t.Errorf("%s: %s is in %s; every *%s metric is in %s", typ, m.Name, m.Unit, u.suffix, u.unit)
+				}
+			}
+			if strings.HasSuffix(m.Name, "_per_sec") && !strings.HasSuffix(m.Unit, "/s") {
+				t.Errorf("%s: %s is in %s, not a rate per second", typ, m.Name, m.Unit)
 			}
 		}
 	}
