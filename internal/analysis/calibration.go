@@ -72,7 +72,7 @@ func LoadCalibration(ctx context.Context, src Source, id string) (Calibration, e
 	var order []key
 	for _, s := range l.Series {
 		level := s.Cell[CalibrationFactor]
-		if s.ID.Kind != result.KindMeasure || s.ID.Scope == result.ScopePair || (level != CalibrationA && level != CalibrationB) {
+		if s.ID.Kind != result.KindMeasure || s.ID.Scope.PerCopy() || (level != CalibrationA && level != CalibrationB) {
 			continue
 		}
 		cell := map[string]string{}

@@ -91,7 +91,7 @@ func CompareCampaigns(ctx context.Context, srcA, srcB Source, q CompareQuery) (C
 			out.OnlyA = append(out.OnlyA, ck)
 		}
 		cellsA[ck] = true
-		if !q.All && (s.ID.Kind == result.KindTelemetry || s.ID.Scope == result.ScopePair) {
+		if !q.All && (s.ID.Kind == result.KindTelemetry || s.ID.Scope.PerCopy()) {
 			continue
 		}
 		sb, ok := inB[key{s.Workload, result.FactorString(s.Cell), metricKey(s.ID)}]

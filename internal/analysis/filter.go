@@ -14,7 +14,7 @@ type Filter struct {
 func (f Filter) Apply(rows []Row) []Row {
 	var kept []Row
 	for _, r := range rows {
-		if (f.Telemetry || r.ID.Kind != result.KindTelemetry) && (f.PerPair || r.ID.Scope != result.ScopePair) {
+		if (f.Telemetry || r.ID.Kind != result.KindTelemetry) && (f.PerPair || !r.ID.Scope.PerCopy()) {
 			kept = append(kept, r)
 		}
 	}

@@ -23,6 +23,10 @@ type groups struct {
 	// units).
 	meta            map[cellMetric]result.Observation
 	failed, flagged map[int]int // per cell
+	// perInstance holds, per trial, the mean over a trial's instances of
+	// the measured role's metric (its own value with one instance): what
+	// S1's slowdown compares.
+	perInstance map[cellMetric][]float64
 }
 
 // group sorts trials into series. Warm-ups count for nothing; a failed or
@@ -32,7 +36,7 @@ func group(trials []result.Trial) groups {
 	g := groups{
 		values: map[cellMetric][]float64{}, seqs: map[cellMetric][]int{}, ids: map[cellMetric]result.MetricID{},
 		seen: map[int][]result.MetricID{}, meta: map[cellMetric]result.Observation{},
-		failed: map[int]int{}, flagged: map[int]int{},
+		failed: map[int]int{}, flagged: map[int]int{}, perInstance: map[cellMetric][]float64{},
 	}
 	for _, t := range trials {
 		if t.Warmup {
@@ -56,6 +60,37 @@ func group(trials []result.Trial) groups {
 			g.seqs[k] = append(g.seqs[k], t.Seq)
 			g.meta[k] = ob
 		}
+		for k, v := range instanceMeans(t.Observations) {
+			g.perInstance[cellMetric{t.CellID, k}] = append(g.perInstance[cellMetric{t.CellID, k}], v)
+		}
 	}
 	return g
+}
+
+// instanceMeans is, per measured metric of one trial, the mean over its
+// instances' own values, or the trial's value when it ran one.
+func instanceMeans(obs []result.Observation) map[result.MetricID]float64 {
+	sum, n, own := map[result.MetricID]float64{}, map[result.MetricID]int{}, map[result.MetricID]float64{}
+	for _, ob := range obs {
+		id := ob.ID()
+		if id.Kind != result.KindMeasure || id.Role != "" {
+			continue
+		}
+		switch id.Scope {
+		case result.ScopeInstance:
+			id.Scope, id.Index = result.ScopeTrial, 0
+			sum[id] += ob.Value
+			n[id]++
+		case result.ScopeTrial:
+			own[id] = ob.Value
+		}
+	}
+	out := make(map[result.MetricID]float64, len(sum)+len(own))
+	for id, v := range own {
+		out[id] = v
+	}
+	for id, s := range sum {
+		out[id] = s / float64(n[id])
+	}
+	return out
 }

@@ -31,6 +31,12 @@ type Series struct {
 	// interval's half-width relative to the mean (a fraction) that decided
 	// when the cell had enough trials; 0 when it decided nothing.
 	TargetRCI float64
+	// Slowdown marks a campaign that varies the number of instances: the
+	// row carries S1's slowdown, from PerInstance (one value per trial: the
+	// mean over its instances) against BasePerInstance, the baseline
+	// cell's.
+	Slowdown                     bool
+	PerInstance, BasePerInstance []float64
 	// NoiseCVPct is this machine's trial-to-trial variation of the metric
 	// (percent), from its latest calibration of the experiment; 0 when
 	// there is none.
@@ -69,6 +75,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 		return Loaded{}, err
 	}
 	g := group(trials)
+	instances := factorVaries(cells, spec.FInstances)
 	adaptive := spec.AdaptiveOf(camp.SpecText)
 	noise := map[string]float64{} // workload + metric key -> CV, percent
 	if camp.Kind != result.KindCalibration {
@@ -116,11 +123,32 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 				if !s.IsBaseline {
 					s.Baseline = g.values[cellMetric{baseID, m}]
 				}
+				if instances && !lifecycle(c) && m.Kind == result.KindMeasure && m.Role == "" && m.Scope == result.ScopeTrial {
+					s.Slowdown = true
+					s.PerInstance, s.BasePerInstance = g.perInstance[k], g.perInstance[cellMetric{baseID, m}]
+				}
 			}
 			series = append(series, s)
 		}
 	}
 	return Loaded{Campaign: camp, Series: series}, nil
+}
+
+// lifecycle reports whether a cell's workload times its entities' lives:
+// its instances are what is measured, so no slowdown is derived from them.
+func lifecycle(c result.Cell) bool {
+	ws, ok := workload.Lookup(c.WorkloadType)
+	return ok && ws.Lifecycle
+}
+
+// factorVaries reports whether some cell of the campaign has factor f.
+func factorVaries(cells []result.Cell, f string) bool {
+	for _, c := range cells {
+		if _, ok := c.Factors[f]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // hasNeighbours reports whether a cell ran its target beside antagonists.

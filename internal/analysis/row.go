@@ -64,6 +64,12 @@ type Row struct {
 	// whether the difference is below it.
 	MDEPct          *float64 `json:"mde_pct,omitempty"`
 	BelowNoiseFloor *bool    `json:"below_noise_floor,omitempty"`
+	// Slowdown (S1) in a campaign that varies the number of instances: the
+	// time one instance took for its work against the baseline cell's (the
+	// inverse ratio of rates), from each trial's mean over its instances;
+	// 1 is no change. Its 95% interval is nil without variance.
+	Slowdown     *float64    `json:"slowdown,omitempty"`
+	SlowdownCI95 *[2]float64 `json:"slowdown_ci95,omitempty"`
 }
 
 // Rows computes one Row per Series, ordered by workload and metric (each in
@@ -146,6 +152,16 @@ func row(s Series) Row {
 	}
 	base := stats.Summarize(s.Baseline)
 	r.Base = &base
+	if s.Slowdown {
+		if sd, ok := stats.SlowdownOf(s.PerInstance, s.BasePerInstance, s.Better == result.Lower); ok {
+			v := sd.Value
+			r.Slowdown = &v
+			if sd.Defined {
+				ci := sd.CI95
+				r.SlowdownCI95 = &ci
+			}
+		}
+	}
 	if s.Interference {
 		if ir, ok := stats.InterferenceRatio(s.Values, s.Baseline, s.Better == result.Lower); ok {
 			v := ir.IR

@@ -67,6 +67,8 @@ type wireRow struct {
 	Reached          *bool             `json:"target_reached,omitempty"`
 	MDEPct           *num              `json:"mde_pct,omitempty"`
 	BelowNoiseFloor  *bool             `json:"below_noise_floor,omitempty"`
+	Slowdown         *num              `json:"slowdown,omitempty"`
+	SlowdownCI95     *[2]num           `json:"slowdown_ci95,omitempty"`
 }
 
 // MarshalJSON encodes r with NaN and Inf as null.
@@ -78,49 +80,13 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		Mean: num(r.Mean), SD: num(r.SD), RSDPct: num(r.RSDPct),
 		CI95:        [2]num{num(r.CI95[0]), num(r.CI95[1])},
 		Significant: r.Significant, VsBaselineMethod: r.VsBaselineMethod,
-		Baseline: r.Baseline,
-	}
-	if r.VsBaselinePct != nil {
-		v := num(*r.VsBaselinePct)
-		w.VsBaselinePct = &v
-	}
-	if r.VsBaselineCI95 != nil {
-		v := [2]num{num(r.VsBaselineCI95[0]), num(r.VsBaselineCI95[1])}
-		w.VsBaselineCI95 = &v
-	}
-	if r.PValue != nil {
-		v := num(*r.PValue)
-		w.PValue = &v
-	}
-	if r.IR != nil {
-		v := num(*r.IR)
-		w.IR = &v
-	}
-	if r.IRCI95 != nil {
-		v := [2]num{num(r.IRCI95[0]), num(r.IRCI95[1])}
-		w.IRCI95 = &v
-	}
-	w.IRExcludes0 = r.IRExcludes0
-	w.VsBaselineNote, w.Outliers, w.Reached, w.BelowNoiseFloor = r.VsBaselineNote, r.Outliers, r.Reached, r.BelowNoiseFloor
-	if r.MDEPct != nil {
-		v := num(*r.MDEPct)
-		w.MDEPct = &v
-	}
-	if r.TargetRCIPct != nil {
-		v := num(*r.TargetRCIPct)
-		w.TargetRCIPct = &v
-	}
-	if r.RCIPct != nil {
-		v := num(*r.RCIPct)
-		w.RCIPct = &v
-	}
-	if r.VsBaselineDiff != nil {
-		v := num(*r.VsBaselineDiff)
-		w.VsBaselineDiff = &v
-	}
-	if r.VsBaselineDiffCI95 != nil {
-		v := [2]num{num(r.VsBaselineDiffCI95[0]), num(r.VsBaselineDiffCI95[1])}
-		w.VsBaselineDiffCI = &v
+		Baseline:      r.Baseline,
+		VsBaselinePct: toNum(r.VsBaselinePct), VsBaselineCI95: toNum2(r.VsBaselineCI95), PValue: toNum(r.PValue),
+		IR: toNum(r.IR), IRCI95: toNum2(r.IRCI95), IRExcludes0: r.IRExcludes0,
+		VsBaselineNote: r.VsBaselineNote, VsBaselineDiff: toNum(r.VsBaselineDiff), VsBaselineDiffCI: toNum2(r.VsBaselineDiffCI95),
+		Outliers: r.Outliers, TargetRCIPct: toNum(r.TargetRCIPct), RCIPct: toNum(r.RCIPct), Reached: r.Reached,
+		MDEPct: toNum(r.MDEPct), BelowNoiseFloor: r.BelowNoiseFloor,
+		Slowdown: toNum(r.Slowdown), SlowdownCI95: toNum2(r.SlowdownCI95),
 	}
 	return json.Marshal(w)
 }
@@ -140,49 +106,43 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		Mean: float64(w.Mean), SD: float64(w.SD), RSDPct: float64(w.RSDPct),
 		CI95:        [2]float64{float64(w.CI95[0]), float64(w.CI95[1])},
 		Significant: w.Significant, VsBaselineMethod: w.VsBaselineMethod,
-		Baseline: w.Baseline,
-	}
-	if w.VsBaselinePct != nil {
-		v := float64(*w.VsBaselinePct)
-		r.VsBaselinePct = &v
-	}
-	if w.VsBaselineCI95 != nil {
-		v := [2]float64{float64(w.VsBaselineCI95[0]), float64(w.VsBaselineCI95[1])}
-		r.VsBaselineCI95 = &v
-	}
-	if w.PValue != nil {
-		v := float64(*w.PValue)
-		r.PValue = &v
-	}
-	if w.IR != nil {
-		v := float64(*w.IR)
-		r.IR = &v
-	}
-	if w.IRCI95 != nil {
-		v := [2]float64{float64(w.IRCI95[0]), float64(w.IRCI95[1])}
-		r.IRCI95 = &v
-	}
-	r.IRExcludes0 = w.IRExcludes0
-	r.VsBaselineNote, r.Outliers, r.Reached, r.BelowNoiseFloor = w.VsBaselineNote, w.Outliers, w.Reached, w.BelowNoiseFloor
-	if w.MDEPct != nil {
-		v := float64(*w.MDEPct)
-		r.MDEPct = &v
-	}
-	if w.TargetRCIPct != nil {
-		v := float64(*w.TargetRCIPct)
-		r.TargetRCIPct = &v
-	}
-	if w.RCIPct != nil {
-		v := float64(*w.RCIPct)
-		r.RCIPct = &v
-	}
-	if w.VsBaselineDiff != nil {
-		v := float64(*w.VsBaselineDiff)
-		r.VsBaselineDiff = &v
-	}
-	if w.VsBaselineDiffCI != nil {
-		v := [2]float64{float64(w.VsBaselineDiffCI[0]), float64(w.VsBaselineDiffCI[1])}
-		r.VsBaselineDiffCI95 = &v
+		Baseline:      w.Baseline,
+		VsBaselinePct: fromNum(w.VsBaselinePct), VsBaselineCI95: fromNum2(w.VsBaselineCI95), PValue: fromNum(w.PValue),
+		IR: fromNum(w.IR), IRCI95: fromNum2(w.IRCI95), IRExcludes0: w.IRExcludes0,
+		VsBaselineNote: w.VsBaselineNote, VsBaselineDiff: fromNum(w.VsBaselineDiff), VsBaselineDiffCI95: fromNum2(w.VsBaselineDiffCI),
+		Outliers: w.Outliers, TargetRCIPct: fromNum(w.TargetRCIPct), RCIPct: fromNum(w.RCIPct), Reached: w.Reached,
+		MDEPct: fromNum(w.MDEPct), BelowNoiseFloor: w.BelowNoiseFloor,
+		Slowdown: fromNum(w.Slowdown), SlowdownCI95: fromNum2(w.SlowdownCI95),
 	}
 	return nil
+}
+
+func toNum(p *float64) *num {
+	if p == nil {
+		return nil
+	}
+	v := num(*p)
+	return &v
+}
+
+func toNum2(p *[2]float64) *[2]num {
+	if p == nil {
+		return nil
+	}
+	return &[2]num{num(p[0]), num(p[1])}
+}
+
+func fromNum(p *num) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := float64(*p)
+	return &v
+}
+
+func fromNum2(p *[2]num) *[2]float64 {
+	if p == nil {
+		return nil
+	}
+	return &[2]float64{float64(p[0]), float64(p[1])}
 }

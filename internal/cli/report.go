@@ -64,7 +64,7 @@ func newReportCmd() *cobra.Command {
 	c.Flags().BoolVar(&o.Failures, "failures", false, "list failed and timed-out trials with their reasons instead")
 	c.Flags().BoolVar(&o.Matrix, "matrix", false, "co-location campaigns: S0's matrices, targets by neighbours per case, IR with intervals and mean [SD]")
 	c.Flags().StringArrayVar(&o.Baseline, "baseline", nil, "compare against another baseline than the experiment's: factor=level (repeatable), e.g. --baseline layer=reference")
-	c.Flags().BoolVar(&o.PerPair, "per-pair", false, "also show each client/server pair's own results (pair<i>.<metric>) in the table, with pairs > 1; JSON and CSV always include them")
+	c.Flags().BoolVar(&o.PerPair, "per-pair", false, "also show each client/server pair's or instance's own results (pair<i>.<metric>, instance<i>.<metric>) in the table, with pairs or instances > 1; JSON and CSV always include them")
 	c.Flags().BoolVar(&o.Pooled, "pooled", false, "instead: each cell's percentiles of all requests of all its trials, from their stored histograms, beside the mean of the trials' own percentiles that the report shows")
 	c.Flags().BoolVar(&o.Telemetry, "telemetry", false, "also show telemetry (CPU time, throttling, memory peak, I/O, context switches, retransmissions) in the table; JSON and CSV always include it")
 	return c

@@ -68,9 +68,12 @@ type Cell struct {
 	Params   string // the workload's parameters as JSON, as the agent takes them
 	// Chain is the workload's roles, servers first and the measured one
 	// (the driver) last; Links[i] is how Chain[i+1] reaches Chain[i].
-	Chain      []Role
-	Links      []Link
-	Pairs      int    // client/server chains run at once
+	Chain []Role
+	Links []Link
+	// Pairs is how many copies of the chain run at once: client/server
+	// pairs, or (Instances) copies of a single-role workload.
+	Pairs      int
+	Instances  bool
 	Hosts      int    // emulated hosts (1: the machine alone)
 	Underlay   string // the underlay's tc rate, or "none"
 	Neighbours Neighbours
@@ -90,6 +93,9 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 		return nil, err
 	}
 	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: c.Factors[spec.FUnderlay]}
+	if n := spec.Instances(c.Factors); n > 1 {
+		pc.Pairs, pc.Instances = n, true
+	}
 	roles := ws.RoleList()
 	for _, name := range roles {
 		r, err := place(c, name, roles)

@@ -118,6 +118,13 @@ type Instance interface {
 	Timings() Timings
 }
 
+// EngineTimer is an instance whose engine keeps its own record of when
+// its phases happened (Docker's events): a creation-time runner stores
+// them beside the times the platform saw, after the instance is removed.
+type EngineTimer interface {
+	EngineTimings(ctx context.Context) (map[vocab.Phase]time.Time, error)
+}
+
 // NetNSer is an instance whose network namespace can be entered by path,
 // so ctrbench can wire links into it (Capabilities.Wireable).
 type NetNSer interface {

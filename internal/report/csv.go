@@ -23,7 +23,8 @@ func CSV(w io.Writer, rows []analysis.Row) error {
 		"vs_baseline_pct", "vs_baseline_low", "vs_baseline_high", "p_value", "significant",
 		"vs_baseline_method", "baseline", "ir", "ir_low", "ir_high", "ir_excludes_0", "flagged",
 		"vs_baseline_diff", "vs_baseline_diff_low", "vs_baseline_diff_high", "vs_baseline_note", "outliers",
-		"target_rci_pct", "rci_pct", "target_reached", "mde_pct", "below_noise_floor")
+		"target_rci_pct", "rci_pct", "target_reached", "mde_pct", "below_noise_floor",
+		"slowdown", "slowdown_low", "slowdown_high")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("write csv header: %w", err)
@@ -41,6 +42,10 @@ func CSV(w io.Writer, rows []analysis.Row) error {
 		if r.IRCI95 != nil {
 			irLow, irHigh = csvNum(r.IRCI95[0]), csvNum(r.IRCI95[1])
 		}
+		var sdLow, sdHigh string
+		if r.SlowdownCI95 != nil {
+			sdLow, sdHigh = csvNum(r.SlowdownCI95[0]), csvNum(r.SlowdownCI95[1])
+		}
 		var diffLow, diffHigh string
 		if r.VsBaselineDiffCI95 != nil {
 			diffLow, diffHigh = csvNum(r.VsBaselineDiffCI95[0]), csvNum(r.VsBaselineDiffCI95[1])
@@ -55,7 +60,8 @@ func CSV(w io.Writer, rows []analysis.Row) error {
 			r.VsBaselineMethod, strconv.FormatBool(r.Baseline),
 			csvPtr(r.IR), irLow, irHigh, csvBool(r.IRExcludes0), strconv.Itoa(r.Flagged),
 			csvPtr(r.VsBaselineDiff), diffLow, diffHigh, r.VsBaselineNote, strings.Join(seqs, " "),
-			csvPtr(r.TargetRCIPct), csvPtr(r.RCIPct), csvBool(r.Reached), csvPtr(r.MDEPct), csvBool(r.BelowNoiseFloor))
+			csvPtr(r.TargetRCIPct), csvPtr(r.RCIPct), csvBool(r.Reached), csvPtr(r.MDEPct), csvBool(r.BelowNoiseFloor),
+			csvPtr(r.Slowdown), sdLow, sdHigh)
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write csv row: %w", err)
 		}

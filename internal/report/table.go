@@ -69,8 +69,9 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 		return fmt.Errorf("write table heading: %w", err)
 	}
 	factors := factorNames(rows)
-	showFailed, showIR, showFlagged, showOutliers, showTarget := false, false, false, false, false
+	showFailed, showIR, showFlagged, showOutliers, showTarget, showSlowdown := false, false, false, false, false, false
 	for _, r := range rows {
+		showSlowdown = showSlowdown || r.Slowdown != nil
 		showTarget = showTarget || r.TargetRCIPct != nil
 		showFailed = showFailed || r.Failed != 0
 		showFlagged = showFlagged || r.Flagged != 0
@@ -80,6 +81,9 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 	cols := append(append([]string{}, factors...), "n", "mean", "sd", "rsd%", "95% CI", "vs baseline")
 	if showTarget {
 		cols = append(cols, "precision (target)")
+	}
+	if showSlowdown {
+		cols = append(cols, "slowdown [95% CI]")
 	}
 	if showIR {
 		cols = append(cols, "IR [95% CI]")
@@ -103,6 +107,9 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 			interval(r.CI95, sig), vsBaseline(r))
 		if showTarget {
 			cells = append(cells, precision(r))
+		}
+		if showSlowdown {
+			cells = append(cells, slowdownCell(r))
 		}
 		if showIR {
 			cells = append(cells, irCell(r))
@@ -174,6 +181,18 @@ func irCell(r analysis.Row) string {
 	return s
 }
 
+// slowdownCell is S1's slowdown: "2.01x [1.95, 2.07]".
+func slowdownCell(r analysis.Row) string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+	switch {
+	case r.Slowdown == nil:
+		return "-"
+	case r.SlowdownCI95 == nil:
+		return f(*r.Slowdown) + "x (no variance)"
+	}
+	return f(*r.Slowdown) + "x [" + f(r.SlowdownCI95[0]) + ", " + f(r.SlowdownCI95[1]) + "]"
+}
+
 func vsBaseline(r analysis.Row) string {
 	var s string
 	switch {
@@ -240,17 +259,21 @@ func legend(rows []analysis.Row) string {
 	s := "CI: 95% Student t interval of the mean"
 	var methods []string
 	seen := map[string]bool{}
-	outliers := false
+	outliers, slowdown := false, false
 	for _, r := range rows {
 		if m := r.VsBaselineMethod; m != "" && !seen[m] {
 			seen[m] = true
 			methods = append(methods, m)
 		}
 		outliers = outliers || len(r.Outliers) > 0
+		slowdown = slowdown || r.Slowdown != nil
 	}
 	if len(methods) > 0 {
 		s += "; vs baseline: difference of means relative to |baseline|, 95% interval by " +
 			strings.Join(methods, " or ") + "; * = interval excludes 0 (p < 0.05 by the same statistic)"
+	}
+	if slowdown {
+		s += "; slowdown (S1): one instance's time for its work against the baseline's (rates inverted), each trial's mean over its instances; 1x = no change"
 	}
 	if outliers {
 		s += "; outliers: trials whose modified z-score exceeds 3.5, kept in every statistic"

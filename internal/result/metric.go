@@ -11,7 +11,8 @@ type Scope string
 const (
 	ScopeTrial     Scope = "trial"     // the trial's: its only pair, or a single-role workload
 	ScopePair      Scope = "pair"      // one client/server pair of several (Index)
-	ScopeAggregate Scope = "aggregate" // all the pairs of a trial together
+	ScopeInstance  Scope = "instance"  // one copy of several of a single-role workload (Index)
+	ScopeAggregate Scope = "aggregate" // all the pairs (or instances) of a trial together
 	ScopeNeighbour Scope = "neighbour" // an antagonist beside the target (Index; 0 = all of them)
 )
 
@@ -22,8 +23,16 @@ const (
 	KindMeasure   Kind = "measure"   // a metric the workload declares
 	KindTelemetry Kind = "telemetry" // a resource counter read around the run (CPU time, retransmissions…)
 	KindPairs     Kind = "pairs"     // a statistic across the pairs of a trial (fairness, overlap)
+	KindInstances Kind = "instances" // the same across the instances of a trial
 	KindLifecycle Kind = "lifecycle" // when a phase of an instance's life ended, seconds after it was asked for
 )
+
+// PerCopy reports whether s is one copy's of several: a pair's or an
+// instance's.
+func (s Scope) PerCopy() bool { return s == ScopePair || s == ScopeInstance }
+
+// AcrossCopies reports whether k is a statistic across a trial's copies.
+func (k Kind) AcrossCopies() bool { return k == KindPairs || k == KindInstances }
 
 // MetricID is a metric's identity: which metric, whose, and what kind.
 // It is comparable, so reports group by it.
@@ -43,13 +52,15 @@ func (id MetricID) String() string {
 	switch {
 	case id.Scope == ScopePair:
 		b.WriteString("pair" + strconv.Itoa(id.Index) + ".")
+	case id.Scope == ScopeInstance:
+		b.WriteString(instanceName + strconv.Itoa(id.Index) + ".")
 	case id.Scope == ScopeNeighbour && id.Index > 1:
 		b.WriteString(neighbourName + strconv.Itoa(id.Index) + ".")
 	case id.Scope == ScopeNeighbour:
 		b.WriteString(neighbourName + ".")
 	}
-	if id.Kind == KindPairs {
-		b.WriteString(pairsName + ".")
+	if id.Kind.AcrossCopies() {
+		b.WriteString(string(id.Kind) + ".")
 	}
 	if id.Role != "" {
 		b.WriteString(id.Role + ".")
@@ -64,6 +75,7 @@ func (id MetricID) String() string {
 const (
 	neighbourName = "antagonist"
 	pairsName     = "pairs"
+	instanceName  = "instance"
 	telemetryName = "telemetry"
 )
 
@@ -83,8 +95,12 @@ func ParseMetricName(name string, pairs bool) MetricID {
 		return id
 	}
 	switch {
-	case first == pairsName:
-		id.Kind, id.Scope = KindPairs, ScopeAggregate
+	case first == pairsName || first == string(KindInstances):
+		id.Kind, id.Scope = Kind(first), ScopeAggregate
+		first, rest, ok = strings.Cut(rest, ".")
+	case strings.HasPrefix(first, instanceName) && isIndex(first[len(instanceName):]):
+		id.Scope = ScopeInstance
+		id.Index, _ = strconv.Atoi(first[len(instanceName):])
 		first, rest, ok = strings.Cut(rest, ".")
 	case strings.HasPrefix(first, "pair") && isIndex(first[len("pair"):]):
 		id.Scope = ScopePair

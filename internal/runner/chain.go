@@ -79,7 +79,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 		}()
 	}
 	wg.Wait()
-	if err := firstPairErr(errs); err != nil {
+	if err := firstPairErr(copiesOf(c), errs); err != nil {
 		return out, err
 	}
 
@@ -110,7 +110,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 		}()
 	}
 	wg.Wait()
-	if err := firstPairErr(errs); err != nil {
+	if err := firstPairErr(copiesOf(c), errs); err != nil {
 		return out, err
 	}
 	return collect(ctx, c, pairs, loops, &out)
@@ -171,7 +171,7 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 			// Servers may wait for a client that never came; they are
 			// removed with the trial rather than waited for.
 			out.Raw = raw
-			return *out, pairErr(npairs, p, err)
+			return *out, pairErr(copiesOf(c), npairs, p, err)
 		}
 		perPair[p] = obs
 		hists[p] = pr.res.Histograms
@@ -184,7 +184,7 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 			srv := pr.servers[i]
 			sres, err := srv.await(gctx)
 			if err != nil {
-				return *out, pairErr(npairs, p, fmt.Errorf("the %s finished but the %s did not: %w", pr.driver.role.Name, srv.role.Name, err))
+				return *out, pairErr(copiesOf(c), npairs, p, fmt.Errorf("the %s finished but the %s did not: %w", pr.driver.role.Name, srv.role.Name, err))
 			}
 			if p == 0 {
 				out.see(srv.role.Name+".", sres.Seen)
@@ -192,7 +192,7 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 			sobs, raw, err := observations(sres)
 			if err != nil {
 				out.Raw = raw
-				return *out, pairErr(npairs, p, fmt.Errorf("%s: %w", srv.role.Name, err))
+				return *out, pairErr(copiesOf(c), npairs, p, fmt.Errorf("%s: %w", srv.role.Name, err))
 			}
 			for _, ob := range sobs {
 				ob.Role = srv.role.Name
@@ -213,29 +213,30 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 		windows[p] = result.Window{Start: pr.res.Started, End: pr.res.Ended}
 	}
 	var err error
-	if out.Observations, out.Histograms, err = aggregatePairs(c.Workload, perPair, hists, windows); err != nil {
+	cp := copiesOf(c)
+	if out.Observations, out.Histograms, err = aggregatePairs(c.Workload, cp, perPair, hists, windows); err != nil {
 		return *out, err
 	}
 	for _, ob := range out.Observations {
-		if ob.ID() == overlapID && ob.Value < minPairsOverlap {
-			out.Flags = fmt.Sprintf("the %d pairs ran together for only %.0f%% of their mean window (want %.0f%%): some started late", npairs, ob.Value, minPairsOverlap)
+		if ob.Metric == overlapMetric && ob.Kind == cp.kind && ob.Value < minPairsOverlap {
+			out.Flags = fmt.Sprintf("the %d %ss ran together for only %.0f%% of their mean window (want %.0f%%): some started late", npairs, cp.noun, ob.Value, minPairsOverlap)
 		}
 	}
 	return *out, nil
 }
 
-func firstPairErr(errs []error) error {
+func firstPairErr(cp copies, errs []error) error {
 	for p, err := range errs {
 		if err != nil {
-			return pairErr(len(errs), p, err)
+			return pairErr(cp, len(errs), p, err)
 		}
 	}
 	return nil
 }
 
-func pairErr(npairs, p int, err error) error {
+func pairErr(cp copies, npairs, p int, err error) error {
 	if npairs == 1 {
 		return err
 	}
-	return fmt.Errorf("pair %d of %d: %w", p+1, npairs, err)
+	return fmt.Errorf("%s %d of %d: %w", cp.noun, p+1, npairs, err)
 }

@@ -75,7 +75,7 @@ func TestAggregatePairsCombinesAsDeclared(t *testing.T) {
 	per := [][]result.Observation{pair(pf, 1, 3, 100, 10), pair(ps, (10*1000+100*20)/1020.0, 5, 10000, 1)}
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0, End: t0.Add(time.Second)}}
-	obs, hists, err := aggregatePairs(rr, per, [][]result.Histogram{{fast}, {slow}}, windows)
+	obs, hists, err := aggregatePairs(rr, pairCopies, per, [][]result.Histogram{{fast}, {slow}}, windows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestAggregatePairsLeavesOutWhatItCannotCombine(t *testing.T) {
 	}
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0, End: t0.Add(time.Second)}}
-	obs, hists, err := aggregatePairs(rr, per, [][]result.Histogram{{h}, nil}, windows)
+	obs, hists, err := aggregatePairs(rr, pairCopies, per, [][]result.Histogram{{h}, nil}, windows)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ type pairHistograms struct {
 	stored  []result.Histogram
 }
 
-func mergePairs(hists [][]result.Histogram) (*pairHistograms, error) {
+func mergePairs(hists [][]result.Histogram, cp copies) (*pairHistograms, error) {
 	ph := &pairHistograms{perPair: make([]map[histKey]*hdrhistogram.Histogram, len(hists)),
 		merged: map[histKey]*hdrhistogram.Histogram{}, units: map[histKey]string{}}
 	var order []histKey
@@ -35,14 +35,14 @@ func mergePairs(hists [][]result.Histogram) (*pairHistograms, error) {
 				ph.units[k] = h.Unit
 				order = append(order, k)
 			} else if u != h.Unit {
-				return nil, fmt.Errorf("pair %d recorded %s in %s, another pair in %s", p+1, h.Metric, h.Unit, u)
+				return nil, fmt.Errorf("%s %d recorded %s in %s, another %s in %s", cp.noun, p+1, h.Metric, h.Unit, cp.noun, u)
 			}
 			d, err := hdr.Decode(h.Data)
 			if err != nil {
-				return nil, fmt.Errorf("pair %d's histogram of %s: %w", p+1, h.Metric, err)
+				return nil, fmt.Errorf("%s %d's histogram of %s: %w", cp.noun, p+1, h.Metric, err)
 			}
 			ph.perPair[p][k] = d
-			h.Scope, h.Index = result.ScopePair, p+1
+			h.Scope, h.Index = cp.scope, p+1
 			pairs = append(pairs, h)
 		}
 	}
@@ -58,7 +58,7 @@ func mergePairs(hists [][]result.Histogram) (*pairHistograms, error) {
 		}
 		m, err := hdr.Merge(all...)
 		if err != nil {
-			return nil, fmt.Errorf("the pairs' histograms of %s: %w", k.metric, err)
+			return nil, fmt.Errorf("the %ss' histograms of %s: %w", cp.noun, k.metric, err)
 		}
 		data, err := hdr.Encode(m)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/plan"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/stats"
 	"github.com/ctrbench/ctrbench/internal/workload"
@@ -13,8 +14,28 @@ import (
 // together; below it the trial is flagged.
 const minPairsOverlap = 90.0
 
-// overlapID is the pairs' overlap statistic.
-var overlapID = result.MetricID{Metric: "overlap_pct", Scope: result.ScopeAggregate, Kind: result.KindPairs}
+// overlapMetric is the copies' overlap statistic.
+const overlapMetric = "overlap_pct"
+
+// copies says what a trial's concurrent chains are: client/server pairs,
+// or instances of a single-role workload (S1 Exp 1).
+type copies struct {
+	noun  string       // "pair", "instance"
+	scope result.Scope // each one's observations
+	kind  result.Kind  // statistics across them
+}
+
+var (
+	pairCopies     = copies{"pair", result.ScopePair, result.KindPairs}
+	instanceCopies = copies{"instance", result.ScopeInstance, result.KindInstances}
+)
+
+func copiesOf(c *plan.Cell) copies {
+	if c.Instances {
+		return instanceCopies
+	}
+	return pairCopies
+}
 
 // aggregatePairs turns the pairs' observations and histograms into the
 // trial's: each pair's own (scope pair, its index), the aggregate of every
@@ -24,8 +45,8 @@ var overlapID = result.MetricID{Metric: "overlap_pct", Scope: result.ScopeAggreg
 // the pairs' mean window all of them ran at once. The histograms are each
 // pair's and, for those every pair recorded, the merged one the aggregate
 // percentiles were read from.
-func aggregatePairs(ws *workload.Spec, perPair [][]result.Observation, hists [][]result.Histogram, windows []result.Window) ([]result.Observation, []result.Histogram, error) {
-	ph, err := mergePairs(hists)
+func aggregatePairs(ws *workload.Spec, cp copies, perPair [][]result.Observation, hists [][]result.Histogram, windows []result.Window) ([]result.Observation, []result.Histogram, error) {
+	ph, err := mergePairs(hists, cp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -35,7 +56,7 @@ func aggregatePairs(ws *workload.Spec, perPair [][]result.Observation, hists [][
 		for _, ob := range obs {
 			c.add(p, ob)
 			pob := ob
-			pob.Scope, pob.Index = result.ScopePair, p+1
+			pob.Scope, pob.Index = cp.scope, p+1
 			out = append(out, pob)
 		}
 	}
@@ -45,16 +66,16 @@ func aggregatePairs(ws *workload.Spec, perPair [][]result.Observation, hists [][
 			aggs = append(aggs, ob)
 		}
 	}
-	aggs = append(aggs, pairsStats(ws, c, windows)...)
+	aggs = append(aggs, pairsStats(ws, cp, c, windows)...)
 	return append(aggs, out...), ph.stored, nil
 }
 
 // pairsStats are the statistics across the pairs: fairness and spread of
 // the headline metric, and their overlap.
-func pairsStats(ws *workload.Spec, c *combiner, windows []result.Window) []result.Observation {
+func pairsStats(ws *workload.Spec, cp copies, c *combiner, windows []result.Window) []result.Observation {
 	var out []result.Observation
 	pairsStat := func(metric string, v float64, unit string, better result.Better) result.Observation {
-		return result.Observation{Metric: metric, Scope: result.ScopeAggregate, Kind: result.KindPairs, Value: v, Unit: unit, Better: better}
+		return result.Observation{Metric: metric, Scope: result.ScopeAggregate, Kind: cp.kind, Value: v, Unit: unit, Better: better}
 	}
 	if len(ws.Metrics) > 0 {
 		head := result.MetricID{Metric: ws.Metrics[0].Name, Scope: result.ScopeTrial, Kind: result.KindMeasure}
@@ -82,7 +103,7 @@ func pairsStats(ws *workload.Spec, c *combiner, windows []result.Window) []resul
 	}
 	if mean := total / time.Duration(len(windows)); mean > 0 {
 		common := max(end.Sub(start), 0)
-		out = append(out, pairsStat(overlapID.Metric, 100*float64(common)/float64(mean), "%", result.Higher))
+		out = append(out, pairsStat(overlapMetric, 100*float64(common)/float64(mean), "%", result.Higher))
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func TestAggregatePairs(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(10 * time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(11 * time.Second)}}
 	got := map[string]float64{}
-	obs, _, err := aggregatePairs(tput, per, nil, windows)
+	obs, _, err := aggregatePairs(tput, pairCopies, per, nil, windows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestAggregatePairsApart(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0.Add(time.Second), End: t0.Add(2 * time.Second)}}
 	got := map[string]float64{}
-	obs, _, err := aggregatePairs(tput, per, nil, windows)
+	obs, _, err := aggregatePairs(tput, pairCopies, per, nil, windows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestAggregatePairsIdentity(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0, End: t0.Add(time.Second)}}
 	got := map[result.MetricID]float64{}
-	obs, _, err := aggregatePairs(tput, per, nil, windows)
+	obs, _, err := aggregatePairs(tput, pairCopies, per, nil, windows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +92,37 @@ func TestAggregatePairsIdentity(t *testing.T) {
 	} {
 		if g, ok := got[id]; !ok || math.Abs(g-v) > 1e-9 {
 			t.Errorf("%s (%+v) = %v (present %v), want %v", id, id, g, ok, v)
+		}
+	}
+}
+
+// Instances of a single-role workload are copies like pairs, named as
+// what they are: instance<i>.<metric> and instances.<statistic>; the names
+// read back to the same identities.
+func TestAggregateInstances(t *testing.T) {
+	per := [][]result.Observation{{{Metric: "throughput", Value: 1, Unit: "Gbit/s"}}, {{Metric: "throughput", Value: 3, Unit: "Gbit/s"}}}
+	t0 := time.Unix(1000, 0)
+	windows := []result.Window{{Start: t0, End: t0.Add(time.Second)}, {Start: t0, End: t0.Add(time.Second)}}
+	obs, _, err := aggregatePairs(tput, instanceCopies, per, nil, windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, o := range obs {
+		name := o.ID().String()
+		got[name] = o.Value
+		if back := result.ParseMetricName(name, true); back != o.ID() {
+			t.Errorf("%s reads back as %+v, want %+v", name, back, o.ID())
+		}
+	}
+	for k, v := range map[string]float64{"instance1.throughput": 1, "instance2.throughput": 3, "throughput": 4, "instances.jain": 0.8, "instances.overlap_pct": 100} {
+		if g, ok := got[k]; !ok || math.Abs(g-v) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v; got %v", k, g, ok, v, got)
+		}
+	}
+	for k := range got {
+		if strings.HasPrefix(k, "pair") {
+			t.Errorf("an instance's observation is named as a pair's: %s", k)
 		}
 	}
 }

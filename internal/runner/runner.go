@@ -81,8 +81,14 @@ type TrialRunner interface {
 	Run(ctx context.Context, env *Env, t Trial) (Outcome, error)
 }
 
-// For chooses the runner for a cell.
-func For(*plan.Cell) TrialRunner { return Chain{} }
+// For chooses the runner for a cell: the lifecycle runner for a workload
+// that times its entities' lives, else the chain.
+func For(c *plan.Cell) TrialRunner {
+	if c.Workload != nil && c.Workload.Lifecycle {
+		return Lifecycle{}
+	}
+	return Chain{}
+}
 
 // PlatformError is a trial's failure that the platform caused, not the
 // workload: an instance that could not be started or wired, an engine that

@@ -19,6 +19,9 @@ type watched struct {
 	result chan *result.Result
 	eof    chan struct{}
 	other  *strings.Builder // non-event stdout lines, for failure reports
+	// readyAt is when the ready event arrived: set before it is sent on
+	// ready, so a receiver may read it.
+	readyAt time.Time
 }
 
 func watch(name string, inst platform.Instance) *watched {
@@ -31,6 +34,9 @@ func watch(name string, inst platform.Instance) *watched {
 			ev, ok := result.ParseEvent(sc.Bytes())
 			switch {
 			case ok && ev.Event == "ready":
+				if r.readyAt.IsZero() {
+					r.readyAt = time.Now()
+				}
 				select {
 				case r.ready <- ev.Addr:
 				default:

@@ -384,6 +384,24 @@ func (p *parser) checkNetworks(cells []result.Cell, root *yaml.Node, factorNodes
 		if Pairs(c.Factors) > 1 && c.Factors[FAntagonist] != "" && c.Factors[FAntagonist] != AntagonistNone {
 			report(c, roles[0], FPairs, "pairs and antagonists do not combine: neighbours load one measured target, pairs are several")
 		}
+		if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle {
+			switch {
+			case Pairs(c.Factors) > 1:
+				report(c, roles[0], FPairs, fmt.Sprintf("%s times the lives of its hosting entities: give their number as instances, not pairs", c.WorkloadType))
+			case c.Factors[FAntagonist] != "" && c.Factors[FAntagonist] != AntagonistNone:
+				report(c, roles[0], FAntagonist, fmt.Sprintf("%s times the lives of its hosting entities: it has no measured run for antagonists to load", c.WorkloadType))
+			}
+		}
+		if n := Instances(c.Factors); n > 1 {
+			switch {
+			case chain > 1:
+				report(c, roles[0], FInstances, fmt.Sprintf("instances copies a single-role workload; %s is a chain of %d roles: use pairs for several client/server chains", c.WorkloadType, chain))
+			case Pairs(c.Factors) > 1:
+				report(c, roles[0], FInstances, "instances and pairs do not combine: instances are copies of a single-role workload, pairs of a client/server chain")
+			case c.Factors[FAntagonist] != "" && c.Factors[FAntagonist] != AntagonistNone:
+				report(c, roles[0], FInstances, "instances and antagonists do not combine: neighbours load one measured target, instances are several")
+			}
+		}
 		if loop > 0 && loop < chain {
 			report(c, roles[0], FNetwork, "network loopback puts every role of the workload in one container's namespace: give all its roles network loopback")
 		}

@@ -40,9 +40,14 @@ const (
 	// FPairs runs that many client/server chains of the workload at once
 	// (S4: up to 50 pairs on one node).
 	FPairs = "pairs"
-	// MaxHosts and MaxPairs bound those factors.
-	MaxHosts = 16
-	MaxPairs = 100
+	// FInstances runs that many copies of a single-role workload at once,
+	// each in its own hosting entity, started at one agreed instant (S1
+	// Exp 1: 1 to 64 sysbench instances).
+	FInstances = "instances"
+	// MaxHosts, MaxPairs and MaxInstances bound those factors.
+	MaxHosts     = 16
+	MaxPairs     = 100
+	MaxInstances = 256
 	// ParamPrefix makes a workload parameter a factor: "param.message_size".
 	ParamPrefix = "param."
 	// NoLimit is the level meaning "no cgroup limit" for cpus, cpuset, memory.
@@ -86,7 +91,7 @@ func splitFactor(name string) (role, base string) {
 func knownFactorNames() string {
 	names := append([]string{}, placementFactors...)
 	names = append(names, "<role>.<"+strings.Join(placementFactors, "|")+"> (roles: "+strings.Join(workload.RoleNames(), ", ")+")")
-	names = append(names, FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, RoleAntagonist+".<placement>", ParamPrefix+"<parameter>")
+	names = append(names, FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances, RoleAntagonist+".<placement>", ParamPrefix+"<parameter>")
 	return strings.Join(names, ", ")
 }
 
@@ -104,7 +109,7 @@ func checkFactorName(name string, wls []Workload) error {
 		return fmt.Errorf("factor %q: no workload of this file has a parameter %q", name, p)
 	}
 	switch name {
-	case FAntagonist, FPackaging, FHosts, FUnderlay, FPairs:
+	case FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances:
 		return nil
 	}
 	role, base := splitFactor(name)
@@ -147,8 +152,8 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 		return level, nil
 	}
 	switch name {
-	case FHosts, FPairs:
-		max := map[string]int{FHosts: MaxHosts, FPairs: MaxPairs}[name]
+	case FHosts, FPairs, FInstances:
+		max := map[string]int{FHosts: MaxHosts, FPairs: MaxPairs, FInstances: MaxInstances}[name]
 		n, err := strconv.Atoi(level)
 		if err != nil || n < 1 || n > max {
 			return "", fmt.Errorf("level %q of %s: want a whole number from 1 to %d", level, name, max)
@@ -384,6 +389,16 @@ func Hosts(factors map[string]string) int {
 // Pairs is a cell's number of concurrent client/server chains (default 1).
 func Pairs(factors map[string]string) int {
 	n, err := strconv.Atoi(factors[FPairs])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// Instances is a cell's number of concurrent copies of a single-role
+// workload (default 1).
+func Instances(factors map[string]string) int {
+	n, err := strconv.Atoi(factors[FInstances])
 	if err != nil || n < 1 {
 		return 1
 	}

@@ -90,6 +90,23 @@ const (
 // Phases lists every phase in order.
 var Phases = []Phase{Create, Start, Ready, Exit, Remove}
 
+// Doc says when a phase ends, for documentation and reports.
+func (p Phase) Doc() string {
+	switch p {
+	case Create:
+		return "until the entity exists (a container created)"
+	case Start:
+		return "until its first process runs"
+	case Ready:
+		return "until the agent's first word"
+	case Exit:
+		return "until its process ended"
+	case Remove:
+		return "until everything made for it is gone"
+	}
+	return ""
+}
+
 // Strings turns a list of words into strings, for messages.
 func Strings[T ~string](vs []T) []string {
 	out := make([]string, len(vs))

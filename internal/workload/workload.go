@@ -80,6 +80,11 @@ type Spec struct {
 	// Smoke are parameters for a run of a second or two: the end-to-end
 	// test runs every registered workload with them on every platform.
 	Smoke map[string]string
+	// Lifecycle marks a workload whose trial is the life of its hosting
+	// entities — created at once, run, exited, removed, each phase timed —
+	// rather than the chain's measured run: its metrics come from the
+	// lifecycle runner, the role's own result is each entity's.
+	Lifecycle bool
 }
 
 // RoleList returns the roles, Main when none are declared.

@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	cerrdefs "github.com/containerd/errdefs"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/blkiodev"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -416,3 +419,46 @@ func (t *tail) String() string {
 	defer t.mu.Unlock()
 	return strings.ToValidUTF8(string(t.b), "")
 }
+
+// engineActions are the container events that end a phase.
+var engineActions = map[events.Action]vocab.Phase{
+	events.ActionCreate: vocab.Create, events.ActionStart: vocab.Start,
+	events.ActionDie: vocab.Exit, events.ActionDestroy: vocab.Remove,
+}
+
+// EngineTimings implements platform.EngineTimer: the daemon's own
+// timestamps of the container's create, start, die and destroy events,
+// read back from its event log once the container is gone.
+func (i *instance) EngineTimings(ctx context.Context) (map[vocab.Phase]time.Time, error) {
+	i.mu.Lock()
+	since, until := i.timings.Requested, time.Now()
+	i.mu.Unlock()
+	ctx, cancel := withTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	msgs, errs := i.api.Events(ctx, events.ListOptions{
+		Since:   eventTime(since.Add(-time.Second)),
+		Until:   eventTime(until), // in the past: the stream ends at once
+		Filters: filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)), filters.Arg("container", i.id)),
+	})
+	out := map[vocab.Phase]time.Time{}
+	for {
+		select {
+		case m := <-msgs:
+			if ph, ok := engineActions[m.Action]; ok && m.Actor.ID == i.id {
+				if _, seen := out[ph]; !seen {
+					out[ph] = time.Unix(0, m.TimeNano)
+				}
+			}
+		case err := <-errs:
+			if err == nil || errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("instance %s: reading the engine's events: %w", i.name, err)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("instance %s: reading the engine's events: %w", i.name, ctx.Err())
+		}
+	}
+}
+
+// eventTime is t as the events API takes it: seconds.nanoseconds.
+func eventTime(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }

@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLifecycle is S1's Exp 2 in small: 1 and 3 hosting entities created at
+// once on native and docker, each running sysbench with max prime 1. Every
+// entity's phases add up to its total; docker has the engine's own
+// timestamps beside ctrbench's; the makespan covers the entities' lives.
+func TestLifecycle(t *testing.T) {
+	requireDocker(t)
+	exp := writeExperiment(t, `name: e2e-lifecycle
+seed: 3
+repetitions: 2
+factors:
+  platform: [native, docker]
+  instances: [1, 3]
+workloads:
+  - {name: create, type: lifecycle.run, params: {command: sysbench}}
+`)
+	db := filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
+	id := campaignID(t, r.stderr)
+	assertNothingLeft(t, id)
+	if r.code != 0 {
+		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
+		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
+	}
+	trials := storedTrials(t, db, id)
+	if len(trials) != 8 {
+		t.Fatalf("%d trials, want 8", len(trials))
+	}
+	for _, tr := range trials {
+		cellOf := fmt.Sprintf("trial %d (cell %d)", tr.Seq, tr.CellID)
+		phases := map[string]map[string]float64{} // entity prefix -> metric -> value
+		measures := map[string]float64{}
+		for _, o := range tr.Observations {
+			name := o.ID().String()
+			if prefix, metric, ok := strings.Cut(name, "lifecycle."); ok {
+				if phases[prefix] == nil {
+					phases[prefix] = map[string]float64{}
+				}
+				phases[prefix][metric] = o.Value
+			} else {
+				measures[name] = o.Value
+			}
+		}
+		entities := 0
+		for prefix, m := range phases {
+			if _, ok := m["total"]; !ok {
+				continue // the slowest entity's phases
+			}
+			entities++
+			sum := 0.0
+			for _, ph := range []string{"create", "start", "ready", "exit", "remove"} {
+				sum += m[ph]
+			}
+			if math.Abs(sum-m["total"]) > 1e-6 {
+				t.Errorf("%s %s: phases add up to %v, total %v", cellOf, prefix, sum, m["total"])
+			}
+			if m["total"] <= 0 || m["total"] > 60 {
+				t.Errorf("%s %s: total %v s", cellOf, prefix, m["total"])
+			}
+			if _, docker := m["create"]; docker {
+				for _, ph := range []string{"engine_create", "engine_start", "engine_exit", "engine_remove"} {
+					if _, ok := m[ph]; !ok {
+						t.Errorf("%s %s: a container without the engine's %s (%v)", cellOf, prefix, ph, m)
+					}
+				}
+			}
+		}
+		if entities != 1 && entities != 3 {
+			t.Errorf("%s: %d entities' phases, want 1 or 3", cellOf, entities)
+		}
+		// The entities are asked for within a few milliseconds of each other.
+		if measures["makespan"] <= 0 || measures["makespan"] > measures["total_max"]+0.05 {
+			t.Errorf("%s: makespan %v, total_max %v: want 0 < makespan <= about the longest life", cellOf, measures["makespan"], measures["total_max"])
+		}
+		if !(measures["total_p50"] <= measures["total_p99"] && measures["total_p99"] <= measures["total_max"]) {
+			t.Errorf("%s: total p50 %v, p99 %v, max %v out of order", cellOf, measures["total_p50"], measures["total_p99"], measures["total_max"])
+		}
+	}
+}
