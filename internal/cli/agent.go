@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/agent"
 	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/nestedparent"
 	"github.com/ctrbench/ctrbench/internal/wireguard"
 )
 
@@ -43,7 +44,25 @@ prints {"event":"ready"} and runs until SIGTERM.`,
 		},
 	}
 	wgConfig = invocation.BindWireGuard(wg.Flags())
-	c.AddCommand(run, loop, wg)
+	var parentConfig string
+	parent := &cobra.Command{
+		Use:   "parent",
+		Short: "Be a nested parent container's init: run its own Docker Engine until stopped",
+		Long: `Started by the nested platform as the first process of a parent container:
+starts dockerd (which starts containerd) with the parent's own data root,
+bridge subnet and socket, its children's cgroups below the parent's, reaps
+orphans and passes SIGTERM on.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := nestedparent.Parse(parentConfig)
+			if err != nil {
+				return usageError{err}
+			}
+			return nestedparent.Run(cmd.Context(), cfg, cmd.ErrOrStderr())
+		},
+	}
+	parent.Flags().StringVar(&parentConfig, "config", "", "the parent's configuration (JSON, written by the nested platform)")
+	c.AddCommand(run, loop, wg, parent)
 	return c
 }
 

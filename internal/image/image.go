@@ -33,6 +33,13 @@ const BinaryPath = "/ctrbench"
 type Input struct {
 	Binary string   // path to a statically linked ctrbench
 	Tools  []string // external programs, resolved in PATH (e.g. iperf3)
+	// Files are more host files, by absolute path, kept at that path with
+	// the shared libraries each loads: modules a tool opens at run time
+	// (iptables' extensions), which ldd of the tool does not list.
+	Files []string
+	// Repository names the image ("ctrbench-agent" when empty); its tag is
+	// the content hash either way.
+	Repository string
 }
 
 // File is one entry of the image's root filesystem.
@@ -98,8 +105,26 @@ func Plan(in Input) (*Context, error) {
 			missing = append(missing, tool)
 		}
 	}
+	for _, f := range in.Files {
+		if !path.IsAbs(f) {
+			return nil, fmt.Errorf("planning image: file %q is not an absolute path", f)
+		}
+		libs, err := sharedLibs(f)
+		if err != nil {
+			return nil, fmt.Errorf("file %q: %w", f, err)
+		}
+		for _, p := range append([]string{f}, libs...) {
+			if err := b.addHostFile(p, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	repo := in.Repository
+	if repo == "" {
+		repo = Repository
+	}
 	c := &Context{Files: b.sorted(), Dockerfile: dockerfile, Missing: missing}
-	c.Tag = Repository + ":" + c.hash()[:16]
+	c.Tag = repo + ":" + c.hash()[:16]
 	return c, nil
 }
 
@@ -202,7 +227,9 @@ func sharedLibs(p string) ([]string, error) {
 	}
 	dynamic := false
 	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
+		// A program has an interpreter; a shared object only a dynamic
+		// section: both load libraries.
+		if prog.Type == elf.PT_INTERP || prog.Type == elf.PT_DYNAMIC {
 			dynamic = true
 		}
 	}

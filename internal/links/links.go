@@ -6,6 +6,7 @@ package links
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -62,4 +63,35 @@ func RemoveMatching(match func(name string) bool) ([]string, error) {
 		return removed, fmt.Errorf("removing links: %s", strings.Join(errs, "; "))
 	}
 	return removed, nil
+}
+
+// RouteVia routes dst through gw in the machine's namespace, replacing a
+// route to dst that is there. Only a route to a subnet ctrbench made (a
+// nested parent's inner bridge) through an address on a ctrbench link may
+// be given: gw must be reached over a link named with the prefix.
+func RouteVia(dst *net.IPNet, gw net.IP) error {
+	routes, err := netlink.RouteGet(gw)
+	if err != nil || len(routes) == 0 {
+		return fmt.Errorf("route to %s via %s: %s is not reachable: %v", dst, gw, gw, err)
+	}
+	l, err := netlink.LinkByIndex(routes[0].LinkIndex)
+	if err != nil {
+		return fmt.Errorf("route to %s via %s: %w", dst, gw, err)
+	}
+	if name := l.Attrs().Name; !strings.HasPrefix(name, platform.LinkPrefix) {
+		return fmt.Errorf("route to %s via %s: %s is reached over %s, not a link of ctrbench's", dst, gw, gw, name)
+	}
+	if err := netlink.RouteReplace(&netlink.Route{Dst: dst, Gw: gw, LinkIndex: l.Attrs().Index}); err != nil {
+		return fmt.Errorf("route to %s via %s: %w", dst, gw, err)
+	}
+	return nil
+}
+
+// RouteDel removes the route to dst through gw, if it is there.
+func RouteDel(dst *net.IPNet, gw net.IP) error {
+	err := netlink.RouteDel(&netlink.Route{Dst: dst, Gw: gw})
+	if err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("removing route to %s via %s: %w", dst, gw, err)
+	}
+	return nil
 }

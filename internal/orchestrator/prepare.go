@@ -65,6 +65,7 @@ func (c *campaign) prepare(ctx context.Context) error {
 			Networks:     need.Networks,
 			Tools:        need.Tools,
 			Storages:     need.Storages,
+			Options:      need.Options,
 			Progress:     cfg.Progress.Notes(),
 			CgroupParent: c.machine,
 		}

@@ -24,6 +24,9 @@ type PlatformNeeds struct {
 	Networks []vocab.Network // as Provision asks the platform
 	Storages []vocab.Storage
 	Tools    []string // binaries the workloads run there
+	// Options are the levels of the platform's own factors the cells use:
+	// per factor, sorted.
+	Options map[string][]string
 }
 
 // PlatformNames lists the platforms needed, sorted.
@@ -49,6 +52,12 @@ func Collect(cells []*Cell) Needs {
 			n.Platforms[r.Platform] = pn
 		}
 		pn.Networks = addSorted(pn.Networks, r.Provision.Platform)
+		for k, v := range r.Options {
+			if pn.Options == nil {
+				pn.Options = map[string][]string{}
+			}
+			pn.Options[k] = addSorted(pn.Options[k], v)
+		}
 		pn.Storages = addSorted(pn.Storages, r.Storage)
 		for _, w := range ws {
 			for _, t := range w.Tools {

@@ -31,6 +31,9 @@ type Role struct {
 	Provision platform.Provision // how the platform gets it
 	Storage   vocab.Storage
 	Limits    platform.Limits
+	// Options are the levels of the platform's own factors (the nested
+	// platform's children, parent network…), defaults filled.
+	Options map[string]string
 	// Counters are the counters that are the instance's own: its cgroup
 	// (a platform giving each instance one) and its network namespace (one
 	// of its own, not the host's network).
@@ -43,7 +46,11 @@ func (r Role) RootNS() bool {
 	if !r.Driver.Caps.OwnNetNS {
 		return r.Host == 0
 	}
-	return r.Network == vocab.Host
+	n := r.Network
+	if seen := r.Driver.Caps.Seen; seen != nil {
+		n = seen(n, r.Options)
+	}
+	return n == vocab.Host
 }
 
 // InHostNS reports whether the role is a process in an emulated host's
@@ -138,7 +145,7 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 	if !ok {
 		return Role{}, fmt.Errorf("no platform %q", pl.Platform)
 	}
-	r := Role{Name: name, Platform: pl.Platform, Driver: d, Network: pl.Network, Storage: pl.Storage}
+	r := Role{Name: name, Platform: pl.Platform, Driver: d, Network: pl.Network, Storage: pl.Storage, Options: d.Options(c.Factors)}
 	hosts := spec.Hosts(c.Factors)
 	if hosts > 1 {
 		r.Host = spec.HostOf(c.Factors, name, chain)

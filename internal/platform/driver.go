@@ -46,6 +46,56 @@ type Capabilities struct {
 	// Tools: instances see only the tools the platform brought (an image),
 	// so it needs Setup.Tools; a host process sees the machine's.
 	Tools bool
+	// Factors are placement factors only this platform understands (the
+	// nested platform's children per parent, its parents' network and
+	// limits). Validation asks the drivers for them; an instance gets the
+	// cell's levels, defaults filled, in InstanceSpec.Options.
+	Factors []Factor
+	// Seen, when set, is the network an instance is really on as the
+	// machine sees it, given the mode the cell asks and the platform's own
+	// factors: a nested child on its parent's network ("host" inside the
+	// parent) is where its parent is. Nil: the mode asked.
+	Seen func(n vocab.Network, options map[string]string) vocab.Network
+	// Combine, when set, refuses a network mode with the platform's own
+	// factors' levels that it cannot give, saying why.
+	Combine func(n vocab.Network, options map[string]string) error
+}
+
+// Factor is a placement factor of one platform.
+type Factor struct {
+	Name    string // as experiment files write it: "children", "parent.network"
+	Default string // the level when a cell does not set it
+	Doc     string // what it means and its levels, for documentation and messages
+	// Check validates a level and returns its canonical form.
+	Check func(level string) (string, error)
+}
+
+// FactorOf returns the driver that declares factor name, and the factor.
+func FactorOf(name string) (Driver, Factor, bool) {
+	for _, d := range Drivers() {
+		for _, f := range d.Caps.Factors {
+			if f.Name == name {
+				return d, f, true
+			}
+		}
+	}
+	return Driver{}, Factor{}, false
+}
+
+// Options are the levels of d's own factors in a cell's factors, each
+// defaulted when the cell does not set it; nil when d declares none.
+func (d Driver) Options(factors map[string]string) map[string]string {
+	if len(d.Caps.Factors) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(d.Caps.Factors))
+	for _, f := range d.Caps.Factors {
+		out[f.Name] = f.Default
+		if v, ok := factors[f.Name]; ok {
+			out[f.Name] = v
+		}
+	}
+	return out
 }
 
 // Provision is how an instance gets the network mode a cell asks for.

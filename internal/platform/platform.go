@@ -67,6 +67,9 @@ type InstanceSpec struct {
 	// Storage is where the agent's data directory lives: "" or Layer (the
 	// platform's own filesystem), Volume or Tmpfs.
 	Storage vocab.Storage
+	// Options are the levels of the platform's own factors
+	// (Capabilities.Factors), defaults filled.
+	Options map[string]string
 }
 
 // Exit is how an instance ended.
@@ -138,7 +141,10 @@ type Setup struct {
 	Networks   []vocab.Network   // network modes the campaign asks of this platform
 	Tools      []string          // external binaries the workloads need (for images)
 	Storages   []vocab.Storage   // storage levels the campaign uses on this platform
-	Progress   io.Writer         // human-readable notes (image build, network creation)
+	// Options are the levels of the platform's own factors the campaign
+	// uses (Capabilities.Factors), per factor.
+	Options  map[string][]string
+	Progress io.Writer // human-readable notes (image build, network creation)
 	// CgroupParent, when set, is a cgroup path below the root (e.g.
 	// "ctrbench/<campaign>/machine") that every instance is placed under:
 	// the experiment's emulated machine size, limits set by the caller.

@@ -32,7 +32,7 @@ type started struct {
 // its network (wired by the lab after it starts, or joining the first
 // instance of its pair — *loopOwner — for loopback).
 func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string) (*started, error) {
-	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits}
+	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options}
 	if r.InHostNS() {
 		isp.NetNS = in.env.Lab.HostNS(r.Host)
 	}

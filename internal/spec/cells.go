@@ -376,6 +376,10 @@ func (p *parser) checkNetworks(cells []result.Cell, root *yaml.Node, factorNodes
 			}
 			if _, err := d.Provision(pl.Network, hosts); err != nil {
 				report(c, role, FNetwork, err.Error())
+			} else if comb := d.Caps.Combine; comb != nil {
+				if err := comb(pl.Network, d.Options(c.Factors)); err != nil {
+					report(c, role, FNetwork, err.Error())
+				}
 			}
 			if !slices.Contains(d.Caps.Storages, pl.Storage) {
 				report(c, role, FStorage, fmt.Sprintf("platform %s does not offer storage %s; it offers %s", pl.Platform, pl.Storage, strings.Join(vocab.Strings(d.Caps.Storages), ", ")))
@@ -383,6 +387,20 @@ func (p *parser) checkNetworks(cells []result.Cell, root *yaml.Node, factorNodes
 		}
 		if Pairs(c.Factors) > 1 && c.Factors[FAntagonist] != "" && c.Factors[FAntagonist] != AntagonistNone {
 			report(c, roles[0], FPairs, "pairs and antagonists do not combine: neighbours load one measured target, pairs are several")
+		}
+		for _, name := range sortedKeys(c.Factors) {
+			level := c.Factors[name]
+			d, f, ok := platform.FactorOf(name)
+			if !ok || level == f.Default {
+				continue
+			}
+			used := false
+			for _, role := range roles {
+				used = used || PlacementFor(c.Factors, role).Platform == d.Name
+			}
+			if !used {
+				report(c, roles[0], name, fmt.Sprintf("%s applies only to platform %s, and no role of this cell runs there", name, d.Name))
+			}
 		}
 		if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle {
 			switch {

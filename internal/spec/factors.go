@@ -91,7 +91,13 @@ func splitFactor(name string) (role, base string) {
 func knownFactorNames() string {
 	names := append([]string{}, placementFactors...)
 	names = append(names, "<role>.<"+strings.Join(placementFactors, "|")+"> (roles: "+strings.Join(workload.RoleNames(), ", ")+")")
-	names = append(names, FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances, RoleAntagonist+".<placement>", ParamPrefix+"<parameter>")
+	names = append(names, FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances)
+	for _, d := range platform.Drivers() {
+		for _, f := range d.Caps.Factors {
+			names = append(names, f.Name+" ("+d.Name+")")
+		}
+	}
+	names = append(names, RoleAntagonist+".<placement>", ParamPrefix+"<parameter>")
 	return strings.Join(names, ", ")
 }
 
@@ -110,6 +116,9 @@ func checkFactorName(name string, wls []Workload) error {
 	}
 	switch name {
 	case FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances:
+		return nil
+	}
+	if _, _, ok := platform.FactorOf(name); ok {
 		return nil
 	}
 	role, base := splitFactor(name)
@@ -150,6 +159,13 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 		// Levels of a parameter factor keep the user's spelling, which reads
 		// better in reports ("64KiB" rather than "65536").
 		return level, nil
+	}
+	if d, f, ok := platform.FactorOf(name); ok {
+		v, err := f.Check(level)
+		if err != nil {
+			return "", fmt.Errorf("level %q of %s (platform %s): %v", level, name, d.Name, err)
+		}
+		return v, nil
 	}
 	switch name {
 	case FHosts, FPairs, FInstances:

@@ -82,13 +82,18 @@ type Phase string
 const (
 	Create Phase = "create" // the hosting entity exists (a container created)
 	Start  Phase = "start"  // its first process runs
-	Ready  Phase = "ready"  // the agent announced it is ready (a server listening)
-	Exit   Phase = "exit"   // its process ended
-	Remove Phase = "remove" // everything made for it is gone
+	// A nested parent's: its engine answers, the agent image is in it, the
+	// child container was created and started.
+	DaemonReady Phase = "daemon_ready"
+	ImageReady  Phase = "image_ready"
+	ChildStart  Phase = "child_start"
+	Ready       Phase = "ready"  // the agent announced it is ready (a server listening)
+	Exit        Phase = "exit"   // its process ended
+	Remove      Phase = "remove" // everything made for it is gone
 )
 
 // Phases lists every phase in order.
-var Phases = []Phase{Create, Start, Ready, Exit, Remove}
+var Phases = []Phase{Create, Start, DaemonReady, ImageReady, ChildStart, Ready, Exit, Remove}
 
 // Doc says when a phase ends, for documentation and reports.
 func (p Phase) Doc() string {
@@ -97,6 +102,12 @@ func (p Phase) Doc() string {
 		return "until the entity exists (a container created)"
 	case Start:
 		return "until its first process runs"
+	case DaemonReady:
+		return "until a nested parent's own engine answers"
+	case ImageReady:
+		return "until the agent image is in that engine (loaded, or found in the preloaded store)"
+	case ChildStart:
+		return "until the child container inside it was created and started"
 	case Ready:
 		return "until the agent's first word"
 	case Exit:

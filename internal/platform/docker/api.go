@@ -56,6 +56,9 @@ type API interface {
 
 	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
 
+	ImageSave(ctx context.Context, imageIDs []string, opts ...client.ImageSaveOption) (io.ReadCloser, error)
+	ImageLoad(ctx context.Context, input io.Reader, opts ...client.ImageLoadOption) (image.LoadResponse, error)
+
 	VolumeCreate(ctx context.Context, options volume.CreateOptions) (volume.Volume, error)
 	VolumeList(ctx context.Context, options volume.ListOptions) (volume.ListResponse, error)
 	VolumeRemove(ctx context.Context, volumeID string, force bool) error
@@ -81,11 +84,22 @@ type Option func(*options)
 type options struct {
 	binary string
 	api    API
+	host   string // another engine's address, "unix:///path"
+	image  string // an agent image already in the engine: nothing is built
 }
 
 // WithBinary sets the statically linked ctrbench binary put in the image.
 // Prepare needs it.
 func WithBinary(path string) Option { return func(o *options) { o.binary = path } }
+
+// WithHost talks to the engine at host ("unix:///path/docker.sock") rather
+// than the one the environment names: a nested parent's own daemon.
+func WithHost(host string) Option { return func(o *options) { o.host = host } }
+
+// WithImage says the agent image tag is already in the engine (loaded into
+// a nested parent's daemon, or in its preloaded store): Prepare checks it
+// is there and builds nothing.
+func WithImage(tag string) Option { return func(o *options) { o.image = tag } }
 
 // WithClient replaces the Docker client, for tests.
 func WithClient(api API) Option { return func(o *options) { o.api = api } }
@@ -104,7 +118,11 @@ func newClient(o options) (api API, owned bool, err error) {
 	if o.api != nil {
 		return o.api, false, nil
 	}
-	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	from := client.FromEnv
+	if o.host != "" {
+		from = client.WithHost(o.host)
+	}
+	c, err := client.NewClientWithOpts(from, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, false, fmt.Errorf("creating docker client: %w", err)
 	}

@@ -42,6 +42,17 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 // start starts the container; cmd, when set, replaces the agent's command
 // line (the package's tests run a stand-in binary with commands of its own).
 func (p *Platform) start(ctx context.Context, spec platform.InstanceSpec, cmd []string) (platform.Instance, error) {
+	return p.startWith(ctx, spec, func(cfg *container.Config, _ *container.HostConfig) {
+		if cmd != nil {
+			cfg.Cmd = cmd
+		}
+	})
+}
+
+// startWith starts a container as Start does; tweak may change its
+// configuration before it is created (another image and command, more
+// privileges, mounts).
+func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tweak func(*container.Config, *container.HostConfig)) (platform.Instance, error) {
 	requested := time.Now()
 	camp, err := p.current()
 	if err != nil {
@@ -103,8 +114,15 @@ func (p *Platform) start(ctx context.Context, spec platform.InstanceSpec, cmd []
 	default:
 		return nil, fmt.Errorf("instance %s: docker platform does not support storage %q", spec.Name, spec.Storage)
 	}
-	if cmd == nil {
-		cmd = inv.Args()
+	cfg := &container.Config{
+		Image:        img,
+		Cmd:          inv.Args(),
+		Labels:       objectLabels(campaign, baseLabels, spec.Labels),
+		AttachStdout: true,
+		AttachStderr: true,
+	}
+	if tweak != nil {
+		tweak(cfg, hostCfg)
 	}
 	ctx, cancel := withTimeout(ctx, startTimeout)
 	defer cancel()
@@ -115,16 +133,7 @@ func (p *Platform) start(ctx context.Context, spec platform.InstanceSpec, cmd []
 	// timeout) and is removed below when ctx has ended meanwhile.
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer ccancel()
-	created, err := p.api.ContainerCreate(cctx,
-		&container.Config{
-			Image:        img,
-			Cmd:          cmd,
-			Labels:       objectLabels(campaign, baseLabels, spec.Labels),
-			AttachStdout: true,
-			AttachStderr: true,
-		},
-		hostCfg,
-		nil, nil, spec.Name)
+	created, err := p.api.ContainerCreate(cctx, cfg, hostCfg, nil, nil, spec.Name)
 	if err != nil {
 		return nil, fmt.Errorf("creating container %s: %w", spec.Name, err)
 	}

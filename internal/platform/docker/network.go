@@ -9,6 +9,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
 // bridgeNameOption names the Linux bridge Docker creates for a network.
@@ -21,9 +23,11 @@ type bridgeNet struct {
 	link            string // the host's bridge link, ctb<hash>
 }
 
-// createBridge makes the campaign's bridge network. No subnet is chosen
-// here: Docker assigns one from its address pools, which avoids clashing
-// with networks this code cannot see.
+// createBridge makes the campaign's bridge network, or joins it when
+// another platform of the campaign on the same engine made it already (the
+// nested platform's parents share the docker platform's bridge). No subnet
+// is chosen here: Docker assigns one from its address pools, which avoids
+// clashing with networks this code cannot see.
 func createBridge(ctx context.Context, api API, campaign string, labels map[string]string, progress io.Writer) (bridgeNet, error) {
 	b := bridgeNet{name: NetworkName(campaign), link: BridgeName(campaign)}
 	resp, err := api.NetworkCreate(ctx, b.name, network.CreateOptions{
@@ -31,7 +35,15 @@ func createBridge(ctx context.Context, api API, campaign string, labels map[stri
 		Labels:  labels,
 		Options: map[string]string{bridgeNameOption: b.link},
 	})
-	if err != nil {
+	verb := "created"
+	switch {
+	case cerrdefs.IsConflict(err):
+		n, ierr := api.NetworkInspect(ctx, b.name, network.InspectOptions{})
+		if ierr != nil || n.Labels[platform.LabelCampaign] != campaign {
+			return bridgeNet{}, fmt.Errorf("creating network %s: %w", b.name, err)
+		}
+		resp.ID, verb = n.ID, "joined"
+	case err != nil:
 		return bridgeNet{}, fmt.Errorf("creating network %s: %w", b.name, err)
 	}
 	b.id = resp.ID
@@ -46,7 +58,7 @@ func createBridge(ctx context.Context, api API, campaign string, labels map[stri
 	if b.gateway == "" {
 		return b, fmt.Errorf("network %s has no IPv4 gateway", b.name)
 	}
-	fmt.Fprintf(progress, "docker: created network %s (subnet %s, gateway %s, bridge %s)\n", b.name, b.subnet, b.gateway, b.link)
+	fmt.Fprintf(progress, "docker: %s network %s (subnet %s, gateway %s, bridge %s)\n", verb, b.name, b.subnet, b.gateway, b.link)
 	return b, nil
 }
 

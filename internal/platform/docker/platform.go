@@ -31,6 +31,7 @@ type Platform struct {
 	api    API
 	owned  bool // api was created here and is closed by Close
 	binary string
+	preset string // WithImage: the agent image is already in the engine
 
 	mu     sync.Mutex // serialises Prepare and Close; guards the two below
 	camp   *campaign  // nil until Prepare
@@ -61,7 +62,7 @@ func New(opts ...Option) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{api: api, owned: owned, binary: o.binary}, nil
+	return &Platform{api: api, owned: owned, binary: o.binary, preset: o.image}, nil
 }
 
 // Name implements platform.Platform.
@@ -156,6 +157,13 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 			return errors.New("docker platform: an emulated machine (cgroup parent) needs the daemon's cgroupfs driver, this one uses systemd")
 		}
 		c.cgParent = "/" + strings.TrimPrefix(s.CgroupParent, "/")
+	}
+	if c.image.tag == "" && p.preset != "" {
+		img, err := p.api.ImageInspect(ctx, p.preset)
+		if err != nil {
+			return fmt.Errorf("the agent image %s is not in the engine: %w", p.preset, err)
+		}
+		c.image = agentImage{tag: p.preset, id: img.ID, reused: true}
 	}
 	if c.image.tag == "" {
 		img, err := ensureImage(ctx, p.api, p.binary, s.Tools, c.labels, progress)

@@ -6,4 +6,5 @@ package drivers
 import (
 	_ "github.com/ctrbench/ctrbench/internal/platform/docker" // Docker Engine containers
 	_ "github.com/ctrbench/ctrbench/internal/platform/native" // host processes
+	_ "github.com/ctrbench/ctrbench/internal/platform/nested" // nested containers (S1)
 )

@@ -1,0 +1,304 @@
+package nested
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// daemonTimeout bounds how long a parent's engine may take to answer.
+const daemonTimeout = 2 * time.Minute
+
+// parent is one parent container and its engine.
+type parent struct {
+	name      string
+	network   vocab.Network // on the machine
+	limits    platform.Limits
+	preloaded bool
+	labels    map[string]string
+	subnet    int    // inner bridge subnet index, -1 without a bridge
+	storeDir  string // a seed's data root on the host (the preloaded store it makes)
+	requested time.Time
+
+	ready chan struct{} // closed when set up (err says how)
+	err   error
+	outer platform.Instance // the parent container
+	inner *docker.Platform  // its engine
+	ip    string            // its address on the machine's side ("" on the host network)
+	sock  string            // host directory of its API socket
+	at    map[vocab.Phase]time.Time
+	done  func() // forget it in the platform
+
+	mu       sync.Mutex
+	capacity int
+	reserved int
+	released int
+	removed  bool
+	removeAt time.Time
+}
+
+// reserve takes a child's place in the parent, if it has one left.
+func (pr *parent) reserve(children int) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.removed || pr.reserved >= pr.capacity || pr.reserved >= children {
+		return false
+	}
+	pr.reserved++
+	return true
+}
+
+// setUp starts the parent container, waits for its engine, brings the
+// agent image into it and prepares it; ready is closed at the end.
+func (pr *parent) setUp(ctx context.Context, p *Platform) {
+	defer close(pr.ready)
+	pr.at = map[vocab.Phase]time.Time{}
+	fail := func(err error) { pr.err = fmt.Errorf("parent %s: %w", pr.name, err) }
+	var store string
+	if pr.preloaded {
+		var err error
+		if store, err = p.preloadedStore(ctx); err != nil {
+			fail(err)
+			return
+		}
+	}
+	p.mu.Lock()
+	work, parentImage, agentTar, setup := p.work, p.parentImage, p.agentTar, p.setup
+	p.mu.Unlock()
+	// A unix socket's path is short (108 bytes): the name's hash.
+	sum := sha256.Sum256([]byte(pr.name))
+	pr.sock = filepath.Join(work, "s", hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(pr.sock, 0o700); err != nil {
+		fail(err)
+		return
+	}
+	e := docker.EngineSpec{
+		Image: parentImage,
+		Cmd:   []string{"agent", "parent", "--config", parentConfig(pr).String()},
+		Binds: []string{pr.sock + ":" + sockMount},
+		Tmpfs: map[string]string{"/run": "rw,exec", "/tmp": "rw,exec"},
+	}
+	if pr.subnet >= 0 {
+		// The parent routes between the machine and its inner bridge.
+		e.Sysctls = map[string]string{"net.ipv4.ip_forward": "1"}
+	}
+	switch {
+	case pr.storeDir != "": // a seed: its data root is the store on the host
+		e.Binds = append(e.Binds, pr.storeDir+":"+dataRoot)
+	default:
+		e.Tmpfs[dataRoot] = "rw,exec"
+	}
+	if store != "" {
+		e.Binds = append(e.Binds, store+":"+storeMount+":ro")
+	}
+	spec := platform.InstanceSpec{Name: pr.name, Network: pr.network, Limits: pr.limits, Labels: pr.labels}
+	outer, err := p.outer.StartEngine(ctx, spec, e)
+	if err != nil {
+		fail(err)
+		return
+	}
+	pr.outer, pr.ip = outer, outer.IP()
+	t := outer.Timings()
+	pr.at[vocab.Create], pr.at[vocab.Start] = t.At[vocab.Create], t.At[vocab.Start]
+
+	// The agent image is loaded below (a seed loads it into the store it
+	// makes), or is in the preloaded store: never built in the parent.
+	inner, err := docker.New(docker.WithHost("unix://"+filepath.Join(pr.sock, "docker.sock")), docker.WithImage(p.outer.AgentImage()))
+	if err != nil {
+		fail(err)
+		return
+	}
+	pr.inner = inner
+	if err := pr.awaitEngine(ctx); err != nil {
+		fail(err)
+		return
+	}
+	pr.at[vocab.DaemonReady] = time.Now()
+	if !pr.preloaded {
+		f, err := os.Open(agentTar)
+		if err != nil {
+			fail(err)
+			return
+		}
+		err = inner.LoadImage(ctx, f)
+		f.Close()
+		if err != nil {
+			fail(err)
+			return
+		}
+	}
+	networks := []vocab.Network{vocab.Host}
+	if pr.subnet >= 0 {
+		networks = append(networks, vocab.BridgeDefault)
+	}
+	if err := inner.Prepare(ctx, platform.Setup{CampaignID: setup.CampaignID, Labels: setup.Labels, Networks: networks,
+		Storages: []vocab.Storage{vocab.Layer, vocab.Tmpfs}}); err != nil {
+		fail(err)
+		return
+	}
+	pr.at[vocab.ImageReady] = time.Now()
+	if err := routeTo(pr); err != nil {
+		fail(err)
+	}
+}
+
+// awaitEngine polls the parent's engine until it answers, failing early
+// when the parent container has ended.
+func (pr *parent) awaitEngine(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, daemonTimeout)
+	defer cancel()
+	exited := make(chan platform.Exit, 1)
+	go func() {
+		if ex, err := pr.outer.Wait(ctx); err == nil {
+			exited <- ex
+		}
+	}()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		err := pr.inner.Ping(pctx)
+		pcancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case ex := <-exited:
+			return fmt.Errorf("the parent's engine ended before it answered (exit %d): %s", ex.Code, lastLines(ex.Stderr, 3))
+		case <-ctx.Done():
+			return fmt.Errorf("the parent's engine did not answer within %s: %w", daemonTimeout, err)
+		case <-tick.C:
+		}
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// release gives back a child's place; the last child out removes the
+// parent.
+func (pr *parent) release(ctx context.Context) error {
+	pr.mu.Lock()
+	pr.released++
+	last := pr.released >= pr.reserved
+	pr.mu.Unlock()
+	if !last {
+		return nil
+	}
+	return pr.remove(ctx)
+}
+
+// remove removes the parent container (its children die with it), its
+// route and its socket directory. Safe to call more than once.
+func (pr *parent) remove(ctx context.Context) error {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.removed {
+		return nil
+	}
+	pr.removed = true
+	var errs []error
+	errs = append(errs, unroute(pr))
+	if pr.inner != nil {
+		errs = append(errs, pr.inner.Disconnect()) // its containers go with the parent
+	}
+	if pr.outer != nil {
+		errs = append(errs, pr.outer.Remove(ctx))
+	}
+	if pr.sock != "" {
+		errs = append(errs, os.RemoveAll(pr.sock))
+	}
+	pr.removeAt = time.Now()
+	if pr.done != nil {
+		pr.done()
+	}
+	return errors.Join(errs...)
+}
+
+// instance is a child in its parent.
+type instance struct {
+	platform.Instance // the child container in the parent's engine
+	parent            *parent
+	ip                string
+	requested         time.Time
+	childStart        time.Time
+
+	mu      sync.Mutex
+	removed bool
+	remove  time.Time
+	// engine are the child's events as the parent's engine recorded them,
+	// read at removal: the engine goes with the parent.
+	engine    map[vocab.Phase]time.Time
+	engineErr error
+}
+
+// IP implements platform.Instance: on the parent's network, the parent's
+// address; on the inner bridge, the child's own (routed through the
+// parent).
+func (c *instance) IP() string { return c.ip }
+
+// Remove implements platform.Instance: the child, then the parent when it
+// was the last of its children.
+func (c *instance) Remove(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.removed {
+		return nil
+	}
+	err := c.Instance.Remove(ctx)
+	if et, ok := c.Instance.(platform.EngineTimer); ok && err == nil {
+		c.engine, c.engineErr = et.EngineTimings(ctx)
+	}
+	rerr := c.parent.release(ctx)
+	c.removed, c.remove = true, time.Now()
+	return errors.Join(err, rerr)
+}
+
+// Timings implements platform.Instance: the parent's phases that happened
+// in this child's life (all of them for the child that started the
+// parent), the child's start, its exit and its removal.
+func (c *instance) Timings() platform.Timings {
+	t := platform.Timings{Requested: c.requested, At: map[vocab.Phase]time.Time{}}
+	for ph, at := range c.parent.at {
+		if !at.IsZero() && !at.Before(c.requested) {
+			t.At[ph] = at
+		}
+	}
+	t.At[vocab.ChildStart] = c.childStart
+	if x, ok := c.Instance.Timings().At[vocab.Exit]; ok {
+		t.At[vocab.Exit] = x
+	}
+	c.mu.Lock()
+	if c.removed {
+		t.At[vocab.Remove] = c.remove
+	}
+	c.mu.Unlock()
+	return t
+}
+
+// EngineTimings implements platform.EngineTimer: the child's events as
+// the parent's engine recorded them, read when the child was removed.
+func (c *instance) EngineTimings(context.Context) (map[vocab.Phase]time.Time, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.removed {
+		return nil, errors.New("the parent's engine is asked for its events when the child is removed")
+	}
+	return c.engine, c.engineErr
+}
