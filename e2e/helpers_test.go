@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/store"
 	"github.com/ctrbench/ctrbench/internal/testutil"
@@ -106,6 +107,9 @@ func assertNothingLeft(t *testing.T, campaign string) {
 	}
 	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*/ctrbench/" + campaign); len(dirs) > 0 {
 		t.Errorf("cgroups left behind: %v", dirs)
+	}
+	if _, err := os.Stat(filepath.Join(nested.WorkRoot, campaign)); !os.IsNotExist(err) {
+		t.Errorf("the nested parents' work directory of campaign %s is left behind (%v)", campaign, err)
 	}
 	assertNoLab(t)
 }

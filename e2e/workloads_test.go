@@ -38,16 +38,18 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // TestEveryWorkloadEverywhere runs every registered workload, with its smoke
-// parameters, natively and in Docker on the host and bridge networks: each
+// parameters, natively, in Docker on the host and bridge networks, and in
+// nested children (each role a child of a parent of its own): each
 // must produce validated results in every placement.
 func TestEveryWorkloadEverywhere(t *testing.T) {
 	requireDocker(t)
 	types := workload.Types()
 	exp := writeExperiment(t, smokeExperiment("e2e-every-workload", `factors:
-  platform: [native, docker]
+  platform: [native, docker, nested]
   network: [host, bridge]
 exclude:
-  - {platform: native, network: bridge}`, types))
+  - {platform: native, network: bridge}
+  - {platform: nested, network: bridge}`, types))
 	db := filepath.Join(t.TempDir(), "r.db")
 	r := ctrbench(t, 20*time.Minute, "run", exp, "--db", db, "--no-report")
 	id := campaignID(t, r.stderr)
@@ -68,7 +70,7 @@ exclude:
 		}
 	}
 	for _, typ := range types {
-		for _, pl := range []string{"native/host", "docker/host", "docker/bridge"} {
+		for _, pl := range []string{"native/host", "docker/host", "docker/bridge", "nested/host"} {
 			if !got[typ+" "+pl] {
 				t.Errorf("%s on %s: no result", typ, pl)
 			}

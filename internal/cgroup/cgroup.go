@@ -32,9 +32,12 @@ func V2() bool {
 
 // selfPaths maps controller name ("cpu", "memory", ...; "" for v2) to the
 // calling process's cgroup path, from /proc/self/cgroup.
-func selfPaths() map[string]string {
+func selfPaths() map[string]string { return pathsOf("/proc/self/cgroup") }
+
+// pathsOf reads a /proc/<pid>/cgroup file.
+func pathsOf(file string) map[string]string {
 	out := map[string]string{}
-	f, err := os.Open("/proc/self/cgroup")
+	f, err := os.Open(file)
 	if err != nil {
 		return out
 	}
@@ -66,13 +69,22 @@ func readFirst(paths ...string) (string, bool) {
 // at its cgroup path (host view) and at the mount root (a container's
 // namespaced view, where the root is the container's own group).
 func candidates(controller, file string) []string {
-	paths := selfPaths()
+	return candidatesIn(selfPaths(), true, controller, file)
+}
+
+// candidatesIn lists where a controller file of a process with cgroup
+// paths is: at its path (the host's view) and, with atRoot, at the mount
+// root (a container's own view of itself).
+func candidatesIn(paths map[string]string, atRoot bool, controller, file string) []string {
 	var out []string
 	if V2() {
 		if p, ok := paths[""]; ok {
 			out = append(out, filepath.Join(Root, p, file))
 		}
-		return append(out, filepath.Join(Root, file))
+		if atRoot {
+			out = append(out, filepath.Join(Root, file))
+		}
+		return out
 	}
 	dir := controller
 	if controller == "cpu" {
@@ -82,7 +94,9 @@ func candidates(controller, file string) []string {
 		if p, ok := paths[controller]; ok {
 			out = append(out, filepath.Join(Root, d, p, file))
 		}
-		out = append(out, filepath.Join(Root, d, file))
+		if atRoot {
+			out = append(out, filepath.Join(Root, d, file))
+		}
 	}
 	return out
 }
@@ -96,7 +110,16 @@ type Limits struct {
 }
 
 // Self reads the limits of the calling process's own cgroups.
-func Self() Limits {
+func Self() Limits { return limitsOf(candidates) }
+
+// Of reads, from the host, the limits of process pid's cgroups (a nested
+// parent container's, which bound its children).
+func Of(pid int) Limits {
+	paths := pathsOf(fmt.Sprintf("/proc/%d/cgroup", pid))
+	return limitsOf(func(controller, file string) []string { return candidatesIn(paths, false, controller, file) })
+}
+
+func limitsOf(candidates func(controller, file string) []string) Limits {
 	l := Limits{Version: 1}
 	if V2() {
 		l.Version = 2

@@ -128,6 +128,13 @@ type EngineTimer interface {
 	EngineTimings(ctx context.Context) (map[vocab.Phase]time.Time, error)
 }
 
+// Seer is an instance whose platform saw more of its placement than the
+// agent inside can (a nested child's parent: its network, its limits read
+// from the host's cgroups); the trial records it beside what the agent saw.
+type Seer interface {
+	Seen() map[string]string
+}
+
 // NetNSer is an instance whose network namespace can be entered by path,
 // so ctrbench can wire links into it (Capabilities.Wireable).
 type NetNSer interface {

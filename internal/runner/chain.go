@@ -10,6 +10,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/neighbour"
 	"github.com/ctrbench/ctrbench/internal/plan"
+	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
 )
 
@@ -163,6 +164,9 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 	}
 	out.Flags = cres.Seen[neighbour.FlagKey]
 	out.see("", cres.Seen)
+	if s, ok := pairs[0].driver.inst.(platform.Seer); ok {
+		out.see("platform.", s.Seen())
+	}
 	perPair := make([][]result.Observation, npairs)
 	hists := make([][]result.Histogram, npairs)
 	for p, pr := range pairs {
@@ -188,6 +192,9 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 			}
 			if p == 0 {
 				out.see(srv.role.Name+".", sres.Seen)
+				if s, ok := srv.inst.(platform.Seer); ok {
+					out.see(srv.role.Name+".platform.", s.Seen())
+				}
 			}
 			sobs, raw, err := observations(sres)
 			if err != nil {

@@ -24,6 +24,7 @@ type Lifecycle struct{}
 
 // entity is one hosting entity's life as the runner saw it.
 type entity struct {
+	seen    map[string]string // what the platform saw of it (platform.Seer)
 	timings platform.Timings
 	engine  map[vocab.Phase]time.Time // the engine's own timestamps, where it has them
 	obs     []result.Observation      // the role's own result (the command's time)
@@ -54,6 +55,7 @@ func (Lifecycle) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 		return out, err
 	}
 	out.Observations = lifecycleObservations(ents)
+	out.see("platform.", ents[0].seen)
 	return out, nil
 }
 
@@ -69,6 +71,9 @@ func live(ctx context.Context, in *instances, role plan.Role, name string, inv i
 		return e, err
 	}
 	readyAt := s.readyAt
+	if sr, ok := s.inst.(platform.Seer); ok {
+		e.seen = sr.Seen()
+	}
 	res, err := s.await(ctx)
 	if err != nil {
 		return e, err

@@ -244,6 +244,10 @@ func (i *instance) markLocked(ph vocab.Phase) {
 	}
 }
 
+// Pid is the container's first process as the host sees it (0 before it
+// started).
+func (i *instance) Pid() int { return i.pid }
+
 // Timings implements platform.Instance.
 func (i *instance) Timings() platform.Timings {
 	i.mu.Lock()

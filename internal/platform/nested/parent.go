@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -301,4 +303,30 @@ func (c *instance) EngineTimings(context.Context) (map[vocab.Phase]time.Time, er
 		return nil, errors.New("the parent's engine is asked for its events when the child is removed")
 	}
 	return c.engine, c.engineErr
+}
+
+// Seen implements platform.Seer: the parent as the host sees it — its
+// name, network and address, its inner bridge, how the image came, and
+// the limits its cgroups really have (they bound the child).
+func (c *instance) Seen() map[string]string {
+	pr := c.parent
+	m := map[string]string{"parent": pr.name, "parent.network": string(pr.network), "parent.ip": pr.ip, "parent.image": ImageLoad}
+	if pr.preloaded {
+		m["parent.image"] = ImagePreloaded
+	}
+	if pr.subnet >= 0 {
+		sub, _ := subnetOf(pr.subnet)
+		m["parent.inner_bridge"] = sub.String()
+	}
+	if pp, ok := pr.outer.(interface{ Pid() int }); ok && pp.Pid() > 0 {
+		l := cgroup.Of(pp.Pid())
+		m["parent.cgroup.cpuset"] = l.Cpuset
+		if l.CPUs > 0 {
+			m["parent.cgroup.cpus"] = strconv.FormatFloat(l.CPUs, 'g', 6, 64)
+		}
+		if l.MemoryBytes > 0 {
+			m["parent.cgroup.memory"] = strconv.FormatInt(l.MemoryBytes, 10)
+		}
+	}
+	return m
 }

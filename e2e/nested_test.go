@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/platform/nested"
+)
+
+// TestNestedParentLimit: two busy one-thread children in one parent
+// limited to one core share that core — the parent's limit bounds its
+// children — while in an unlimited parent each has a core of its own. The
+// limit is read back from the parent's cgroups on the host, and the
+// children's CPU time from their own cgroups.
+func TestNestedParentLimit(t *testing.T) {
+	requireDocker(t)
+	exp := writeExperiment(t, `name: e2e-nested-limit
+seed: 2
+repetitions: 1
+factors:
+  platform: [nested]
+  instances: [2]
+  children: [2]
+  parent.cpus: [none, 1]
+workloads:
+  - {name: cpu, type: cpu.primes, params: {duration: 2s, max_prime: 3000}}
+`)
+	db := filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
+	id := campaignID(t, r.stderr)
+	assertNothingLeft(t, id)
+	if r.code != 0 {
+		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
+		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
+	}
+	trials := storedTrials(t, db, id)
+	if len(trials) != 2 {
+		t.Fatalf("%d trials, want 2", len(trials))
+	}
+	cpu := map[string]float64{} // parent.cpus level -> the children's CPU seconds per second of their window
+	for _, tr := range trials {
+		limited := tr.Seen["platform.parent.cgroup.cpus"]
+		if parent := tr.Seen["platform.parent"]; parent == "" {
+			t.Fatalf("trial %d: the parent is not recorded: %v", tr.Seq, tr.Seen)
+		}
+		var secs float64
+		for _, o := range tr.Observations {
+			if o.Metric == "cpu_seconds" && o.Scope == "instance" {
+				secs += o.Value
+			}
+		}
+		level := "none"
+		if limited != "" {
+			level = limited
+		}
+		cpu[level] = secs / 2 // the window is 2 s
+		t.Logf("parent cpus %s: the two children used %.2f cores", level, secs/2)
+	}
+	if got, ok := cpu["1"]; !ok || math.Abs(got-1) > 0.2 {
+		t.Errorf("in a parent limited to 1 core the children used %.2f cores (present %v; read back %v), want about 1", got, ok, cpu)
+	}
+	if got := cpu["none"]; got < 1.5 {
+		t.Errorf("in an unlimited parent the two children used %.2f cores, want about 2", got)
+	}
+}
+
+// TestNestedCleanAfterSIGKILL: a run killed in the middle of a nested
+// trial leaves its parent (its children inside it), the campaign's
+// network and the parents' work directory; `ctrbench clean` removes all of
+// it, and no route to an inner bridge remains.
+func TestNestedCleanAfterSIGKILL(t *testing.T) {
+	requireDocker(t)
+	db := filepath.Join(t.TempDir(), "r.db")
+	exp := writeExperiment(t, `name: e2e-nested-kill
+seed: 1
+repetitions: 1
+timeout: 1h
+factors:
+  platform: [nested]
+  network: [bridge]
+  children: [2]
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1h}}
+`)
+	cmd, stderr := startCtrbench(t, "run", exp, "--db", db)
+	waitFor(t, "the campaign to start", time.Minute, func() bool { return campaignLine.MatchString(stderr.String()) })
+	id := campaignID(t, stderr.String())
+	work := filepath.Join(nested.WorkRoot, id)
+	waitFor(t, "the client child running", 2*time.Minute, func() bool {
+		out, _ := exec.Command("ip", "route").Output()
+		rep, err := docker.Leftovers(context.Background(), id)
+		return err == nil && len(rep.Containers) > 0 && strings.Contains(string(out), "198.19.")
+	})
+	time.Sleep(2 * time.Second) // the server and client are up in the parent
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cmd.Process.Wait()
+	before, err := docker.Leftovers(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before.Containers) == 0 {
+		t.Fatalf("expected the killed run's parent to remain, found %+v", before)
+	}
+	if _, err := os.Stat(work); err != nil {
+		t.Fatalf("expected the killed run's work directory to remain: %v", err)
+	}
+	r := ctrbench(t, time.Minute, "clean", "--campaign", id)
+	if r.code != 0 {
+		t.Fatalf("clean exited %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	contains(t, "clean output", r.stdout, "removed directory "+work)
+	assertNothingLeft(t, id)
+	if out, _ := exec.Command("ip", "route").Output(); strings.Contains(string(out), "198.19.") {
+		t.Errorf("a route to an inner bridge remains:\n%s", out)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "agent parent").Output(); len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("parent engines left running: %s", out)
+	}
+}

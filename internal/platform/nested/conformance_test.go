@@ -1,0 +1,58 @@
+package nested_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/platform/nested"
+	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
+	"github.com/ctrbench/ctrbench/internal/testutil"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// TestConformance runs the real ctrbench agent in nested children through
+// the suite every platform must pass: each instance a child in a parent of
+// its own, on the parent's network (host) and on the inner engine's bridge.
+// Afterwards no parent, route or work directory is left.
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the Docker Engine")
+	}
+	ctx := context.Background()
+	if err := docker.Available(ctx); err != nil {
+		t.Skipf("no Docker Engine: %v", err)
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	campaign := "test-nested-" + hex.EncodeToString(b)
+	p, err := nested.New(testutil.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nets := []vocab.Network{vocab.Host, vocab.Bridge}
+	labels := map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: campaign}
+	storages := map[vocab.Storage]string{vocab.Layer: "overlay", vocab.Tmpfs: "tmpfs"}
+	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Tools: []string{"iperf3"},
+		Storages: []vocab.Storage{vocab.Layer, vocab.Tmpfs}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(nested.WorkRoot, campaign)); !os.IsNotExist(err) {
+			t.Errorf("the campaign's work directory is still there (%v)", err)
+		}
+		left, err := docker.Leftovers(context.Background(), campaign)
+		if err != nil || !left.Empty() {
+			t.Errorf("left behind: %+v (%v)", left, err)
+		}
+	})
+	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets, Limits: true, Storages: storages, Caps: nested.Caps})
+}
