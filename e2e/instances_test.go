@@ -19,12 +19,12 @@ type slowdownRow struct {
 // one-thread CPU workload on this 2-core machine each get about half a
 // core, so each is about twice as slow as one instance on bare metal — on
 // native and on docker. Each copy's result is kept, and the copies ran
-// together.
+// together: all are started, then all get the go signal.
 func TestInstancesSlowdown(t *testing.T) {
 	requireDocker(t)
 	rows, _ := runReport[slowdownRow](t, `name: e2e-instances
 seed: 5
-repetitions: 2
+repetitions: 3
 baseline: {platform: native, instances: 1}
 factors:
   platform: [native, docker]

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,6 +209,18 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		case <-time.After(d):
 		case <-ctx.Done():
 		}
+	}
+	if o.WaitGo {
+		// Listening before announcing: a go that came first would
+		// otherwise end the agent (SIGUSR1's default action).
+		goSig := make(chan os.Signal, 1)
+		signal.Notify(goSig, syscall.SIGUSR1)
+		em.emit(result.Event{Event: "ready"})
+		select {
+		case <-goSig:
+		case <-ctx.Done():
+		}
+		signal.Stop(goSig)
 	}
 	before := telemetry.Read(scope)
 	runStart := time.Now()

@@ -55,6 +55,10 @@ type Agent struct {
 	// StartAt begins the measured run at this moment (pairs start
 	// together); zero = at once. Run only.
 	StartAt time.Time
+	// WaitGo: announce "ready" and begin the measured run only when the
+	// go signal (SIGUSR1) arrives, so copies whose start-up takes long
+	// (nested parents) begin together once all are up. Run only.
+	WaitGo bool
 }
 
 // Flag names, written once.
@@ -70,6 +74,7 @@ const (
 	flagJoinCgroups = "join-cgroups"
 	flagWaitNet     = "wait-net"
 	flagStartAt     = "start-at"
+	flagWaitGo      = "wait-go"
 )
 
 // Args encodes the invocation as the arguments of the ctrbench binary.
@@ -92,6 +97,9 @@ func (a Agent) Args() []string {
 	add(flagJoinCgroups, strings.Join(a.JoinCgroups, ","))
 	if a.WaitNet {
 		args = append(args, "--"+flagWaitNet)
+	}
+	if a.WaitGo {
+		args = append(args, "--"+flagWaitGo)
 	}
 	if !a.StartAt.IsZero() {
 		add(flagStartAt, strconv.FormatInt(a.StartAt.UnixNano(), 10))
@@ -123,6 +131,7 @@ func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
 		fs.StringVar(&d.a.Target, flagTarget, "", "host:port of the server, for a client")
 		fs.StringArrayVar(&d.antagonists, flagAntagonist, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
 		fs.BoolVar(&d.a.WaitNet, flagWaitNet, false, "wait until an interface besides loopback has an address (ctrbench wires the namespace from outside)")
+		fs.BoolVar(&d.a.WaitGo, flagWaitGo, false, "announce ready, then wait for SIGUSR1 before the measured run (copies begin together)")
 		fs.Int64Var(&d.startAt, flagStartAt, 0, "begin the measured run at this time (Unix nanoseconds), so several pairs start together")
 	}
 	return d

@@ -128,6 +128,13 @@ type EngineTimer interface {
 	EngineTimings(ctx context.Context) (map[vocab.Phase]time.Time, error)
 }
 
+// Goer is an instance whose agent, started with WaitGo, can be told to
+// begin its measured run (the go signal, SIGUSR1): copies of a workload
+// begin together once all are up, however long their start took.
+type Goer interface {
+	Go(ctx context.Context) error
+}
+
 // Seer is an instance whose platform saw more of its placement than the
 // agent inside can (a nested child's parent: its network, its limits read
 // from the host's cgroups); the trial records it beside what the agent saw.

@@ -88,6 +88,12 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 	// clients take about as long to start as the servers did, so they get
 	// that, half again, and a second more.
 	drv := c.Driver()
+	if c.Instances {
+		if err := runCopies(ctx, in, c, pairs, func(p int) string { return pairName(drv.Name, p) }, agent(drv.Name, "")); err != nil {
+			return out, err
+		}
+		return collect(ctx, c, pairs, loops, &out)
+	}
 	var startAt time.Time
 	if c.Pairs > 1 {
 		startAt = time.Now().Add(max(2*time.Second, time.Second+time.Since(serversFrom)*3/2))
@@ -115,6 +121,52 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 		return out, err
 	}
 	return collect(ctx, c, pairs, loops, &out)
+}
+
+// runCopies runs the copies of a single-role workload (instances): all
+// are started and report ready, then all get the go signal at once and run
+// their measured windows together, however long their hosting entities
+// took to start (a nested parent takes seconds).
+func runCopies(ctx context.Context, in *instances, c *plan.Cell, copies []*pair, name func(int) string, inv invocation.Agent) error {
+	drv := c.Driver()
+	inv.WaitGo = true
+	errs := make([]error, len(copies))
+	var wg sync.WaitGroup
+	for p, pr := range copies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := in.start(ctx, drv, name(p), inv, &pr.owner)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			pr.driver = d
+			_, errs[p] = d.awaitReady(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := firstPairErr(instanceCopies, errs); err != nil {
+		return err
+	}
+	for p, pr := range copies {
+		g, ok := pr.driver.inst.(platform.Goer)
+		if !ok {
+			return platformErr(fmt.Errorf("instance %d on %s cannot be given the go signal", p+1, drv.Platform))
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[p] = g.Go(ctx) }()
+	}
+	wg.Wait()
+	if err := firstPairErr(instanceCopies, errs); err != nil {
+		return platformErr(err)
+	}
+	for p, pr := range copies {
+		wg.Add(1)
+		go func() { defer wg.Done(); pr.res, errs[p] = pr.driver.await(ctx) }()
+	}
+	wg.Wait()
+	return firstPairErr(instanceCopies, errs)
 }
 
 // startServers starts the servers of one pair in chain order, each ready

@@ -244,6 +244,14 @@ func (i *instance) markLocked(ph vocab.Phase) {
 	}
 }
 
+// Go implements platform.Goer.
+func (i *instance) Go(ctx context.Context) error {
+	if err := i.api.ContainerKill(ctx, i.id, "SIGUSR1"); err != nil {
+		return fmt.Errorf("instance %s: the go signal: %w", i.name, err)
+	}
+	return nil
+}
+
 // Pid is the container's first process as the host sees it (0 before it
 // started).
 func (i *instance) Pid() int { return i.pid }

@@ -240,6 +240,14 @@ func (in *instance) Stop(context.Context) error {
 	return nil
 }
 
+// Go implements platform.Goer.
+func (in *instance) Go(context.Context) error {
+	if err := in.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		return fmt.Errorf("the go signal: %w", err)
+	}
+	return nil
+}
+
 func (in *instance) Remove(ctx context.Context) error {
 	in.once.Do(func() {
 		// Kill the whole process group: tools the agent started go too.

@@ -250,6 +250,15 @@ type instance struct {
 	engineErr error
 }
 
+// Go implements platform.Goer: the child's go signal.
+func (c *instance) Go(ctx context.Context) error {
+	g, ok := c.Instance.(platform.Goer)
+	if !ok {
+		return errors.New("the child cannot be given the go signal")
+	}
+	return g.Go(ctx)
+}
+
 // IP implements platform.Instance: on the parent's network, the parent's
 // address; on the inner bridge, the child's own (routed through the
 // parent).
