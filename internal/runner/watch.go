@@ -104,8 +104,21 @@ func (r *watched) awaitReady(ctx context.Context) (string, error) {
 	case addr := <-r.ready:
 		return addr, nil
 	case res := <-r.result:
+		// An agent that is ready and done at once (a lifecycle entity):
+		// select may pick either; the ready event came first.
+		select {
+		case addr := <-r.ready:
+			r.result <- res // the buffer is empty again: keep it for await
+			return addr, nil
+		default:
+		}
 		return "", fmt.Errorf("%s ended before it was ready: %s", r.name, res.Error)
 	case <-r.eof:
+		select {
+		case addr := <-r.ready:
+			return addr, nil
+		default:
+		}
 		return "", r.exitError(ctx)
 	case <-ctx.Done():
 		return "", fmt.Errorf("waiting for %s to be ready: %w", r.name, ctx.Err())
