@@ -148,11 +148,35 @@ func main() {
 	adaptiveMax := flag.Int("adaptive-max", 20, "adaptive repetition: the fixed run's repetitions and the adaptive run's max (0: skip)")
 	adaptiveRCI := flag.String("adaptive-rci", "3%", "adaptive repetition: the target half-width")
 	compare := flag.Bool("compare", true, "run the side-by-side comparisons (false: only the adaptive saving)")
+	fan := flag.Int("fanout", 100, "containers created at once, ctrbench against the docker CLI (0: skip)")
+	fanReps := flag.Int("fanout-reps", 5, "runs of each side of the fan-out comparison")
+	children := flag.Int("children", 256, "children to try in one nested parent, halved until it completes (0: skip)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if *compare {
 		if err := run(ctx, *reps, *dur, *bin, strings.Split(*places, ",")); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	for _, step := range []struct {
+		on bool
+		do func() error
+	}{
+		{*fan > 0, func() error { return fanOut(ctx, abs, *fan, *fanReps) }},
+		{true, func() error { return idleRSS(ctx, abs) }},
+		{*children > 0, func() error { return mostChildren(ctx, abs, *children) }},
+	} {
+		if !step.on {
+			continue
+		}
+		if err := step.do(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}

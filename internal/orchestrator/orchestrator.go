@@ -153,6 +153,7 @@ func newCampaign(cfg Config) (*campaign, error) {
 		Platforms:      map[string]platform.Platform{},
 		Labels:         labels(cfg.CampaignID),
 		CleanupTimeout: cfg.CleanupTimeout,
+		Starts:         runner.NewStartLimit(runner.Fanout()),
 	}
 	return c, nil
 }

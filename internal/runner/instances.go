@@ -51,7 +51,11 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	if !ok {
 		return nil, platformErr(fmt.Errorf("platform %s is not open", r.Platform))
 	}
+	if err := in.env.Starts.acquire(ctx); err != nil {
+		return nil, err
+	}
 	inst, err := p.Start(ctx, isp)
+	in.env.Starts.release()
 	if err != nil {
 		return nil, platformErr(fmt.Errorf("starting %s on %s: %w", r.Name, r.Platform, err))
 	}

@@ -8,6 +8,9 @@ package runner
 import (
 	"context"
 	"maps"
+	"os"
+	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/netlab"
@@ -31,7 +34,52 @@ type Env struct {
 	// CleanupTimeout bounds removing what a trial made, which runs even
 	// after its context ended.
 	CleanupTimeout time.Duration
+	// Starts bounds how many instances are being started at once (a
+	// trial of many instances or pairs fans out); nil is no bound.
+	Starts StartLimit
 }
+
+// StartLimit is a counting semaphore on instance starts.
+type StartLimit chan struct{}
+
+// NewStartLimit allows n starts at once (n < 1: no bound).
+func NewStartLimit(n int) StartLimit {
+	if n < 1 {
+		return nil
+	}
+	return make(StartLimit, n)
+}
+
+// acquire waits for a start slot, or for ctx; release gives it back.
+func (l StartLimit) acquire(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	select {
+	case l <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l StartLimit) release() {
+	if l != nil {
+		<-l
+	}
+}
+
+// Fanout is how many instances ctrbench starts at once: fanoutPerCPU per
+// core, or CTRBENCH_FANOUT (0: no bound) where the machine wants another.
+func Fanout() int {
+	if n, err := strconv.Atoi(os.Getenv("CTRBENCH_FANOUT")); err == nil {
+		return n
+	}
+	return fanoutPerCPU * runtime.NumCPU()
+}
+
+// fanoutPerCPU: see Fanout.
+var fanoutPerCPU = 8
 
 // labels are the campaign's labels plus those given.
 func (e *Env) labels(kv ...string) map[string]string {

@@ -205,7 +205,7 @@ func BaselineCell(baseline map[string]string, c result.Cell, cells []result.Cell
 		}
 	}
 	for _, o := range cells {
-		if o.Workload == c.Workload && len(o.Factors) == len(want) && matchesExcept(o.Factors, want, determined) {
+		if o.Workload == c.Workload && sameExcept(o.Factors, want, determined) {
 			return o.ID, true
 		}
 	}
@@ -474,16 +474,26 @@ func factorKeys(fs []Factor) []string {
 }
 
 // matchesExcept is matches, skipping the keys in skip.
-func matchesExcept(levels, want map[string]string, skip map[string]bool) bool {
-	for k, v := range want {
-		if !skip[k] {
-			if lv, ok := levels[k]; !ok || lv != v {
+// sameExcept reports whether two cells' levels agree — a factor present in
+// both with one level, or absent from both — on every factor not in skip.
+func sameExcept(a, b map[string]string, skip map[string]bool) bool {
+	for _, m := range []map[string]string{a, b} {
+		for k := range m {
+			if skip[k] {
+				continue
+			}
+			av, aok := a[k]
+			bv, bok := b[k]
+			if aok != bok || av != bv {
 				return false
 			}
 		}
 	}
 	return true
 }
+
+// absentLevel stands for a factor a cell does not have.
+const absentLevel = "\x00absent"
 
 // determinedBy lists the factors whose level follows from factor k's among
 // a workload's cells: every two cells with the same level of k agree on
@@ -492,6 +502,16 @@ func determinedBy(k, workload string, cells []result.Cell) map[string]bool {
 	val := map[string]map[string]string{} // k's level -> factor -> level
 	levels := map[string]map[string]bool{}
 	bad := map[string]bool{}
+	// A factor some cells have and others lack (one a bundle's level
+	// alone sets) takes "absent" as a level of its own.
+	all := map[string]bool{}
+	for _, c := range cells {
+		if c.Workload == workload {
+			for j := range c.Factors {
+				all[j] = true
+			}
+		}
+	}
 	for _, c := range cells {
 		if c.Workload != workload {
 			continue
@@ -503,9 +523,13 @@ func determinedBy(k, workload string, cells []result.Cell) map[string]bool {
 		if val[kv] == nil {
 			val[kv] = map[string]string{}
 		}
-		for j, v := range c.Factors {
+		for j := range all {
 			if j == k {
 				continue
+			}
+			v, ok := c.Factors[j]
+			if !ok {
+				v = absentLevel
 			}
 			if levels[j] == nil {
 				levels[j] = map[string]bool{}

@@ -429,3 +429,28 @@ workloads:
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A bundle level that sets a factor the other levels leave out (a nested
+// parent's network) still has the baseline the bundle factor names: the
+// factor follows the bundle, its absence included.
+func TestBaselineBundleWithExtraFactor(t *testing.T) {
+	e := parse(t, `name: bundles
+factors:
+  entity:
+    bare-metal: {platform: native}
+    nested: {platform: nested}
+    nested-host-parent: {platform: nested, parent.network: host}
+  cpus: [none, 1]
+baseline: {entity: bare-metal}
+workloads:
+  - {name: cpu, type: cpu.primes}
+`)
+	cells := e.Cells()
+	for _, c := range cells {
+		got, ok := e.BaselineOf(c, cells)
+		want := c.Factors["cpus"]
+		if !ok || cells[got-1].Factors["entity"] != "bare-metal" || cells[got-1].Factors["cpus"] != want {
+			t.Errorf("BaselineOf(%s) = %d %v, want bare-metal at cpus %s", c.Key(), got, ok, want)
+		}
+	}
+}
