@@ -32,6 +32,9 @@ type Platform struct {
 	owned  bool // api was created here and is closed by Close
 	binary string
 	preset string // WithImage: the agent image is already in the engine
+	// hostPIDs: the engine's process IDs are the machine's (it runs here,
+	// not inside a nested parent), so an agent can be signalled directly.
+	hostPIDs bool
 
 	mu     sync.Mutex // serialises Prepare and Close; guards the two below
 	camp   *campaign  // nil until Prepare
@@ -62,7 +65,7 @@ func New(opts ...Option) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{api: api, owned: owned, binary: o.binary, preset: o.image}, nil
+	return &Platform{api: api, owned: owned, binary: o.binary, preset: o.image, hostPIDs: o.host == "" && o.api == nil}, nil
 }
 
 // Name implements platform.Platform.

@@ -39,10 +39,13 @@ var parentNetworks = []vocab.Network{vocab.Bridge, vocab.Host}
 // Caps are what nested children can do: a namespace and cgroup of their
 // own (inside the parent's), the parent's network or the inner engine's
 // bridge, the writable layer or a tmpfs; the phases of the parent's start
-// and the child's.
+// and the child's. The modes the network lab wires (Open vSwitch, macvlan,
+// bridges and overlays across emulated hosts) are wired into the parent's
+// namespace, which the child then shares (S1's OVS parents).
 var Caps = platform.Capabilities{
 	Networks:  []vocab.Network{vocab.Host, vocab.Bridge},
 	OwnNetNS:  true,
+	Wireable:  true,
 	Storages:  []vocab.Storage{vocab.Layer, vocab.Tmpfs},
 	OwnCgroup: true,
 	Limits:    true,
@@ -64,9 +67,18 @@ var Caps = platform.Capabilities{
 		if n == vocab.Host { // the parent's namespace: where the parent is
 			return vocab.Network(o[FParentNetwork])
 		}
-		return n
+		return n // the inner bridge, or a mode wired into the parent
 	},
 	Combine: func(n vocab.Network, o map[string]string) error {
+		if n.Lab(1) && n != vocab.Bridge || n.NeedsHosts() {
+			if o[FParentNetwork] != string(vocab.Bridge) {
+				return fmt.Errorf("with network %s the parent is wired to it and the child shares the parent's namespace: parent.network does not apply (leave it at bridge)", n)
+			}
+			if o[FChildren] != "1" {
+				return fmt.Errorf("with network %s each child's parent is wired on its own: children must be 1", n)
+			}
+			return nil
+		}
 		if n == vocab.Bridge && vocab.Network(o[FParentNetwork]) == vocab.Host {
 			return fmt.Errorf("a nested child on its engine's bridge needs a parent with a namespace of its own: with parent.network host the inner engine's bridge and NAT rules would be made in the machine's own namespace (use parent.network bridge, or network host for the child)")
 		}

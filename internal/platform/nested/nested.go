@@ -228,8 +228,11 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	child := spec
 	child.Options = nil
-	if spec.Network == vocab.Bridge {
+	switch spec.Network {
+	case vocab.Bridge:
 		child.Network = vocab.BridgeDefault // the inner engine's bridge, on the parent's subnet
+	case vocab.None:
+		child.Network = vocab.Host // the parent's namespace, which the lab wires
 	}
 	inst, err := pr.inner.Start(ctx, child)
 	if err != nil {
@@ -272,7 +275,10 @@ func (p *Platform) parentFor(spec platform.InstanceSpec) (*parent, bool, error) 
 	pr := &parent{name: spec.Name + "-parent", ready: make(chan struct{}), capacity: children, limits: limits,
 		network: vocab.Network(o[FParentNetwork]), preloaded: o[FImage] == ImagePreloaded,
 		labels: spec.Labels, subnet: -1, requested: time.Now()}
-	if pr.network == "" {
+	switch {
+	case spec.Network == vocab.None: // the lab wires the parent
+		pr.network = vocab.None
+	case pr.network == "":
 		pr.network = vocab.Bridge
 	}
 	if spec.Network == vocab.Bridge {
