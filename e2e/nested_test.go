@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
+	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 // TestNestedParentLimit: two busy one-thread children in one parent
@@ -127,3 +129,107 @@ workloads:
 		t.Errorf("parent engines left running: %s", out)
 	}
 }
+
+// TestNestedWiredByLab: the lab wires a nested parent's namespace, which
+// its child shares — on Open vSwitch on the machine (S1's OVS parents) and
+// on the routed bridge between two emulated hosts whose underlay is shaped
+// (S1's remote hosts, Table V) — and the server child sees the address the
+// lab gave its parent.
+func TestNestedWiredByLab(t *testing.T) {
+	requireDocker(t)
+	exp := writeExperiment(t, `name: e2e-nested-lab
+seed: 4
+repetitions: 1
+factors:
+  server.platform: [nested]
+  client.platform: [native]
+  topology:
+    ovs: {hosts: 1, network: ovs}
+    two-hosts: {hosts: 2, network: bridge, underlay: 200mbit}
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
+`)
+	db := filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
+	id := campaignID(t, r.stderr)
+	assertNothingLeft(t, id)
+	if r.code != 0 {
+		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
+		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
+	}
+	for _, tr := range storedTrials(t, db, id) {
+		if tr.Seen["server.platform.parent"] == "" {
+			t.Errorf("trial %d: the server's parent is not recorded: %v", tr.Seq, tr.Seen)
+		}
+		var tput float64
+		for _, o := range tr.Observations {
+			if id := o.ID(); id.Metric == "throughput" && id.Scope == result.ScopeTrial && id.Kind == result.KindMeasure && id.Role == "" {
+				tput = o.Value
+			}
+		}
+		ifs := tr.Seen["server.net.interfaces"]
+		switch {
+		case strings.Contains(ifs, "198.18.200."): // OVS on the machine
+			if tput <= 0 {
+				t.Errorf("over OVS: throughput %v", tput)
+			}
+		case strings.Contains(ifs, "198.18.2."): // emulated host 2's bridge
+			if tput <= 0 || tput > 0.23 {
+				t.Errorf("across a 200 Mbit/s underlay: %.3f Gbit/s", tput)
+			}
+		default:
+			t.Errorf("trial %d: the server child saw %q, not the parent's wired address", tr.Seq, ifs)
+		}
+	}
+}
+
+// TestNestedHostParentLeavesTheMachineAlone: a parent on the machine's own
+// network runs its engine in the machine's namespace. It must not touch
+// what is not ctrbench's: Docker's docker0 is still there afterwards (an
+// engine started with no bridge deletes it — it once did here) and the
+// machine's iptables rules are as they were; the client on the machine
+// reaches the child on the parent's network.
+func TestNestedHostParentLeavesTheMachineAlone(t *testing.T) {
+	requireDocker(t)
+	_, hadDocker0 := exec.Command("ip", "link", "show", "docker0").Output()
+	rules := func() string {
+		out, err := exec.Command("iptables-save").Output()
+		if err != nil {
+			t.Skipf("iptables-save: %v", err)
+		}
+		var keep []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if !strings.HasPrefix(l, "#") {
+				keep = append(keep, counters.ReplaceAllString(l, ""))
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	before := rules()
+	rows, _ := runReport[netRow](t, `name: e2e-nested-host-parent
+seed: 6
+repetitions: 1
+factors:
+  server.platform: [nested]
+  client.platform: [native]
+  parent.network: [host]
+workloads:
+  - {name: rr, type: net.tcp_rr, params: {duration: 300ms}}
+`)
+	ok := false
+	for _, r := range rows {
+		ok = ok || r.Metric == "transactions_per_sec" && r.N == 1 && r.Mean > 0
+	}
+	if !ok {
+		t.Errorf("no result: %+v", rows)
+	}
+	if _, err := exec.Command("ip", "link", "show", "docker0").Output(); hadDocker0 == nil && err != nil {
+		t.Errorf("docker0 is gone after a nested parent ran on the machine's network")
+	}
+	if after := rules(); after != before {
+		t.Errorf("the machine's iptables rules changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// counters are iptables-save's packet and byte counts.
+var counters = regexp.MustCompile(`\[\d+:\d+\]`)

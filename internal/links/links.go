@@ -95,3 +95,40 @@ func RouteDel(dst *net.IPNet, gw net.IP) error {
 	}
 	return nil
 }
+
+// AddBridge creates a Linux bridge link in the machine's namespace with
+// the given address, up. Its name must carry the ctrbench prefix.
+func AddBridge(name string, addr *net.IPNet) error {
+	if !strings.HasPrefix(name, platform.LinkPrefix) {
+		return fmt.Errorf("bridge %s: ctrbench's links are named %s…", name, platform.LinkPrefix)
+	}
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}
+	if err := netlink.LinkAdd(br); err != nil {
+		return fmt.Errorf("creating bridge %s: %w", name, err)
+	}
+	if err := netlink.AddrAdd(br, &netlink.Addr{IPNet: addr}); err != nil {
+		_ = netlink.LinkDel(br)
+		return fmt.Errorf("addressing bridge %s: %w", name, err)
+	}
+	if err := netlink.LinkSetUp(br); err != nil {
+		_ = netlink.LinkDel(br)
+		return fmt.Errorf("bridge %s up: %w", name, err)
+	}
+	return nil
+}
+
+// Remove deletes one link of ctrbench's by name; one already gone is
+// removed.
+func Remove(name string) error {
+	if !strings.HasPrefix(name, platform.LinkPrefix) {
+		return fmt.Errorf("link %s is not ctrbench's", name)
+	}
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return nil
+	}
+	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("removing %s: %w", name, err)
+	}
+	return nil
+}

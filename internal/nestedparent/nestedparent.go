@@ -30,9 +30,16 @@ type Config struct {
 	// DataRoot is the engine's data root (a tmpfs in the parent).
 	DataRoot string `json:"data_root"`
 	// BIP is the inner default bridge's address and prefix
-	// ("10.213.3.1/24"); "" gives the engine no bridge and no iptables
-	// rules: its children share the parent's network only.
+	// ("198.19.3.1/24"): the engine makes its bridge and NAT rules in the
+	// parent's own namespace.
 	BIP string `json:"bip,omitempty"`
+	// Bridge is, for a parent on the machine's own network, a bridge
+	// ctrbench made there for the engine to take as its default bridge,
+	// with no iptables rules and no forwarding: an engine with no bridge
+	// at all deletes the machine's docker0 (dockerd's --bridge=none does),
+	// and one with its own would make one and NAT rules in the machine's
+	// namespace. Its children share the parent's (the machine's) network.
+	Bridge string `json:"bridge,omitempty"`
 	// Preloaded is a read-only image store prepared once per campaign (an
 	// engine's data root holding the agent image); the data root starts as
 	// a copy of its metadata with its layers mounted read-only.
@@ -67,9 +74,12 @@ func (c Config) Args(cgroupParent string) []string {
 	if cgroupParent != "" && cgroupParent != "/" {
 		args = append(args, "--cgroup-parent", cgroupParent)
 	}
-	if c.BIP != "" {
+	switch {
+	case c.BIP != "":
 		args = append(args, "--bip", c.BIP)
-	} else {
+	case c.Bridge != "":
+		args = append(args, "--bridge", c.Bridge, "--iptables=false", "--ip-masq=false", "--ip-forward=false")
+	default: // a namespace of the parent's own that the lab wires
 		args = append(args, "--bridge", "none", "--iptables=false", "--ip-masq=false")
 	}
 	return args

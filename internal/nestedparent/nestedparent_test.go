@@ -21,7 +21,12 @@ func TestArgs(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	c.BIP = ""
+	c.BIP, c.Bridge = "", "ctbnp1234"
+	args = strings.Join(c.Args("/"), " ")
+	if !strings.Contains(args, "--bridge ctbnp1234 --iptables=false --ip-masq=false --ip-forward=false") || strings.Contains(args, "none") {
+		t.Errorf("on the machine's network: %q (never --bridge none there: it deletes docker0)", args)
+	}
+	c.Bridge = ""
 	args = strings.Join(c.Args("/"), " ")
 	if !strings.Contains(args, "--bridge none --iptables=false") || strings.Contains(args, "--cgroup-parent") {
 		t.Errorf("without a bridge: %q", args)

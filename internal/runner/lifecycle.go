@@ -115,7 +115,7 @@ func lifecycleObservations(ents []entity) []result.Observation {
 	per := map[string][]float64{}
 	var slowest []result.Observation
 	slowestTotal := math.Inf(-1)
-	var first, last time.Time
+	var first, last, gone time.Time
 	for i, e := range ents {
 		var own []result.Observation
 		durs := phaseDurations(e.timings.Requested, e.timings.At)
@@ -143,6 +143,9 @@ func lifecycleObservations(ents []entity) []result.Observation {
 		if x, ok := e.timings.At[vocab.Exit]; ok && x.After(last) {
 			last = x
 		}
+		if x, ok := e.timings.At[vocab.Remove]; ok && x.After(gone) {
+			gone = x
+		}
 		for _, ob := range own {
 			if len(ents) > 1 {
 				ob.Scope, ob.Index = result.ScopeInstance, i+1
@@ -156,6 +159,9 @@ func lifecycleObservations(ents []entity) []result.Observation {
 	}
 	if !last.IsZero() {
 		measure("makespan", last.Sub(first).Seconds())
+	}
+	if !gone.IsZero() {
+		measure("span", gone.Sub(first).Seconds())
 	}
 	for _, what := range append([]string{"total"}, vocab.Strings(vocab.Phases)...) {
 		vs := per[what]

@@ -48,6 +48,7 @@ func TestLifecycleObservations(t *testing.T) {
 	near("instance2.lifecycle.engine_start", 0.060)
 	near("instance3.command_s", 0.001)
 	near("makespan", 0.305) // first asked for at 0 ms, last exit at 305 ms
+	near("span", 0.405)     // ... last removal at 405 ms
 	near("total_p50", 0.100)
 	near("total_max", 0.400)
 	near("total_p99", 0.400)

@@ -20,6 +20,7 @@ const (
 func init() {
 	metrics := []workload.Metric{
 		{Name: "makespan", Unit: "s", Better: result.Lower, Doc: "from the first entity asked for to the last one's exit"},
+		{Name: "span", Unit: "s", Better: result.Lower, Doc: "from the first entity asked for to the last one removed: the whole fan-out"},
 		{Name: "command_s", Unit: "s", Better: result.Lower, Doc: "how long the command took inside the entity (each entity's own)"},
 	}
 	stat := func(what, doc string) {

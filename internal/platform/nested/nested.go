@@ -281,7 +281,9 @@ func (p *Platform) parentFor(spec platform.InstanceSpec) (*parent, bool, error) 
 	case pr.network == "":
 		pr.network = vocab.Bridge
 	}
-	if spec.Network == vocab.Bridge {
+	// An inner bridge, or the bridge an engine on the machine's network
+	// must be given, has a subnet of its own.
+	if spec.Network == vocab.Bridge || pr.network == vocab.Host {
 		for k := range p.subnets {
 			if !p.subnets[k] {
 				p.subnets[k], pr.subnet = true, k
@@ -411,8 +413,8 @@ func subnetOf(k int) (*net.IPNet, string) {
 
 // parentConfig is the init configuration of parent pr.
 func parentConfig(pr *parent) nestedparent.Config {
-	c := nestedparent.Config{Socket: sockMount + "/docker.sock", DataRoot: dataRoot}
-	if pr.subnet >= 0 {
+	c := nestedparent.Config{Socket: sockMount + "/docker.sock", DataRoot: dataRoot, Bridge: pr.hostBridge}
+	if pr.subnet >= 0 && pr.hostBridge == "" {
 		_, c.BIP = subnetOf(pr.subnet)
 	}
 	if pr.preloaded {

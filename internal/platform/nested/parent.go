@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -32,6 +34,9 @@ type parent struct {
 	labels    map[string]string
 	subnet    int    // inner bridge subnet index, -1 without a bridge
 	storeDir  string // a seed's data root on the host (the preloaded store it makes)
+	// hostBridge is the bridge ctrbench made in the machine's namespace
+	// for the engine of a parent on the host network ("" otherwise).
+	hostBridge string
 	requested time.Time
 
 	ready chan struct{} // closed when set up (err says how)
@@ -86,13 +91,25 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 		fail(err)
 		return
 	}
+	if pr.network == vocab.Host {
+		// An engine in the machine's namespace must be given a bridge of
+		// ctrbench's: without one it deletes the machine's docker0.
+		pr.hostBridge = platform.LinkPrefix + "np" + hex.EncodeToString(sum[:4])
+		sub, _ := subnetOf(pr.subnet)
+		addr := &net.IPNet{IP: net.IPv4(sub.IP[0], sub.IP[1], sub.IP[2], 1).To4(), Mask: sub.Mask}
+		if err := links.AddBridge(pr.hostBridge, addr); err != nil {
+			pr.hostBridge = ""
+			fail(err)
+			return
+		}
+	}
 	e := docker.EngineSpec{
 		Image: parentImage,
 		Cmd:   []string{"agent", "parent", "--config", parentConfig(pr).String()},
 		Binds: []string{pr.sock + ":" + sockMount},
 		Tmpfs: map[string]string{"/run": "rw,exec", "/tmp": "rw,exec"},
 	}
-	if pr.subnet >= 0 {
+	if pr.subnet >= 0 && pr.hostBridge == "" {
 		// The parent routes between the machine and its inner bridge.
 		e.Sysctls = map[string]string{"net.ipv4.ip_forward": "1"}
 	}
@@ -142,7 +159,7 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 		}
 	}
 	networks := []vocab.Network{vocab.Host}
-	if pr.subnet >= 0 {
+	if pr.subnet >= 0 && pr.hostBridge == "" {
 		networks = append(networks, vocab.BridgeDefault)
 	}
 	if err := inner.Prepare(ctx, platform.Setup{CampaignID: setup.CampaignID, Labels: setup.Labels, Networks: networks,
@@ -226,6 +243,9 @@ func (pr *parent) remove(ctx context.Context) error {
 	}
 	if pr.sock != "" {
 		errs = append(errs, os.RemoveAll(pr.sock))
+	}
+	if pr.hostBridge != "" {
+		errs = append(errs, links.Remove(pr.hostBridge))
 	}
 	pr.removeAt = time.Now()
 	if pr.done != nil {
