@@ -37,7 +37,7 @@ type parent struct {
 	// hostBridge is the bridge ctrbench made in the machine's namespace
 	// for the engine of a parent on the host network ("" otherwise).
 	hostBridge string
-	requested time.Time
+	requested  time.Time
 
 	ready chan struct{} // closed when set up (err says how)
 	err   error
