@@ -113,13 +113,18 @@ func cliFanOut(ctx context.Context, img string, n, rep int) (float64, error) {
 		return 0, fmt.Errorf("the campaign did not record its agent image")
 	}
 	campaign := fmt.Sprintf("bench-cli-%d-%d", os.Getpid(), rep)
-	script := fmt.Sprintf(`seq %d | xargs -P %d -I{} docker run -d --label %s=true --label %s=%s --name %s-{} %s agent run --workload lifecycle.run --role main >/dev/null
+	// The same network as ctrbench's cell (host); every run must succeed,
+	// and every container is counted before it is removed.
+	script := fmt.Sprintf(`set -e
+seq %d | xargs -P %d -I{} docker run -d --network host --label %s=true --label %s=%s --name %s-{} %s agent run --workload lifecycle.run --role main >/dev/null
+test "$(docker ps -aq --filter label=%s=%s | wc -l)" -eq %d
 docker ps -aq --filter label=%s=%s | xargs -P %d docker rm -f >/dev/null`,
-		n, n, platform.LabelManaged, platform.LabelCampaign, campaign, campaign, img, platform.LabelCampaign, campaign, n)
+		n, n, platform.LabelManaged, platform.LabelCampaign, campaign, campaign, img, platform.LabelCampaign, campaign, n, platform.LabelCampaign, campaign, n)
 	start := time.Now()
 	out, err := exec.CommandContext(ctx, "sh", "-c", script).CombinedOutput()
 	took := time.Since(start).Seconds()
 	if err != nil {
+		_ = exec.Command("sh", "-c", fmt.Sprintf("docker ps -aq --filter label=%s=%s | xargs -r docker rm -f", platform.LabelCampaign, campaign)).Run()
 		return 0, fmt.Errorf("docker CLI fan-out: %v: %s", err, out)
 	}
 	return took, nil

@@ -131,6 +131,7 @@ func (e *emitter) emit(ev result.Event) {
 // problems that prevent printing a result at all; a failed workload is a
 // printed result with status failed.
 func Run(ctx context.Context, o Options) error {
+	trimText()
 	o.defaults()
 	em := &emitter{w: o.Stdout}
 	res := run(ctx, o, em)
@@ -290,6 +291,7 @@ func resolveNeighbours(specs []string) ([]neighbour.Spec, error) {
 // separate-containers) until ctx ends: it announces "ready" once the first
 // iteration is under way, and its result lists when it was busy.
 func Loop(ctx context.Context, o Options) error {
+	trimText()
 	scope := o.scope()
 	em := &emitter{w: o.Stdout}
 	res := &result.Result{Workload: o.Workload, Role: "antagonist", Status: result.OK, Started: time.Now()}
