@@ -147,20 +147,29 @@ func contains(t *testing.T, what, s string, subs ...string) {
 // database path.
 func runReport[T any](t *testing.T, src string) ([]T, string) {
 	t.Helper()
-	exp := writeExperiment(t, src)
-	db := filepath.Join(t.TempDir(), "r.db")
-	r := ctrbench(t, 10*time.Minute, "run", exp, "--db", db, "--no-report")
-	if r.code != 0 {
-		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
-		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
-	}
-	assertNothingLeft(t, campaignID(t, r.stderr))
+	db, _ := runStored(t, src)
 	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
 	var rows []T
 	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
 		t.Fatal(err)
 	}
 	return rows, db
+}
+
+// runStored runs an experiment that must succeed, checks it left nothing
+// behind, and returns its results file and campaign ID.
+func runStored(t *testing.T, src string) (db, id string) {
+	t.Helper()
+	exp := writeExperiment(t, src)
+	db = filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 10*time.Minute, "run", exp, "--db", db, "--no-report")
+	id = campaignID(t, r.stderr)
+	assertNothingLeft(t, id)
+	if r.code != 0 {
+		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
+		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
+	}
+	return db, id
 }
 
 // storedTrials reads a campaign's trials from its results file, as a

@@ -3,10 +3,8 @@ package e2e
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestLifecycle is S1's Exp 2 in small: 1 and 3 hosting entities created at
@@ -15,7 +13,7 @@ import (
 // timestamps beside ctrbench's; the makespan covers the entities' lives.
 func TestLifecycle(t *testing.T) {
 	requireDocker(t)
-	exp := writeExperiment(t, `name: e2e-lifecycle
+	db, id := runStored(t, `name: e2e-lifecycle
 seed: 3
 repetitions: 2
 factors:
@@ -24,14 +22,6 @@ factors:
 workloads:
   - {name: create, type: lifecycle.run, params: {command: sysbench}}
 `)
-	db := filepath.Join(t.TempDir(), "r.db")
-	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
-	id := campaignID(t, r.stderr)
-	assertNothingLeft(t, id)
-	if r.code != 0 {
-		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
-		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
-	}
 	trials := storedTrials(t, db, id)
 	if len(trials) != 8 {
 		t.Fatalf("%d trials, want 8", len(trials))

@@ -24,7 +24,7 @@ import (
 // children's CPU time from their own cgroups.
 func TestNestedParentLimit(t *testing.T) {
 	requireDocker(t)
-	exp := writeExperiment(t, `name: e2e-nested-limit
+	db, id := runStored(t, `name: e2e-nested-limit
 seed: 2
 repetitions: 1
 factors:
@@ -35,14 +35,6 @@ factors:
 workloads:
   - {name: cpu, type: cpu.primes, params: {duration: 2s, max_prime: 3000}}
 `)
-	db := filepath.Join(t.TempDir(), "r.db")
-	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
-	id := campaignID(t, r.stderr)
-	assertNothingLeft(t, id)
-	if r.code != 0 {
-		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
-		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
-	}
 	trials := storedTrials(t, db, id)
 	if len(trials) != 2 {
 		t.Fatalf("%d trials, want 2", len(trials))
@@ -137,7 +129,7 @@ workloads:
 // lab gave its parent.
 func TestNestedWiredByLab(t *testing.T) {
 	requireDocker(t)
-	exp := writeExperiment(t, `name: e2e-nested-lab
+	db, id := runStored(t, `name: e2e-nested-lab
 seed: 4
 repetitions: 1
 factors:
@@ -149,14 +141,6 @@ factors:
 workloads:
   - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
 `)
-	db := filepath.Join(t.TempDir(), "r.db")
-	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
-	id := campaignID(t, r.stderr)
-	assertNothingLeft(t, id)
-	if r.code != 0 {
-		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
-		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
-	}
 	for _, tr := range storedTrials(t, db, id) {
 		if tr.Seen["server.platform.parent"] == "" {
 			t.Errorf("trial %d: the server's parent is not recorded: %v", tr.Seq, tr.Seen)

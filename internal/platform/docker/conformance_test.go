@@ -2,8 +2,6 @@ package docker_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -23,15 +21,12 @@ func TestConformance(t *testing.T) {
 	if err := docker.Available(ctx); err != nil {
 		t.Skipf("no Docker Engine: %v", err)
 	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	campaign := "test-conf-" + hex.EncodeToString(b)
+	campaign, labels := platformtest.NewCampaign("test-conf")
 	p, err := docker.New(docker.WithBinary(testutil.Binary(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	nets := []vocab.Network{vocab.Host, vocab.Bridge}
-	labels := map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: campaign}
 	storages := map[vocab.Storage]string{vocab.Layer: "overlay", vocab.Volume: "", vocab.Tmpfs: "tmpfs"}
 	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Tools: []string{"iperf3"},
 		Storages: []vocab.Storage{vocab.Layer, vocab.Volume, vocab.Tmpfs}}); err != nil {

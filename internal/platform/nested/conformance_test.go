@@ -2,8 +2,6 @@ package nested_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,15 +26,12 @@ func TestConformance(t *testing.T) {
 	if err := docker.Available(ctx); err != nil {
 		t.Skipf("no Docker Engine: %v", err)
 	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	campaign := "test-nested-" + hex.EncodeToString(b)
+	campaign, labels := platformtest.NewCampaign("test-nested")
 	p, err := nested.New(testutil.Binary(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	nets := []vocab.Network{vocab.Host, vocab.Bridge}
-	labels := map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: campaign}
 	storages := map[vocab.Storage]string{vocab.Layer: "overlay", vocab.Tmpfs: "tmpfs"}
 	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Tools: []string{"iperf3"},
 		Storages: []vocab.Storage{vocab.Layer, vocab.Tmpfs}}); err != nil {

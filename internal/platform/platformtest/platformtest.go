@@ -5,6 +5,8 @@ package platformtest
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"net"
 	"slices"
@@ -308,4 +310,13 @@ func DecodeResult(line []byte) (*result.Result, error) {
 		return nil, err
 	}
 	return ev.Result, nil
+}
+
+// NewCampaign is a fresh campaign ID for a conformance run of a platform
+// on a real engine, and the labels its objects carry.
+func NewCampaign(prefix string) (string, map[string]string) {
+	b := make([]byte, 4)
+	_, _ = crand.Read(b)
+	id := prefix + "-" + hex.EncodeToString(b)
+	return id, map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: id}
 }
