@@ -39,17 +39,19 @@ func sortedKeys(m map[string]string) []string {
 
 // TestEveryWorkloadEverywhere runs every registered workload, with its smoke
 // parameters, natively, in Docker on the host and bridge networks, and in
-// nested children (each role a child of a parent of its own): each
+// nested children (each role a child of a parent of its own), and in
+// podman containers: each
 // must produce validated results in every placement.
 func TestEveryWorkloadEverywhere(t *testing.T) {
 	requireDocker(t)
 	types := workload.Types()
 	exp := writeExperiment(t, smokeExperiment("e2e-every-workload", `factors:
-  platform: [native, docker, nested]
+  platform: [native, docker, nested, podman]
   network: [host, bridge]
 exclude:
   - {platform: native, network: bridge}
-  - {platform: nested, network: bridge}`, types))
+  - {platform: nested, network: bridge}
+  - {platform: podman, network: bridge}`, types))
 	db := filepath.Join(t.TempDir(), "r.db")
 	r := ctrbench(t, 20*time.Minute, "run", exp, "--db", db, "--no-report")
 	id := campaignID(t, r.stderr)
@@ -70,7 +72,7 @@ exclude:
 		}
 	}
 	for _, typ := range types {
-		for _, pl := range []string{"native/host", "docker/host", "docker/bridge", "nested/host"} {
+		for _, pl := range []string{"native/host", "docker/host", "docker/bridge", "nested/host", "podman/host"} {
 			if !got[typ+" "+pl] {
 				t.Errorf("%s on %s: no result", typ, pl)
 			}

@@ -28,6 +28,7 @@ PKGS=(
 	"/usr/lib/x86_64-linux-gnu/libgomp.so.1:libgomp1"
 	"chromium:chromium"
 	"ovs-vsctl:openvswitch-switch"
+	"podman:podman"
 )
 
 missing_pkgs() {

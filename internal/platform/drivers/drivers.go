@@ -7,4 +7,5 @@ import (
 	_ "github.com/ctrbench/ctrbench/internal/platform/docker" // Docker Engine containers
 	_ "github.com/ctrbench/ctrbench/internal/platform/native" // host processes
 	_ "github.com/ctrbench/ctrbench/internal/platform/nested" // nested containers (S1)
+	_ "github.com/ctrbench/ctrbench/internal/platform/podman" // podman containers
 )

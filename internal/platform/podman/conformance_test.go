@@ -1,0 +1,105 @@
+package podman_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
+	"github.com/ctrbench/ctrbench/internal/platform/podman"
+	"github.com/ctrbench/ctrbench/internal/testutil"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// TestConformance runs the real ctrbench agent in podman containers,
+// through podman's Docker-compatible API, through the suite every platform
+// passes; afterwards podman's service, storage and directory are gone.
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs podman and the Docker Engine")
+	}
+	ctx := context.Background()
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("podman is not installed")
+	}
+	if err := docker.Available(ctx); err != nil {
+		t.Skipf("no Docker Engine: %v", err)
+	}
+	campaign, labels := platformtest.NewCampaign("test-podman")
+	p, err := podman.New(testutil.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nets := []vocab.Network{vocab.Host}
+	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Tools: []string{"iperf3"},
+		Storages: []vocab.Storage{vocab.Layer, vocab.Tmpfs}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(podman.WorkRoot, campaign)); !os.IsNotExist(err) {
+			t.Errorf("podman's storage of the campaign is still there (%v)", err)
+		}
+		if out, _ := exec.Command("pgrep", "-f", "podman .*"+campaign).Output(); len(out) > 0 {
+			t.Errorf("podman processes of the campaign still run: %s", out)
+		}
+	})
+	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets, Limits: true,
+		Storages: map[vocab.Storage]string{vocab.Layer: "", vocab.Tmpfs: "tmpfs"}, Caps: podman.Caps})
+}
+
+// TestCleanAfterKill: what a killed run left — podman's service, a running
+// container (its conmon outlives the service), the storage and its mounts —
+// is removed by the driver's Clean once the campaign's owner is gone.
+func TestCleanAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs podman and the Docker Engine")
+	}
+	ctx := context.Background()
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("podman is not installed")
+	}
+	if err := docker.Available(ctx); err != nil {
+		t.Skipf("no Docker Engine: %v", err)
+	}
+	campaign, labels := platformtest.NewCampaign("test-podman-kill")
+	p, err := podman.New(testutil.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: []vocab.Network{vocab.Host}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Start(ctx, platform.InstanceSpec{Name: campaign + "-loop", Network: vocab.Host, Labels: labels,
+		Agent: invocation.Agent{Kind: invocation.Loop, Workload: "idle"}}); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(podman.WorkRoot, campaign)
+	// The run that made it is gone: its owner is a PID that does not run.
+	if err := os.WriteFile(filepath.Join(work, "owner"), []byte("999999999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := platform.Lookup("podman")
+	got, err := d.Clean(ctx, platform.CleanOptions{Campaign: campaign})
+	if err != nil || len(got.Removed) != 1 {
+		t.Fatalf("clean: %+v %v", got, err)
+	}
+	if _, err := os.Stat(work); !os.IsNotExist(err) {
+		t.Errorf("the storage is still there (%v)", err)
+	}
+	// Zombies are this test's own children (the killed run was this
+	// process): only live processes count.
+	if out, _ := exec.Command("sh", "-c", "ps -eo stat=,args= | grep -v '^Z' | grep -E 'conmon|podman .*"+campaign+"' | grep -v grep").Output(); len(out) > 0 {
+		t.Errorf("left running: %s", out)
+	}
+	if out, _ := exec.Command("sh", "-c", "mount | grep "+campaign).Output(); len(out) > 0 {
+		t.Errorf("left mounted: %s", out)
+	}
+}

@@ -1,0 +1,105 @@
+package podman
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// Caps are what podman containers can do here: a namespace and cgroup of
+// their own, the host's network, the writable layer or a tmpfs, limits.
+// Its bridge networks (CNI) name their links podman's way, not ctrbench's,
+// so they are not offered.
+var Caps = platform.Capabilities{
+	Networks:  []vocab.Network{vocab.Host},
+	OwnNetNS:  true,
+	Storages:  []vocab.Storage{vocab.Layer, vocab.Tmpfs},
+	OwnCgroup: true,
+	Limits:    true,
+	Phases:    []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:     true,
+}
+
+func init() {
+	platform.Register(platform.Driver{
+		Name:    "podman",
+		Summary: "podman containers, through podman's Docker-compatible API on a service ctrbench starts with its own configuration (runc, cgroupfs)",
+		Noun:    "podman container",
+		Rank:    15,
+		Caps:    Caps,
+		Open: func(ctx context.Context, cfg platform.Config) (platform.Platform, error) {
+			if _, err := exec.LookPath("podman"); err != nil {
+				return nil, errors.New("podman is not installed: `make setup` installs it (Debian package podman)")
+			}
+			if err := docker.Available(ctx); err != nil {
+				return nil, err // the agent image is built by the machine's Docker Engine
+			}
+			return New(cfg.Binary)
+		},
+		Clean: clean,
+	})
+}
+
+// clean removes the podman storage of campaigns whose ctrbench is gone:
+// their service, containers, mounts and directory.
+func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
+	var out platform.Cleaned
+	dirs, err := os.ReadDir(WorkRoot)
+	if os.IsNotExist(err) {
+		return out, nil
+	} else if err != nil {
+		return out, err
+	}
+	for _, d := range dirs {
+		if o.Campaign != "" && d.Name() != o.Campaign {
+			continue
+		}
+		work := filepath.Join(WorkRoot, d.Name())
+		if !o.Force && ownerAlive(work) {
+			out.Kept = append(out.Kept, "podman storage "+work)
+			continue
+		}
+		killService(work)
+		if err := removeWork(work); err != nil {
+			return out, err
+		}
+		out.Removed = append(out.Removed, "podman storage "+work)
+	}
+	return out, nil
+}
+
+func ownerAlive(work string) bool {
+	b, err := os.ReadFile(filepath.Join(work, "owner"))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// killService ends a podman service left running on work's storage.
+func killService(work string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), work) || !strings.Contains(string(b), "service") {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}

@@ -1,0 +1,252 @@
+// Package podman runs agents in podman containers, through podman's
+// Docker-compatible API: ctrbench starts `podman system service` on a
+// socket of its own, with a configuration of its own (never the user's
+// global files), and drives it with the same Engine API client as the
+// docker platform (package docker, the one that imports the SDK). The
+// agent image is the one the machine's Docker Engine builds, saved and
+// loaded into podman's own storage: never pulled.
+package podman
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// WorkRoot holds, per campaign, podman's configuration, storage, run
+// directory and API socket.
+const WorkRoot = "/var/lib/ctrbench/podman"
+
+// config is podman's configuration for this machine, as a user would
+// set it: runc (crun refuses hybrid cgroups), the cgroupfs manager and
+// the file events logger (no systemd here), and explicit limits on open
+// files and processes (podman's defaults exceed the hard limits; runc then
+// fails with "error setting rlimit").
+const config = `[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+`
+
+// Platform runs agents in podman containers, for one campaign.
+type Platform struct {
+	binary string
+	outer  *docker.Platform // the machine's engine: builds and saves the agent image
+
+	work    string
+	service *exec.Cmd
+	inner   *docker.Platform // podman's API
+	version string
+}
+
+var _ platform.Platform = (*Platform)(nil)
+
+// New returns a podman platform.
+func New(binary string) (*Platform, error) {
+	outer, err := docker.New(docker.WithBinary(binary))
+	if err != nil {
+		return nil, err
+	}
+	return &Platform{binary: binary, outer: outer}, nil
+}
+
+// Name implements platform.Platform.
+func (p *Platform) Name() string { return "podman" }
+
+// Prepare starts podman's API service, brings the agent image into its
+// storage and prepares it for the campaign.
+func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
+	if p.inner != nil {
+		return p.inner.Prepare(ctx, p.innerSetup(s))
+	}
+	outerSetup := s
+	outerSetup.Networks, outerSetup.Storages = nil, []vocab.Storage{vocab.Layer}
+	if err := p.outer.Prepare(ctx, outerSetup); err != nil {
+		return err
+	}
+	p.work = filepath.Join(WorkRoot, s.CampaignID)
+	if err := os.MkdirAll(p.work, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(p.work, "owner"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(p.work, "containers.conf"), []byte(config), 0o644); err != nil {
+		return err
+	}
+	sock := filepath.Join(p.work, "podman.sock")
+	p.service = podmanCmd(p.work, "system", "service", "--time=0", "unix://"+sock)
+	p.service.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	logf, err := os.Create(filepath.Join(p.work, "service.log"))
+	if err != nil {
+		return err
+	}
+	p.service.Stdout, p.service.Stderr = logf, logf
+	if err := p.service.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("starting podman's API service: %w", err)
+	}
+	logf.Close()
+	loader, err := docker.New(docker.WithHost("unix://" + sock))
+	if err != nil {
+		return err
+	}
+	if err := awaitService(ctx, loader); err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(p.outer.SaveImage(ctx, pw)) }()
+	err = loader.LoadImage(ctx, pr)
+	pr.Close()
+	_ = loader.Disconnect()
+	if err != nil {
+		return fmt.Errorf("loading the agent image into podman: %w", err)
+	}
+	// podman names an image it loads without a registry localhost/….
+	inner, err := docker.New(docker.WithHost("unix://"+sock), docker.WithImage("localhost/"+p.outer.AgentImage()))
+	if err != nil {
+		return err
+	}
+	p.inner = inner
+	if out, err := podmanCmd(p.work, "version", "--format", "{{.Server.Version}}").Output(); err == nil {
+		p.version = string(trimNL(out))
+	}
+	fmt.Fprintf(progressOf(s), "podman: API service on %s, agent image loaded\n", sock)
+	return p.inner.Prepare(ctx, p.innerSetup(s))
+}
+
+// innerSetup is the campaign's setup as podman's API takes it: the same,
+// the emulated machine's cgroup included (podman's cgroupfs manager
+// places its containers below it).
+func (p *Platform) innerSetup(s platform.Setup) platform.Setup { return s }
+
+func progressOf(s platform.Setup) io.Writer {
+	if s.Progress == nil {
+		return io.Discard
+	}
+	return s.Progress
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// runRoot is the campaign's podman run directory: podman refuses one
+// longer than 50 characters, so it is named by a hash of the work
+// directory.
+func runRoot(work string) string {
+	sum := sha256.Sum256([]byte(work))
+	return "/run/ctbp-" + hex.EncodeToString(sum[:4])
+}
+
+// podmanCmd is podman with the campaign's configuration and storage.
+func podmanCmd(work string, args ...string) *exec.Cmd {
+	all := append([]string{"--root", filepath.Join(work, "root"), "--runroot", runRoot(work),
+		"--tmpdir", filepath.Join(work, "tmp")}, args...)
+	cmd := exec.Command("podman", all...)
+	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(work, "containers.conf"))
+	return cmd
+}
+
+func awaitService(ctx context.Context, d *docker.Platform) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		err := d.Ping(pctx)
+		pcancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("podman's API service did not answer: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Start implements platform.Platform.
+func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
+	if p.inner == nil {
+		return nil, errors.New("podman platform: Start before Prepare")
+	}
+	return p.inner.Start(ctx, spec)
+}
+
+// HostAddr implements platform.Platform.
+func (p *Platform) HostAddr(n vocab.Network) string {
+	if p.inner == nil {
+		return ""
+	}
+	return p.inner.HostAddr(n)
+}
+
+// Info implements platform.Platform.
+func (p *Platform) Info() map[string]string {
+	info := map[string]string{"podman.version": p.version, "podman.runtime": "runc", "podman.cgroup_manager": "cgroupfs"}
+	if p.inner != nil {
+		for k, v := range p.inner.Info() {
+			info["podman."+k] = v
+		}
+	}
+	return info
+}
+
+// Close removes the campaign's containers, stops podman's service, and
+// removes its storage and the campaign's directory.
+func (p *Platform) Close(ctx context.Context) error {
+	var errs []error
+	if p.inner != nil {
+		errs = append(errs, p.inner.Close(ctx))
+	}
+	errs = append(errs, p.outer.Close(ctx))
+	if p.service != nil && p.service.Process != nil {
+		_ = p.service.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- p.service.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = p.service.Process.Kill()
+			<-done
+		}
+	}
+	if p.work != "" {
+		errs = append(errs, removeWork(p.work))
+	}
+	return errors.Join(errs...)
+}
+
+// removeWork removes a campaign's podman storage: containers left in it
+// (their conmon processes outlive the service), its mounts (system reset),
+// then the directory.
+func removeWork(work string) error {
+	_ = podmanCmd(work, "rm", "-af", "-t", "0").Run()
+	_ = podmanCmd(work, "system", "reset", "-f").Run()
+	for _, dir := range []string{runRoot(work), work} {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing %s: %w", dir, err)
+		}
+	}
+	return nil
+}
