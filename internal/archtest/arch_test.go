@@ -59,7 +59,7 @@ func TestComputeDoesNotImportAct(t *testing.T) {
 	compute := []string{"internal/stats", "internal/analysis", "internal/report", "internal/spec", "internal/result", "internal/workload",
 		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform", "internal/hdr"}
 	act := []string{"internal/orchestrator", "internal/runner", "internal/campaign", "internal/store", "internal/platform/",
-		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/netns", "internal/nestedparent"}
+		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/netns", "internal/nestedparent", "internal/workdir"}
 	all := imports(t)
 	for _, c := range compute {
 		for _, imp := range all[c] {

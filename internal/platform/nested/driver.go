@@ -3,14 +3,13 @@ package nested
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workdir"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -107,42 +106,8 @@ func init() {
 // of the outer engine, removed by the docker driver's Clean (their
 // children die with them); here the host directories they used — sockets,
 // saved images, preloaded stores — of campaigns whose ctrbench is gone.
-func clean(ctx context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
-	var out platform.Cleaned
-	dirs, err := os.ReadDir(WorkRoot)
-	if os.IsNotExist(err) {
-		return out, nil
-	} else if err != nil {
-		return out, err
-	}
-	for _, d := range dirs {
-		if o.Campaign != "" && d.Name() != o.Campaign {
-			continue
-		}
-		dir := filepath.Join(WorkRoot, d.Name())
-		if !o.Force && ownerAlive(dir) {
-			out.Kept = append(out.Kept, "directory "+dir)
-			continue
-		}
-		if err := removeWork(dir); err != nil {
-			return out, err
-		}
-		out.Removed = append(out.Removed, "directory "+dir)
-	}
-	return out, nil
-}
-
-// ownerAlive reports whether the ctrbench that made a work directory runs.
-func ownerAlive(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "owner"))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return false
-	}
-	return pidAlive(pid)
+func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
+	return workdir.Clean(WorkRoot, o, "directory", removeWork)
 }
 
 func oneOf(levels ...string) func(string) (string, error) {

@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/image"
@@ -33,6 +32,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workdir"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -119,13 +119,11 @@ func (p *Platform) prepare(ctx context.Context, s platform.Setup) error {
 	}
 	p.setup = s
 	if p.work == "" {
-		p.work = filepath.Join(WorkRoot, s.CampaignID)
-		if err := os.MkdirAll(p.work, 0o711); err != nil {
+		work, err := workdir.Make(WorkRoot, s.CampaignID)
+		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(p.work, "owner"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-			return err
-		}
+		p.work = work
 	}
 	progress := s.Progress
 	if progress == nil {
@@ -388,11 +386,6 @@ func (p *Platform) makeStore(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return dir, nil
-}
-
-func pidAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // removeWork removes a campaign's work directory. A preloaded store's

@@ -20,16 +20,8 @@ import (
 // through podman's Docker-compatible API, through the suite every platform
 // passes; afterwards podman's service, storage and directory are gone.
 func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs podman and the Docker Engine")
-	}
+	needPodman(t)
 	ctx := context.Background()
-	if _, err := exec.LookPath("podman"); err != nil {
-		t.Skip("podman is not installed")
-	}
-	if err := docker.Available(ctx); err != nil {
-		t.Skipf("no Docker Engine: %v", err)
-	}
 	campaign, labels := platformtest.NewCampaign("test-podman")
 	p, err := podman.New(testutil.Binary(t))
 	if err != nil {
@@ -59,16 +51,8 @@ func TestConformance(t *testing.T) {
 // container (its conmon outlives the service), the storage and its mounts —
 // is removed by the driver's Clean once the campaign's owner is gone.
 func TestCleanAfterKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs podman and the Docker Engine")
-	}
+	needPodman(t)
 	ctx := context.Background()
-	if _, err := exec.LookPath("podman"); err != nil {
-		t.Skip("podman is not installed")
-	}
-	if err := docker.Available(ctx); err != nil {
-		t.Skipf("no Docker Engine: %v", err)
-	}
 	campaign, labels := platformtest.NewCampaign("test-podman-kill")
 	p, err := podman.New(testutil.Binary(t))
 	if err != nil {
@@ -101,5 +85,20 @@ func TestCleanAfterKill(t *testing.T) {
 	}
 	if out, _ := exec.Command("sh", "-c", "mount | grep "+campaign).Output(); len(out) > 0 {
 		t.Errorf("left mounted: %s", out)
+	}
+}
+
+// needPodman skips a test where podman or the Docker Engine (which builds
+// the agent image) is missing, and in -short runs.
+func needPodman(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs podman and the Docker Engine")
+	}
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("podman is not installed")
+	}
+	if err := docker.Available(context.Background()); err != nil {
+		t.Skipf("no Docker Engine: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workdir"
 )
 
 // Caps are what podman containers can do here: a namespace and cgroup of
@@ -52,42 +53,10 @@ func init() {
 // clean removes the podman storage of campaigns whose ctrbench is gone:
 // their service, containers, mounts and directory.
 func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
-	var out platform.Cleaned
-	dirs, err := os.ReadDir(WorkRoot)
-	if os.IsNotExist(err) {
-		return out, nil
-	} else if err != nil {
-		return out, err
-	}
-	for _, d := range dirs {
-		if o.Campaign != "" && d.Name() != o.Campaign {
-			continue
-		}
-		work := filepath.Join(WorkRoot, d.Name())
-		if !o.Force && ownerAlive(work) {
-			out.Kept = append(out.Kept, "podman storage "+work)
-			continue
-		}
+	return workdir.Clean(WorkRoot, o, "podman storage", func(work string) error {
 		killService(work)
-		if err := removeWork(work); err != nil {
-			return out, err
-		}
-		out.Removed = append(out.Removed, "podman storage "+work)
-	}
-	return out, nil
-}
-
-func ownerAlive(work string) bool {
-	b, err := os.ReadFile(filepath.Join(work, "owner"))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return false
-	}
-	err = syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+		return removeWork(work)
+	})
 }
 
 // killService ends a podman service left running on work's storage.

@@ -17,13 +17,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workdir"
 )
 
 // WorkRoot holds, per campaign, podman's configuration, storage, run
@@ -80,13 +80,11 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err := p.outer.Prepare(ctx, outerSetup); err != nil {
 		return err
 	}
-	p.work = filepath.Join(WorkRoot, s.CampaignID)
-	if err := os.MkdirAll(p.work, 0o700); err != nil {
+	work, err := workdir.Make(WorkRoot, s.CampaignID)
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(p.work, "owner"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-		return err
-	}
+	p.work = work
 	if err := os.WriteFile(filepath.Join(p.work, "containers.conf"), []byte(config), 0o644); err != nil {
 		return err
 	}
