@@ -263,7 +263,7 @@ func (p *Platform) parentFor(spec platform.InstanceSpec) (*parent, bool, error) 
 		children = 1
 	}
 	key := fmt.Sprintf("%s|%s|%v", spec.Labels[platform.LabelTrial], spec.Network, o)
-	if pr := p.groups[key]; pr != nil && pr.reserve(children) {
+	if pr := p.groups[key]; pr != nil && pr.reserve() {
 		return pr, false, nil
 	}
 	limits, err := parentLimits(o)
@@ -292,7 +292,7 @@ func (p *Platform) parentFor(spec platform.InstanceSpec) (*parent, bool, error) 
 			return nil, false, errors.New("nested platform: all 256 inner bridge subnets are in use")
 		}
 	}
-	pr.reserve(children)
+	pr.reserve()
 	p.groups[key] = pr
 	p.parents[pr] = true
 	pr.done = func() {
@@ -364,7 +364,7 @@ func (p *Platform) makeStore(ctx context.Context) (string, error) {
 	}
 	seed := &parent{name: "ctrbench-" + p.setup.CampaignID + "-seed", ready: make(chan struct{}), capacity: 1,
 		network: vocab.Bridge, labels: p.setup.Labels, subnet: -1, storeDir: dir, done: func() {}}
-	seed.reserve(1)
+	seed.reserve()
 	seed.setUp(ctx, p)
 	<-seed.ready
 	if seed.err != nil {

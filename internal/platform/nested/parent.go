@@ -57,10 +57,10 @@ type parent struct {
 }
 
 // reserve takes a child's place in the parent, if it has one left.
-func (pr *parent) reserve(children int) bool {
+func (pr *parent) reserve() bool {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	if pr.removed || pr.reserved >= pr.capacity || pr.reserved >= children {
+	if pr.removed || pr.reserved >= pr.capacity {
 		return false
 	}
 	pr.reserved++
