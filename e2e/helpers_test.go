@@ -18,7 +18,10 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/platform/lxc"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
+	"github.com/ctrbench/ctrbench/internal/platform/podman"
+	"github.com/ctrbench/ctrbench/internal/platform/vm"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/store"
 	"github.com/ctrbench/ctrbench/internal/testutil"
@@ -99,17 +102,21 @@ func assertNothingLeft(t *testing.T, campaign string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bridge := docker.BridgeName(campaign)
 	for _, l := range ls {
-		if l == bridge {
+		if l == docker.BridgeName(campaign) || strings.HasPrefix(l, lxc.BridgeName(campaign)) || strings.HasPrefix(l, vm.BridgeName(campaign)) {
 			t.Errorf("link %s of campaign %s left behind", l, campaign)
 		}
 	}
 	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*/ctrbench/" + campaign); len(dirs) > 0 {
 		t.Errorf("cgroups left behind: %v", dirs)
 	}
-	if _, err := os.Stat(filepath.Join(nested.WorkRoot, campaign)); !os.IsNotExist(err) {
-		t.Errorf("the nested parents' work directory of campaign %s is left behind (%v)", campaign, err)
+	for _, root := range []string{nested.WorkRoot, podman.WorkRoot, lxc.WorkRoot, vm.WorkRoot} {
+		if _, err := os.Stat(filepath.Join(root, campaign)); !os.IsNotExist(err) {
+			t.Errorf("the work directory of campaign %s in %s is left behind (%v)", campaign, root, err)
+		}
+	}
+	if out, _ := exec.Command("iptables", "-w", "-S", "FORWARD").Output(); strings.Contains(string(out), lxc.BridgeName(campaign)) || strings.Contains(string(out), vm.BridgeName(campaign)) {
+		t.Errorf("iptables rules of campaign %s left behind:\n%s", campaign, out)
 	}
 	assertNoLab(t)
 }

@@ -46,7 +46,7 @@ func TestEveryWorkloadEverywhere(t *testing.T) {
 	requireDocker(t)
 	types := workload.Types()
 	exp := writeExperiment(t, smokeExperiment("e2e-every-workload", `factors:
-  platform: [native, docker, nested, podman]
+  platform: [native, docker, nested, podman, lxc]
   network: [host, bridge]
 exclude:
   - {platform: native, network: bridge}
@@ -72,7 +72,7 @@ exclude:
 		}
 	}
 	for _, typ := range types {
-		for _, pl := range []string{"native/host", "docker/host", "docker/bridge", "nested/host", "podman/host"} {
+		for _, pl := range []string{"native/host", "docker/host", "docker/bridge", "nested/host", "podman/host", "lxc/host", "lxc/bridge"} {
 			if !got[typ+" "+pl] {
 				t.Errorf("%s on %s: no result", typ, pl)
 			}

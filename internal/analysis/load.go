@@ -2,9 +2,11 @@ package analysis
 
 import (
 	"context"
+	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -41,6 +43,9 @@ type Series struct {
 	// (percent), from its latest calibration of the experiment; 0 when
 	// there is none.
 	NoiseCVPct float64
+	// NotComparable says why the cell's numbers compare with nothing (a
+	// platform under emulation); "" when they do.
+	NotComparable string
 }
 
 // Query says which campaign to load and against which baseline.
@@ -115,6 +120,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 				Interference: hasNeighbours(c),
 			}
 			s.NoiseCVPct = noise[c.Workload+" "+metricKey(id).String()]
+			s.NotComparable = notComparable(camp.Env, c.Factors)
 			if adaptive != nil && decides(adaptive, c, id) {
 				s.TargetRCI = adaptive.RCI
 			}
@@ -169,4 +175,19 @@ func decides(a *spec.Adaptive, c result.Cell, id result.MetricID) bool {
 	}
 	return id.Metric == m && id.Kind == result.KindMeasure && id.Role == "" &&
 		(id.Scope == result.ScopeTrial || id.Scope == result.ScopeAggregate)
+}
+
+// notComparable is why a cell placed on a platform that recorded itself
+// not comparable (vocab.InfoNotComparable) compares with nothing; "" when
+// no platform of the cell did.
+func notComparable(env, factors map[string]string) string {
+	for k, v := range factors {
+		if k != spec.FPlatform && !strings.HasSuffix(k, "."+spec.FPlatform) {
+			continue
+		}
+		if why := env[v+"."+vocab.InfoNotComparable]; why != "" {
+			return v + ": " + why
+		}
+	}
+	return ""
 }

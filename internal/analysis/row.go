@@ -70,6 +70,9 @@ type Row struct {
 	// 1 is no change. Its 95% interval is nil without variance.
 	Slowdown     *float64    `json:"slowdown,omitempty"`
 	SlowdownCI95 *[2]float64 `json:"slowdown_ci95,omitempty"`
+	// NotComparable says why this row's numbers compare with nothing (a
+	// virtual machine under emulation); absent when they do.
+	NotComparable string `json:"not_comparable,omitempty"`
 }
 
 // Rows computes one Row per Series, ordered by workload and metric (each in
@@ -130,7 +133,7 @@ func row(s Series) Row {
 		Metric: s.ID.String(), ID: s.ID, Unit: s.Unit, Better: s.Better, Cell: cell,
 		N: sum.N, Failed: s.Failed, Flagged: s.Flagged,
 		Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95,
-		Baseline: s.IsBaseline,
+		Baseline: s.IsBaseline, NotComparable: s.NotComparable,
 	}
 	if s.TargetRCI > 0 {
 		target := 100 * s.TargetRCI

@@ -69,6 +69,7 @@ type wireRow struct {
 	BelowNoiseFloor  *bool             `json:"below_noise_floor,omitempty"`
 	Slowdown         *num              `json:"slowdown,omitempty"`
 	SlowdownCI95     *[2]num           `json:"slowdown_ci95,omitempty"`
+	NotComparable    string            `json:"not_comparable,omitempty"`
 }
 
 // MarshalJSON encodes r with NaN and Inf as null.
@@ -87,6 +88,7 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		Outliers: r.Outliers, TargetRCIPct: toNum(r.TargetRCIPct), RCIPct: toNum(r.RCIPct), Reached: r.Reached,
 		MDEPct: toNum(r.MDEPct), BelowNoiseFloor: r.BelowNoiseFloor,
 		Slowdown: toNum(r.Slowdown), SlowdownCI95: toNum2(r.SlowdownCI95),
+		NotComparable: r.NotComparable,
 	}
 	return json.Marshal(w)
 }
@@ -113,6 +115,7 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		Outliers: w.Outliers, TargetRCIPct: fromNum(w.TargetRCIPct), RCIPct: fromNum(w.RCIPct), Reached: w.Reached,
 		MDEPct: fromNum(w.MDEPct), BelowNoiseFloor: w.BelowNoiseFloor,
 		Slowdown: fromNum(w.Slowdown), SlowdownCI95: fromNum2(w.SlowdownCI95),
+		NotComparable: w.NotComparable,
 	}
 	return nil
 }

@@ -475,3 +475,61 @@ func Counters() map[string]float64 {
 	}
 	return out
 }
+
+// Procs lists the processes in group name (a path below the root), as
+// the host numbers them: from the unified hierarchy, or from the first v1
+// hierarchy that has the group. None when the group does not exist.
+func Procs(name string) []int {
+	for _, base := range procBases() {
+		b, err := os.ReadFile(filepath.Join(base, name, "cgroup.procs"))
+		if err != nil {
+			continue
+		}
+		var out []int
+		for _, l := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(l); err == nil {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// procBases are the hierarchies Procs reads, in order.
+func procBases() []string {
+	if V2() {
+		return []string{Root}
+	}
+	return []string{filepath.Join(Root, "pids"), filepath.Join(Root, "cpu"), filepath.Join(Root, "memory"), filepath.Join(Root, "unified")}
+}
+
+// TreeBusy reports whether a process is in group name or a group below it.
+func TreeBusy(name string) bool {
+	for _, base := range procBases() {
+		root := filepath.Join(base, name)
+		if _, err := os.Stat(root); err != nil {
+			continue
+		}
+		busy := false
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() && len(Procs(strings.TrimPrefix(p, base+"/"))) > 0 {
+				busy = true
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		return busy
+	}
+	return false
+}
+
+// Add moves process pid into the group, in every hierarchy it spans.
+func (g *Group) Add(pid int) error {
+	for _, d := range g.Dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			return fmt.Errorf("moving %d into cgroup %s: %w", pid, d, err)
+		}
+	}
+	return nil
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/firewall"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -68,6 +69,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	lab, err := netlab.Clean()
 	rep.Removed = append(rep.Removed, lab...)
+	errs = append(errs, err)
+	rules, err := firewall.Clean(nil)
+	for _, r := range rules {
+		rep.Removed = append(rep.Removed, "iptables rule "+r)
+	}
 	errs = append(errs, err)
 	removed, err := links.RemoveAll(nil)
 	for _, l := range removed {

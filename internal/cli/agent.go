@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctrbench/ctrbench/internal/agent"
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/nestedparent"
+	"github.com/ctrbench/ctrbench/internal/vminit"
 	"github.com/ctrbench/ctrbench/internal/wireguard"
 )
 
@@ -62,7 +64,22 @@ orphans and passes SIGTERM on.`,
 		},
 	}
 	parent.Flags().StringVar(&parentConfig, "config", "", "the parent's configuration (JSON, written by the nested platform)")
-	c.AddCommand(run, loop, wg, parent)
+	vm := &cobra.Command{
+		Use:   "vm",
+		Short: "Be a ctrbench virtual machine's init: ready the machine, run one agent, power off",
+		Long: `Run by the kernel of a virtual machine the vm platform boots (rdinit=/ctrbench
+-- agent vm): mounts the kernel's file systems, loads the virtio modules,
+configures the network and the data disk from the kernel command line, runs
+the agent with its output on the second serial port, and powers off.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Getpid() != 1 {
+				return usageError{fmt.Errorf("agent vm is a virtual machine's init (PID 1), not a command to run")}
+			}
+			return vminit.Run(cmd.ErrOrStderr())
+		},
+	}
+	c.AddCommand(run, loop, wg, parent, vm)
 	return c
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
@@ -129,6 +130,49 @@ func Remove(name string) error {
 	}
 	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("removing %s: %w", name, err)
+	}
+	return nil
+}
+
+// LoopbackUp sets the loopback interface up inside the network namespace
+// at nsPath, a namespace ctrbench made (a container's, which its runtime
+// left with lo down). It changes nothing in the machine's namespace.
+func LoopbackUp(nsPath string) error {
+	return netns.Do(nsPath, func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return fmt.Errorf("loopback in %s: %w", nsPath, err)
+		}
+		if err := netlink.LinkSetUp(lo); err != nil {
+			return fmt.Errorf("loopback up in %s: %w", nsPath, err)
+		}
+		return nil
+	})
+}
+
+// AddTap creates a persistent tap link (a virtual machine's NIC: QEMU
+// opens it by name) in the machine's namespace, plugged into bridge
+// master and up. Its name must carry the ctrbench prefix.
+func AddTap(name, master string) error {
+	if !strings.HasPrefix(name, platform.LinkPrefix) {
+		return fmt.Errorf("tap %s: ctrbench's links are named %s…", name, platform.LinkPrefix)
+	}
+	br, err := netlink.LinkByName(master)
+	if err != nil {
+		return fmt.Errorf("tap %s: bridge %s: %w", name, master, err)
+	}
+	tap := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: name}, Mode: netlink.TUNTAP_MODE_TAP,
+		Flags: netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR}
+	if err := netlink.LinkAdd(tap); err != nil {
+		return fmt.Errorf("creating tap %s: %w", name, err)
+	}
+	if err := netlink.LinkSetMaster(tap, br); err != nil {
+		_ = netlink.LinkDel(tap)
+		return fmt.Errorf("tap %s into %s: %w", name, master, err)
+	}
+	if err := netlink.LinkSetUp(tap); err != nil {
+		_ = netlink.LinkDel(tap)
+		return fmt.Errorf("tap %s up: %w", name, err)
 	}
 	return nil
 }

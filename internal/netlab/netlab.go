@@ -29,6 +29,8 @@
 //	198.18.<h>.0/24    bridge mode on host h (h = 1..99): the host is .1
 //	198.18.200.0/24    ovs, on the machine: the machine is .1
 //	198.18.201.0/24    macvlan, on the machine: the machine is .1
+//	198.18.202.0/24    LXC's bridge (platform lxc, package hostbridge): the machine is .1
+//	198.18.203.0/24    virtual machines' bridge (platform vm): the machine is .1
 //	198.18.250.0/24    WireGuard tunnels: host h is 198.18.250.<h>
 //	198.19.0.0/17      overlay: host h is 198.19.<h>.1, its containers 198.19.<h>.<n>
 //	198.19.128.0/17    overlay-encrypted: host h is 198.19.<128+h>.1, containers 198.19.<128+h>.<n>

@@ -70,7 +70,8 @@ type Factor struct {
 	Check func(level string) (string, error)
 }
 
-// FactorOf returns the driver that declares factor name, and the factor.
+// FactorOf returns the first driver that declares factor name, and the
+// factor (drivers sharing a factor declare the same one).
 func FactorOf(name string) (Driver, Factor, bool) {
 	for _, d := range Drivers() {
 		for _, f := range d.Caps.Factors {
@@ -80,6 +81,28 @@ func FactorOf(name string) (Driver, Factor, bool) {
 		}
 	}
 	return Driver{}, Factor{}, false
+}
+
+// Declares reports whether d declares its own factor name.
+func (d Driver) Declares(name string) bool {
+	for _, f := range d.Caps.Factors {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Declarers lists the drivers that declare factor name (the OCI runtime
+// is docker's and podman's), in Drivers' order.
+func Declarers(name string) []string {
+	var out []string
+	for _, d := range Drivers() {
+		if d.Declares(name) {
+			out = append(out, d.Name)
+		}
+	}
+	return out
 }
 
 // Options are the levels of d's own factors in a cell's factors, each

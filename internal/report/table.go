@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -103,7 +104,11 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 		for _, f := range factors {
 			cells = append(cells, r.Cell[f])
 		}
-		cells = append(cells, strconv.Itoa(r.N), sig(r.Mean), sig(r.SD), sig(r.RSDPct),
+		mean := sig(r.Mean)
+		if r.NotComparable != "" {
+			mean += "†"
+		}
+		cells = append(cells, strconv.Itoa(r.N), mean, sig(r.SD), sig(r.RSDPct),
 			interval(r.CI95, sig), vsBaseline(r))
 		if showTarget {
 			cells = append(cells, precision(r))
@@ -277,6 +282,15 @@ func legend(rows []analysis.Row) string {
 	}
 	if outliers {
 		s += "; outliers: trials whose modified z-score exceeds 3.5, kept in every statistic"
+	}
+	var why []string
+	for _, r := range rows {
+		if r.NotComparable != "" && !slices.Contains(why, r.NotComparable) {
+			why = append(why, r.NotComparable)
+		}
+	}
+	for _, w := range why {
+		s += "\n† not comparable with any other row — " + w
 	}
 	return s
 }

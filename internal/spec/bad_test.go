@@ -120,7 +120,7 @@ seed: many
 factors:
   platform: [native, docker]
   network: [host, bridge, host]
-baseline: {platform: lxc}
+baseline: {platform: kvm}
 workloads:
   - {name: cpu, type: cpu.primes, params: {max_prime: 1, bogus: 2}}
   - {name: io, type: disk.nope}
@@ -132,7 +132,7 @@ workloads:
 		"test.yaml:4:10: timeout must be positive",
 		`test.yaml:5:7: seed must be an integer, got "many"`,
 		`test.yaml:8:27: level "host" of network appears twice`,
-		`test.yaml:9:22: baseline names level "lxc" of platform`,
+		`test.yaml:9:22: baseline names level "kvm" of platform`,
 		`test.yaml:11:55: parameter max_prime of cpu: 1 is out of range`,
 		`test.yaml:11:58: unknown parameter "bogus" for cpu.primes`,
 		`test.yaml:12:22: unknown workload type "disk.nope"`,

@@ -390,16 +390,22 @@ func (p *parser) checkNetworks(cells []result.Cell, root *yaml.Node, factorNodes
 		}
 		for _, name := range sortedKeys(c.Factors) {
 			level := c.Factors[name]
-			d, f, ok := platform.FactorOf(name)
+			_, f, ok := platform.FactorOf(name)
 			if !ok || level == f.Default {
 				continue
 			}
 			used := false
 			for _, role := range roles {
-				used = used || PlacementFor(c.Factors, role).Platform == d.Name
+				d, ok := platform.Lookup(PlacementFor(c.Factors, role).Platform)
+				used = used || (ok && d.Declares(name))
 			}
 			if !used {
-				report(c, roles[0], name, fmt.Sprintf("%s applies only to platform %s, and no role of this cell runs there", name, d.Name))
+				owners := platform.Declarers(name)
+				noun := "platform"
+				if len(owners) > 1 {
+					noun = "platforms"
+				}
+				report(c, roles[0], name, fmt.Sprintf("%s applies only to %s %s, and no role of this cell runs there", name, noun, strings.Join(owners, ", ")))
 			}
 		}
 		if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle {

@@ -92,9 +92,13 @@ func knownFactorNames() string {
 	names := append([]string{}, placementFactors...)
 	names = append(names, "<role>.<"+strings.Join(placementFactors, "|")+"> (roles: "+strings.Join(workload.RoleNames(), ", ")+")")
 	names = append(names, FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances)
+	seen := map[string]bool{}
 	for _, d := range platform.Drivers() {
 		for _, f := range d.Caps.Factors {
-			names = append(names, f.Name+" ("+d.Name+")")
+			if !seen[f.Name] {
+				seen[f.Name] = true
+				names = append(names, f.Name+" ("+strings.Join(platform.Declarers(f.Name), ", ")+")")
+			}
 		}
 	}
 	names = append(names, RoleAntagonist+".<placement>", ParamPrefix+"<parameter>")

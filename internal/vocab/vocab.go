@@ -62,6 +62,12 @@ func (n Network) Lab(hosts int) bool {
 	return n == Macvlan || n == OVS
 }
 
+// InfoNotComparable names, after a platform's name and a dot, the
+// environment record's key by which the platform says its numbers compare
+// with nothing ("vm.not_comparable": a virtual machine under emulation),
+// and why; reports mark the rows of cells placed on it.
+const InfoNotComparable = "not_comparable"
+
 // Storage is where a disk workload writes.
 type Storage string
 

@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 )
 
 // daemonFacts is what the daemon says of itself, read once per campaign.
@@ -10,6 +12,7 @@ type daemonFacts struct {
 	versions     map[string]string // for the campaign's environment record
 	rootDir      string            // its data root, whose disk block I/O limits name
 	cgroupDriver string            // cgroupfs or systemd
+	runtimes     []string          // the OCI runtimes it knows, sorted
 }
 
 func readDaemon(ctx context.Context, api API) (daemonFacts, error) {
@@ -41,10 +44,16 @@ func readDaemon(ctx context.Context, api API) (daemonFacts, error) {
 	facts["docker.cgroup_version"] = info.CgroupVersion
 	facts["docker.storage_driver"] = info.Driver
 	facts["docker.default_runtime"] = info.DefaultRuntime
+	var runtimes []string
+	for name := range info.Runtimes {
+		runtimes = append(runtimes, name)
+	}
+	sort.Strings(runtimes)
+	facts["docker.runtimes"] = strings.Join(runtimes, ",")
 	for k, v := range facts {
 		if v == "" {
 			delete(facts, k)
 		}
 	}
-	return daemonFacts{versions: facts, rootDir: info.DockerRootDir, cgroupDriver: info.CgroupDriver}, nil
+	return daemonFacts{versions: facts, rootDir: info.DockerRootDir, cgroupDriver: info.CgroupDriver, runtimes: runtimes}, nil
 }

@@ -23,6 +23,7 @@ var Caps = platform.Capabilities{
 	Limits:      true,
 	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:       true,
+	Factors:     []platform.Factor{RuntimeFactor},
 }
 
 func init() {

@@ -167,17 +167,6 @@ func TestBufferAndTail(t *testing.T) {
 	if _, err := b.Write([]byte("x")); err == nil {
 		t.Error("write after close succeeded")
 	}
-
-	tl := &tail{max: 4}
-	tl.Write([]byte("abc"))
-	tl.Write([]byte("defgh"))
-	if tl.String() != "efgh" {
-		t.Errorf("tail %q", tl.String())
-	}
-	tl.Write([]byte("i"))
-	if tl.String() != "fghi" {
-		t.Errorf("tail %q", tl.String())
-	}
 }
 
 func TestResources(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
+	"github.com/ctrbench/ctrbench/internal/tailbuf"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -97,7 +97,7 @@ func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tw
 		}
 	}
 	res.CgroupParent = camp.cgParent
-	hostCfg := &container.HostConfig{NetworkMode: mode, Resources: res}
+	hostCfg := &container.HostConfig{NetworkMode: mode, Resources: res, Runtime: spec.Options[FactorRuntime]}
 	inv := spec.Agent
 	switch spec.Storage {
 	case "", vocab.Layer:
@@ -144,7 +144,7 @@ func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tw
 		id:      created.ID,
 		name:    spec.Name,
 		stdout:  newBuffer(),
-		stderr:  &tail{max: stderrTail},
+		stderr:  tailbuf.New(stderrTail),
 		done:    make(chan struct{}),
 		timings: platform.Timings{Requested: requested, At: map[vocab.Phase]time.Time{vocab.Create: time.Now()}},
 	}
@@ -224,7 +224,7 @@ type instance struct {
 
 	conn   types.HijackedResponse
 	stdout *buffer
-	stderr *tail
+	stderr *tailbuf.Buffer
 	done   chan struct{} // closed when the output stream has ended
 
 	mu      sync.Mutex
@@ -425,29 +425,6 @@ func (b *buffer) Read(p []byte) (int, error) {
 		return b.buf.Read(p)
 	}
 	return 0, b.err
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.ToValidUTF8(string(t.b), "")
 }
 
 // engineActions are the container events that end a phase.

@@ -52,7 +52,8 @@ type campaign struct {
 	bridge   bridgeNet // the campaign's own bridge, when a cell uses one
 	// defaultGW is the gateway of Docker's default bridge, when used.
 	defaultGW string
-	volume    string // the campaign's data volume, when storage volume is used
+	volume    string   // the campaign's data volume, when storage volume is used
+	runtimes  []string // OCI runtimes checked for the campaign
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -174,6 +175,9 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 			return err
 		}
 		c.image = img
+	}
+	if err := p.checkRuntimes(ctx, &c, s.Options[FactorRuntime]); err != nil {
+		return err
 	}
 	if slices.Contains(s.Networks, vocab.Bridge) && c.bridge.id == "" {
 		b, err := createBridge(ctx, p.api, c.id, c.labels, progress)

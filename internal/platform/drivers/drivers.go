@@ -5,7 +5,9 @@ package drivers
 
 import (
 	_ "github.com/ctrbench/ctrbench/internal/platform/docker" // Docker Engine containers
+	_ "github.com/ctrbench/ctrbench/internal/platform/lxc"    // LXC system containers (S3)
 	_ "github.com/ctrbench/ctrbench/internal/platform/native" // host processes
 	_ "github.com/ctrbench/ctrbench/internal/platform/nested" // nested containers (S1)
 	_ "github.com/ctrbench/ctrbench/internal/platform/podman" // podman containers
+	_ "github.com/ctrbench/ctrbench/internal/platform/vm"     // QEMU virtual machines (S1)
 )

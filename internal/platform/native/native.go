@@ -5,7 +5,6 @@
 package native
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
+	"github.com/ctrbench/ctrbench/internal/tailbuf"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -103,7 +103,7 @@ type instance struct {
 	dataDir string // removed with the instance
 	cmd     *exec.Cmd
 	stdout  io.ReadCloser
-	stderr  *tailBuffer
+	stderr  *tailbuf.Buffer
 	group   *cgroup.Group
 	done    chan struct{}
 	err     error
@@ -166,7 +166,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, err
 	}
 	cmd.Stdout = w
-	tail := &tailBuffer{max: 8 << 10}
+	tail := tailbuf.New(8 << 10)
 	cmd.Stderr = tail
 	if spec.NetNS != "" {
 		// An emulated host: the agent and every thread it starts live in
@@ -264,29 +264,6 @@ func (in *instance) Remove(ctx context.Context) error {
 		in.mark(vocab.Remove)
 	})
 	return nil
-}
-
-// tailBuffer keeps the last max bytes written.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.Write(p)
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.String()
 }
 
 // NetNSPath implements platform.NetNSer.

@@ -28,6 +28,9 @@ var Caps = platform.Capabilities{
 	Limits:    true,
 	Phases:    []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:     true,
+	// The OCI runtime, as for Docker: podman's API takes the same choice,
+	// from the runtimes its configuration knows.
+	Factors: []platform.Factor{docker.RuntimeFactor},
 }
 
 func init() {

@@ -201,7 +201,7 @@ func (p *Platform) HostAddr(n vocab.Network) string {
 
 // Info implements platform.Platform.
 func (p *Platform) Info() map[string]string {
-	info := map[string]string{"podman.version": p.version, "podman.runtime": "runc", "podman.cgroup_manager": "cgroupfs"}
+	info := map[string]string{"podman.version": p.version, "podman.default_runtime": "runc", "podman.cgroup_manager": "cgroupfs"}
 	if p.inner != nil {
 		for k, v := range p.inner.Info() {
 			info["podman."+k] = v

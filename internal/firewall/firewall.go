@@ -1,0 +1,117 @@
+// Package firewall lets traffic between the ports of a bridge ctrbench
+// made pass the machine's iptables FORWARD chain, and takes that back.
+//
+// Where br_netfilter is loaded (Docker loads it) and
+// net.bridge.bridge-nf-call-iptables is 1, frames bridged between two ports
+// of a Linux bridge in the machine's namespace traverse iptables' FORWARD
+// chain, whose policy Docker sets to DROP: two containers on such a bridge
+// cannot talk. Docker inserts, for each of its bridges, a rule accepting
+// what enters and leaves the same bridge; ctrbench does the same for its
+// own (LXC's bridge), so both pay the same per-packet filtering and are
+// measured alike. Every rule names a link called ctb…, so `ctrbench clean`
+// finds the ones a killed run left.
+//
+// It runs the iptables tool (-w: wait for the xtables lock), the one
+// interface iptables has; the package is its only caller.
+package firewall
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// rule is the accept rule of bridge br, as iptables' arguments after the
+// chain.
+func rule(br string) []string {
+	return []string{"-i", br, "-o", br, "-j", "ACCEPT", "-m", "comment", "--comment", "ctrbench"}
+}
+
+// Available reports whether the iptables tool is installed; without it no
+// rule can be in the way either, unless another tool (nft) made one.
+func Available() bool {
+	_, err := exec.LookPath("iptables")
+	return err == nil
+}
+
+// AllowBridge inserts, first in FORWARD, the rule accepting traffic between
+// the ports of bridge br; present already, it is not added again.
+func AllowBridge(br string) error {
+	if !strings.HasPrefix(br, platform.LinkPrefix) {
+		return fmt.Errorf("bridge %s: ctrbench's links are named %s…", br, platform.LinkPrefix)
+	}
+	if run(append([]string{"-C", "FORWARD"}, rule(br)...)...) == nil {
+		return nil
+	}
+	if err := run(append([]string{"-I", "FORWARD", "1"}, rule(br)...)...); err != nil {
+		return fmt.Errorf("letting bridge %s forward between its ports: %w", br, err)
+	}
+	return nil
+}
+
+// RemoveBridge deletes bridge br's rules; none is no error.
+func RemoveBridge(br string) error {
+	for run(append([]string{"-D", "FORWARD"}, rule(br)...)...) == nil {
+	}
+	return nil
+}
+
+// Clean deletes every FORWARD rule that names a ctb… link and returns
+// what it removed, as iptables -S prints it. match, when non-nil, narrows
+// it to links it accepts.
+func Clean(match func(link string) bool) ([]string, error) {
+	if !Available() {
+		return nil, nil
+	}
+	out, err := exec.Command("iptables", "-w", "-S", "FORWARD").Output()
+	if err != nil {
+		return nil, fmt.Errorf("listing iptables FORWARD: %w", err)
+	}
+	var removed []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		link, ok := Names(line)
+		if !ok || (match != nil && !match(link)) {
+			continue
+		}
+		args := strings.Fields(strings.Replace(line, "-A FORWARD", "-D FORWARD", 1))
+		if len(args) < 2 || args[0] != "-D" {
+			continue
+		}
+		// The comment is quoted by -S only when it has spaces; ours has none.
+		if err := run(args...); err == nil {
+			removed = append(removed, line)
+		}
+	}
+	return removed, nil
+}
+
+// Names returns the ctb… link an iptables -S FORWARD line's -i names, if
+// it is one of ctrbench's rules.
+func Names(line string) (string, bool) {
+	f := strings.Fields(line)
+	if len(f) < 2 || f[0] != "-A" || f[1] != "FORWARD" || !strings.Contains(line, "--comment ctrbench") {
+		return "", false
+	}
+	for i := 2; i+1 < len(f); i++ {
+		if f[i] == "-i" && strings.HasPrefix(f[i+1], platform.LinkPrefix) {
+			return f[i+1], true
+		}
+	}
+	return "", false
+}
+
+func run(args ...string) error {
+	cmd := exec.Command("iptables", append([]string{"-w"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package firewall
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestNames(t *testing.T) {
+	for line, want := range map[string]string{
+		"-A FORWARD -i ctbl1a2b3c -o ctbl1a2b3c -m comment --comment ctrbench -j ACCEPT": "ctbl1a2b3c",
+		"-A FORWARD -i docker0 -o docker0 -j ACCEPT":                                     "",
+		"-A FORWARD -i ctbx -o ctbx -j ACCEPT":                                           "", // not ours: no comment
+		"-P FORWARD DROP":                                                                "",
+	} {
+		got, ok := Names(line)
+		if got != want || ok != (want != "") {
+			t.Errorf("Names(%q) = %q, %v; want %q", line, got, ok, want)
+		}
+	}
+	if err := AllowBridge("docker0"); err == nil {
+		t.Error("a rule for a link that is not ctrbench's was accepted")
+	}
+}
+
+// TestRuleLifecycle inserts, finds and removes a real rule in the
+// machine's FORWARD chain (for a link name that does not exist: iptables
+// does not care), then checks Clean removes a leftover one.
+func TestRuleLifecycle(t *testing.T) {
+	if testing.Short() || os.Getuid() != 0 || !Available() {
+		t.Skip("needs root and iptables")
+	}
+	const br = "ctbzfwtest"
+	rules := func() string {
+		out, err := exec.Command("iptables", "-w", "-S", "FORWARD").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	t.Cleanup(func() { _ = RemoveBridge(br) })
+	for i := 0; i < 2; i++ { // the second is a no-op
+		if err := AllowBridge(br); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(rules(), "-i "+br+" "); n != 1 {
+		t.Fatalf("%d rules for %s, want 1:\n%s", n, br, rules())
+	}
+	if err := RemoveBridge(br); err != nil || strings.Contains(rules(), br) {
+		t.Fatalf("remove: %v\n%s", err, rules())
+	}
+	if err := AllowBridge(br); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Clean(func(link string) bool { return link == br })
+	if err != nil || len(got) != 1 || strings.Contains(rules(), br) {
+		t.Fatalf("clean: %v %v\n%s", got, err, rules())
+	}
+}

@@ -1,0 +1,92 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// FactorRuntime is the OCI runtime that runs a container (runc, crun…):
+// a factor of the engines that let a container choose one.
+const FactorRuntime = "runtime"
+
+// DefaultRuntime is the runtime a cell gets when it does not choose one:
+// the one every Docker Engine has.
+const DefaultRuntime = "runc"
+
+var runtimeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// RuntimeFactor is the runtime factor's declaration. Which runtimes exist
+// is the engine's to say: Prepare refuses one the daemon lacks, or one
+// that cannot start a container on this machine, with the reason.
+var RuntimeFactor = platform.Factor{
+	Name:    FactorRuntime,
+	Default: DefaultRuntime,
+	Doc:     "the OCI runtime that runs the container, by the name the engine knows it (docker info: Runtimes), e.g. runc or crun",
+	Check: func(level string) (string, error) {
+		if !runtimeName.MatchString(level) {
+			return "", fmt.Errorf("want a runtime name such as runc or crun (letters, digits, '.', '_' and '-')")
+		}
+		return level, nil
+	},
+}
+
+// checkRuntimes refuses runtimes the daemon lacks and, by starting a
+// container with each that is not the default, those that cannot run here
+// (crun 1.8 on a host with hybrid cgroups).
+func (p *Platform) checkRuntimes(ctx context.Context, c *campaign, levels []string) error {
+	for _, rt := range levels {
+		if slices.Contains(c.runtimes, rt) {
+			continue
+		}
+		if !slices.Contains(c.daemon.runtimes, rt) {
+			return fmt.Errorf("runtime %s: the engine does not know it; it knows %s (a runtime is registered in the daemon's daemon.json, \"runtimes\")",
+				rt, strings.Join(c.daemon.runtimes, ", "))
+		}
+		if rt != DefaultRuntime {
+			if err := p.probeRuntime(ctx, c, rt); err != nil {
+				return fmt.Errorf("runtime %s cannot start a container here: %w", rt, err)
+			}
+		}
+		c.runtimes = append(c.runtimes, rt)
+	}
+	return nil
+}
+
+// probeRuntime runs the agent's version command in a container of runtime rt.
+func (p *Platform) probeRuntime(ctx context.Context, c *campaign, rt string) error {
+	cfg := &container.Config{Image: c.image.tag, Cmd: []string{"version"}, Labels: c.labels}
+	host := &container.HostConfig{Runtime: rt, NetworkMode: "none"}
+	created, err := p.api.ContainerCreate(ctx, cfg, host, nil, nil, NetworkName(c.id)+"-probe-"+rt)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_ = p.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+	}()
+	if err := p.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return firstLine(err)
+	}
+	waitC, errC := p.api.ContainerWait(ctx, created.ID, container.WaitConditionNotRunning)
+	select {
+	case w := <-waitC:
+		if w.StatusCode != 0 {
+			return fmt.Errorf("the probe container exited %d", w.StatusCode)
+		}
+	case err := <-errC:
+		return err
+	}
+	return nil
+}
+
+// firstLine keeps an engine error to its message's first line.
+func firstLine(err error) error {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return fmt.Errorf("%s", msg)
+}

@@ -1,0 +1,90 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/hostbridge"
+	"github.com/ctrbench/ctrbench/internal/links"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workdir"
+)
+
+// Caps are what a virtual machine can do: a network stack of its own with
+// a NIC on the campaign's bridge (no host network to share, no namespace
+// to join or wire), its own disk, and a size (cpus, memory) with QEMU in
+// a cgroup of its own.
+var Caps = platform.Capabilities{
+	Networks:  []vocab.Network{vocab.Bridge},
+	OwnNetNS:  true,
+	Storages:  []vocab.Storage{vocab.Layer},
+	OwnCgroup: true,
+	Limits:    true,
+	Phases:    []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:     true,
+}
+
+func init() {
+	platform.Register(platform.Driver{
+		Name:    "vm",
+		Summary: "QEMU virtual machines, one per instance: the distribution's kernel and an initramfs with the agent as init (KVM where it works, TCG emulation otherwise)",
+		Noun:    "virtual machine",
+		Rank:    30,
+		Caps:    Caps,
+		Open: func(_ context.Context, cfg platform.Config) (platform.Platform, error) {
+			if err := Available(); err != nil {
+				return nil, err
+			}
+			return New(cfg.Binary), nil
+		},
+		Clean: clean,
+	})
+}
+
+// Available says why virtual machines cannot run here, or nil.
+func Available() error {
+	if _, err := exec.LookPath(qemuBinary); err != nil {
+		return fmt.Errorf("QEMU is not installed: `make setup` installs it (Debian package qemu-system-x86)")
+	}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		return fmt.Errorf("mkfs.ext4 is missing (Debian package e2fsprogs): a machine's data disk is ext4")
+	}
+	_, err := FindKernel()
+	return err
+}
+
+// clean removes what a killed run left: its QEMU processes (which die
+// with ctrbench anyway), taps, bridge and forward rule, cgroups and
+// directory; `--images` also removes the initramfs files.
+func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
+	out, err := workdir.Clean(WorkRoot, o, "virtual machines", func(work string) error {
+		campaign := filepath.Base(work)
+		killQEMU(work)
+		br := BridgeName(campaign)
+		_, lerr := links.RemoveMatching(func(name string) bool { return strings.HasPrefix(name, br+"t") })
+		for i := 0; i < 250 && cgroup.TreeBusy(cgroup.CampaignTree(campaign)); i++ {
+			waitABit()
+		}
+		cgroup.RemoveTree(cgroup.CampaignTree(campaign))
+		return errors.Join(lerr, hostbridge.Clean(br), os.RemoveAll(work))
+	})
+	if err == nil && o.Images && o.Campaign == "" {
+		if _, serr := os.Stat(ImageRoot); serr == nil {
+			if rerr := os.RemoveAll(ImageRoot); rerr != nil {
+				return out, rerr
+			}
+			out.Removed = append(out.Removed, "vm initramfs files "+ImageRoot)
+		}
+	}
+	return out, err
+}
+
+func waitABit() { time.Sleep(20 * time.Millisecond) }

@@ -1,0 +1,422 @@
+// Package vm runs each agent in a virtual machine of its own with QEMU
+// (study S1's hypervisor against containers): the distribution's kernel
+// boots an initramfs holding the agent image's content and the virtio
+// modules, built locally and content-addressed like the image, with the
+// ctrbench binary as init (package vminit). KVM where /dev/kvm really
+// works, TCG emulation otherwise — recorded, and TCG results say nothing
+// about a hypervisor's cost (emulation is ten or more times slower).
+//
+// A machine has a virtio NIC on a tap (ctb…) in the campaign's bridge
+// (package hostbridge): a machine has no "host network" to share. Its data
+// directory is an ext4 file system on a virtio disk of its own (a sparse
+// image file made per machine). `cpus` and `memory` size the machine
+// (-smp, rounded up, and -m); QEMU itself runs in a cgroup with the cpus
+// quota and cpuset, so a fractional limit binds as it does a container.
+package vm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/hostbridge"
+	"github.com/ctrbench/ctrbench/internal/links"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/vminit"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workdir"
+)
+
+// WorkRoot holds, per campaign, the machines' disks and consoles.
+const WorkRoot = "/var/lib/ctrbench/vm"
+
+// bridgeNet is the machines' bridge, in the network lab's address plan:
+// the host is .1, machines .2 to .254.
+const bridgeNet = "198.18.203."
+
+// diskSize is each machine's data disk (sparse: only what is written
+// takes room), larger than the biggest file a shipped experiment writes.
+const diskSize = 8 << 30
+
+// qemuBinary is the emulator of the machine's own architecture.
+const qemuBinary = "qemu-system-x86_64"
+
+// Platform runs agents in virtual machines, for one campaign.
+type Platform struct {
+	binary string
+
+	campaign string
+	work     string
+	parent   string // cgroup QEMU processes are placed in
+	kernel   Kernel
+	initrd   initramfs
+	accel    Accel
+	bridge   *hostbridge.Bridge
+	version  string
+}
+
+var _ platform.Platform = (*Platform)(nil)
+
+// New returns a vm platform booting binary (the ctrbench executable) as init.
+func New(binary string) *Platform { return &Platform{binary: binary} }
+
+// Name implements platform.Platform.
+func (p *Platform) Name() string { return "vm" }
+
+// BridgeName is the campaign's bridge link.
+func BridgeName(campaign string) string {
+	sum := sha256.Sum256([]byte(campaign))
+	return platform.LinkPrefix + "v" + hex.EncodeToString(sum[:3])
+}
+
+// Prepare finds the kernel, builds the initramfs (once per content),
+// decides the accelerator and makes the campaign's bridge.
+func (p *Platform) Prepare(_ context.Context, s platform.Setup) error {
+	progress := s.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	if p.work == "" {
+		work, err := workdir.Make(WorkRoot, s.CampaignID)
+		if err != nil {
+			return err
+		}
+		p.campaign, p.work = s.CampaignID, work
+		p.parent = cgroup.CampaignTree(s.CampaignID)
+		if s.CgroupParent != "" {
+			p.parent = s.CgroupParent
+		}
+		if p.kernel, err = FindKernel(); err != nil {
+			return err
+		}
+		p.accel = DetectAccel()
+		if out, err := exec.Command(qemuBinary, "--version").Output(); err == nil {
+			p.version, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
+		}
+		note := ""
+		if p.accel.Name == "tcg" {
+			note = " — emulated: timings say nothing about a hypervisor's cost (" + p.accel.Reason + ")"
+		}
+		fmt.Fprintf(progress, "vm: kernel %s, accelerator %s%s\n", p.kernel.Version, p.accel.Name, note)
+	}
+	if p.initrd.Path == "" {
+		start := time.Now()
+		ir, err := buildInitramfs(p.binary, s.Tools, p.kernel)
+		if err != nil {
+			return fmt.Errorf("vm initramfs: %w", err)
+		}
+		p.initrd = ir
+		fmt.Fprintf(progress, "vm: initramfs %s (%d files) in %.1fs\n", ir.Path, ir.Files, time.Since(start).Seconds())
+	}
+	if p.bridge == nil {
+		b, err := hostbridge.Make(BridgeName(p.campaign), bridgeNet)
+		if err != nil {
+			return fmt.Errorf("vm bridge: %w", err)
+		}
+		p.bridge = b
+		fmt.Fprintf(progress, "vm: bridge %s with %s/24\n", b.Name, b.Gateway())
+	}
+	return nil
+}
+
+// HostAddr implements platform.Platform.
+func (p *Platform) HostAddr(n vocab.Network) string {
+	if n == vocab.Bridge {
+		return bridgeNet + "1"
+	}
+	return ""
+}
+
+// Info implements platform.Platform.
+func (p *Platform) Info() map[string]string {
+	info := map[string]string{"vm.qemu": p.version, "vm.kernel": p.kernel.Version, "vm.accel": p.accel.Name,
+		"vm.initramfs": p.initrd.Hash, "vm.nic": "virtio-net-pci on a tap", "vm.disk": "virtio-blk, raw sparse image, ext4, cache=none"}
+	if p.accel.Reason != "" {
+		info["vm.accel_reason"] = p.accel.Reason
+		info["vm."+vocab.InfoNotComparable] = "emulated (TCG: " + p.accel.Reason + "); QEMU interprets every instruction, so these numbers say how slow emulation is, nothing about a hypervisor's cost"
+	}
+	if p.bridge != nil {
+		info["vm.bridge"] = p.bridge.Name
+		info["vm.bridge_subnet"] = p.bridge.Subnet()
+	}
+	return info
+}
+
+// Close implements platform.Platform: the machines still running are
+// killed, their taps, disks and the bridge removed, the directory too.
+func (p *Platform) Close(context.Context) error {
+	var errs []error
+	if p.work != "" {
+		killQEMU(p.work)
+	}
+	if p.bridge != nil {
+		_, err := links.RemoveMatching(func(name string) bool { return strings.HasPrefix(name, p.bridge.Name+"t") })
+		errs = append(errs, err, p.bridge.Remove())
+		p.bridge = nil
+	}
+	if p.work != "" {
+		errs = append(errs, os.RemoveAll(p.work))
+		cgroup.RemoveTree(cgroup.CampaignTree(p.campaign))
+	}
+	return errors.Join(errs...)
+}
+
+// Start implements platform.Platform: it makes the machine's disk and
+// tap and starts QEMU; the machine boots and runs the agent on its own.
+func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
+	requested := time.Now()
+	if p.initrd.Path == "" || p.bridge == nil {
+		return nil, errors.New("vm platform: Start before Prepare")
+	}
+	if spec.ShareNetworkWith != "" || spec.Network != vocab.Bridge {
+		return nil, fmt.Errorf("vm %s: a virtual machine has a NIC on the campaign's bridge only (network %s), not %q", spec.Name, vocab.Bridge, spec.Network)
+	}
+	if spec.Storage != "" && spec.Storage != vocab.Layer {
+		return nil, fmt.Errorf("vm %s: a virtual machine writes to its own disk only (storage %s), not %s", spec.Name, vocab.Layer, spec.Storage)
+	}
+	dir := filepath.Join(p.work, "m", spec.Name)
+	in := &instance{p: p, name: spec.Name, dir: dir, done: make(chan struct{}), console: filepath.Join(dir, "console.log"),
+		timings: platform.Timings{Requested: requested, At: map[vocab.Phase]time.Time{}}}
+	fail := func(err error) (platform.Instance, error) {
+		in.release()
+		return nil, fmt.Errorf("vm %s: %w", spec.Name, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	n, ip, err := p.bridge.Alloc()
+	if err != nil {
+		return fail(err)
+	}
+	in.addr, in.ip = n, ip
+	in.tap = fmt.Sprintf("%st%d", p.bridge.Name, n)
+	if err := links.AddTap(in.tap, p.bridge.Name); err != nil {
+		return fail(err)
+	}
+	disk := filepath.Join(dir, "disk.img")
+	if err := makeDisk(disk); err != nil {
+		return fail(err)
+	}
+	inv := spec.Agent
+	inv.DataDir = vminit.DataMount
+	m := machine{Name: "ctrbench-" + spec.Name, Accel: p.accel, CPUs: spec.Limits.CPUs, HostCPUs: runtime.NumCPU(),
+		MemoryMB: spec.Limits.MemoryBytes >> 20, Kernel: p.kernel.Path, Initramfs: p.initrd.Path, Console: in.console,
+		Tap: in.tap, MAC: macFor(n), Disk: disk,
+		Init: vminit.Config{Args: inv.Args(), Address: ip + "/24", Gateway: p.bridge.Gateway(), Disk: "/dev/vda"}}
+	args, err := m.Args()
+	if err != nil {
+		return fail(err)
+	}
+	// QEMU in a cgroup of its own: the cpus quota and cpuset bind the
+	// whole machine, and it is counted apart from ctrbench.
+	g, err := cgroup.Create(p.parent+"/"+spec.Name, cgroup.Spec{CPUs: spec.Limits.CPUs, Cpuset: spec.Limits.Cpuset, Always: true})
+	if err != nil {
+		return fail(fmt.Errorf("cgroup: %w", err))
+	}
+	in.group = g
+	in.mark(vocab.Create)
+	cmd := exec.Command(qemuBinary, args...)
+	// Dies with ctrbench; its own process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	out, w, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	ctl, err := cmd.StdinPipe()
+	if err != nil {
+		return fail(err)
+	}
+	cmd.Stdout = w
+	cmd.Stderr = &in.qemuErr
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		out.Close()
+		return fail(fmt.Errorf("starting QEMU: %w", err))
+	}
+	if err := g.Add(cmd.Process.Pid); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		out.Close()
+		return fail(err)
+	}
+	in.cmd, in.stdout, in.ctl = cmd, out, ctl
+	in.mark(vocab.Start)
+	go func() {
+		in.err = cmd.Wait()
+		in.mark(vocab.Exit)
+		close(in.done)
+	}()
+	return in, nil
+}
+
+// makeDisk creates a sparse disk image with an ext4 file system.
+func makeDisk(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(diskSize); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	// lazy_itable_init: the tables are written when first used, so making
+	// an 8 GiB file system writes megabytes, not gigabytes.
+	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1", path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mkfs.ext4: %v: %s", err, out)
+	}
+	return nil
+}
+
+// macFor is a locally administered MAC address for machine n.
+func macFor(n int) string { return fmt.Sprintf("52:54:00:ce:cb:%02x", n) }
+
+type instance struct {
+	p       *Platform
+	name    string
+	dir     string
+	console string
+	addr    int
+	ip      string
+	tap     string
+	group   *cgroup.Group
+	cmd     *exec.Cmd
+	stdout  io.ReadCloser
+	ctl     io.WriteCloser
+	qemuErr bytes.Buffer // QEMU's own messages (safe: read after done)
+	done    chan struct{}
+	err     error
+	once    sync.Once
+
+	ctlMu   sync.Mutex
+	mu      sync.Mutex // guards timings
+	timings platform.Timings
+}
+
+func (in *instance) mark(ph vocab.Phase) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.timings.At[ph] = time.Now()
+}
+
+// Timings implements platform.Instance.
+func (in *instance) Timings() platform.Timings {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return platform.Timings{Requested: in.timings.Requested, At: maps.Clone(in.timings.At)}
+}
+
+func (in *instance) Stdout() io.Reader { return in.stdout }
+func (in *instance) IP() string        { return in.ip }
+
+// consoleTail is the end of the machine's console.
+func (in *instance) consoleTail() string {
+	b, _ := os.ReadFile(in.console)
+	const max = 8 << 10
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return strings.ToValidUTF8(string(b), "")
+}
+
+// Wait implements platform.Instance: the agent's exit code is the one its
+// init wrote on the console before the machine powered off.
+func (in *instance) Wait(ctx context.Context) (platform.Exit, error) {
+	select {
+	case <-in.done:
+	case <-ctx.Done():
+		return platform.Exit{Code: -1, Stderr: in.consoleTail()}, ctx.Err()
+	}
+	console := in.consoleTail()
+	if code, ok := vminit.ParseExit(console); ok {
+		return platform.Exit{Code: code, Stderr: console}, nil
+	}
+	msg := strings.TrimSpace(in.qemuErr.String())
+	if msg == "" && in.err != nil {
+		msg = in.err.Error()
+	}
+	return platform.Exit{Code: -1, Stderr: console + "\nthe machine ended without its agent's exit code; QEMU: " + msg}, nil
+}
+
+// send writes a control line to the agent's port.
+func (in *instance) send(line string) error {
+	select {
+	case <-in.done:
+		return nil
+	default:
+	}
+	in.ctlMu.Lock()
+	defer in.ctlMu.Unlock()
+	_, err := io.WriteString(in.ctl, line+"\n")
+	return err
+}
+
+// Stop implements platform.Instance.
+func (in *instance) Stop(context.Context) error { return in.send(vminit.CtlTerm) }
+
+// Go implements platform.Goer.
+func (in *instance) Go(context.Context) error { return in.send(vminit.CtlGo) }
+
+// Remove implements platform.Instance: the machine is killed (it has no
+// state worth a shutdown) and its tap, disk and cgroup go.
+func (in *instance) Remove(context.Context) error {
+	in.once.Do(func() {
+		if in.cmd != nil {
+			select {
+			case <-in.done:
+			default:
+				_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+				<-in.done
+			}
+			in.stdout.Close()
+		}
+		in.release()
+		in.mark(vocab.Remove)
+	})
+	return nil
+}
+
+// release removes what Start made.
+func (in *instance) release() {
+	if in.tap != "" {
+		_ = links.Remove(in.tap)
+	}
+	in.p.bridge.Release(in.addr)
+	if in.group != nil {
+		_ = in.group.Remove()
+	}
+	os.RemoveAll(in.dir)
+}
+
+// killQEMU ends the QEMU processes of a campaign's directory.
+func killQEMU(work string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.HasPrefix(string(b), qemuBinary+"\x00") || !strings.Contains(string(b), work+"/") {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
