@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform/lxc"
 	"github.com/ctrbench/ctrbench/internal/platform/vm"
+	"github.com/ctrbench/ctrbench/internal/store"
 )
 
 // TestVirtualMachines runs the CPU and TCP workloads and S1's creation
@@ -136,4 +138,49 @@ func procsMentioning(s string) []string {
 		out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
 	}
 	return out
+}
+
+// TestLabNetworksOnLXCAndPodman: LXC and podman containers over loopback
+// (one container joining the other's namespace) and the modes the lab
+// wires on the machine (macvlan, Open vSwitch); each agent saw the
+// interface it should.
+func TestLabNetworksOnLXCAndPodman(t *testing.T) {
+	requireDocker(t)
+	if err := lxc.Available(); err != nil {
+		t.Skip(err)
+	}
+	db, id := runStored(t, `name: e2e-lab-lxc-podman
+seed: 12
+repetitions: 1
+factors:
+  platform: [lxc, podman]
+  network: [loopback, macvlan, ovs]
+workloads:
+  - {name: rr, type: net.tcp_rr, params: {duration: 300ms}}
+`)
+	trials := storedTrials(t, db, id)
+	d, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cells, _ := d.Cells(context.Background(), id)
+	factors := map[int]map[string]string{}
+	for _, c := range cells {
+		factors[c.ID] = c.Factors
+	}
+	if len(trials) != 6 {
+		t.Fatalf("%d trials, want 6", len(trials))
+	}
+	want := map[string]string{"loopback": "loopback only", "ovs": "198.18.200.", "macvlan": "198.18.201."}
+	for _, tr := range trials {
+		if tr.Status != "ok" {
+			t.Errorf("trial %d: %s %s", tr.Seq, tr.Status, tr.Error)
+			continue
+		}
+		net := factors[tr.CellID]["network"]
+		if !strings.Contains(tr.Seen["server.net.interfaces"], want[net]) {
+			t.Errorf("%s/%s: the server saw %q, want %q", factors[tr.CellID]["platform"], net, tr.Seen["server.net.interfaces"], want[net])
+		}
+	}
 }

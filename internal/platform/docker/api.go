@@ -86,6 +86,7 @@ type options struct {
 	api    API
 	host   string // another engine's address, "unix:///path"
 	image  string // an agent image already in the engine: nothing is built
+	local  bool   // the engine at host runs on this machine (its pids are ours)
 }
 
 // WithBinary sets the statically linked ctrbench binary put in the image.
@@ -100,6 +101,12 @@ func WithHost(host string) Option { return func(o *options) { o.host = host } }
 // a nested parent's daemon, or in its preloaded store): Prepare checks it
 // is there and builds nothing.
 func WithImage(tag string) Option { return func(o *options) { o.image = tag } }
+
+// WithLocalHost says the engine at WithHost's address runs on this machine,
+// not inside a container (podman's service): its containers' process IDs
+// are the machine's, so their namespaces can be entered and their agents
+// signalled directly.
+func WithLocalHost() Option { return func(o *options) { o.local = true } }
 
 // WithClient replaces the Docker client, for tests.
 func WithClient(api API) Option { return func(o *options) { o.api = api } }

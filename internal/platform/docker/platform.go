@@ -66,7 +66,7 @@ func New(opts ...Option) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{api: api, owned: owned, binary: o.binary, preset: o.image, hostPIDs: o.host == "" && o.api == nil}, nil
+	return &Platform{api: api, owned: owned, binary: o.binary, preset: o.image, hostPIDs: (o.host == "" || o.local) && o.api == nil}, nil
 }
 
 // Name implements platform.Platform.

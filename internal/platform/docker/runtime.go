@@ -70,6 +70,15 @@ func (p *Platform) probeRuntime(ctx context.Context, c *campaign, rt string) err
 	defer func() {
 		_ = p.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
 	}()
+	// An engine may take the field and ignore it (podman's compatible API
+	// does): the container must really have the runtime asked for.
+	got, err := p.api.ContainerInspect(ctx, created.ID)
+	if err != nil {
+		return err
+	}
+	if got.HostConfig != nil && got.HostConfig.Runtime != rt {
+		return fmt.Errorf("the engine created the container with runtime %q instead: it ignores the choice", got.HostConfig.Runtime)
+	}
 	if err := p.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return firstLine(err)
 	}

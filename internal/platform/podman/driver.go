@@ -17,20 +17,24 @@ import (
 )
 
 // Caps are what podman containers can do here: a namespace and cgroup of
-// their own, the host's network, the writable layer or a tmpfs, limits.
-// Its bridge networks (CNI) name their links podman's way, not ctrbench's,
-// so they are not offered.
+// their own, the host's network, another container's namespace (loopback)
+// and every mode the network lab wires (a container started with no
+// network, its namespace entered by its process), the writable layer or a
+// tmpfs, limits. Its bridge networks (CNI) name their links podman's way,
+// not ctrbench's, so they are not offered.
 var Caps = platform.Capabilities{
-	Networks:  []vocab.Network{vocab.Host},
-	OwnNetNS:  true,
-	Storages:  []vocab.Storage{vocab.Layer, vocab.Tmpfs},
-	OwnCgroup: true,
-	Limits:    true,
-	Phases:    []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
-	Tools:     true,
-	// The OCI runtime, as for Docker: podman's API takes the same choice,
-	// from the runtimes its configuration knows.
-	Factors: []platform.Factor{docker.RuntimeFactor},
+	Networks:    []vocab.Network{vocab.Host},
+	OwnNetNS:    true,
+	Wireable:    true,
+	JoinNetwork: true,
+	Storages:    []vocab.Storage{vocab.Layer, vocab.Tmpfs},
+	OwnCgroup:   true,
+	Limits:      true,
+	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:       true,
+	// No runtime factor: podman 4.3's Docker-compatible API ignores
+	// HostConfig.Runtime (a container asked for crun is created with the
+	// configured runc; measured), so the choice cannot be honoured here.
 }
 
 func init() {

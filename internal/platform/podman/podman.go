@@ -76,7 +76,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		return p.inner.Prepare(ctx, p.innerSetup(s))
 	}
 	outerSetup := s
-	outerSetup.Networks, outerSetup.Storages = nil, []vocab.Storage{vocab.Layer}
+	outerSetup.Networks, outerSetup.Storages, outerSetup.Options = nil, []vocab.Storage{vocab.Layer}, nil
 	if err := p.outer.Prepare(ctx, outerSetup); err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		return fmt.Errorf("loading the agent image into podman: %w", err)
 	}
 	// podman names an image it loads without a registry localhost/….
-	inner, err := docker.New(docker.WithHost("unix://"+sock), docker.WithImage("localhost/"+p.outer.AgentImage()))
+	inner, err := docker.New(docker.WithHost("unix://"+sock), docker.WithLocalHost(), docker.WithImage("localhost/"+p.outer.AgentImage()))
 	if err != nil {
 		return err
 	}
