@@ -11,6 +11,8 @@ package platform
 import (
 	"context"
 	"io"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
@@ -119,6 +121,36 @@ type Instance interface {
 	// Timings says when each phase the platform can time ended so far
 	// (Capabilities.Phases): creation-time experiments read them.
 	Timings() Timings
+}
+
+// Clock records when an instance's phases ended, as its platform sees
+// them; safe for concurrent use. An instance embeds one: its Timings
+// method is Instance.Timings.
+type Clock struct {
+	mu sync.Mutex
+	t  Timings
+}
+
+// NewClock starts a clock at the moment Start was called.
+func NewClock(requested time.Time) *Clock {
+	return &Clock{t: Timings{Requested: requested, At: map[vocab.Phase]time.Time{}}}
+}
+
+// Mark records now as the end of phase ph; a phase marked already keeps
+// its first time.
+func (c *Clock) Mark(ph vocab.Phase) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.t.At[ph]; !ok {
+		c.t.At[ph] = time.Now()
+	}
+}
+
+// Timings are the phases marked so far.
+func (c *Clock) Timings() Timings {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Timings{Requested: c.t.Requested, At: maps.Clone(c.t.At)}
 }
 
 // EngineTimer is an instance whose engine keeps its own record of when

@@ -2,8 +2,10 @@ package workdir
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -32,5 +34,27 @@ func TestClean(t *testing.T) {
 	}
 	if got, err := Clean(filepath.Join(root, "none"), platform.CleanOptions{}, "directory", rm); err != nil || len(got.Removed) != 0 {
 		t.Fatalf("no root: %+v %v", got, err)
+	}
+}
+
+// TestKill ends the processes of a program that name a path inside the
+// directory, and only those.
+func TestKill(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	mine := exec.Command("sh", "-c", "sleep 60", filepath.Join(dir, "x"))
+	theirs := exec.Command("sh", "-c", "sleep 60", filepath.Join(other, "x"))
+	for _, c := range []*exec.Cmd{mine, theirs} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = theirs.Process.Kill(); _ = theirs.Wait() })
+	Kill("sleep", dir) // another program: nothing happens
+	Kill("sh", dir)
+	if err := mine.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the process naming the directory: %v", err)
+	}
+	if theirs.ProcessState != nil {
+		t.Error("a process naming another directory was killed")
 	}
 }

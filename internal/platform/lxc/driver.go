@@ -6,9 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
@@ -68,7 +65,7 @@ func Available() error {
 func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
 	out, err := workdir.Clean(WorkRoot, o, "lxc containers", func(work string) error {
 		campaign := filepath.Base(work)
-		killMonitors(work)
+		workdir.Kill("lxc-execute", work) // the monitors take their containers along
 		tree := cgroup.CampaignTree(campaign)
 		// The containers die with their monitors, a moment later.
 		for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && cgroup.TreeBusy(tree); {
@@ -90,16 +87,3 @@ func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error)
 	return out, err
 }
 
-// killMonitors ends the lxc-execute processes of a campaign's directory.
-func killMonitors(work string) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !strings.HasPrefix(string(b), "lxc-execute\x00") || !strings.Contains(string(b), work) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}

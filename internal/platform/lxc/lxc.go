@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -289,7 +288,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	c := containerConfig{Name: spec.Name, Rootfs: p.rootfs, Delta: filepath.Join(dir, "delta"),
 		Cgroup: p.parent + "/" + spec.Name, Monitor: cgroup.CampaignTree(p.campaign) + "/lxc.monitor/" + spec.Name, V2: cgroup.V2(), Limits: spec.Limits, AppArmor: p.apparmor}
 	in := &instance{p: p, name: spec.Name, dir: dir, cgroup: c.Cgroup, monitor: c.Monitor, done: make(chan struct{}), stderr: tailbuf.New(8 << 10),
-		timings: platform.Timings{Requested: requested, At: map[vocab.Phase]time.Time{}}}
+		Clock: platform.NewClock(requested)}
 	fail := func(err error) (platform.Instance, error) {
 		p.release(in.addr)
 		os.RemoveAll(dir)
@@ -350,7 +349,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err := os.WriteFile(cfgPath, []byte(c.Config()), 0o644); err != nil {
 		return fail(err)
 	}
-	in.mark(vocab.Create)
+	in.Mark(vocab.Create)
 	args := append([]string{"-n", spec.Name, "-P", filepath.Join(p.work, "lxcpath"), "-f", cfgPath, "--", image.BinaryPath}, inv.Args()...)
 	if err := os.MkdirAll(filepath.Join(p.work, "lxcpath"), 0o755); err != nil {
 		return fail(err)
@@ -376,7 +375,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	in.cmd, in.stdout = cmd, out
 	go func() {
 		in.err = cmd.Wait()
-		in.mark(vocab.Exit)
+		in.Mark(vocab.Exit)
 		close(in.done)
 	}()
 	p.mu.Lock()
@@ -394,7 +393,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 			return nil, fmt.Errorf("lxc container %s: %w", spec.Name, err)
 		}
 	}
-	in.mark(vocab.Start)
+	in.Mark(vocab.Start)
 	return in, nil
 }
 
@@ -421,8 +420,7 @@ type instance struct {
 	err     error
 	once    sync.Once
 
-	mu      sync.Mutex // guards timings
-	timings platform.Timings
+	*platform.Clock
 }
 
 // awaitAgent waits until the agent runs in the container's cgroup, and
@@ -469,19 +467,6 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
-}
-
-func (in *instance) mark(ph vocab.Phase) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.timings.At[ph] = time.Now()
-}
-
-// Timings implements platform.Instance.
-func (in *instance) Timings() platform.Timings {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return platform.Timings{Requested: in.timings.Requested, At: maps.Clone(in.timings.At)}
 }
 
 func (in *instance) Stdout() io.Reader { return in.stdout }
@@ -554,7 +539,7 @@ func (in *instance) Remove(ctx context.Context) error {
 		os.RemoveAll(in.dir)
 		cgroup.RemoveTree(in.cgroup)
 		cgroup.RemoveTree(in.monitor)
-		in.mark(vocab.Remove)
+		in.Mark(vocab.Remove)
 	})
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -98,7 +97,7 @@ func (p *Platform) Close(context.Context) error {
 }
 
 type instance struct {
-	timings platform.Timings
+	*platform.Clock
 	netns   string
 	dataDir string // removed with the instance
 	cmd     *exec.Cmd
@@ -108,7 +107,6 @@ type instance struct {
 	done    chan struct{}
 	err     error
 	once    sync.Once
-	mu      sync.Mutex // guards timings
 }
 
 func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
@@ -184,28 +182,14 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		}
 		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)
 	}
-	in := &instance{netns: spec.NetNS, dataDir: dataDir, cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
-	in.timings = platform.Timings{Requested: requested, At: map[vocab.Phase]time.Time{vocab.Start: time.Now()}}
+	in := &instance{Clock: platform.NewClock(requested), netns: spec.NetNS, dataDir: dataDir, cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
+	in.Mark(vocab.Start)
 	go func() {
 		in.err = cmd.Wait()
-		in.mark(vocab.Exit)
+		in.Mark(vocab.Exit)
 		close(in.done)
 	}()
 	return in, nil
-}
-
-// mark records when a phase ended.
-func (in *instance) mark(ph vocab.Phase) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.timings.At[ph] = time.Now()
-}
-
-// Timings implements platform.Instance.
-func (in *instance) Timings() platform.Timings {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return platform.Timings{Requested: in.timings.Requested, At: maps.Clone(in.timings.At)}
 }
 
 func (in *instance) Stdout() io.Reader { return in.stdout }
@@ -261,7 +245,7 @@ func (in *instance) Remove(ctx context.Context) error {
 		if in.group != nil {
 			in.group.Remove()
 		}
-		in.mark(vocab.Remove)
+		in.Mark(vocab.Remove)
 	})
 	return nil
 }

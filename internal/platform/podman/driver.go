@@ -3,12 +3,7 @@ package podman
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
@@ -61,21 +56,8 @@ func init() {
 // their service, containers, mounts and directory.
 func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
 	return workdir.Clean(WorkRoot, o, "podman storage", func(work string) error {
-		killService(work)
+		workdir.Kill("podman", work) // the service, when the run was killed
 		return removeWork(work)
 	})
 }
 
-// killService ends a podman service left running on work's storage.
-func killService(work string) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(b), work) || !strings.Contains(string(b), "service") {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}

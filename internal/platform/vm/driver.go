@@ -67,7 +67,7 @@ func Available() error {
 func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
 	out, err := workdir.Clean(WorkRoot, o, "virtual machines", func(work string) error {
 		campaign := filepath.Base(work)
-		killQEMU(work)
+		workdir.Kill(qemuBinary, work)
 		br := BridgeName(campaign)
 		_, lerr := links.RemoveMatching(func(name string) bool { return strings.HasPrefix(name, br+"t") })
 		for i := 0; i < 250 && cgroup.TreeBusy(cgroup.CampaignTree(campaign)); i++ {

@@ -22,12 +22,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -162,7 +160,7 @@ func (p *Platform) Info() map[string]string {
 func (p *Platform) Close(context.Context) error {
 	var errs []error
 	if p.work != "" {
-		killQEMU(p.work)
+		workdir.Kill(qemuBinary, p.work)
 	}
 	if p.bridge != nil {
 		_, err := links.RemoveMatching(func(name string) bool { return strings.HasPrefix(name, p.bridge.Name+"t") })
@@ -191,7 +189,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	dir := filepath.Join(p.work, "m", spec.Name)
 	in := &instance{p: p, name: spec.Name, dir: dir, done: make(chan struct{}), console: filepath.Join(dir, "console.log"),
-		timings: platform.Timings{Requested: requested, At: map[vocab.Phase]time.Time{}}}
+		Clock: platform.NewClock(requested)}
 	fail := func(err error) (platform.Instance, error) {
 		in.release()
 		return nil, fmt.Errorf("vm %s: %w", spec.Name, err)
@@ -229,7 +227,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return fail(fmt.Errorf("cgroup: %w", err))
 	}
 	in.group = g
-	in.mark(vocab.Create)
+	in.Mark(vocab.Create)
 	cmd := exec.Command(qemuBinary, args...)
 	// Dies with ctrbench; its own process group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -256,10 +254,10 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return fail(err)
 	}
 	in.cmd, in.stdout, in.ctl = cmd, out, ctl
-	in.mark(vocab.Start)
+	in.Mark(vocab.Start)
 	go func() {
 		in.err = cmd.Wait()
-		in.mark(vocab.Exit)
+		in.Mark(vocab.Exit)
 		close(in.done)
 	}()
 	return in, nil
@@ -307,22 +305,8 @@ type instance struct {
 	err     error
 	once    sync.Once
 
-	ctlMu   sync.Mutex
-	mu      sync.Mutex // guards timings
-	timings platform.Timings
-}
-
-func (in *instance) mark(ph vocab.Phase) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.timings.At[ph] = time.Now()
-}
-
-// Timings implements platform.Instance.
-func (in *instance) Timings() platform.Timings {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return platform.Timings{Requested: in.timings.Requested, At: maps.Clone(in.timings.At)}
+	ctlMu sync.Mutex
+	*platform.Clock
 }
 
 func (in *instance) Stdout() io.Reader { return in.stdout }
@@ -390,7 +374,7 @@ func (in *instance) Remove(context.Context) error {
 			in.stdout.Close()
 		}
 		in.release()
-		in.mark(vocab.Remove)
+		in.Mark(vocab.Remove)
 	})
 	return nil
 }
@@ -407,16 +391,3 @@ func (in *instance) release() {
 	os.RemoveAll(in.dir)
 }
 
-// killQEMU ends the QEMU processes of a campaign's directory.
-func killQEMU(work string) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !strings.HasPrefix(string(b), qemuBinary+"\x00") || !strings.Contains(string(b), work+"/") {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
