@@ -86,4 +86,3 @@ func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error)
 	}
 	return out, err
 }
-

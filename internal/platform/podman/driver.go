@@ -60,4 +60,3 @@ func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error)
 		return removeWork(work)
 	})
 }
-

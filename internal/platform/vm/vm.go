@@ -390,4 +390,3 @@ func (in *instance) release() {
 	}
 	os.RemoveAll(in.dir)
 }
-
