@@ -22,6 +22,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/neighbour"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/sysinfo"
 	"github.com/ctrbench/ctrbench/internal/telemetry"
 	"github.com/ctrbench/ctrbench/internal/workload"
 	_ "github.com/ctrbench/ctrbench/internal/workloads" // registers the workload types
@@ -378,6 +379,7 @@ func seen(dataDir string) map[string]string {
 		"hostname":       host,
 		"cgroup.version": strconv.Itoa(l.Version),
 		"cgroup.cpuset":  l.Cpuset,
+		"cpu.affinity":   sysinfo.Affinity(),
 		"pid":            strconv.Itoa(os.Getpid()),
 		"net.interfaces": interfaces(),
 	}

@@ -10,6 +10,7 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strconv"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
@@ -84,6 +85,37 @@ type Cell struct {
 	Hosts      int    // emulated hosts (1: the machine alone)
 	Underlay   string // the underlay's tc rate, or "none"
 	Neighbours Neighbours
+	// Pinning places each copy's roles on cores (S4); PinCPUs are the
+	// cores it may use: the emulated machine's cpuset, else the machine's.
+	Pinning vocab.Pinning
+	PinCPUs []int
+}
+
+// machineCPUs is how many CPUs the machine has.
+var machineCPUs = runtime.NumCPU
+
+// Pinned is role j of the chain (0: the first server; the driver last) in
+// copy p as the cell's pinning places it: its cpuset is the core it gets.
+// Without pinning the role is unchanged.
+//
+//	same-core       copy p's roles all on core p mod n
+//	separate-cores  copy p's role j on core (p·k + j) mod n (k roles): a
+//	                pair's roles on different cores while k ≤ n
+//	spread          every instance round-robin: the same formula, for
+//	                single-role copies too
+func (c *Cell) Pinned(r Role, p, j int) Role {
+	n := len(c.PinCPUs)
+	if n == 0 {
+		return r
+	}
+	k := len(c.Chain)
+	switch c.Pinning {
+	case vocab.PinSameCore:
+		r.Limits.Cpuset = strconv.Itoa(c.PinCPUs[p%n])
+	case vocab.PinSeparate, vocab.PinSpread:
+		r.Limits.Cpuset = strconv.Itoa(c.PinCPUs[(p*k+j)%n])
+	}
+	return r
 }
 
 // Driver is the measured role.
@@ -99,7 +131,11 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: c.Factors[spec.FUnderlay]}
+	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: c.Factors[spec.FUnderlay],
+		Pinning: spec.PinningOf(c.Factors)}
+	if pc.Pinning != vocab.PinNone {
+		pc.PinCPUs = e.PinCPUs(machineCPUs())
+	}
 	if n := spec.Instances(c.Factors); n > 1 {
 		pc.Pairs, pc.Instances = n, true
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/plan"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // serverGrace is how long a server may take to finish after its client.
@@ -31,8 +35,10 @@ type pair struct {
 	servers []*started
 	driver  *started
 	res     *result.Result
-	target  string // address of the last server started, for the next role
-	owner   string // the instance whose namespace loopback roles join
+	// serverRes are the servers' results, as servers, once collected.
+	serverRes []*result.Result
+	target    string // address of the last server started, for the next role
+	owner     string // the instance whose namespace loopback roles join
 }
 
 // Run implements TrialRunner.
@@ -76,7 +82,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[p] = startServers(ctx, env, in, t, pairs[p], func(role string) string { return pairName(role, p) }, agent)
+			errs[p] = startServers(ctx, env, in, t, p, pairs[p], func(role string) string { return pairName(role, p) }, agent)
 		}()
 	}
 	wg.Wait()
@@ -107,7 +113,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 			if !c.Neighbours.Separate {
 				inv.Antagonists = c.Neighbours.Specs
 			}
-			d, err := in.start(ctx, drv, pairName(drv.Name, p), inv, &pr.owner)
+			d, err := in.start(ctx, c.Pinned(drv, p, len(c.Chain)-1), pairName(drv.Name, p), inv, &pr.owner)
 			if err != nil {
 				errs[p] = err
 				return
@@ -136,7 +142,7 @@ func runCopies(ctx context.Context, in *instances, c *plan.Cell, copies []*pair,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := in.start(ctx, drv, name(p), inv, &pr.owner)
+			d, err := in.start(ctx, c.Pinned(drv, p, 0), name(p), inv, &pr.owner)
 			if err != nil {
 				errs[p] = err
 				return
@@ -171,7 +177,7 @@ func runCopies(ctx context.Context, in *instances, c *plan.Cell, copies []*pair,
 
 // startServers starts the servers of one pair in chain order, each ready
 // before its client's address is worked out.
-func startServers(ctx context.Context, env *Env, in *instances, t Trial, pr *pair, name func(string) string, agent func(role, target string) invocation.Agent) error {
+func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, pr *pair, name func(string) string, agent func(role, target string) invocation.Agent) error {
 	c := t.Cell
 	for i, srv := range c.Chain[:len(c.Chain)-1] {
 		link := c.Links[i]
@@ -181,7 +187,7 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, pr *pai
 		}
 		inv := agent(srv.Name, pr.target)
 		inv.Bind = bind
-		s, err := in.start(ctx, srv, name(srv.Name), inv, &pr.owner)
+		s, err := in.start(ctx, c.Pinned(srv, p, i), name(srv.Name), inv, &pr.owner)
 		if err != nil {
 			return err
 		}
@@ -242,6 +248,10 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 			if err != nil {
 				return *out, pairErr(copiesOf(c), npairs, p, fmt.Errorf("the %s finished but the %s did not: %w", pr.driver.role.Name, srv.role.Name, err))
 			}
+			if pr.serverRes == nil {
+				pr.serverRes = make([]*result.Result, len(pr.servers))
+			}
+			pr.serverRes[i] = sres
 			if p == 0 {
 				out.see(srv.role.Name+".", sres.Seen)
 				if s, ok := srv.inst.(platform.Seer); ok {
@@ -262,6 +272,9 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 				hists[p] = append(hists[p], h)
 			}
 		}
+	}
+	if err := placement(c, pairs, out); err != nil {
+		return *out, err
 	}
 	if npairs == 1 {
 		out.Observations, out.Histograms = perPair[0], hists[0]
@@ -299,3 +312,70 @@ func pairErr(cp copies, npairs, p int, err error) error {
 	}
 	return fmt.Errorf("%s %d of %d: %w", cp.noun, p+1, npairs, err)
 }
+
+// placement records how the trial sat on the machine — its hosting
+// entities per core (S4's container-to-core ratio) and, with pinning, the
+// core each instance was given and the CPUs its agent really ran on — and
+// fails the trial when an agent ran elsewhere than pinning placed it.
+func placement(c *plan.Cell, pairs []*pair, out *Outcome) error {
+	cores := len(c.PinCPUs)
+	if cores == 0 {
+		cores = machineCPUs()
+	}
+	entities := 0
+	for _, pr := range pairs {
+		entities += len(pr.servers)
+		if pr.driver != nil {
+			entities++
+		}
+	}
+	if c.Neighbours.Separate {
+		entities += len(c.Neighbours.Specs)
+	}
+	out.see("placement.", map[string]string{
+		"entities":          strconv.Itoa(entities),
+		"cores":             strconv.Itoa(cores),
+		"entities_per_core": strconv.FormatFloat(float64(entities)/float64(cores), 'f', 3, 64),
+		"pinning":           string(c.Pinning),
+	})
+	if c.Pinning == vocab.PinNone {
+		return nil
+	}
+	copyName := func(p int) string {
+		if c.Instances {
+			return fmt.Sprintf("instance%d", p+1)
+		}
+		return fmt.Sprintf("pair%d", p+1)
+	}
+	var wrong []string
+	check := func(p int, s *started, res *result.Result) {
+		key := "placement." + copyName(p) + "." + s.role.Name
+		want, got := s.role.Limits.Cpuset, ""
+		if res != nil {
+			got = res.Seen["cpu.affinity"]
+		}
+		out.see("", map[string]string{key + ".pinned": want, key + ".ran_on": got})
+		if got != want {
+			wrong = append(wrong, fmt.Sprintf("%s %s pinned to %s ran on %q", copyName(p), s.role.Name, want, got))
+		}
+	}
+	for p, pr := range pairs {
+		if pr.driver != nil {
+			check(p, pr.driver, pr.res)
+		}
+		for i, srv := range pr.servers {
+			var res *result.Result
+			if i < len(pr.serverRes) {
+				res = pr.serverRes[i]
+			}
+			check(p, srv, res)
+		}
+	}
+	if len(wrong) > 0 {
+		return platformErr(fmt.Errorf("pinning %s was not applied: %s", c.Pinning, strings.Join(wrong, "; ")))
+	}
+	return nil
+}
+
+// machineCPUs is how many CPUs the machine has.
+var machineCPUs = runtime.NumCPU

@@ -273,7 +273,7 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 			}
 		}
 	}
-	p.checkNetworks(cells, root, factorNodes)
+	p.checkNetworks(e, cells, root, factorNodes)
 	if findFactor(e.Factors, FPackaging) != nil && findFactor(e.Factors, FAntagonist) == nil {
 		p.addf(factorNodes[FPackaging], "factor packaging says how neighbours are packaged, but there is no antagonist factor naming them")
 	}
@@ -339,7 +339,8 @@ func (e *Experiment) Workload(name string) (Workload, bool) {
 
 // checkNetworks rejects network modes a cell's emulated hosts cannot give,
 // each combination once, at the factor that set it.
-func (p *parser) checkNetworks(cells []result.Cell, root *yaml.Node, factorNodes map[string]*yaml.Node) {
+func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.Node, factorNodes map[string]*yaml.Node) {
+	ncpu := len(e.PinCPUs(p.machine.CPUs))
 	reported := map[string]bool{}
 	report := func(c result.Cell, role, factor, msg string) {
 		if reported[msg] {
@@ -428,6 +429,11 @@ func (p *parser) checkNetworks(cells []result.Cell, root *yaml.Node, factorNodes
 		}
 		if loop > 0 && loop < chain {
 			report(c, roles[0], FNetwork, "network loopback puts every role of the workload in one container's namespace: give all its roles network loopback")
+		}
+		if msg := pinningProblem(c.Factors, roles, ncpu); msg != "" {
+			report(c, roles[0], FPinning, msg)
+		} else if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle && PinningOf(c.Factors) != vocab.PinNone {
+			report(c, roles[0], FPinning, fmt.Sprintf("%s times the lives of its hosting entities; pinning does not apply to it", c.WorkloadType))
 		}
 	}
 }

@@ -44,6 +44,9 @@ const (
 	// each in its own hosting entity, started at one agreed instant (S1
 	// Exp 1: 1 to 64 sysbench instances).
 	FInstances = "instances"
+	// FPinning places each instance of a cell on cores (vocab.Pinning):
+	// S4's CPU pinning.
+	FPinning = "pinning"
 	// MaxHosts, MaxPairs and MaxInstances bound those factors.
 	MaxHosts     = 16
 	MaxPairs     = 100
@@ -91,7 +94,7 @@ func splitFactor(name string) (role, base string) {
 func knownFactorNames() string {
 	names := append([]string{}, placementFactors...)
 	names = append(names, "<role>.<"+strings.Join(placementFactors, "|")+"> (roles: "+strings.Join(workload.RoleNames(), ", ")+")")
-	names = append(names, FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances)
+	names = append(names, FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances, FPinning)
 	seen := map[string]bool{}
 	for _, d := range platform.Drivers() {
 		for _, f := range d.Caps.Factors {
@@ -119,7 +122,7 @@ func checkFactorName(name string, wls []Workload) error {
 		return fmt.Errorf("factor %q: no workload of this file has a parameter %q", name, p)
 	}
 	switch name {
-	case FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances:
+	case FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances, FPinning:
 		return nil
 	}
 	if _, _, ok := platform.FactorOf(name); ok {
@@ -186,6 +189,8 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 		return "", fmt.Errorf("level %q of %s: want %s or a rate such as 100mbit or 1gbit (tc's units: kbit, mbit, gbit)", level, name, NoLimit)
 	case FPackaging:
 		return level, oneOf(name, level, Packagings)
+	case FPinning:
+		return level, oneOf(name, level, vocab.Strings(vocab.Pinnings))
 	case FAntagonist:
 		if level == AntagonistNone || level == AntagonistIdle {
 			return level, nil

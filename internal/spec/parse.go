@@ -35,6 +35,7 @@ func Load(path string, sets []string, m Machine) (*Experiment, error) {
 // parser collects problems while walking the YAML tree.
 type parser struct {
 	file     string
+	machine  Machine // the machine validation checks levels against
 	problems Problems
 	// wls are the workloads read so far, for interpreting parameter levels.
 	wls []Workload
@@ -57,7 +58,7 @@ func (p *parser) addf(n *yaml.Node, format string, a ...any) {
 // Parse validates an experiment file's content. sets are "path=value"
 // overrides applied before validation. Every problem is reported at once.
 func Parse(path string, data []byte, sets []string, m Machine) (*Experiment, error) {
-	p := &parser{file: path, origin: map[*yaml.Node]string{}}
+	p := &parser{file: path, origin: map[*yaml.Node]string{}, machine: m}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, Problems{yamlProblem(path, err)}

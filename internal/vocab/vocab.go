@@ -81,6 +81,21 @@ const (
 // Storages are the levels of the storage factor.
 var Storages = []Storage{Layer, Volume, Tmpfs}
 
+// Pinning is how the instances of a multi-pair or multi-instance cell are
+// placed on the cores the campaign may use (S4).
+type Pinning string
+
+// Pinning levels.
+const (
+	PinNone     Pinning = "none"           // the scheduler decides
+	PinSameCore Pinning = "same-core"      // each pair's roles on one core, pairs round-robin over the cores
+	PinSeparate Pinning = "separate-cores" // a pair's roles on different cores
+	PinSpread   Pinning = "spread"         // every instance round-robin over the cores
+)
+
+// Pinnings are the levels of the pinning factor.
+var Pinnings = []Pinning{PinNone, PinSameCore, PinSeparate, PinSpread}
+
 // Phase is a moment in an instance's life that a platform can time.
 type Phase string
 
