@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -46,7 +45,7 @@ func TestPinned(t *testing.T) {
 		if tc.pin == vocab.PinSeparate && len(tc.cpus) >= 2 {
 			for p := 0; p < tc.pairs; p++ {
 				if a, b := c.Pinned(server, p, 0).Limits.Cpuset, c.Pinned(client, p, 1).Limits.Cpuset; a == b {
-					t.Error(fmt.Sprintf("separate-cores put pair %d's server and client both on %s", p, a))
+					t.Errorf("separate-cores put pair %d server and client both on %s", p, a)
 				}
 			}
 		}
