@@ -194,3 +194,22 @@ func storedTrials(t *testing.T, db, id string) []result.Trial {
 	}
 	return trials
 }
+
+// cellFactors maps each cell of a stored campaign to its factors.
+func cellFactors(t *testing.T, db, id string) map[int]map[string]string {
+	t.Helper()
+	s, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cells, err := s.Cells(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]map[string]string{}
+	for _, c := range cells {
+		out[c.ID] = c.Factors
+	}
+	return out
+}

@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strconv"
 	"testing"
-
-	"github.com/ctrbench/ctrbench/internal/store"
 )
 
 // TestPinningPlaces: three client/server pairs — more than this machine's
@@ -28,16 +25,7 @@ workloads:
   - {name: rr, type: net.tcp_rr, params: {duration: 300ms}}
 `)
 	trials := storedTrials(t, db, id)
-	d, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	cells, _ := d.Cells(context.Background(), id)
-	factors := map[int]map[string]string{}
-	for _, c := range cells {
-		factors[c.ID] = c.Factors
-	}
+	factors := cellFactors(t, db, id)
 	if len(trials) != 8 {
 		t.Fatalf("%d trials, want 8", len(trials))
 	}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform/lxc"
 	"github.com/ctrbench/ctrbench/internal/platform/vm"
-	"github.com/ctrbench/ctrbench/internal/store"
 )
 
 // TestVirtualMachines runs the CPU and TCP workloads and S1's creation
@@ -159,16 +157,7 @@ workloads:
   - {name: rr, type: net.tcp_rr, params: {duration: 300ms}}
 `)
 	trials := storedTrials(t, db, id)
-	d, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	cells, _ := d.Cells(context.Background(), id)
-	factors := map[int]map[string]string{}
-	for _, c := range cells {
-		factors[c.ID] = c.Factors
-	}
+	factors := cellFactors(t, db, id)
 	if len(trials) != 6 {
 		t.Fatalf("%d trials, want 6", len(trials))
 	}
