@@ -22,7 +22,7 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // rule is the accept rule of bridge br, as iptables' arguments after the
@@ -41,8 +41,8 @@ func Available() bool {
 // AllowBridge inserts, first in FORWARD, the rule accepting traffic between
 // the ports of bridge br; present already, it is not added again.
 func AllowBridge(br string) error {
-	if !strings.HasPrefix(br, platform.LinkPrefix) {
-		return fmt.Errorf("bridge %s: ctrbench's links are named %s…", br, platform.LinkPrefix)
+	if !strings.HasPrefix(br, vocab.LinkPrefix) {
+		return fmt.Errorf("bridge %s: ctrbench's links are named %s…", br, vocab.LinkPrefix)
 	}
 	if run(append([]string{"-C", "FORWARD"}, rule(br)...)...) == nil {
 		return nil
@@ -99,7 +99,7 @@ func Names(line string) (string, bool) {
 		return "", false
 	}
 	for i := 2; i+1 < len(f); i++ {
-		if f[i] == "-i" && strings.HasPrefix(f[i+1], platform.LinkPrefix) {
+		if f[i] == "-i" && strings.HasPrefix(f[i+1], vocab.LinkPrefix) {
 			return f[i+1], true
 		}
 	}

@@ -1,5 +1,5 @@
 // Package links manages host network links ctrbench creates; every one is
-// named with platform.LinkPrefix so leftovers can be found and removed. It
+// named with vocab.LinkPrefix so leftovers can be found and removed. It
 // never touches a link without that prefix.
 package links
 
@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctrbench/ctrbench/internal/netns"
-	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // List returns the names of host links named with the ctrbench prefix.
@@ -24,7 +24,7 @@ func List() ([]string, error) {
 	}
 	var out []string
 	for _, l := range ls {
-		if name := l.Attrs().Name; strings.HasPrefix(name, platform.LinkPrefix) {
+		if name := l.Attrs().Name; strings.HasPrefix(name, vocab.LinkPrefix) {
 			out = append(out, name)
 		}
 	}
@@ -48,7 +48,7 @@ func RemoveMatching(match func(name string) bool) ([]string, error) {
 	var errs []string
 	for _, l := range ls {
 		name := l.Attrs().Name
-		if !strings.HasPrefix(name, platform.LinkPrefix) || !match(name) {
+		if !strings.HasPrefix(name, vocab.LinkPrefix) || !match(name) {
 			continue
 		}
 		// Deleting one end of a veth pair deletes its peer too (and a
@@ -79,7 +79,7 @@ func RouteVia(dst *net.IPNet, gw net.IP) error {
 	if err != nil {
 		return fmt.Errorf("route to %s via %s: %w", dst, gw, err)
 	}
-	if name := l.Attrs().Name; !strings.HasPrefix(name, platform.LinkPrefix) {
+	if name := l.Attrs().Name; !strings.HasPrefix(name, vocab.LinkPrefix) {
 		return fmt.Errorf("route to %s via %s: %s is reached over %s, not a link of ctrbench's", dst, gw, gw, name)
 	}
 	if err := netlink.RouteReplace(&netlink.Route{Dst: dst, Gw: gw, LinkIndex: l.Attrs().Index}); err != nil {
@@ -100,8 +100,8 @@ func RouteDel(dst *net.IPNet, gw net.IP) error {
 // AddBridge creates a Linux bridge link in the machine's namespace with
 // the given address, up. Its name must carry the ctrbench prefix.
 func AddBridge(name string, addr *net.IPNet) error {
-	if !strings.HasPrefix(name, platform.LinkPrefix) {
-		return fmt.Errorf("bridge %s: ctrbench's links are named %s…", name, platform.LinkPrefix)
+	if !strings.HasPrefix(name, vocab.LinkPrefix) {
+		return fmt.Errorf("bridge %s: ctrbench's links are named %s…", name, vocab.LinkPrefix)
 	}
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}
 	if err := netlink.LinkAdd(br); err != nil {
@@ -121,7 +121,7 @@ func AddBridge(name string, addr *net.IPNet) error {
 // Remove deletes one link of ctrbench's by name; one already gone is
 // removed.
 func Remove(name string) error {
-	if !strings.HasPrefix(name, platform.LinkPrefix) {
+	if !strings.HasPrefix(name, vocab.LinkPrefix) {
 		return fmt.Errorf("link %s is not ctrbench's", name)
 	}
 	l, err := netlink.LinkByName(name)
@@ -154,8 +154,8 @@ func LoopbackUp(nsPath string) error {
 // opens it by name) in the machine's namespace, plugged into bridge
 // master and up. Its name must carry the ctrbench prefix.
 func AddTap(name, master string) error {
-	if !strings.HasPrefix(name, platform.LinkPrefix) {
-		return fmt.Errorf("tap %s: ctrbench's links are named %s…", name, platform.LinkPrefix)
+	if !strings.HasPrefix(name, vocab.LinkPrefix) {
+		return fmt.Errorf("tap %s: ctrbench's links are named %s…", name, vocab.LinkPrefix)
 	}
 	br, err := netlink.LinkByName(master)
 	if err != nil {

@@ -28,7 +28,7 @@ const (
 	LabelOwnerPID = "io.ctrbench.owner-pid"
 	LabelTrial    = "io.ctrbench.trial" // the trial's seq
 	LabelRole     = "io.ctrbench.role"  // the role the instance runs
-	LinkPrefix    = "ctb"               // every host link ctrbench creates starts with this
+	LinkPrefix    = vocab.LinkPrefix    // every host link ctrbench creates starts with this
 )
 
 // Limits are cgroup limits for one instance; zero values mean "no limit".

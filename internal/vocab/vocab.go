@@ -81,6 +81,10 @@ const (
 // Storages are the levels of the storage factor.
 var Storages = []Storage{Layer, Volume, Tmpfs}
 
+// LinkPrefix starts the name of every host link (and network namespace)
+// ctrbench creates, so that leftovers can be found by name.
+const LinkPrefix = "ctb"
+
 // Pinning is how the instances of a multi-pair or multi-instance cell are
 // placed on the cores the campaign may use (S4).
 type Pinning string
