@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Root is where cgroup hierarchies are mounted.
@@ -352,6 +353,16 @@ func (g *Group) Remove() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RemoveTreeWhenIdle waits, up to wait, for the processes in a subtree
+// to leave (those of a killed run die a moment after their monitor), then
+// removes it as RemoveTree does.
+func RemoveTreeWhenIdle(name string, wait time.Duration) []string {
+	for end := time.Now().Add(wait); time.Now().Before(end) && TreeBusy(name); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return RemoveTree(name)
 }
 
 // RemoveTree removes a ctrbench cgroup subtree (e.g. "ctrbench/<campaign>")

@@ -8,15 +8,32 @@
 package hostbridge
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/ctrbench/ctrbench/internal/firewall"
 	"github.com/ctrbench/ctrbench/internal/links"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
+
+// Name is the bridge of a campaign for one kind of instance ("l" for LXC,
+// "v" for virtual machines): ctb, the kind, six hex digits of the
+// campaign's hash. The ports made for it are named after it (Port), so a
+// bridge and its ports can be found by name after a crash.
+func Name(kind, campaign string) string {
+	sum := sha256.Sum256([]byte(campaign))
+	return vocab.LinkPrefix + kind + hex.EncodeToString(sum[:3])
+}
+
+// Port is the host end of instance n's link into bridge name (a veth, a
+// tap): the bridge's name, the port's kind and n, at most 15 characters.
+func Port(name, kind string, n int) string { return name + kind + strconv.Itoa(n) }
 
 // Bridge is one campaign's bridge.
 type Bridge struct {
@@ -85,19 +102,26 @@ func (b *Bridge) Release(n int) {
 	b.inUse[n] = false
 }
 
-// Remove deletes the forward rule and the bridge.
+// Remove deletes the forward rule, the ports still there and the bridge.
 func (b *Bridge) Remove() error {
 	var errs []error
 	if b.filtered {
 		errs = append(errs, firewall.RemoveBridge(b.Name))
 	}
-	errs = append(errs, links.Remove(b.Name))
+	errs = append(errs, removeLinks(b.Name))
 	return errors.Join(errs...)
 }
 
-// Clean removes what a killed run left of bridge name: its forward rule
-// and the link (gone already is no error).
+// Clean removes what a killed run left of bridge name: its forward rule,
+// its ports and the bridge (gone already is no error).
 func Clean(name string) error {
 	_, err := firewall.Clean(func(link string) bool { return link == name })
-	return errors.Join(err, links.Remove(name))
+	return errors.Join(err, removeLinks(name))
+}
+
+// removeLinks deletes the bridge called name and every port named after
+// it (Port).
+func removeLinks(name string) error {
+	_, err := links.RemoveMatching(func(l string) bool { return strings.HasPrefix(l, name) })
+	return err
 }

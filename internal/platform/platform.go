@@ -197,6 +197,15 @@ type Setup struct {
 	CgroupParent string
 }
 
+// Notes is where a platform writes its human-readable notes: Progress,
+// or nowhere.
+func (s Setup) Notes() io.Writer {
+	if s.Progress == nil {
+		return io.Discard
+	}
+	return s.Progress
+}
+
 // Platform starts instances.
 type Platform interface {
 	Name() string

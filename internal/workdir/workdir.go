@@ -86,3 +86,20 @@ func Kill(program, dir string) {
 		}
 	}
 }
+
+// RemoveCaches removes a platform's caches shared by campaigns (root file
+// systems, initramfs files: `ctrbench clean --images`), those that exist,
+// and names each removed as what + its path.
+func RemoveCaches(what string, dirs ...string) ([]string, error) {
+	var removed []string
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); err != nil {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return removed, err
+		}
+		removed = append(removed, what+" "+dir)
+	}
+	return removed, nil
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -134,10 +133,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if p.camp != nil && p.camp.id != s.CampaignID {
 		return fmt.Errorf("docker platform: prepared for campaign %q, not %q", p.camp.id, s.CampaignID)
 	}
-	progress := s.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := s.Notes()
 	ctx, cancel := withTimeout(ctx, prepareTimeout)
 	defer cancel()
 

@@ -66,23 +66,13 @@ func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error)
 	out, err := workdir.Clean(WorkRoot, o, "lxc containers", func(work string) error {
 		campaign := filepath.Base(work)
 		workdir.Kill("lxc-execute", work) // the monitors take their containers along
-		tree := cgroup.CampaignTree(campaign)
-		// The containers die with their monitors, a moment later.
-		for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && cgroup.TreeBusy(tree); {
-			time.Sleep(20 * time.Millisecond)
-		}
-		cgroup.RemoveTree(tree)
+		cgroup.RemoveTreeWhenIdle(cgroup.CampaignTree(campaign), 5*time.Second)
 		return errors.Join(hostbridge.Clean(BridgeName(campaign)), os.RemoveAll(work))
 	})
 	if err == nil && o.Images && o.Campaign == "" {
-		for _, dir := range []string{RootfsRoot, RootfsRoot + "-tmp"} {
-			if _, serr := os.Stat(dir); serr == nil {
-				if rerr := os.RemoveAll(dir); rerr != nil {
-					return out, rerr
-				}
-				out.Removed = append(out.Removed, "lxc root file systems "+dir)
-			}
-		}
+		var removed []string
+		removed, err = workdir.RemoveCaches("lxc root file systems", RootfsRoot, RootfsRoot+"-tmp")
+		out.Removed = append(out.Removed, removed...)
 	}
 	return out, err
 }

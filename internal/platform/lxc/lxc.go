@@ -23,8 +23,6 @@ package lxc
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -67,7 +65,6 @@ type Platform struct {
 	campaign  string
 	work      string
 	rootfs    string // the shared root file system
-	rootHash  string
 	rootFiles int
 	parent    string             // cgroup the containers' groups are made in
 	bridge    *hostbridge.Bridge // the campaign's bridge; nil without one
@@ -89,10 +86,7 @@ func New(binary string) *Platform {
 func (p *Platform) Name() string { return "lxc" }
 
 // BridgeName is the campaign's bridge link.
-func BridgeName(campaign string) string {
-	sum := sha256.Sum256([]byte(campaign))
-	return platform.LinkPrefix + "l" + hex.EncodeToString(sum[:3])
-}
+func BridgeName(campaign string) string { return hostbridge.Name("l", campaign) }
 
 // Prepare writes the root file system (once per content) and makes the
 // campaign's directory, and its bridge when a cell asks for one.
@@ -110,10 +104,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		p.version = lxcVersion()
 		p.apparmor = apparmorProfile()
 	}
-	progress := s.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := s.Notes()
 	if p.rootfs == "" {
 		if err := p.writeRootfs(s.Tools, progress); err != nil {
 			return err
@@ -141,7 +132,7 @@ func (p *Platform) writeRootfs(tools []string, progress io.Writer) error {
 	}
 	hash := plan.Tag[strings.LastIndex(plan.Tag, ":")+1:]
 	dir := filepath.Join(RootfsRoot, hash)
-	p.rootfs, p.rootHash, p.rootFiles = dir, hash, len(plan.Files)
+	p.rootfs, p.rootFiles = dir, len(plan.Files)
 	if _, err := os.Stat(filepath.Join(dir, image.BinaryPath)); err == nil {
 		fmt.Fprintf(progress, "lxc: root file system %s (cached)\n", dir)
 		return nil
@@ -319,7 +310,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		}
 		in.addr, in.ip = n, ip
 		c.Bridge, c.Address, c.Broadcast, c.Gateway = p.bridge.Name, ip+"/24", p.bridge.Broadcast(), p.bridge.Gateway()
-		c.VethHost = fmt.Sprintf("%sv%d", p.bridge.Name, n)
+		c.VethHost = hostbridge.Port(p.bridge.Name, "v", n)
 	case spec.Network == vocab.None:
 		c.Empty = true // the network lab wires it
 	default:

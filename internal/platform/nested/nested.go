@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -125,10 +124,7 @@ func (p *Platform) prepare(ctx context.Context, s platform.Setup) error {
 		}
 		p.work = work
 	}
-	progress := s.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := s.Notes()
 	if p.parentImage == "" {
 		mods, _ := filepath.Glob(filepath.Join(xtablesDir, "*.so"))
 		tag, err := p.outer.EnsureImage(ctx, image.Input{Binary: p.binary, Tools: engineTools, Files: mods, Repository: ParentRepository}, s.Labels, progress)

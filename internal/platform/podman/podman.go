@@ -125,7 +125,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if out, err := podmanCmd(p.work, "version", "--format", "{{.Server.Version}}").Output(); err == nil {
 		p.version = string(trimNL(out))
 	}
-	fmt.Fprintf(progressOf(s), "podman: API service on %s, agent image loaded\n", sock)
+	fmt.Fprintf(s.Notes(), "podman: API service on %s, agent image loaded\n", sock)
 	return p.inner.Prepare(ctx, p.innerSetup(s))
 }
 
@@ -133,13 +133,6 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 // the emulated machine's cgroup included (podman's cgroupfs manager
 // places its containers below it).
 func (p *Platform) innerSetup(s platform.Setup) platform.Setup { return s }
-
-func progressOf(s platform.Setup) io.Writer {
-	if s.Progress == nil {
-		return io.Discard
-	}
-	return s.Progress
-}
 
 func trimNL(b []byte) []byte {
 	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {

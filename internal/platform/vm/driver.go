@@ -7,12 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/hostbridge"
-	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workdir"
@@ -68,23 +66,13 @@ func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error)
 	out, err := workdir.Clean(WorkRoot, o, "virtual machines", func(work string) error {
 		campaign := filepath.Base(work)
 		workdir.Kill(qemuBinary, work)
-		br := BridgeName(campaign)
-		_, lerr := links.RemoveMatching(func(name string) bool { return strings.HasPrefix(name, br+"t") })
-		for i := 0; i < 250 && cgroup.TreeBusy(cgroup.CampaignTree(campaign)); i++ {
-			waitABit()
-		}
-		cgroup.RemoveTree(cgroup.CampaignTree(campaign))
-		return errors.Join(lerr, hostbridge.Clean(br), os.RemoveAll(work))
+		cgroup.RemoveTreeWhenIdle(cgroup.CampaignTree(campaign), 5*time.Second)
+		return errors.Join(hostbridge.Clean(BridgeName(campaign)), os.RemoveAll(work))
 	})
 	if err == nil && o.Images && o.Campaign == "" {
-		if _, serr := os.Stat(ImageRoot); serr == nil {
-			if rerr := os.RemoveAll(ImageRoot); rerr != nil {
-				return out, rerr
-			}
-			out.Removed = append(out.Removed, "vm initramfs files "+ImageRoot)
-		}
+		var removed []string
+		removed, err = workdir.RemoveCaches("vm initramfs files", ImageRoot)
+		out.Removed = append(out.Removed, removed...)
 	}
 	return out, err
 }
-
-func waitABit() { time.Sleep(20 * time.Millisecond) }

@@ -17,8 +17,6 @@ package vm
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -77,18 +75,12 @@ func New(binary string) *Platform { return &Platform{binary: binary} }
 func (p *Platform) Name() string { return "vm" }
 
 // BridgeName is the campaign's bridge link.
-func BridgeName(campaign string) string {
-	sum := sha256.Sum256([]byte(campaign))
-	return platform.LinkPrefix + "v" + hex.EncodeToString(sum[:3])
-}
+func BridgeName(campaign string) string { return hostbridge.Name("v", campaign) }
 
 // Prepare finds the kernel, builds the initramfs (once per content),
 // decides the accelerator and makes the campaign's bridge.
 func (p *Platform) Prepare(_ context.Context, s platform.Setup) error {
-	progress := s.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := s.Notes()
 	if p.work == "" {
 		work, err := workdir.Make(WorkRoot, s.CampaignID)
 		if err != nil {
@@ -163,8 +155,7 @@ func (p *Platform) Close(context.Context) error {
 		workdir.Kill(qemuBinary, p.work)
 	}
 	if p.bridge != nil {
-		_, err := links.RemoveMatching(func(name string) bool { return strings.HasPrefix(name, p.bridge.Name+"t") })
-		errs = append(errs, err, p.bridge.Remove())
+		errs = append(errs, p.bridge.Remove()) // with the taps still in it
 		p.bridge = nil
 	}
 	if p.work != "" {
@@ -202,7 +193,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return fail(err)
 	}
 	in.addr, in.ip = n, ip
-	in.tap = fmt.Sprintf("%st%d", p.bridge.Name, n)
+	in.tap = hostbridge.Port(p.bridge.Name, "t", n)
 	if err := links.AddTap(in.tap, p.bridge.Name); err != nil {
 		return fail(err)
 	}
