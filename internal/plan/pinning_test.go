@@ -26,7 +26,7 @@ func TestPinned(t *testing.T) {
 		{vocab.PinSameCore, []int{0, 1}, []Role{client}, 3, "0 1 0"},
 		{vocab.PinSpread, []int{1}, []Role{server, client}, 2, "1/1 1/1"},
 	} {
-		c := &Cell{Chain: tc.chain, Pairs: tc.pairs, Pinning: tc.pin, PinCPUs: tc.cpus}
+		c := &Cell{Chain: tc.chain, Pairs: tc.pairs, Pinning: tc.pin, CPUs: tc.cpus}
 		var copies []string
 		for p := 0; p < tc.pairs; p++ {
 			var cores []string

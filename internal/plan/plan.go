@@ -85,10 +85,11 @@ type Cell struct {
 	Hosts      int    // emulated hosts (1: the machine alone)
 	Underlay   string // the underlay's tc rate, or "none"
 	Neighbours Neighbours
-	// Pinning places each copy's roles on cores (S4); PinCPUs are the
-	// cores it may use: the emulated machine's cpuset, else the machine's.
+	// CPUs are the cores the campaign may use: the emulated machine's
+	// cpuset, else the machine's. Pinning places each copy's roles on
+	// them (S4).
+	CPUs    []int
 	Pinning vocab.Pinning
-	PinCPUs []int
 }
 
 // machineCPUs is how many CPUs the machine has.
@@ -104,16 +105,16 @@ var machineCPUs = runtime.NumCPU
 //	spread          every instance round-robin: the same formula, for
 //	                single-role copies too
 func (c *Cell) Pinned(r Role, p, j int) Role {
-	n := len(c.PinCPUs)
+	n := len(c.CPUs)
 	if n == 0 {
 		return r
 	}
 	k := len(c.Chain)
 	switch c.Pinning {
 	case vocab.PinSameCore:
-		r.Limits.Cpuset = strconv.Itoa(c.PinCPUs[p%n])
+		r.Limits.Cpuset = strconv.Itoa(c.CPUs[p%n])
 	case vocab.PinSeparate, vocab.PinSpread:
-		r.Limits.Cpuset = strconv.Itoa(c.PinCPUs[(p*k+j)%n])
+		r.Limits.Cpuset = strconv.Itoa(c.CPUs[(p*k+j)%n])
 	}
 	return r
 }
@@ -132,10 +133,7 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 		return nil, err
 	}
 	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: c.Factors[spec.FUnderlay],
-		Pinning: spec.PinningOf(c.Factors)}
-	if pc.Pinning != vocab.PinNone {
-		pc.PinCPUs = e.PinCPUs(machineCPUs())
-	}
+		Pinning: spec.PinningOf(c.Factors), CPUs: e.CPUs(machineCPUs())}
 	if n := spec.Instances(c.Factors); n > 1 {
 		pc.Pairs, pc.Instances = n, true
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -318,10 +317,7 @@ func pairErr(cp copies, npairs, p int, err error) error {
 // core each instance was given and the CPUs its agent really ran on — and
 // fails the trial when an agent ran elsewhere than pinning placed it.
 func placement(c *plan.Cell, pairs []*pair, out *Outcome) error {
-	cores := len(c.PinCPUs)
-	if cores == 0 {
-		cores = machineCPUs()
-	}
+	cores := len(c.CPUs)
 	entities := 0
 	for _, pr := range pairs {
 		entities += len(pr.servers)
@@ -376,6 +372,3 @@ func placement(c *plan.Cell, pairs []*pair, out *Outcome) error {
 	}
 	return nil
 }
-
-// machineCPUs is how many CPUs the machine has.
-var machineCPUs = runtime.NumCPU

@@ -340,7 +340,7 @@ func (e *Experiment) Workload(name string) (Workload, bool) {
 // checkNetworks rejects network modes a cell's emulated hosts cannot give,
 // each combination once, at the factor that set it.
 func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.Node, factorNodes map[string]*yaml.Node) {
-	ncpu := len(e.PinCPUs(p.machine.CPUs))
+	ncpu := len(e.CPUs(p.machine.CPUs))
 	reported := map[string]bool{}
 	report := func(c result.Cell, role, factor, msg string) {
 		if reported[msg] {

@@ -15,9 +15,10 @@ func PinningOf(factors map[string]string) vocab.Pinning {
 	return vocab.PinNone
 }
 
-// PinCPUs are the CPUs pinning places instances on: the emulated machine's
-// cpuset (machine.cpuset), else the machine's ncpu CPUs.
-func (e *Experiment) PinCPUs(ncpu int) []int {
+// CPUs are the CPUs the campaign may use, which pinning places instances
+// on: the emulated machine's cpuset (machine.cpuset), else the machine's
+// ncpu CPUs.
+func (e *Experiment) CPUs(ncpu int) []int {
 	if e.Envelope.Cpuset != "" {
 		if cpus, err := ParseCPUList(e.Envelope.Cpuset, 0); err == nil {
 			return cpus
