@@ -146,7 +146,13 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		if r := recover(); r != nil {
 			res = result.Failf("agent panicked: %v", r)
 		}
-		res.Workload, res.Role, res.Started, res.Ended = o.Workload, o.Role, started, time.Now()
+		res.Workload, res.Role = o.Workload, o.Role
+		// A result that got as far as the measured run keeps that run as
+		// its window (pairs combine and overlap windows); one that failed
+		// before it spans the agent's life.
+		if res.Started.IsZero() {
+			res.Started, res.Ended = started, time.Now()
+		}
 	}()
 	if len(o.JoinCgroups) > 0 {
 		if err := cgroup.JoinSelf(o.JoinCgroups); err != nil {
@@ -204,12 +210,6 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	if len(neighbours) > 0 {
 		if running, err = neighbour.Start(ctx, neighbours, data, env.Log); err != nil {
 			return result.Failf("starting antagonists: %v", err)
-		}
-	}
-	if d := time.Until(o.StartAt); !o.StartAt.IsZero() && d > 0 {
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
 		}
 	}
 	if o.WaitGo {

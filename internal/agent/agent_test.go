@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"github.com/ctrbench/ctrbench/internal/invocation"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,5 +195,28 @@ func TestLoopUntilStopped(t *testing.T) {
 	ev, _ := result.ParseEvent([]byte(lines[len(lines)-1]))
 	if ev.Result == nil || len(ev.Result.Neighbours) != 1 || ev.Result.Neighbours[0].Iterations < 3 {
 		t.Fatalf("%s", out.String())
+	}
+}
+
+// The result's window is the measured run: with the go signal, it begins
+// when the signal came, not when the agent started (pairs combine their
+// rates over these windows and check how much they overlap).
+func TestWindowIsTheMeasuredRun(t *testing.T) {
+	before := time.Now()
+	const wait = 300 * time.Millisecond
+	go func() {
+		time.Sleep(wait)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGUSR1)
+	}()
+	evs := runAgent(t, Options{Agent: invocation.Agent{Workload: "cpu.primes", Role: "main", WaitGo: true, Params: `{"duration":"100ms","max_prime":"1000"}`}})
+	res := evs[len(evs)-1].Result
+	if res.Status != result.OK {
+		t.Fatalf("%+v", res)
+	}
+	if got := res.Started.Sub(before); got < wait {
+		t.Errorf("window starts %v after the agent, before the go signal (%v)", got, wait)
+	}
+	if d := res.Ended.Sub(res.Started); d < 100*time.Millisecond || d > 2*time.Second {
+		t.Errorf("window %v, want the 100ms run", d)
 	}
 }

@@ -6,9 +6,7 @@ package invocation
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -52,12 +50,9 @@ type Agent struct {
 	// WaitNet: ctrbench wires the namespace from outside after the start;
 	// wait for an address first. Run only.
 	WaitNet bool
-	// StartAt begins the measured run at this moment (pairs start
-	// together); zero = at once. Run only.
-	StartAt time.Time
 	// WaitGo: announce "ready" and begin the measured run only when the
 	// go signal (SIGUSR1) arrives, so copies whose start-up takes long
-	// (nested parents) begin together once all are up. Run only.
+	// (nested parents, many containers) begin together once all are up. Run only.
 	WaitGo bool
 }
 
@@ -73,7 +68,6 @@ const (
 	flagTelemetry   = "telemetry"
 	flagJoinCgroups = "join-cgroups"
 	flagWaitNet     = "wait-net"
-	flagStartAt     = "start-at"
 	flagWaitGo      = "wait-go"
 )
 
@@ -101,9 +95,6 @@ func (a Agent) Args() []string {
 	if a.WaitGo {
 		args = append(args, "--"+flagWaitGo)
 	}
-	if !a.StartAt.IsZero() {
-		add(flagStartAt, strconv.FormatInt(a.StartAt.UnixNano(), 10))
-	}
 	return args
 }
 
@@ -112,7 +103,6 @@ type Decoder struct {
 	kind            Kind
 	a               Agent
 	telemetry, join string
-	startAt         int64
 	antagonists     []string
 }
 
@@ -132,7 +122,6 @@ func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
 		fs.StringArrayVar(&d.antagonists, flagAntagonist, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
 		fs.BoolVar(&d.a.WaitNet, flagWaitNet, false, "wait until an interface besides loopback has an address (ctrbench wires the namespace from outside)")
 		fs.BoolVar(&d.a.WaitGo, flagWaitGo, false, "announce ready, then wait for SIGUSR1 before the measured run (copies begin together)")
-		fs.Int64Var(&d.startAt, flagStartAt, 0, "begin the measured run at this time (Unix nanoseconds), so several pairs start together")
 	}
 	return d
 }
@@ -153,9 +142,6 @@ func (d *Decoder) Decode() (Agent, error) {
 		a.JoinCgroups = strings.Split(d.join, ",")
 	}
 	a.Antagonists = d.antagonists
-	if d.startAt > 0 {
-		a.StartAt = time.Unix(0, d.startAt)
-	}
 	return a, nil
 }
 

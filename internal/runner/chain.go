@@ -75,7 +75,6 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 	pairs := make([]*pair, c.Pairs)
 	errs := make([]error, c.Pairs)
 	var wg sync.WaitGroup
-	serversFrom := time.Now()
 	for p := range pairs {
 		pairs[p] = &pair{}
 		wg.Add(1)
@@ -89,59 +88,56 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 		return out, err
 	}
 
-	// The drivers. Several pairs begin their measured runs together: the
-	// clients take about as long to start as the servers did, so they get
-	// that, half again, and a second more.
+	// The drivers. One pair's client runs as soon as it starts; several
+	// pairs' clients are all started, connected to nothing yet and ready,
+	// then all given the go signal at once, however long their hosting
+	// entities took to start, so their measured runs overlap.
 	drv := c.Driver()
-	if c.Instances {
-		if err := runCopies(ctx, in, c, pairs, func(p int) string { return pairName(drv.Name, p) }, agent(drv.Name, "")); err != nil {
+	if c.Instances || c.Pairs > 1 {
+		if err := runCopies(ctx, in, c, pairs, func(p int) string { return pairName(drv.Name, p) }, func(p int) invocation.Agent {
+			inv := agent(drv.Name, pairs[p].target)
+			if !c.Neighbours.Separate {
+				inv.Antagonists = c.Neighbours.Specs
+			}
+			return inv
+		}); err != nil {
 			return out, err
 		}
 		return collect(ctx, c, pairs, loops, &out)
 	}
-	var startAt time.Time
-	if c.Pairs > 1 {
-		startAt = time.Now().Add(max(2*time.Second, time.Second+time.Since(serversFrom)*3/2))
+	pr := pairs[0]
+	inv := agent(drv.Name, pr.target)
+	if !c.Neighbours.Separate {
+		inv.Antagonists = c.Neighbours.Specs
 	}
-	for p, pr := range pairs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inv := agent(drv.Name, pr.target)
-			inv.StartAt = startAt
-			if !c.Neighbours.Separate {
-				inv.Antagonists = c.Neighbours.Specs
-			}
-			d, err := in.start(ctx, c.Pinned(drv, p, len(c.Chain)-1), pairName(drv.Name, p), inv, &pr.owner)
-			if err != nil {
-				errs[p] = err
-				return
-			}
-			pr.driver = d
-			pr.res, errs[p] = d.await(ctx)
-		}()
+	d, err := in.start(ctx, c.Pinned(drv, 0, len(c.Chain)-1), pairName(drv.Name, 0), inv, &pr.owner)
+	if err != nil {
+		return out, err
 	}
-	wg.Wait()
-	if err := firstPairErr(copiesOf(c), errs); err != nil {
+	pr.driver = d
+	if pr.res, err = d.await(ctx); err != nil {
 		return out, err
 	}
 	return collect(ctx, c, pairs, loops, &out)
 }
 
-// runCopies runs the copies of a single-role workload (instances): all
-// are started and report ready, then all get the go signal at once and run
-// their measured windows together, however long their hosting entities
-// took to start (a nested parent takes seconds).
-func runCopies(ctx context.Context, in *instances, c *plan.Cell, copies []*pair, name func(int) string, inv invocation.Agent) error {
+// runCopies runs the drivers of several copies — the copies of a
+// single-role workload (instances) or the clients of several pairs, whose
+// servers are ready: all are started and report ready, then all get the go
+// signal at once and run their measured windows together, however long
+// their hosting entities took to start (a nested parent takes seconds, 100
+// containers tens of seconds).
+func runCopies(ctx context.Context, in *instances, c *plan.Cell, copies []*pair, name func(int) string, agent func(p int) invocation.Agent) error {
 	drv := c.Driver()
-	inv.WaitGo = true
 	errs := make([]error, len(copies))
 	var wg sync.WaitGroup
 	for p, pr := range copies {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := in.start(ctx, c.Pinned(drv, p, 0), name(p), inv, &pr.owner)
+			inv := agent(p)
+			inv.WaitGo = true
+			d, err := in.start(ctx, c.Pinned(drv, p, len(c.Chain)-1), name(p), inv, &pr.owner)
 			if err != nil {
 				errs[p] = err
 				return
@@ -151,19 +147,19 @@ func runCopies(ctx context.Context, in *instances, c *plan.Cell, copies []*pair,
 		}()
 	}
 	wg.Wait()
-	if err := firstPairErr(instanceCopies, errs); err != nil {
+	if err := firstPairErr(copiesOf(c), errs); err != nil {
 		return err
 	}
 	for p, pr := range copies {
 		g, ok := pr.driver.inst.(platform.Goer)
 		if !ok {
-			return platformErr(fmt.Errorf("instance %d on %s cannot be given the go signal", p+1, drv.Platform))
+			return platformErr(fmt.Errorf("%s %d on %s cannot be given the go signal", copiesOf(c).noun, p+1, drv.Platform))
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[p] = g.Go(ctx) }()
 	}
 	wg.Wait()
-	if err := firstPairErr(instanceCopies, errs); err != nil {
+	if err := firstPairErr(copiesOf(c), errs); err != nil {
 		return platformErr(err)
 	}
 	for p, pr := range copies {
@@ -171,7 +167,7 @@ func runCopies(ctx context.Context, in *instances, c *plan.Cell, copies []*pair,
 		go func() { defer wg.Done(); pr.res, errs[p] = pr.driver.await(ctx) }()
 	}
 	wg.Wait()
-	return firstPairErr(instanceCopies, errs)
+	return firstPairErr(copiesOf(c), errs)
 }
 
 // startServers starts the servers of one pair in chain order, each ready
