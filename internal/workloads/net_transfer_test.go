@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/hdr"
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -50,6 +51,63 @@ func TestTransferLoopback(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Timed: flows keep starting until the duration has passed, the server
+// takes the end marker for what it is (not a flow), and every flow
+// completed is counted in flows, the histogram and the throughput.
+func TestTransferTimed(t *testing.T) {
+	for _, conc := range []string{"1", "3"} {
+		t.Run("concurrency "+conc, func(t *testing.T) {
+			p := values(t, "net.transfer", map[string]string{"size": "256KiB", "duration": "300ms", "flows": "1", "concurrency": conc})
+			addr, done := serve(t, transferServer, p)
+			var hs []result.Histogram
+			start := time.Now()
+			obs, _, err := transferClient(context.Background(), p, workload.Env{Target: addr, Histogram: func(h result.Histogram) { hs = append(hs, h) }})
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("server: %v", err)
+			}
+			m := obsMap(obs)
+			if took < 300*time.Millisecond || took > 5*time.Second {
+				t.Errorf("a 300ms timed run took %v", took)
+			}
+			// flows=1 is ignored: many 256 KiB flows fit in 300 ms on loopback.
+			if m["flows"] < 10 {
+				t.Fatalf("%v flows in 300ms", m["flows"])
+			}
+			h, err := hdr.Decode(hs[0].Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if float64(h.TotalCount()) != m["flows"] {
+				t.Errorf("histogram of %d flows, flows metric %v", h.TotalCount(), m["flows"])
+			}
+			wantGbit := m["flows"] * 256 * 1024 * 8 / took.Seconds() / 1e9
+			if r := m["throughput"] / wantGbit; r < 0.9 || r > 2 {
+				t.Errorf("throughput %v Gbit/s, flows over the run imply %v", m["throughput"], wantGbit)
+			}
+		})
+	}
+}
+
+// A connection that starts with neither a flow's bytes nor the whole end
+// marker fails a timed server.
+func TestTransferTimedBadMarker(t *testing.T) {
+	p := values(t, "net.transfer", map[string]string{"size": "1KiB", "duration": "1s"})
+	addr, done := serve(t, transferServer, p)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Write([]byte("ctrbench-trans"))
+	conn.Close()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "neither a flow") {
+		t.Fatalf("server error %v, want the bad marker", err)
 	}
 }
 
