@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/hdr"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/runner"
 	"github.com/ctrbench/ctrbench/internal/store"
 )
 
@@ -161,8 +165,76 @@ workloads:
 	if jain <= 0.25 || jain > 1 {
 		t.Errorf("Jain's index %v out of (1/4, 1]", jain)
 	}
-	if overlap < 50 {
+	if overlap < 90 {
 		t.Errorf("the pairs ran together for only %.0f%% of their window", overlap)
+	}
+}
+
+// TestFiftyPairs: S4's largest cell — 50 client/server pairs, 100
+// containers on Docker's bridge — with small timed transfers: every pair
+// ran, together (the go signal reaches all clients at once), each pair's
+// flows count in the merged FCT histogram, the trial records 50 hosting
+// entities per core on 2 cores and its measured window, and the 100
+// containers are removed.
+func TestFiftyPairs(t *testing.T) {
+	requireDocker(t)
+	db, id := runStored(t, `name: e2e-fifty
+seed: 13
+repetitions: 1
+timeout: 5m
+factors:
+  platform: [docker]
+  network: [bridge]
+  pairs: [50]
+workloads:
+  - {name: xfer, type: net.transfer, params: {size: 64KiB, duration: 1s}}
+`)
+	trials := storedTrials(t, db, id)
+	if len(trials) != 1 || trials[0].Status != "ok" {
+		t.Fatalf("trials %+v", trials)
+	}
+	tr := trials[0]
+	obs := map[string]float64{}
+	for _, o := range tr.Observations {
+		obs[o.ID().String()] = o.Value
+	}
+	var flows float64
+	for p := 1; p <= 50; p++ {
+		v, ok := obs[fmt.Sprintf("pair%d.flows", p)]
+		if !ok || v < 1 {
+			t.Errorf("pair %d: %v flows (present %v)", p, v, ok)
+		}
+		flows += v
+	}
+	if obs["flows"] != flows {
+		t.Errorf("flows %v, the pairs' sum %v", obs["flows"], flows)
+	}
+	if obs["pairs.overlap_pct"] < 90 {
+		t.Errorf("50 pairs ran together for %.0f%% of their window, want >= 90%%", obs["pairs.overlap_pct"])
+	}
+	if !(obs["fct_p50"] > 0 && obs["fct_p50"] <= obs["fct_p99"]) {
+		t.Errorf("fct p50 %v, p99 %v", obs["fct_p50"], obs["fct_p99"])
+	}
+	var merged int64
+	for _, h := range tr.Histograms {
+		if (h.Scope == "" || h.Scope == result.ScopeTrial) && h.Role == "" && h.Metric == "fct" {
+			d, err := hdr.Decode(h.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			merged = d.TotalCount()
+		}
+	}
+	if float64(merged) != flows {
+		t.Errorf("the merged FCT histogram holds %d flows, the pairs completed %v", merged, flows)
+	}
+	if tr.Seen["placement.entities"] != "100" {
+		t.Errorf("placement.entities %q, want 100", tr.Seen["placement.entities"])
+	}
+	start, err1 := time.Parse(time.RFC3339Nano, tr.Seen[runner.SeenRunStarted])
+	end, err2 := time.Parse(time.RFC3339Nano, tr.Seen[runner.SeenRunEnded])
+	if err1 != nil || err2 != nil || start.Before(tr.Started) || !end.After(start) || end.After(tr.Ended) {
+		t.Errorf("measured window %v..%v (%v %v) not inside the trial %v..%v", start, end, err1, err2, tr.Started, tr.Ended)
 	}
 }
 

@@ -308,6 +308,14 @@ func pairErr(cp copies, npairs, p int, err error) error {
 	return fmt.Errorf("%s %d of %d: %w", cp.noun, p+1, npairs, err)
 }
 
+// The measured window of a chain trial, across all its pairs: the first
+// driver's start and the last one's end (RFC 3339, UTC). With the trial's
+// own start and end they split its time into set-up, run and tear-down.
+const (
+	SeenRunStarted = "run.started"
+	SeenRunEnded   = "run.ended"
+)
+
 // placement records how the trial sat on the machine — its hosting
 // entities per core (S4's container-to-core ratio) and, with pinning, the
 // core each instance was given and the CPUs its agent really ran on — and
@@ -324,6 +332,19 @@ func placement(c *plan.Cell, pairs []*pair, out *Outcome) error {
 	if c.Neighbours.Separate {
 		entities += len(c.Neighbours.Specs)
 	}
+	first, last := pairs[0].res.Started, pairs[0].res.Ended
+	for _, pr := range pairs {
+		if pr.res.Started.Before(first) {
+			first = pr.res.Started
+		}
+		if pr.res.Ended.After(last) {
+			last = pr.res.Ended
+		}
+	}
+	out.see("", map[string]string{
+		SeenRunStarted: first.UTC().Format(time.RFC3339Nano),
+		SeenRunEnded:   last.UTC().Format(time.RFC3339Nano),
+	})
 	out.see("placement.", map[string]string{
 		"entities":          strconv.Itoa(entities),
 		"cores":             strconv.Itoa(cores),
