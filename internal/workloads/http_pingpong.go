@@ -1,7 +1,6 @@
 package workloads
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -210,17 +209,6 @@ func pingServer(ctx context.Context, p workload.Values, env workload.Env) ([]res
 	return nil, "", err
 }
 
-// worker state: its own histogram, no locks on the hot path.
-type ppWorker struct {
-	conn   *h1conn
-	n      int64 // responses read
-	lat    *latencies
-	ok     int64
-	bytes  int64
-	errs   int64
-	lastEr string
-}
-
 func pingpongClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
 	return loadGenerator(ctx, p, env, true)
 }
@@ -237,113 +225,14 @@ func loadGenerator(ctx context.Context, p workload.Values, env workload.Env, via
 	path := "/ping?size=" + strconv.Itoa(size)
 	want := payload(size)
 
-	one := func(w *ppWorker, intended time.Time) {
-		status, body, err := w.conn.get()
-		n := len(body)
-		if err == nil {
-			w.n++
-			switch {
-			case status != http.StatusOK:
-				err = fmt.Errorf("status %d", status)
-			case n != size:
-				err = fmt.Errorf("body of %d bytes, want %d", n, size)
-			case body[0] != want[0] || body[n-1] != want[n-1] || body[n/2] != want[n/2]:
-				err = errors.New("body content differs from pong's pattern")
-			// Every 16th body is compared byte for byte: systematic
-			// corruption is caught at a fraction of the cost.
-			case w.n%16 == 1 && !bytes.Equal(body, want):
-				err = errors.New("body content differs from pong's pattern")
-			}
-		}
-		lat := time.Since(intended)
-		if err != nil {
-			w.errs++
-			w.lastEr = err.Error()
-			return
-		}
-		w.ok++
-		w.bytes += int64(n)
-		w.lat.record(lat)
-	}
-
-	workers := make([]*ppWorker, conc)
-	for i := range workers {
-		workers[i] = &ppWorker{lat: newLatencies(p), conn: newH1Conn(env.Target, path, timeout)}
-	}
-	defer func() {
-		for _, w := range workers {
-			w.conn.close()
-		}
-	}()
-	start := time.Now()
-	deadline := start.Add(dur)
-	var wg sync.WaitGroup
-	if rate <= 0 {
-		// Closed loop: each connection sends its next request when the
-		// previous response has arrived.
-		for _, w := range workers {
-			wg.Add(1)
-			go func(w *ppWorker) {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					now := time.Now()
-					if now.After(deadline) {
-						return
-					}
-					one(w, now)
-				}
-			}(w)
-		}
-	} else {
-		// Open loop: request i is due at start + i/rate whether or not
-		// earlier ones have returned; its latency counts from that instant,
-		// so a stalled server is charged for the requests it delayed.
-		due := make(chan time.Time, conc*4)
-		for _, w := range workers {
-			wg.Add(1)
-			go func(w *ppWorker) {
-				defer wg.Done()
-				for t := range due {
-					one(w, t)
-				}
-			}(w)
-		}
-		interval := time.Duration(float64(time.Second) / rate)
-	schedule:
-		for i := 0; ; i++ {
-			t := start.Add(time.Duration(i) * interval)
-			if t.After(deadline) || ctx.Err() != nil {
-				break
-			}
-			if d := time.Until(t); d > 0 {
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-					break schedule
-				}
-			}
-			due <- t
-		}
-		close(due)
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := ctx.Err(); err != nil {
+	t, elapsed, err := runLoad(ctx, loadPlan{
+		target: env.Target, path: path, size: size, want: want, conns: conc, dur: dur, rate: rate, timeout: timeout,
+		newLat: func() *latencies { return newLatencies(p) },
+	})
+	if err != nil {
 		return nil, "", err
 	}
-
-	all := newLatencies(p)
-	var ok, bytes, errs int64
-	lastErr := ""
-	for _, w := range workers {
-		all.merge(w.lat)
-		ok += w.ok
-		bytes += w.bytes
-		errs += w.errs
-		if w.lastEr != "" {
-			lastErr = w.lastEr
-		}
-	}
+	all, ok, bytes, errs, lastErr := t.lat, t.ok, t.bytes, t.errs, t.lastErr
 	// Tell ping (and through it pong) that the run is over; their counts
 	// must match what the client saw.
 	rep, err := finish(ctx, &http.Client{Timeout: timeout}, "http://"+env.Target+"/done")

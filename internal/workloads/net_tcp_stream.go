@@ -71,13 +71,21 @@ func tcpStreamServer(ctx context.Context, p workload.Values, env workload.Env) (
 		return nil, "", fmt.Errorf("accepting the client: %w", err)
 	}
 	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	// Blocking reads on a descriptor of its own, as iperf3 and netperf do:
+	// through Go's netpoller every read that finds the socket empty parks,
+	// wakes and reads again (see blockingSock).
+	bs, err := newBlockingSock(conn.(*net.TCPConn))
+	if err != nil {
+		return nil, "", err
+	}
+	defer bs.Close()
+	stop := context.AfterFunc(ctx, bs.Shutdown)
 	defer stop()
 	buf := make([]byte, 1<<20)
 	var total uint64
 	var first, last time.Time
 	for {
-		n, err := conn.Read(buf)
+		n, err := bs.Read(buf)
 		if n > 0 {
 			if total == 0 {
 				first = time.Now()
@@ -89,11 +97,14 @@ func tcpStreamServer(ctx context.Context, p workload.Values, env workload.Env) (
 			break
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, "", ctx.Err()
+			}
 			return nil, "", fmt.Errorf("receiving: %w", err)
 		}
 	}
 	rep := streamReport{Bytes: total, Elapsed: uint64(last.Sub(first))}
-	if err := binary.Write(conn, binary.BigEndian, rep); err != nil {
+	if err := binary.Write(bs, binary.BigEndian, rep); err != nil {
 		return nil, "", fmt.Errorf("sending the receive report: %w", err)
 	}
 	return nil, "", nil
@@ -111,27 +122,36 @@ func tcpStreamClient(ctx context.Context, p workload.Values, env workload.Env) (
 		return nil, "", fmt.Errorf("connecting to %s: %w", env.Target, err)
 	}
 	defer conn.Close()
-	tc := conn.(*net.TCPConn)
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	bs, err := newBlockingSock(conn.(*net.TCPConn))
+	if err != nil {
+		return nil, "", err
+	}
+	defer bs.Close()
+	stop := context.AfterFunc(ctx, bs.Shutdown)
 	defer stop()
 
 	var sent uint64
 	start := time.Now()
 	deadline := start.Add(dur)
 	for time.Now().Before(deadline) {
-		n, err := tc.Write(msg)
+		n, err := bs.Write(msg)
 		sent += uint64(n)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, "", ctx.Err()
+			}
 			return nil, "", fmt.Errorf("sending: %w", err)
 		}
 	}
 	sendElapsed := time.Since(start)
-	if err := tc.CloseWrite(); err != nil {
+	if err := bs.CloseWrite(); err != nil {
 		return nil, "", fmt.Errorf("closing the send side: %w", err)
 	}
 	var rep streamReport
-	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if err := binary.Read(conn, binary.BigEndian, &rep); err != nil {
+	if err := bs.SetRecvTimeout(30 * time.Second); err != nil {
+		return nil, "", fmt.Errorf("setting SO_RCVTIMEO: %w", err)
+	}
+	if err := binary.Read(bs, binary.BigEndian, &rep); err != nil {
 		return nil, "", fmt.Errorf("reading the server's receive report: %w", err)
 	}
 	if rep.Bytes != sent {
