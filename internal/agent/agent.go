@@ -135,8 +135,22 @@ func Run(ctx context.Context, o Options) error {
 	trimText()
 	o.defaults()
 	em := &emitter{w: o.Stdout}
+	// Listening before the result goes out: a stop that came first would
+	// otherwise be missed.
+	var stop chan os.Signal
+	if o.Linger {
+		stop = make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+		defer signal.Stop(stop)
+	}
 	res := run(ctx, o, em)
 	em.emit(result.Event{Event: "result", Result: res})
+	if o.Linger {
+		select {
+		case <-stop:
+		case <-ctx.Done():
+		}
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/ctrbench/ctrbench/internal/invocation"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -218,5 +219,37 @@ func TestWindowIsTheMeasuredRun(t *testing.T) {
 	}
 	if d := res.Ended.Sub(res.Started); d < 100*time.Millisecond || d > 2*time.Second {
 		t.Errorf("window %v, want the 100ms run", d)
+	}
+}
+
+// Lingering, the agent prints its result and then waits to be stopped, so
+// the platform can end its instances one at a time.
+func TestLingerWaitsForStop(t *testing.T) {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{Agent: invocation.Agent{Workload: "cpu.primes", Role: "main", Linger: true, Params: `{"duration":"50ms","max_prime":"100"}`}, Stdout: pw, Stderr: io.Discard})
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	select {
+	case <-done:
+		t.Fatal("a lingering agent exited after its result without being stopped")
+	case <-time.After(300 * time.Millisecond):
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a lingering agent did not end on SIGTERM")
 	}
 }

@@ -54,6 +54,10 @@ type Agent struct {
 	// go signal (SIGUSR1) arrives, so copies whose start-up takes long
 	// (nested parents, many containers) begin together once all are up. Run only.
 	WaitGo bool
+	// Linger: after printing the result, wait to be stopped (SIGTERM) or
+	// removed instead of exiting, so the platform ends its instances one
+	// at a time (platform.Capabilities.EndOneAtATime). Run only.
+	Linger bool
 }
 
 // Flag names, written once.
@@ -69,6 +73,7 @@ const (
 	flagJoinCgroups = "join-cgroups"
 	flagWaitNet     = "wait-net"
 	flagWaitGo      = "wait-go"
+	flagLinger      = "linger"
 )
 
 // Args encodes the invocation as the arguments of the ctrbench binary.
@@ -94,6 +99,9 @@ func (a Agent) Args() []string {
 	}
 	if a.WaitGo {
 		args = append(args, "--"+flagWaitGo)
+	}
+	if a.Linger {
+		args = append(args, "--"+flagLinger)
 	}
 	return args
 }
@@ -122,6 +130,7 @@ func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
 		fs.StringArrayVar(&d.antagonists, flagAntagonist, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
 		fs.BoolVar(&d.a.WaitNet, flagWaitNet, false, "wait until an interface besides loopback has an address (ctrbench wires the namespace from outside)")
 		fs.BoolVar(&d.a.WaitGo, flagWaitGo, false, "announce ready, then wait for SIGUSR1 before the measured run (copies begin together)")
+		fs.BoolVar(&d.a.Linger, flagLinger, false, "after printing the result, wait to be stopped (SIGTERM) or removed instead of exiting")
 	}
 	return d
 }

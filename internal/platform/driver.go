@@ -59,6 +59,15 @@ type Capabilities struct {
 	// Combine, when set, refuses a network mode with the platform's own
 	// factors' levels that it cannot give, saying why.
 	Combine func(n vocab.Network, options map[string]string) error
+	// EndOneAtATime: the instances of a trial must not end together. Docker
+	// 20.10's libnetwork takes its network and controller locks in
+	// opposite orders when a container leaves a network and when another's
+	// endpoint deletion is processed (moby/moby#42545, not in Debian's
+	// 20.10.24): many containers exiting at once deadlock the engine, which
+	// then answers nothing until restarted (seen here at the end of a
+	// 50-pair trial). So a chain trial's agents wait after their result
+	// (invocation.Agent.Linger) and are removed one after another.
+	EndOneAtATime bool
 }
 
 // Factor is a placement factor of one platform.

@@ -44,7 +44,7 @@ type pair struct {
 func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 	c := t.Cell
 	var out Outcome
-	in := &instances{env: env, seq: t.Seq}
+	in := &instances{env: env, seq: t.Seq, linger: true}
 	defer in.cleanup(ctx)
 	if c.Hosts > 1 && env.Lab != nil {
 		if err := env.Lab.SetUnderlayRate(c.Underlay); err != nil {

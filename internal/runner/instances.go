@@ -15,10 +15,17 @@ import (
 type instances struct {
 	env *Env
 	seq int
+	// linger: the trial's agents may wait after their result to be
+	// removed (chain trials; a lifecycle trial times their exits).
+	linger bool
 
 	mu      sync.Mutex
 	started []*watched
-	detach  []func() error
+	// serial are those of a platform whose instances must end one at a
+	// time (platform.Capabilities.EndOneAtATime): removed one after
+	// another, the others all at once.
+	serial []*watched
+	detach []func() error
 }
 
 // started is an agent running as its role is placed.
@@ -44,6 +51,8 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 		}
 	}
 	inv.Counters = r.Counters
+	oneAtATime := r.Driver.Caps.EndOneAtATime
+	inv.Linger = in.linger && oneAtATime && inv.Kind == invocation.Run
 	inv.WaitNet = r.Provision.Wire != "" && inv.Kind == invocation.Run
 	isp.Agent = inv
 	isp.Labels = in.env.labels(platform.LabelTrial, strconv.Itoa(in.seq), platform.LabelRole, r.Name)
@@ -61,7 +70,11 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	}
 	s := &started{watched: watch(r.Name, inst), role: r, ip: inst.IP()}
 	in.mu.Lock()
-	in.started = append(in.started, s.watched)
+	if oneAtATime {
+		in.serial = append(in.serial, s.watched)
+	} else {
+		in.started = append(in.started, s.watched)
+	}
 	in.mu.Unlock()
 	if w := r.Provision.Wire; w != "" {
 		nser, ok := inst.(platform.NetNSer)
@@ -90,6 +103,9 @@ func (in *instances) cleanup(ctx context.Context) {
 	for _, r := range in.started {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = r.inst.Remove(cctx) }()
+	}
+	for _, r := range in.serial {
+		_ = r.inst.Remove(cctx)
 	}
 	wg.Wait()
 	for _, d := range in.detach {

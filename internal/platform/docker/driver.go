@@ -24,6 +24,8 @@ var Caps = platform.Capabilities{
 	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:       true,
 	Factors:     []platform.Factor{RuntimeFactor},
+	// Docker 20.10 deadlocks when many containers exit at once.
+	EndOneAtATime: true,
 }
 
 func init() {

@@ -83,6 +83,8 @@ var Caps = platform.Capabilities{
 		}
 		return nil
 	},
+	// The parents' engines are Docker 20.10 too (see the docker driver).
+	EndOneAtATime: true,
 }
 
 func init() {
