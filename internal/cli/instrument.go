@@ -129,7 +129,16 @@ func newCompareCmd() *cobra.Command {
 // interruptedOr turns a run's interruption into the message run gives.
 func interruptedOr(err error, out campaign.Outcome, db string) error {
 	if errors.Is(err, campaign.ErrInterrupted) {
-		return withCode(ExitError, fmt.Errorf("interrupted after %d of %d trials; everything it created was removed; resume with: ctrbench run --db %s --resume %s", out.Summary.Ran, out.Summary.Planned, db, out.Campaign.ID))
+		removed := "everything it created was removed"
+		if len(out.Summary.CleanupErrors) > 0 {
+			removed = leftBehind(out.Summary.CleanupErrors, out.Campaign.ID)
+		}
+		return withCode(ExitError, fmt.Errorf("interrupted after %d of %d trials; %s; resume with: ctrbench run --db %s --resume %s", out.Summary.Ran, out.Summary.Planned, removed, db, out.Campaign.ID))
 	}
 	return err
+}
+
+// leftBehind says what the end of a campaign could not remove, and how to.
+func leftBehind(errs []string, id string) string {
+	return fmt.Sprintf("%d clean-up step(s) failed (%s), so some of what it created may be left: run `ctrbench clean --campaign %s`", len(errs), strings.Join(errs, "; "), id)
 }

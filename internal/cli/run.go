@@ -108,6 +108,9 @@ func runCampaign(ctx context.Context, o runOptions) error {
 			return err
 		}
 	}
+	if len(sum.CleanupErrors) > 0 {
+		return withCode(ExitError, errors.New(leftBehind(sum.CleanupErrors, id)))
+	}
 	if sum.Failed > 0 {
 		return withCode(ExitTrialsFailed, fmt.Errorf("%d trial(s) failed; see `ctrbench report --db %s --campaign %s --failures`", sum.Failed, o.DB, id))
 	}

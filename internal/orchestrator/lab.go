@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -38,10 +37,11 @@ func (c *campaign) buildLab(ctx context.Context) error {
 		return fmt.Errorf("building the network lab: %w", err)
 	}
 	c.env.Lab = lab
-	c.undo = append(c.undo, func(context.Context) {
+	c.undo = append(c.undo, func(context.Context) error {
 		if err := lab.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "ctrbench: removing the network lab: %v\n", err)
+			return fmt.Errorf("removing the network lab: %w", err)
 		}
+		return nil
 	})
 	return nil
 }

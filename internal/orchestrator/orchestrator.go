@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/plan"
@@ -56,19 +57,22 @@ type Config struct {
 type Summary struct {
 	Planned, Ran, OK, Failed int
 	Interrupted              bool
+	// CleanupErrors say what the end of the campaign could not remove
+	// (an engine that stopped answering): `ctrbench clean` removes it.
+	CleanupErrors []string
 }
 
 // ErrInterrupted is returned when ctx ended before the campaign finished.
 var ErrInterrupted = errors.New("interrupted")
 
 // Run executes the campaign.
-func Run(ctx context.Context, cfg Config) (Summary, error) {
+func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	c, err := newCampaign(cfg)
 	if err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{Planned: c.sched.Bound()}
-	defer c.close(ctx)
+	sum = Summary{Planned: c.sched.Bound()}
+	defer func() { sum.CleanupErrors = c.close(ctx) }()
 	if err := c.prepare(ctx); err != nil {
 		return sum, err
 	}
@@ -124,7 +128,7 @@ type campaign struct {
 	// machine is the emulated machine's cgroup, "" for none; undo removes
 	// what prepare made, last first.
 	machine string
-	undo    []func(context.Context)
+	undo    []func(context.Context) error
 }
 
 func newCampaign(cfg Config) (*campaign, error) {
@@ -158,11 +162,17 @@ func newCampaign(cfg Config) (*campaign, error) {
 	return c, nil
 }
 
-// close undoes what prepare did, last first, even after ctx ended.
-func (c *campaign) close(ctx context.Context) {
+// close undoes what prepare did, last first, even after ctx ended, and
+// says what it could not.
+func (c *campaign) close(ctx context.Context) []string {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CleanupTimeout)
 	defer cancel()
+	var failed []string
 	for i := len(c.undo) - 1; i >= 0; i-- {
-		c.undo[i](cctx)
+		if err := c.undo[i](cctx); err != nil {
+			fmt.Fprintf(os.Stderr, "ctrbench: %v\n", err)
+			failed = append(failed, err.Error())
+		}
 	}
+	return failed
 }

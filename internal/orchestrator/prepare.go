@@ -23,9 +23,10 @@ func (c *campaign) prepare(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("emulated machine: %w", err)
 		}
-		c.undo = append(c.undo, func(context.Context) {
+		c.undo = append(c.undo, func(context.Context) error {
 			_ = g.Remove()
 			cgroup.RemoveTree(cgroup.CampaignTree(cfg.CampaignID))
+			return nil
 		})
 	}
 	info := map[string]string{}
@@ -53,10 +54,11 @@ func (c *campaign) prepare(ctx context.Context) error {
 			}
 		}
 		c.env.Platforms[name] = p
-		c.undo = append(c.undo, func(ctx context.Context) {
+		c.undo = append(c.undo, func(ctx context.Context) error {
 			if err := p.Close(ctx); err != nil {
-				fmt.Fprintf(os.Stderr, "ctrbench: cleaning up platform %s: %v\n", name, err)
+				return fmt.Errorf("cleaning up platform %s: %w", name, err)
 			}
+			return nil
 		})
 		need := c.needs.Platforms[name]
 		s := platform.Setup{
