@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -41,22 +42,18 @@ func TestLoadReconnectsAfterConnectionClose(t *testing.T) {
 // A server that never answers: every request times out, is counted as an
 // error, and the run still ends about when it should.
 func TestLoadTimesOutAStalledServer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // held open, never answered
+	var held []net.Conn // open, never answered
+	var mu sync.Mutex
+	addr := acceptEach(t, func(c net.Conn) { mu.Lock(); held = append(held, c); mu.Unlock() })
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
 		}
 	}()
 	start := time.Now()
-	tally, _, err := runLoad(context.Background(), testPlan(t, ln.Addr().String(), map[string]string{"duration": "200ms", "size": "10", "concurrency": "2", "request_timeout": "100ms"}))
+	tally, _, err := runLoad(context.Background(), testPlan(t, addr, map[string]string{"duration": "200ms", "size": "10", "concurrency": "2", "request_timeout": "100ms"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,30 +85,38 @@ func TestLoadCountsRefusedConnections(t *testing.T) {
 // A response cut off by the server closing counts as an error, never as
 // a response.
 func TestLoadCountsTruncatedResponses(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				buf := make([]byte, 1024)
-				_, _ = c.Read(buf)
-				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"))
-				c.Close()
-			}()
-		}
-	}()
-	tally, _, err := runLoad(context.Background(), testPlan(t, ln.Addr().String(), map[string]string{"duration": "100ms", "size": "10", "concurrency": "2"}))
+	addr := acceptEach(t, func(c net.Conn) {
+		buf := make([]byte, 1024)
+		_, _ = c.Read(buf)
+		_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"))
+		c.Close()
+	})
+	tally, _, err := runLoad(context.Background(), testPlan(t, addr, map[string]string{"duration": "100ms", "size": "10", "concurrency": "2"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tally.ok != 0 || tally.errs == 0 || !strings.Contains(tally.lastErr, "closed after") {
 		t.Errorf("%d correct, %d errors (last %q); want truncations", tally.ok, tally.errs, tally.lastErr)
 	}
+}
+
+// acceptEach listens on loopback and hands every connection to handle, in
+// a goroutine of its own, until the test ends.
+func acceptEach(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
+	return ln.Addr().String()
 }

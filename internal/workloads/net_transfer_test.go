@@ -113,30 +113,17 @@ func TestTransferTimedBadMarker(t *testing.T) {
 
 // A server acknowledging fewer bytes than were sent fails the trial.
 func TestTransferDetectsShortAck(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				n, _ := io.CopyN(io.Discard, c, 1000)
-				if n == 1000 {
-					n = 999 // lost one, says the server
-				}
-				binary.Write(c, binary.BigEndian, uint64(n))
-				io.Copy(io.Discard, c)
-			}()
+	addr := acceptEach(t, func(c net.Conn) {
+		defer c.Close()
+		n, _ := io.CopyN(io.Discard, c, 1000)
+		if n == 1000 {
+			n = 999 // lost one, says the server
 		}
-	}()
+		binary.Write(c, binary.BigEndian, uint64(n))
+		io.Copy(io.Discard, c)
+	})
 	p := values(t, "net.transfer", map[string]string{"size": "1000", "flows": "3"})
-	_, _, err = transferClient(context.Background(), p, workload.Env{Target: ln.Addr().String()})
+	_, _, err := transferClient(context.Background(), p, workload.Env{Target: addr})
 	if err == nil || !strings.Contains(err.Error(), "validation: the server acknowledged 999 bytes, the client sent 1000") {
 		t.Fatalf("want a validation error, got %v", err)
 	}
