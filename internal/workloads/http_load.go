@@ -318,7 +318,7 @@ func (l *evLoop) schedule(now, deadline time.Time) error {
 	if l.schedEnd {
 		return nil
 	}
-	wait := max(due(l.next).Sub(time.Now()), time.Microsecond)
+	wait := max(time.Until(due(l.next)), time.Microsecond)
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(wait))}
 	if err := unix.TimerfdSettime(l.tfd, 0, &spec, nil); err != nil {
 		return fmt.Errorf("timerfd: %w", err)
