@@ -187,7 +187,7 @@ factors:
   network: [bridge]
   pairs: [50]
 workloads:
-  - {name: xfer, type: net.transfer, params: {size: 64KiB, duration: 1s}}
+  - {name: xfer, type: net.transfer, params: {size: 64KiB, duration: 4s}}
 `)
 	trials := storedTrials(t, db, id)
 	if len(trials) != 1 || trials[0].Status != "ok" {
@@ -215,9 +215,18 @@ workloads:
 	if !(obs["fct_p50"] > 0 && obs["fct_p50"] <= obs["fct_p99"]) {
 		t.Errorf("fct p50 %v, p99 %v", obs["fct_p50"], obs["fct_p99"])
 	}
+	s, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hists, err := s.Histograms(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var merged int64
-	for _, h := range tr.Histograms {
-		if (h.Scope == "" || h.Scope == result.ScopeTrial) && h.Role == "" && h.Metric == "fct" {
+	for _, h := range hists[tr.ID] {
+		if h.Scope == result.ScopeAggregate && h.Role == "" && h.Metric == "fct" {
 			d, err := hdr.Decode(h.Data)
 			if err != nil {
 				t.Fatal(err)
