@@ -93,24 +93,21 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 	// then all given the go signal at once, however long their hosting
 	// entities took to start, so their measured runs overlap.
 	drv := c.Driver()
+	driverAgent := func(p int) invocation.Agent {
+		inv := agent(drv.Name, pairs[p].target)
+		if !c.Neighbours.Separate {
+			inv.Antagonists = c.Neighbours.Specs
+		}
+		return inv
+	}
 	if c.Instances || c.Pairs > 1 {
-		if err := runCopies(ctx, in, c, pairs, func(p int) string { return pairName(drv.Name, p) }, func(p int) invocation.Agent {
-			inv := agent(drv.Name, pairs[p].target)
-			if !c.Neighbours.Separate {
-				inv.Antagonists = c.Neighbours.Specs
-			}
-			return inv
-		}); err != nil {
+		if err := runCopies(ctx, in, c, pairs, func(p int) string { return pairName(drv.Name, p) }, driverAgent); err != nil {
 			return out, err
 		}
 		return collect(ctx, c, pairs, loops, &out)
 	}
 	pr := pairs[0]
-	inv := agent(drv.Name, pr.target)
-	if !c.Neighbours.Separate {
-		inv.Antagonists = c.Neighbours.Specs
-	}
-	d, err := in.start(ctx, c.Pinned(drv, 0, len(c.Chain)-1), pairName(drv.Name, 0), inv, &pr.owner)
+	d, err := in.start(ctx, c.Pinned(drv, 0, len(c.Chain)-1), pairName(drv.Name, 0), driverAgent(0), &pr.owner)
 	if err != nil {
 		return out, err
 	}
@@ -268,16 +265,21 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 			}
 		}
 	}
+	windows := make([]result.Window, npairs)
+	for p, pr := range pairs {
+		windows[p] = result.Window{Start: pr.res.Started, End: pr.res.Ended}
+	}
+	first, last := span(windows)
+	out.see("", map[string]string{
+		SeenRunStarted: first.UTC().Format(time.RFC3339Nano),
+		SeenRunEnded:   last.UTC().Format(time.RFC3339Nano),
+	})
 	if err := placement(c, pairs, out); err != nil {
 		return *out, err
 	}
 	if npairs == 1 {
 		out.Observations, out.Histograms = perPair[0], hists[0]
 		return *out, nil
-	}
-	windows := make([]result.Window, npairs)
-	for p, pr := range pairs {
-		windows[p] = result.Window{Start: pr.res.Started, End: pr.res.Ended}
 	}
 	var err error
 	cp := copiesOf(c)
@@ -286,7 +288,7 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 	}
 	for _, ob := range out.Observations {
 		if ob.Metric == overlapMetric && ob.Kind == cp.kind && ob.Value < minPairsOverlap {
-			out.Flags = fmt.Sprintf("the %d %ss ran together for only %.0f%% of their mean window (want %.0f%%): some started late", npairs, cp.noun, ob.Value, minPairsOverlap)
+			out.Flags = fmt.Sprintf("the %d %ss ran together for only %.0f%% of their mean window (want %.0f%%): some started late or ended early", npairs, cp.noun, ob.Value, minPairsOverlap)
 		}
 	}
 	return *out, nil
@@ -332,19 +334,6 @@ func placement(c *plan.Cell, pairs []*pair, out *Outcome) error {
 	if c.Neighbours.Separate {
 		entities += len(c.Neighbours.Specs)
 	}
-	first, last := pairs[0].res.Started, pairs[0].res.Ended
-	for _, pr := range pairs {
-		if pr.res.Started.Before(first) {
-			first = pr.res.Started
-		}
-		if pr.res.Ended.After(last) {
-			last = pr.res.Ended
-		}
-	}
-	out.see("", map[string]string{
-		SeenRunStarted: first.UTC().Format(time.RFC3339Nano),
-		SeenRunEnded:   last.UTC().Format(time.RFC3339Nano),
-	})
 	out.see("placement.", map[string]string{
 		"entities":          strconv.Itoa(entities),
 		"cores":             strconv.Itoa(cores),

@@ -119,19 +119,25 @@ func sum(v *pairValues) float64 {
 // rates when the pairs ran together, less when they did not (never a sum
 // of rates that were not simultaneous).
 func (c *combiner) rate(v *pairValues) float64 {
-	first, last := c.windows[0].Start, c.windows[0].End
-	for _, w := range c.windows {
-		first, last = minTime(first, w.Start), maxTime(last, w.End)
-	}
-	span := last.Sub(first).Seconds()
-	if !v.complete() || span <= 0 {
+	first, last := span(c.windows)
+	secs := last.Sub(first).Seconds()
+	if !v.complete() || secs <= 0 {
 		return mean(v)
 	}
 	var work float64
 	for p, x := range v.vals {
 		work += x * c.windows[p].End.Sub(c.windows[p].Start).Seconds()
 	}
-	return work / span
+	return work / secs
+}
+
+// span is the first start and the last end of windows (at least one).
+func span(windows []result.Window) (first, last time.Time) {
+	first, last = windows[0].Start, windows[0].End
+	for _, w := range windows[1:] {
+		first, last = minTime(first, w.Start), maxTime(last, w.End)
+	}
+	return first, last
 }
 
 // weighted is Σ value·weight / Σ weight, each pair's weight its count

@@ -80,7 +80,7 @@ func runLoad(ctx context.Context, pl loadPlan) (loadTally, time.Duration, error)
 		if err != nil {
 			return loadTally{}, 0, err
 		}
-		l := &evLoop{plan: &pl, sa: sa, req: req, index: i, nloops: nloops, start: start, tfd: -1, tally: loadTally{lat: pl.newLat()}}
+		l := &evLoop{plan: &pl, sa: sa, req: req, index: i, nloops: nloops, start: start, deadline: start.Add(pl.dur), tfd: -1, tally: loadTally{lat: pl.newLat()}}
 		for c := i; c < pl.conns; c += nloops {
 			l.conns = append(l.conns, &evConn{fd: -1})
 		}
@@ -163,6 +163,7 @@ type evLoop struct {
 	req           []byte
 	index, nloops int
 	start         time.Time
+	deadline      time.Time // start + the duration: no closed-loop request, nor open-loop due time, after it
 	conns         []*evConn
 	byFD          map[int]*evConn
 	ep, tfd       int
@@ -187,7 +188,6 @@ func (l *evLoop) run(ctx context.Context) error {
 			l.closeConn(c)
 		}
 	}()
-	deadline := l.start.Add(l.plan.dur)
 	if l.plan.rate > 0 {
 		if l.tfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
 			return fmt.Errorf("timerfd: %w", err)
@@ -199,7 +199,7 @@ func (l *evLoop) run(ctx context.Context) error {
 		for _, c := range l.conns {
 			c.state = connIdle // dialled when its first request is due
 		}
-		if err := l.schedule(time.Now(), deadline); err != nil {
+		if err := l.schedule(time.Now()); err != nil {
 			return err
 		}
 	} else {
@@ -246,7 +246,7 @@ func (l *evLoop) run(ctx context.Context) error {
 			}
 		}
 		if l.plan.rate > 0 {
-			if err := l.schedule(now, deadline); err != nil {
+			if err := l.schedule(now); err != nil {
 				return err
 			}
 		}
@@ -257,10 +257,10 @@ func (l *evLoop) run(ctx context.Context) error {
 				case (c.state == connBusy || c.state == connConnecting) && now.After(c.expires):
 					l.tally.fail(fmt.Errorf("no full response within %s", l.plan.timeout))
 					l.closeConn(c)
-					l.next1(c, now)
+					l.nextRequest(c, now)
 				case c.state == connClosed && l.plan.rate == 0:
 					// A dial that failed at once: try again.
-					l.next1(c, now)
+					l.nextRequest(c, now)
 				}
 			}
 		}
@@ -273,7 +273,7 @@ func (l *evLoop) finished() bool {
 		if !l.schedEnd || len(l.queue) > 0 {
 			return false
 		}
-	} else if time.Now().Before(l.start.Add(l.plan.dur)) {
+	} else if time.Now().Before(l.deadline) {
 		return false
 	}
 	for _, c := range l.conns {
@@ -288,14 +288,14 @@ func (l *evLoop) finished() bool {
 // whole schedule is due at start + k/rate and belongs to loop k mod
 // nloops), hands them to free connections, and sets the timer for the
 // next one.
-func (l *evLoop) schedule(now, deadline time.Time) error {
+func (l *evLoop) schedule(now time.Time) error {
 	interval := float64(time.Second) / l.plan.rate
 	due := func(j int64) time.Time {
 		return l.start.Add(time.Duration(float64(j*int64(l.nloops)+int64(l.index)) * interval))
 	}
 	for !l.schedEnd {
 		t := due(l.next)
-		if t.After(deadline) {
+		if t.After(l.deadline) {
 			l.schedEnd = true
 			break
 		}
@@ -310,9 +310,7 @@ func (l *evLoop) schedule(now, deadline time.Time) error {
 			break
 		}
 		if c.state == connIdle || c.state == connClosed {
-			t := l.queue[0]
-			l.queue = l.queue[1:]
-			l.send(c, t)
+			l.sendQueued(c)
 		}
 	}
 	if l.schedEnd {
@@ -326,15 +324,13 @@ func (l *evLoop) schedule(now, deadline time.Time) error {
 	return nil
 }
 
-// next1 gives a connection whose request ended its next one: closed loop,
+// nextRequest gives a connection whose request ended its next one: closed loop,
 // at once until the duration is over; open loop, the oldest due request
 // not yet sent, else it waits idle.
-func (l *evLoop) next1(c *evConn, now time.Time) {
+func (l *evLoop) nextRequest(c *evConn, now time.Time) {
 	if l.plan.rate > 0 {
 		if len(l.queue) > 0 {
-			t := l.queue[0]
-			l.queue = l.queue[1:]
-			l.send(c, t)
+			l.sendQueued(c)
 			return
 		}
 		if c.state != connClosed {
@@ -342,13 +338,20 @@ func (l *evLoop) next1(c *evConn, now time.Time) {
 		}
 		return
 	}
-	if now.Before(l.start.Add(l.plan.dur)) {
+	if now.Before(l.deadline) {
 		l.send(c, now)
 		return
 	}
 	if c.state != connClosed {
 		c.state = connIdle
 	}
+}
+
+// sendQueued sends the oldest due request not yet sent on c.
+func (l *evLoop) sendQueued(c *evConn) {
+	t := l.queue[0]
+	l.queue = l.queue[1:]
+	l.send(c, t)
 }
 
 // send starts a request due at intended: at once on a connected socket,
@@ -404,7 +407,7 @@ func (l *evLoop) connected(c *evConn, now time.Time) {
 	if err != nil {
 		l.tally.fail(fmt.Errorf("connecting to %s: %w", l.plan.target, err))
 		l.closeConn(c)
-		l.next1(c, now)
+		l.nextRequest(c, now)
 		return
 	}
 	l.write(c)
@@ -428,7 +431,7 @@ func (l *evLoop) write(c *evConn) {
 		}
 		l.tally.fail(fmt.Errorf("sending: %w", err))
 		l.closeConn(c)
-		l.next1(c, time.Now())
+		l.nextRequest(c, time.Now())
 		return
 	}
 }
@@ -451,7 +454,7 @@ func (l *evLoop) readable(c *evConn, now time.Time) {
 		if err != nil {
 			l.tally.fail(fmt.Errorf("receiving: %w", err))
 			l.closeConn(c)
-			l.next1(c, now)
+			l.nextRequest(c, now)
 			return
 		}
 		if n == 0 {
@@ -477,7 +480,7 @@ func (l *evLoop) readable(c *evConn, now time.Time) {
 	if err != nil {
 		l.tally.fail(err)
 		l.closeConn(c)
-		l.next1(c, now)
+		l.nextRequest(c, now)
 		return
 	}
 	l.tally.ok++
@@ -486,7 +489,7 @@ func (l *evLoop) readable(c *evConn, now time.Time) {
 	if !keep || eof {
 		l.closeConn(c)
 	}
-	l.next1(c, now)
+	l.nextRequest(c, now)
 }
 
 func (l *evLoop) closeConn(c *evConn) {

@@ -115,16 +115,7 @@ func TestTCPRRBurstAndBuffers(t *testing.T) {
 // reports count at the end.
 func fakeRRServer(t *testing.T, misbehave func(seq uint64, req []byte) [][]byte, count func(n uint64) uint64) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
+	return acceptEach(t, func(c net.Conn) {
 		defer c.Close()
 		r := bufio.NewReader(c)
 		req := make([]byte, 8)
@@ -139,8 +130,7 @@ func fakeRRServer(t *testing.T, misbehave func(seq uint64, req []byte) [][]byte,
 			n++
 		}
 		binary.Write(c, binary.BigEndian, count(n))
-	}()
-	return ln.Addr().String()
+	})
 }
 
 func TestTCPRRValidation(t *testing.T) {
