@@ -58,6 +58,10 @@ type Query struct {
 type Loaded struct {
 	Campaign result.Campaign // Baseline as resolved: the campaign's, or overridden
 	Series   []Series        // cell by cell (by ID), each cell's metrics in metricOrder
+	// Calibration is the machine's noise floor the rows were judged
+	// against (the experiment's latest calibration on this host), nil
+	// for none.
+	Calibration *Calibration
 }
 
 // Load reads a campaign from src and groups its trials into series, each
@@ -83,8 +87,9 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 	instances := factorVaries(cells, spec.FInstances)
 	adaptive := spec.AdaptiveOf(camp.SpecText)
 	noise := map[string]float64{} // workload + metric key -> CV, percent
+	var cal *Calibration
 	if camp.Kind != result.KindCalibration {
-		cal, err := latestCalibration(ctx, src, camp)
+		cal, err = latestCalibration(ctx, src, camp)
 		if err != nil {
 			return Loaded{}, err
 		}
@@ -137,7 +142,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 			series = append(series, s)
 		}
 	}
-	return Loaded{Campaign: camp, Series: series}, nil
+	return Loaded{Campaign: camp, Series: series, Calibration: cal}, nil
 }
 
 // lifecycle reports whether a cell's workload times its entities' lives:

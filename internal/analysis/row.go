@@ -20,8 +20,13 @@ type Row struct {
 	Unit         string            `json:"unit"`
 	Better       result.Better     `json:"better"`
 	Cell         map[string]string `json:"cell"`
-	N            int               `json:"n"`
-	Failed       int               `json:"failed"`
+	CellID       int               `json:"-"`
+	// Values are the trials' values the statistics are of, Seqs their
+	// trials (seq), for a report that shows each trial.
+	Values []float64 `json:"-"`
+	Seqs   []int     `json:"-"`
+	N      int       `json:"n"`
+	Failed int       `json:"failed"`
 	// Flagged counts ok trials whose conditions were not as planned (e.g.
 	// antagonists covering under 95% of the window); they are included.
 	Flagged          int         `json:"flagged"`
@@ -131,6 +136,7 @@ func row(s Series) Row {
 	r := Row{
 		Campaign: s.Campaign, Workload: s.Workload, WorkloadType: s.WorkloadType,
 		Metric: s.ID.String(), ID: s.ID, Unit: s.Unit, Better: s.Better, Cell: cell,
+		CellID: s.CellID, Values: s.Values, Seqs: s.Seqs,
 		N: sum.N, Failed: s.Failed, Flagged: s.Flagged,
 		Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95,
 		Baseline: s.IsBaseline, NotComparable: s.NotComparable,

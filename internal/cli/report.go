@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/campaign"
+	"github.com/ctrbench/ctrbench/internal/htmlreport"
 	"github.com/ctrbench/ctrbench/internal/report"
 	"github.com/ctrbench/ctrbench/internal/store"
 )
@@ -28,6 +31,7 @@ type reportOptions struct {
 	Matrix    bool
 	Pooled    bool
 	Baseline  []string // factor=level overrides of the campaign's baseline
+	HTML      string   // also write the HTML report to this file
 }
 
 func newReportCmd() *cobra.Command {
@@ -55,12 +59,16 @@ func newReportCmd() *cobra.Command {
 				}
 				o.Campaign = c.ID
 			}
+			if o.HTML != "" {
+				return writeHTML(cmd.Context(), db, o, cmd.OutOrStdout())
+			}
 			return writeReport(cmd.Context(), db, o, cmd.OutOrStdout())
 		},
 	}
 	c.Flags().StringVar(&o.DB, "db", DefaultDB, "results database (SQLite)")
 	c.Flags().StringVar(&o.Campaign, "campaign", "", "campaign ID or unique prefix (default: the latest)")
-	c.Flags().StringVar(&o.Format, "format", "table", "table, csv or json")
+	c.Flags().StringVar(&o.Format, "format", "table", "table, csv, json or markdown")
+	c.Flags().StringVar(&o.HTML, "html", "", "write the report as one self-contained HTML file (figures, telemetry, failures, every trial; opens offline) to this path instead")
 	c.Flags().BoolVar(&o.Failures, "failures", false, "list failed and timed-out trials with their reasons instead")
 	c.Flags().BoolVar(&o.Matrix, "matrix", false, "co-location campaigns: S0's matrices, targets by neighbours per case, IR with intervals and mean [SD]")
 	c.Flags().StringArrayVar(&o.Baseline, "baseline", nil, "compare against another baseline than the experiment's: factor=level (repeatable), e.g. --baseline layer=reference")
@@ -125,4 +133,38 @@ func newCampaignsCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&dbPath, "db", DefaultDB, "results database (SQLite)")
 	return c
+}
+
+// writeHTML writes campaign o.Campaign's HTML report to o.HTML, through a
+// temporary file so that a failed render leaves no half-written report,
+// and says where it is.
+func writeHTML(ctx context.Context, src analysis.Source, o reportOptions, stdout io.Writer) error {
+	if o.Failures || o.Pooled || o.Matrix {
+		return usageError{errors.New("--html writes the whole report (figures, failures, every trial); it does not combine with --failures, --pooled or --matrix")}
+	}
+	dir := filepath.Dir(o.HTML)
+	tmp, err := os.CreateTemp(dir, ".ctrbench-report-*.html")
+	if err != nil {
+		return fmt.Errorf("HTML report: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	id, err := htmlreport.Write(ctx, tmp, src, htmlreport.Options{Campaign: o.Campaign, Baseline: o.Baseline})
+	if cerr := tmp.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("HTML report: %w", cerr)
+	}
+	var bad *analysis.BaselineError
+	if errors.As(err, &bad) {
+		return usageError{fmt.Errorf("--baseline %q: want factor=level with a level the campaign ran", bad.Override)}
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("HTML report: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), o.HTML); err != nil {
+		return fmt.Errorf("HTML report: %w", err)
+	}
+	fmt.Fprintf(stdout, "HTML report of campaign %s written to %s\n", id, o.HTML)
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,7 @@ type runOptions struct {
 	Resume   string
 	NoReport bool
 	Format   string
+	HTML     string // also write the HTML report there
 	Stdout   io.Writer
 	Stderr   io.Writer
 }
@@ -64,7 +66,8 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.DryRun, "dry-run", false, "validate and print the cells and trial order; start nothing")
 	f.StringVar(&o.Resume, "resume", "", "resume an interrupted campaign by ID (or unique prefix): runs only its missing trials")
 	f.BoolVar(&o.NoReport, "no-report", false, "do not print the report at the end")
-	f.StringVar(&o.Format, "format", "table", "report format at the end: table, csv, json")
+	f.StringVar(&o.Format, "format", "table", "report format at the end: table, csv, json, markdown")
+	f.StringVar(&o.HTML, "html", "", "also write the campaign's HTML report (figures, telemetry, failures, every trial; one self-contained file) to this path at the end")
 	return c
 }
 
@@ -74,6 +77,12 @@ func machine() spec.Machine {
 }
 
 func runCampaign(ctx context.Context, o runOptions) error {
+	if o.HTML != "" {
+		// Found out now, not after hours of trials.
+		if fi, err := os.Stat(filepath.Dir(o.HTML)); err != nil || !fi.IsDir() {
+			return usageError{fmt.Errorf("--html %s: its directory does not exist", o.HTML)}
+		}
+	}
 	co := campaign.Options{Resume: o.Resume, Machine: machine(), Stderr: o.Stderr, TTY: isTerminal(o.Stderr)}
 	if o.Resume == "" {
 		e, err := spec.Load(o.File, o.Sets, co.Machine)
@@ -105,6 +114,11 @@ func runCampaign(ctx context.Context, o runOptions) error {
 	fmt.Fprintf(o.Stderr, "campaign %s finished: %d trials ok, %d failed\n", id, sum.OK, sum.Failed)
 	if !o.NoReport {
 		if err := writeReport(ctx, db, reportOptions{Campaign: id, Format: o.Format}, o.Stdout); err != nil {
+			return err
+		}
+	}
+	if o.HTML != "" {
+		if err := writeHTML(ctx, db, reportOptions{Campaign: id, HTML: o.HTML}, o.Stderr); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,8 @@ var formats = map[string]Format{
 	"table": Table,
 	"csv":   CSV,
 	"json":  JSON,
+	// Markdown is the table for pull requests and issues.
+	"markdown": Markdown,
 }
 
 // Lookup returns the format called name.

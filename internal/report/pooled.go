@@ -31,6 +31,9 @@ func WritePooled(ctx context.Context, w io.Writer, src analysis.Source, o Option
 	if _, err := Lookup(o.Format); err != nil {
 		return err
 	}
+	if o.Format == "markdown" {
+		return fmt.Errorf("%w %q for pooled percentiles (allowed: csv, json, table)", ErrUnknownFormat, o.Format)
+	}
 	camp, rows, err := analysis.LoadPooled(ctx, src, analysis.Query{Campaign: o.Campaign, Baseline: o.Baseline})
 	if err != nil {
 		return err

@@ -69,6 +69,21 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 	if _, err := fmt.Fprintln(w, heading(rows[0], withCampaign)); err != nil {
 		return fmt.Errorf("write table heading: %w", err)
 	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, l := range groupCells(rows) {
+		if _, err := fmt.Fprintln(tw, strings.Join(l, "\t")); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	return nil
+}
+
+// groupCells is one (workload, metric) group as lines of cells, the
+// column names first: what the table aligns and Markdown pipes.
+func groupCells(rows []analysis.Row) [][]string {
 	factors := factorNames(rows)
 	showFailed, showIR, showFlagged, showOutliers, showTarget, showSlowdown := false, false, false, false, false, false
 	for _, r := range rows {
@@ -98,7 +113,7 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 	if showOutliers {
 		cols = append(cols, "outliers (kept)")
 	}
-	lines := []string{strings.Join(cols, "\t")}
+	lines := [][]string{cols}
 	for _, r := range rows {
 		cells := make([]string, 0, len(cols))
 		for _, f := range factors {
@@ -128,18 +143,9 @@ func writeGroup(w io.Writer, rows []analysis.Row, withCampaign bool) error {
 		if showOutliers {
 			cells = append(cells, outlierSeqs(r))
 		}
-		lines = append(lines, strings.Join(cells, "\t"))
+		lines = append(lines, cells)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, l := range lines {
-		if _, err := fmt.Fprintln(tw, l); err != nil {
-			return fmt.Errorf("write table: %w", err)
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("write table: %w", err)
-	}
-	return nil
+	return lines
 }
 
 // heading reads like "cpu (cpu.primes) — events_per_sec [events/s], higher is better".

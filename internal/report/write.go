@@ -45,6 +45,13 @@ func Write(ctx context.Context, w io.Writer, src analysis.Source, o Options) err
 		return err
 	}
 	rows := analysis.Rows(l.Series)
+	if o.Format == "markdown" {
+		c := l.Campaign
+		if _, err := fmt.Fprintf(w, "**ctrbench campaign `%s`** (`%s`), %s, started %s\n\n", c.ID, c.SpecPath, c.Status, c.Started.Format("2006-01-02 15:04:05 MST")); err != nil {
+			return fmt.Errorf("write Markdown header: %w", err)
+		}
+		return f(w, o.Filter.Apply(rows))
+	}
 	if o.Format != "table" {
 		return f(w, rows)
 	}

@@ -1,0 +1,533 @@
+// Package figure decides which figures show a campaign and computes their
+// data: bars per cell, lines over a numeric factor with interval bands,
+// heatmaps over two numeric factors, S0's interference matrices, and CDFs
+// of pooled histograms. The choice follows the experiment's shape — which
+// factors vary, which of them are numbers — never the experiment's name,
+// so any variation of a study gets the study's figures. It draws nothing:
+// internal/htmlreport renders what it returns, and a test counts what was
+// drawn against it.
+package figure
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// Kind is how a figure is drawn.
+type Kind string
+
+const (
+	Bars    Kind = "bars"    // one horizontal bar per cell, its interval and each trial's value
+	Lines   Kind = "lines"   // a numeric factor on x, one line per combination of the other factors, interval bands
+	Heatmap Kind = "heatmap" // two numeric factors, or targets × neighbours (S0's matrices)
+	CDF     Kind = "cdf"     // the distribution of every request of a cell's trials
+)
+
+// Figure is one chart's data.
+type Figure struct {
+	ID       string // an HTML anchor, unique in a report
+	Kind     Kind
+	Title    string
+	Workload string
+	Metric   string // as reports print it; "" for a CDF
+	Unit     string
+	Better   result.Better
+	XLabel   string
+	YLabel   string
+	LogX     bool
+	LogY     bool // values span decades (latencies over message sizes)
+	// Band says what the shaded interval around a line or the whisker of a
+	// bar is ("95% CI", "range over pairs").
+	Band   string
+	Series []Series
+	Heat   *Heat
+	// Ref is a reference value drawn across the plot (1 for ratios), NaN
+	// for none.
+	Ref  float64
+	Note string
+}
+
+// Points is how many points (bars, markers, heatmap cells) the figure
+// draws: what a test counts.
+func (f Figure) Points() int {
+	n := 0
+	for _, s := range f.Series {
+		n += len(s.Points)
+	}
+	if f.Heat != nil {
+		for _, r := range f.Heat.Cells {
+			for _, c := range r {
+				if c != nil {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// Series is one line, one group of bars or one CDF.
+type Series struct {
+	Name     string
+	Baseline bool // the baseline cell's (a bar) or the baseline's line
+	Points   []Point
+}
+
+// Point is one cell's value: its mean with its interval (NaN when none),
+// its trials, and how it compares with the baseline.
+type Point struct {
+	X      float64 // the numeric level (Lines), the quantile (CDF)
+	Label  string  // the cell's levels (Bars), the level as written (Lines)
+	Y      float64
+	Lo, Hi float64
+	CellID int
+	N      int
+	Trials []TrialValue
+	// Delta is the difference from the baseline as the table prints it
+	// ("+12.3% [+4.1, +20.5] *"), "" for the baseline and when none.
+	Delta       string
+	Significant bool
+	Flagged     int
+	Failed      int
+}
+
+// TrialValue is one trial's value.
+type TrialValue struct {
+	Seq   int
+	Value float64
+}
+
+// Heat is a heatmap: rows × columns of values with intervals.
+type Heat struct {
+	RowLabel, ColLabel string
+	Rows, Cols         []string
+	Cells              [][]*HeatCell // [row][col], nil where nothing was measured
+	// Diverging colours around 0 (an interference ratio); otherwise a
+	// sequential scale from the smallest to the largest value.
+	Diverging bool
+}
+
+// HeatCell is one entry of a heatmap.
+type HeatCell struct {
+	Value  float64
+	Lo, Hi float64 // NaN without an interval
+	Mark   bool    // the interval excludes 0 (S0's significance)
+	Text   string
+	CellID int
+}
+
+// Section is one workload's figures, or the campaign's interference
+// matrices (Workload "").
+type Section struct {
+	ID       string
+	Title    string
+	Workload string
+	Type     string
+	Figures  []Figure
+	// Factors are the factors that vary among its cells, as figures show
+	// them.
+	Factors []string
+	// Zero are the metrics that were 0 in every trial of every cell (no
+	// errors, no retransmissions): named, not drawn.
+	Zero []string
+}
+
+// Build chooses and computes the figures of a campaign from its rows (in
+// analysis.Rows order) and its cells' pooled histograms.
+func Build(rows []analysis.Row, cdfs []analysis.CDF) []Section {
+	var out []Section
+	if s, ok := interference(rows); ok {
+		out = append(out, s)
+	}
+	byWorkload := map[string][]analysis.Row{}
+	var order []string
+	for _, r := range rows {
+		if _, ok := byWorkload[r.Workload]; !ok {
+			order = append(order, r.Workload)
+		}
+		byWorkload[r.Workload] = append(byWorkload[r.Workload], r)
+	}
+	for _, w := range order {
+		out = append(out, workloadSection(w, byWorkload[w], cdfs))
+	}
+	return out
+}
+
+// workloadSection is one workload's figures.
+func workloadSection(w string, rows []analysis.Row, cdfs []analysis.CDF) Section {
+	cells := cellsOf(rows)
+	disp := displayFactors(cells)
+	num := numericFactors(cells, disp)
+	sec := Section{ID: anchor("w-" + w), Title: w, Workload: w, Type: rows[0].WorkloadType, Factors: disp}
+	metrics := figureMetrics(rows)
+	for i, m := range metrics {
+		mrows := rowsOf(rows, m)
+		if allZero(mrows) {
+			sec.Zero = append(sec.Zero, mrows[0].Metric)
+			continue
+		}
+		if len(num) == 0 {
+			sec.Figures = append(sec.Figures, bars(w, mrows, disp))
+			if i == 0 {
+				if f, ok := perCopy(w, rows, m, disp, nil); ok {
+					sec.Figures = append(sec.Figures, f)
+				}
+			}
+			continue
+		}
+		x := num[0]
+		for _, part := range split(mrows, disp, x) {
+			sec.Figures = append(sec.Figures, lines(w, part.rows, part.disp, x, valueOf).titled(part.name))
+			if hasDelta(part.rows) && i < 2 {
+				sec.Figures = append(sec.Figures, ratioLines(w, part.rows, part.disp, x).titled(part.name))
+			}
+			if hasSlowdown(part.rows) {
+				sec.Figures = append(sec.Figures, slowdownLines(w, part.rows, part.disp, x).titled(part.name))
+			}
+		}
+		if i == 0 {
+			if f, ok := perCopy(w, rows, m, disp, &x); ok {
+				sec.Figures = append(sec.Figures, f)
+			}
+			if len(num) >= 2 {
+				sec.Figures = append(sec.Figures, heatmaps(w, mrows, disp, num[0], num[1])...)
+			}
+		}
+	}
+	sec.Figures = append(sec.Figures, cdfFigures(w, cdfs, disp)...)
+	uniqueIDs(sec.Figures)
+	return sec
+}
+
+// maxLines is the most lines one figure over a numeric factor draws
+// before it is split into small multiples, one per level of the first
+// other factor: more bands than that overlap into one.
+const maxLines = 6
+
+// part is the rows of one small multiple, the factors its lines differ
+// by, and what it is of ("" for a figure that was not split).
+type part struct {
+	name string
+	rows []analysis.Row
+	disp []string
+}
+
+// split divides rows drawn over x into small multiples when they would
+// draw more than maxLines lines.
+func split(rows []analysis.Row, disp []string, x string) []part {
+	lines := map[string]bool{}
+	for _, r := range rows {
+		lines[label(r.Cell, disp, x)] = true
+	}
+	var by string
+	for _, k := range disp {
+		if k != x {
+			by = k
+			break
+		}
+	}
+	if len(lines) <= maxLines || by == "" || len(disp) < 3 {
+		return []part{{rows: rows, disp: disp}}
+	}
+	var out []part
+	idx := map[string]int{}
+	rest := make([]string, 0, len(disp)-1)
+	for _, k := range disp {
+		if k != by {
+			rest = append(rest, k)
+		}
+	}
+	for _, r := range rows {
+		l := r.Cell[by]
+		i, ok := idx[l]
+		if !ok {
+			i = len(out)
+			idx[l] = i
+			out = append(out, part{name: shortFactor(by) + "=" + l, disp: rest})
+		}
+		out[i].rows = append(out[i].rows, r)
+	}
+	return out
+}
+
+// titled adds a small multiple's name to a figure's title and ID.
+func (f Figure) titled(name string) Figure {
+	if name != "" {
+		f.Title += " — " + name
+		f.ID += "-" + anchor(name)
+	}
+	return f
+}
+
+// figureMetrics are the metrics a workload's figures show, in row order:
+// its trial's own measures (one pair's or all pairs' together), the
+// statistics across its copies (fairness, overlap) and its entities'
+// lifecycle; not telemetry, not a role's or a copy's own, not a
+// neighbour's.
+func figureMetrics(rows []analysis.Row) []result.MetricID {
+	var out []result.MetricID
+	for _, r := range rows {
+		id := r.ID
+		if id.Role != "" || (id.Scope != result.ScopeTrial && id.Scope != result.ScopeAggregate) || id.Kind == result.KindTelemetry {
+			continue
+		}
+		dup := false
+		for _, m := range out {
+			if analysis.SameMetric(m, id) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, id)
+		}
+	}
+	// The workload's own measures first, then the statistics across its
+	// copies and its entities' lifecycle.
+	sort.SliceStable(out, func(i, j int) bool { return kindRank(out[i].Kind) < kindRank(out[j].Kind) })
+	return out
+}
+
+func kindRank(k result.Kind) int {
+	switch k {
+	case result.KindMeasure:
+		return 0
+	case result.KindLifecycle:
+		return 1
+	}
+	return 2
+}
+
+// allZero reports whether every trial of every row was 0.
+func allZero(rows []analysis.Row) bool {
+	for _, r := range rows {
+		if r.N == 0 || r.Mean != 0 || r.SD != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func rowsOf(rows []analysis.Row, m result.MetricID) []analysis.Row {
+	var out []analysis.Row
+	for _, r := range rows {
+		if analysis.SameMetric(r.ID, m) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// cell is one cell's factors.
+type cell struct {
+	id      int
+	factors map[string]string
+}
+
+func cellsOf(rows []analysis.Row) []cell {
+	seen := map[int]bool{}
+	var out []cell
+	for _, r := range rows {
+		if !seen[r.CellID] {
+			seen[r.CellID] = true
+			out = append(out, cell{r.CellID, r.Cell})
+		}
+	}
+	return out
+}
+
+// displayFactors are the factors that vary among cells, without those
+// another one determines (a bundle's platform and network beside the
+// bundle's name), in the order a table shows its columns.
+func displayFactors(cells []cell) []string {
+	levels := map[string]map[string]bool{}
+	for _, c := range cells {
+		for k := range c.factors {
+			levels[k] = map[string]bool{}
+		}
+	}
+	for _, c := range cells {
+		for k := range levels {
+			levels[k][level(c, k)] = true
+		}
+	}
+	var varying []string
+	for k, l := range levels {
+		if len(l) > 1 {
+			varying = append(varying, k)
+		}
+	}
+	sort.Slice(varying, func(i, j int) bool {
+		ri, rj := factorRank(varying[i]), factorRank(varying[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return varying[i] < varying[j]
+	})
+	var out []string
+	for _, k := range varying {
+		redundant := false
+		for _, o := range varying {
+			if o == k || !determines(cells, o, k) {
+				continue
+			}
+			// o determines k: k is redundant unless k determines o too
+			// and is the one to keep (the bundle: the higher rank).
+			if !determines(cells, k, o) || factorRank(o) > factorRank(k) || (factorRank(o) == factorRank(k) && o < k) {
+				redundant = true
+				break
+			}
+		}
+		if !redundant {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// level is a cell's level of factor k, "" when it lacks it.
+func level(c cell, k string) string { return c.factors[k] }
+
+// determines reports whether factor a's level fixes factor b's among cells.
+func determines(cells []cell, a, b string) bool {
+	m := map[string]string{}
+	for _, c := range cells {
+		la, lb := level(c, a), level(c, b)
+		if v, ok := m[la]; ok && v != lb {
+			return false
+		}
+		m[la] = lb
+	}
+	return true
+}
+
+// factorRank orders factors as a reader scans a placement: where it runs,
+// then its limits, roles' placements, anything else (bundles), and
+// workload parameters last.
+func factorRank(name string) int {
+	base := name
+	role := false
+	for _, r := range []string{"server.", "client."} {
+		if strings.HasPrefix(name, r) {
+			base, role = strings.TrimPrefix(name, r), true
+		}
+	}
+	rank := 5
+	for i, f := range []string{spec.FPlatform, spec.FNetwork, spec.FCPUs, spec.FCpuset, spec.FMemory} {
+		if base == f {
+			rank = i
+		}
+	}
+	switch {
+	case strings.HasPrefix(name, "param."):
+		return 20
+	case role:
+		return 10 + rank
+	}
+	return rank
+}
+
+// numericFactors are the display factors whose levels are all numbers
+// (sizes with a unit included) taking at least 3 values, most levels first.
+func numericFactors(cells []cell, disp []string) []string {
+	type nf struct {
+		name string
+		n    int
+	}
+	var out []nf
+	for _, k := range disp {
+		vals := map[float64]bool{}
+		ok := true
+		for _, c := range cells {
+			v, isNum := Number(level(c, k))
+			if !isNum {
+				ok = false
+				break
+			}
+			vals[v] = true
+		}
+		if ok && len(vals) >= 3 {
+			out = append(out, nf{k, len(vals)})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].n > out[j].n })
+	names := make([]string, len(out))
+	for i, f := range out {
+		names[i] = f.name
+	}
+	return names
+}
+
+// Number reads a factor level as a number: "16", "0.5", "128KiB", "5MB".
+func Number(s string) (float64, bool) {
+	if v, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		return v, true
+	}
+	if b, err := workload.ParseSize(s); err == nil {
+		return float64(b), true
+	}
+	return 0, false
+}
+
+// label names a cell by its levels of the display factors other than skip.
+func label(c map[string]string, disp []string, skip ...string) string {
+	var parts []string
+	for _, k := range disp {
+		if contains(skip, k) {
+			continue
+		}
+		parts = append(parts, shortFactor(k)+"="+c[k])
+	}
+	if len(parts) == 0 {
+		return "all"
+	}
+	return strings.Join(parts, " ")
+}
+
+func shortFactor(k string) string { return strings.TrimPrefix(k, "param.") }
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// anchor makes s an HTML id.
+func anchor(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('-')
+		}
+	}
+	return b.String()
+}
+
+// uniqueIDs suffixes repeated figure IDs.
+func uniqueIDs(fs []Figure) {
+	seen := map[string]int{}
+	for i := range fs {
+		id := fs[i].ID
+		seen[id]++
+		if n := seen[id]; n > 1 {
+			fs[i].ID = id + "-" + strconv.Itoa(n)
+		}
+	}
+}
+
+func nan() float64 { return math.NaN() }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
