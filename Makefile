@@ -21,7 +21,8 @@ setup:
 
 # The main job on a fresh machine: set up, build, run the quickstart, report.
 demo: setup build
-	./$(BIN) run experiments/quickstart.yaml
+	mkdir -p results
+	./$(BIN) run experiments/quickstart.yaml --html results/quickstart.html
 
 vet:
 	$(GO) vet ./...

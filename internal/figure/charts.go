@@ -57,7 +57,7 @@ func bars(w string, rows []analysis.Row, disp []string) Figure {
 
 // point is a row's mean, interval, trials and difference from baseline.
 func point(r analysis.Row) Point {
-	p := Point{Y: r.Mean, Lo: nan(), Hi: nan(), CellID: r.CellID, N: r.N, Flagged: r.Flagged, Failed: r.Failed}
+	p := Point{Y: r.Mean, Lo: nan(), Hi: nan(), CellID: r.CellID, N: r.N, Flagged: r.Flagged, Failed: r.Failed, Baseline: r.Baseline}
 	if finite(r.CI95[0]) && finite(r.CI95[1]) {
 		p.Lo, p.Hi = r.CI95[0], r.CI95[1]
 	}
@@ -269,10 +269,20 @@ func heatmaps(w string, rows []analysis.Row, disp []string, a, b string) []Figur
 		name string
 		rows []analysis.Row
 	}
+	// The heatmap's cells are told apart by a and b: group by the other
+	// factors, but not by those a or b sets (a bundle naming the children
+	// per parent).
+	sub := cellsOf(rows)
+	skip := []string{a, b}
+	for _, k := range disp {
+		if determines(sub, a, k) || determines(sub, b, k) {
+			skip = append(skip, k)
+		}
+	}
 	var grids []*grid
 	idx := map[string]*grid{}
 	for _, r := range rows {
-		name := label(r.Cell, disp, a, b)
+		name := label(r.Cell, disp, skip...)
 		g, ok := idx[name]
 		if !ok {
 			g = &grid{name: name}
@@ -290,6 +300,9 @@ func heatmaps(w string, rows []analysis.Row, disp []string, a, b string) []Figur
 			h.Cells[i] = make([]*HeatCell, len(cols))
 		}
 		for _, r := range g.rows {
+			if r.N == 0 {
+				continue // every trial failed: no entry
+			}
 			i, j := indexOf(rowsL, r.Cell[b]), indexOf(cols, r.Cell[a])
 			c := &HeatCell{Value: r.Mean, Lo: nan(), Hi: nan(), CellID: r.CellID, Text: Sig(r.Mean)}
 			if finite(r.CI95[0]) && finite(r.CI95[1]) {
@@ -299,12 +312,20 @@ func heatmaps(w string, rows []analysis.Row, disp []string, a, b string) []Figur
 		}
 		out = append(out, Figure{
 			ID: anchor(w + "-" + rows[0].Metric + "-" + a + "-x-" + b + "-" + g.name), Kind: Heatmap,
-			Title:    w + " — " + rows[0].Metric + " by " + shortFactor(a) + " × " + shortFactor(b) + " (" + g.name + ")",
+			Title:    w + " — " + rows[0].Metric + " by " + shortFactor(a) + " × " + shortFactor(b) + suffix(g.name),
 			Workload: w, Metric: rows[0].Metric, Unit: rows[0].Unit, Better: rows[0].Better,
 			XLabel: shortFactor(a), YLabel: shortFactor(b), Heat: h, Ref: nan(),
 		})
 	}
 	return out
+}
+
+// suffix is " (name)", or nothing for a figure of all cells.
+func suffix(name string) string {
+	if name == "all" || name == "" {
+		return ""
+	}
+	return " (" + name + ")"
 }
 
 // numericLevels are the levels of factor k among rows, in numeric order.

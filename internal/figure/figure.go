@@ -94,6 +94,7 @@ type Point struct {
 	// ("+12.3% [+4.1, +20.5] *"), "" for the baseline and when none.
 	Delta       string
 	Significant bool
+	Baseline    bool // the baseline cell's
 	Flagged     int
 	Failed      int
 }
@@ -137,6 +138,10 @@ type Section struct {
 	// Zero are the metrics that were 0 in every trial of every cell (no
 	// errors, no retransmissions): named, not drawn.
 	Zero []string
+	// NotDrawn says which cells the figures leave out and why: their
+	// numbers compare with nothing (a platform under emulation). The
+	// tables and the trial list still show them.
+	NotDrawn []string
 }
 
 // Build chooses and computes the figures of a campaign from its rows (in
@@ -161,11 +166,15 @@ func Build(rows []analysis.Row, cdfs []analysis.CDF) []Section {
 }
 
 // workloadSection is one workload's figures.
-func workloadSection(w string, rows []analysis.Row, cdfs []analysis.CDF) Section {
+func workloadSection(w string, all []analysis.Row, cdfs []analysis.CDF) Section {
+	rows, dropped := comparable(all)
+	if len(rows) == 0 {
+		return Section{ID: anchor("w-" + w), Title: w, Workload: w, Type: all[0].WorkloadType, NotDrawn: dropped}
+	}
 	cells := cellsOf(rows)
 	disp := displayFactors(cells)
 	num := numericFactors(cells, disp)
-	sec := Section{ID: anchor("w-" + w), Title: w, Workload: w, Type: rows[0].WorkloadType, Factors: disp}
+	sec := Section{ID: anchor("w-" + w), Title: w, Workload: w, Type: rows[0].WorkloadType, Factors: disp, NotDrawn: dropped}
 	metrics := figureMetrics(rows)
 	for i, m := range metrics {
 		mrows := rowsOf(rows, m)
@@ -183,12 +192,20 @@ func workloadSection(w string, rows []analysis.Row, cdfs []analysis.CDF) Section
 			continue
 		}
 		x := num[0]
+		if distinctX(mrows, x) < 2 {
+			// Measured at one value of x only (a percentile of a single
+			// instance): bars.
+			sec.Figures = append(sec.Figures, bars(w, mrows, disp))
+			continue
+		}
 		for _, part := range split(mrows, disp, x) {
 			sec.Figures = append(sec.Figures, lines(w, part.rows, part.disp, x, valueOf).titled(part.name))
-			if hasDelta(part.rows) && i < 2 {
+			// The ratio says more than the line only where the baseline
+			// moves along x (S2's previous layer at every size).
+			if hasDelta(part.rows) && baselineAlong(part.rows, x) && i < 2 {
 				sec.Figures = append(sec.Figures, ratioLines(w, part.rows, part.disp, x).titled(part.name))
 			}
-			if hasSlowdown(part.rows) {
+			if hasSlowdown(part.rows) && i == 0 {
 				sec.Figures = append(sec.Figures, slowdownLines(w, part.rows, part.disp, x).titled(part.name))
 			}
 		}
@@ -196,8 +213,8 @@ func workloadSection(w string, rows []analysis.Row, cdfs []analysis.CDF) Section
 			if f, ok := perCopy(w, rows, m, disp, &x); ok {
 				sec.Figures = append(sec.Figures, f)
 			}
-			if len(num) >= 2 {
-				sec.Figures = append(sec.Figures, heatmaps(w, mrows, disp, num[0], num[1])...)
+			if a, b, ok := numericPair(cells); ok {
+				sec.Figures = append(sec.Figures, heatmaps(w, onlyNumeric(mrows, a, b), disp, a, b)...)
 			}
 		}
 	}
@@ -264,6 +281,46 @@ func (f Figure) titled(name string) Figure {
 		f.ID += "-" + anchor(name)
 	}
 	return f
+}
+
+// distinctX counts the values of x among rows with a value.
+func distinctX(rows []analysis.Row, x string) int {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.N > 0 {
+			seen[r.Cell[x]] = true
+		}
+	}
+	return len(seen)
+}
+
+// baselineAlong reports whether rows' cells are compared with baselines
+// at two or more values of x, or are baselines there themselves.
+func baselineAlong(rows []analysis.Row, x string) bool {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.Baseline {
+			seen[r.Cell[x]] = true
+		}
+	}
+	return len(seen) >= 2
+}
+
+// comparable drops the rows whose numbers compare with nothing (a
+// platform under emulation) and names them.
+func comparable(rows []analysis.Row) (keep []analysis.Row, dropped []string) {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.NotComparable == "" {
+			keep = append(keep, r)
+			continue
+		}
+		if !seen[r.NotComparable] {
+			seen[r.NotComparable] = true
+			dropped = append(dropped, r.NotComparable)
+		}
+	}
+	return keep, dropped
 }
 
 // figureMetrics are the metrics a workload's figures show, in row order:
@@ -432,6 +489,70 @@ func factorRank(name string) int {
 		return 10 + rank
 	}
 	return rank
+}
+
+// numericPair finds two factors that are both numbers, on at least 4
+// cells, taking 2 or more values each there, and not one following from
+// the other: S1's parents × children, where the bundles that set the
+// number of children per parent (a factor other cells lack) are the
+// cells that have both. The second factor is the one with fewer values
+// (rows of the heatmap).
+func numericPair(cells []cell) (a, b string, ok bool) {
+	names := map[string]bool{}
+	for _, c := range cells {
+		for k := range c.factors {
+			names[k] = true
+		}
+	}
+	var ks []string
+	for k := range names {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	best := 0
+	for i, x := range ks {
+		for _, y := range ks[i+1:] {
+			var sub []cell
+			for _, c := range cells {
+				_, okx := Number(level(c, x))
+				_, oky := Number(level(c, y))
+				if okx && oky {
+					sub = append(sub, c)
+				}
+			}
+			nx, ny := distinct(sub, x), distinct(sub, y)
+			if len(sub) < 4 || nx < 2 || ny < 2 || determines(sub, x, y) || determines(sub, y, x) || len(sub) <= best {
+				continue
+			}
+			best = len(sub)
+			a, b, ok = x, y, true
+			if ny > nx {
+				a, b = y, x
+			}
+		}
+	}
+	return a, b, ok
+}
+
+func distinct(cells []cell, k string) int {
+	seen := map[string]bool{}
+	for _, c := range cells {
+		seen[level(c, k)] = true
+	}
+	return len(seen)
+}
+
+// onlyNumeric keeps the rows whose cells have numbers for a and b.
+func onlyNumeric(rows []analysis.Row, a, b string) []analysis.Row {
+	var out []analysis.Row
+	for _, r := range rows {
+		_, oka := Number(r.Cell[a])
+		_, okb := Number(r.Cell[b])
+		if oka && okb {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // numericFactors are the display factors whose levels are all numbers

@@ -93,7 +93,7 @@ func Build(ctx context.Context, src analysis.Source, o Options) (Page, []figure.
 	}
 	disp := map[string][]string{}
 	for _, s := range secs {
-		ps := PageSection{ID: s.ID, Title: s.Title, Type: s.Type, Zero: s.Zero}
+		ps := PageSection{ID: s.ID, Title: s.Title, Type: s.Type, Zero: s.Zero, NotDrawn: s.NotDrawn}
 		if s.Workload != "" {
 			disp[s.Workload] = s.Factors
 			ps.Telemetry = telemetry(rows, s.Workload, s.Factors)
@@ -145,6 +145,7 @@ type PageSection struct {
 	Figures              []PageFigure
 	Telemetry            *Table
 	Zero                 []string // metrics 0 in every trial, not drawn
+	NotDrawn             []string // why some cells are left out of the figures
 }
 
 // PageFigure is one drawn figure with what the test counts.

@@ -24,6 +24,9 @@ func Outline(r io.Reader) (string, error) {
 	walk = func(n *html.Node, depth int) {
 		if n.Type == html.ElementNode {
 			for _, a := range n.Attr {
+				if geometry[a.Key] && (strings.Contains(a.Val, "NaN") || strings.Contains(a.Val, "Inf")) {
+					fmt.Fprintf(&b, "BAD NUMBER %s %s=%q\n", n.Data, a.Key, a.Val)
+				}
 				if (a.Key == "src" || (a.Key == "href" && n.Data == "link")) && a.Val != "" {
 					fmt.Fprintf(&b, "EXTERNAL %s %s=%q\n", n.Data, a.Key, a.Val)
 				}
@@ -62,6 +65,10 @@ func Outline(r io.Reader) (string, error) {
 	walk(doc, 0)
 	return b.String(), nil
 }
+
+// geometry are the SVG attributes that hold numbers.
+var geometry = map[string]bool{"x": true, "y": true, "x1": true, "x2": true, "y1": true, "y2": true, "cx": true, "cy": true, "r": true,
+	"width": true, "height": true, "d": true, "transform": true, "viewbox": true, "fill": true}
 
 // count counts a figure's series and drawn points.
 func count(n *html.Node) (series, points int) {

@@ -213,8 +213,13 @@ func drawBars(b *strings.Builder, f figure.Figure) {
 					cls += " sig"
 				}
 				fmt.Fprintf(b, `<text class="%s" x="%s" y="%s" text-anchor="end">%s</text>`, cls, f1(svgW-padR), f1(y+11), esc(p.Delta))
-			} else if isBaseline(f, p) {
+			} else if p.Baseline {
 				fmt.Fprintf(b, `<text class="delta" x="%s" y="%s" text-anchor="end">baseline</text>`, f1(svgW-padR), f1(y+11))
+			}
+			if p.N == 0 || !finiteF(p.Y) {
+				fmt.Fprintf(b, `<text class="pt missing" x="%s" y="%s">no ok trial (%d failed): see the failed trials</text>`, f1(left), f1(y+26), p.Failed)
+				y += rowH
+				continue
 			}
 			x0, x1 := zero, sx.at(p.Y)
 			if x1 < x0 {
@@ -235,19 +240,6 @@ func drawBars(b *strings.Builder, f figure.Figure) {
 		b.WriteString(`</g>`)
 	}
 	b.WriteString(`</svg>`)
-}
-
-// isBaseline reports whether p is the baseline's bar (it has no delta
-// while others do).
-func isBaseline(f figure.Figure, p figure.Point) bool {
-	for _, s := range f.Series {
-		for _, q := range s.Points {
-			if q.Delta != "" {
-				return p.Delta == "" && p.N > 0
-			}
-		}
-	}
-	return false
 }
 
 func intervalTitle(p figure.Point, band string) string {
@@ -279,9 +271,18 @@ func drawLines(b *strings.Builder, f figure.Figure) {
 	if math.IsInf(xlo, 0) {
 		xlo, xhi, ylo, yhi = 0, 1, 0, 1
 	}
-	if f.Kind == figure.CDF {
+	nonNegative := true
+	for _, s := range f.Series {
+		for _, p := range s.Points {
+			nonNegative = nonNegative && p.Y >= 0
+		}
+	}
+	switch {
+	case f.Kind == figure.CDF:
 		ylo, yhi = 0, 1
-	} else if ylo > 0 && ylo < 0.5*yhi && !f.LogY {
+	case nonNegative && !f.LogY && ylo < 0.5*yhi:
+		// Values that cannot be negative start at 0; an interval reaching
+		// below is clipped at the axis.
 		ylo = 0
 	}
 	var sx scale
