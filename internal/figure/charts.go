@@ -458,7 +458,7 @@ func interference(rows []analysis.Row) (Section, bool) {
 		if ant == "" || ant == spec.AntagonistNone {
 			continue
 		}
-		ck := caseOf(r.Cell)
+		ck := analysis.CaseOf(r.Cell)
 		if !contains(cases, ck) {
 			cases = append(cases, ck)
 		}
@@ -513,32 +513,6 @@ func interference(rows []analysis.Row) (Section, bool) {
 	}
 	uniqueIDs(sec.Figures)
 	return sec, true
-}
-
-// caseOf names a co-location case by the cell's levels other than the
-// neighbour, in column order.
-func caseOf(cell map[string]string) string {
-	var ks []string
-	for k := range cell {
-		if k != spec.FAntagonist {
-			ks = append(ks, k)
-		}
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		ri, rj := factorRank(ks[i]), factorRank(ks[j])
-		if ri != rj {
-			return ri < rj
-		}
-		return ks[i] < ks[j]
-	})
-	s := ""
-	for i, k := range ks {
-		if i > 0 {
-			s += " "
-		}
-		s += k + "=" + cell[k]
-	}
-	return s
 }
 
 // axisLabel is a metric with its unit.

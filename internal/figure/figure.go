@@ -16,7 +16,6 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -421,13 +420,7 @@ func displayFactors(cells []cell) []string {
 			varying = append(varying, k)
 		}
 	}
-	sort.Slice(varying, func(i, j int) bool {
-		ri, rj := factorRank(varying[i]), factorRank(varying[j])
-		if ri != rj {
-			return ri < rj
-		}
-		return varying[i] < varying[j]
-	})
+	analysis.SortFactors(varying)
 	var out []string
 	for _, k := range varying {
 		redundant := false
@@ -437,7 +430,7 @@ func displayFactors(cells []cell) []string {
 			}
 			// o determines k: k is redundant unless k determines o too
 			// and is the one to keep (the bundle: the higher rank).
-			if !determines(cells, k, o) || factorRank(o) > factorRank(k) || (factorRank(o) == factorRank(k) && o < k) {
+			if !determines(cells, k, o) || analysis.FactorRank(o) > analysis.FactorRank(k) || (analysis.FactorRank(o) == analysis.FactorRank(k) && o < k) {
 				redundant = true
 				break
 			}
@@ -463,32 +456,6 @@ func determines(cells []cell, a, b string) bool {
 		m[la] = lb
 	}
 	return true
-}
-
-// factorRank orders factors as a reader scans a placement: where it runs,
-// then its limits, roles' placements, anything else (bundles), and
-// workload parameters last.
-func factorRank(name string) int {
-	base := name
-	role := false
-	for _, r := range []string{"server.", "client."} {
-		if strings.HasPrefix(name, r) {
-			base, role = strings.TrimPrefix(name, r), true
-		}
-	}
-	rank := 5
-	for i, f := range []string{spec.FPlatform, spec.FNetwork, spec.FCPUs, spec.FCpuset, spec.FMemory} {
-		if base == f {
-			rank = i
-		}
-	}
-	switch {
-	case strings.HasPrefix(name, "param."):
-		return 20
-	case role:
-		return 10 + rank
-	}
-	return rank
 }
 
 // numericPair finds two factors that are both numbers, on at least 4

@@ -204,7 +204,7 @@ func facts(l analysis.Loaded, trials []result.Trial) []Fact {
 	}
 	fs = append(fs, Fact{"trials", fmt.Sprintf("%d ok (%d flagged), %d failed or timed out, %d warm-up", ok, flagged, failed, warm)})
 	if len(c.Baseline) > 0 {
-		fs = append(fs, Fact{"baseline", levels(c.Baseline)})
+		fs = append(fs, Fact{"baseline", result.FactorString(c.Baseline)})
 	}
 	return fs
 }
@@ -221,19 +221,6 @@ func envOf(c result.Campaign) []Fact {
 		out[i] = Fact{k, c.Env[k]}
 	}
 	return out
-}
-
-func levels(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + m[k]
-	}
-	return strings.Join(parts, " ")
 }
 
 // telemetryShown are the counters beside a workload's figures: the ones

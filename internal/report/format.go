@@ -51,38 +51,6 @@ func factorNames(rows []analysis.Row) []string {
 			}
 		}
 	}
-	sort.Slice(names, func(i, j int) bool {
-		ri, rj := factorRank(names[i]), factorRank(names[j])
-		if ri != rj {
-			return ri < rj
-		}
-		return names[i] < names[j]
-	})
+	analysis.SortFactors(names)
 	return names
-}
-
-// factorRank orders factor columns the way a reader scans a placement:
-// where it runs (platform, network), then its limits, then role-specific
-// placements, then workload parameters, then anything else.
-func factorRank(name string) int {
-	base := name
-	role := false
-	for _, r := range []string{"server.", "client."} {
-		if strings.HasPrefix(name, r) {
-			base, role = strings.TrimPrefix(name, r), true
-		}
-	}
-	rank := 5
-	for i, f := range []string{"platform", "network", "cpus", "cpuset", "memory"} {
-		if base == f {
-			rank = i
-		}
-	}
-	switch {
-	case strings.HasPrefix(name, "param."):
-		return 20
-	case role:
-		return 10 + rank
-	}
-	return rank
 }

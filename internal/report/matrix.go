@@ -47,7 +47,7 @@ func Matrix(w io.Writer, rows []analysis.Row) error {
 		if ant == "none" {
 			continue // the target alone: each case's own, through its rows' Base
 		}
-		ck := caseOf(r.Cell)
+		ck := analysis.CaseOf(r.Cell)
 		if !seenCase[ck] {
 			seenCase[ck] = true
 			cases = append(cases, ck)
@@ -111,18 +111,6 @@ func Matrix(w io.Writer, rows []analysis.Row) error {
 		fmt.Fprintln(w)
 	}
 	return nil
-}
-
-// caseOf names a case by the cell's levels other than the neighbour.
-func caseOf(cell map[string]string) string {
-	var parts []string
-	for _, f := range factorNames([]analysis.Row{{Cell: cell}}) {
-		if f == "antagonist" {
-			continue
-		}
-		parts = append(parts, f+"="+cell[f])
-	}
-	return strings.Join(parts, " ")
 }
 
 func meanSD(r analysis.Row) string {

@@ -1,0 +1,63 @@
+package analysis
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/spec"
+)
+
+// FactorRank orders factors the way a reader scans a placement: where it
+// runs (platform, network), its limits, anything else (antagonists,
+// bundles, pairs), the roles' own placements, and workload parameters
+// last. Tables order their columns by it and figures their factors.
+func FactorRank(name string) int {
+	base := name
+	role := false
+	for _, r := range []string{"server.", "client."} {
+		if strings.HasPrefix(name, r) {
+			base, role = strings.TrimPrefix(name, r), true
+		}
+	}
+	rank := 5
+	for i, f := range []string{spec.FPlatform, spec.FNetwork, spec.FCPUs, spec.FCpuset, spec.FMemory} {
+		if base == f {
+			rank = i
+		}
+	}
+	switch {
+	case strings.HasPrefix(name, "param."):
+		return 20
+	case role:
+		return 10 + rank
+	}
+	return rank
+}
+
+// SortFactors orders factor names by FactorRank, then by name.
+func SortFactors(names []string) {
+	sort.Slice(names, func(i, j int) bool {
+		ri, rj := FactorRank(names[i]), FactorRank(names[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
+}
+
+// CaseOf names a co-location case (S0's Cases 1-3b) by a cell's levels
+// other than its neighbours', in column order: "cpus=1 packaging=same-container".
+func CaseOf(cell map[string]string) string {
+	var ks []string
+	for k := range cell {
+		if k != spec.FAntagonist {
+			ks = append(ks, k)
+		}
+	}
+	SortFactors(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = k + "=" + cell[k]
+	}
+	return strings.Join(parts, " ")
+}
