@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
 )
 
@@ -60,4 +61,22 @@ func CaseOf(cell map[string]string) string {
 		parts[i] = k + "=" + cell[k]
 	}
 	return strings.Join(parts, " ")
+}
+
+// Headlines returns, for a co-location campaign's rows, each target
+// workload in order of appearance and its headline row: its first metric
+// that is neither telemetry nor a neighbour's. S0's matrices, their
+// figures and the placement advice judge a target by it.
+func Headlines(rows []Row) (targets []string, headline map[string]Row) {
+	headline = map[string]Row{}
+	for _, r := range rows {
+		if r.ID.Kind == result.KindTelemetry || r.ID.Scope == result.ScopeNeighbour {
+			continue
+		}
+		if _, ok := headline[r.Workload]; !ok {
+			headline[r.Workload] = r
+			targets = append(targets, r.Workload)
+		}
+	}
+	return targets, headline
 }

@@ -435,17 +435,7 @@ func firstOr(disp []string) string {
 // than the neighbour), targets × neighbours, each entry the target's
 // headline metric's IR with its interval.
 func interference(rows []analysis.Row) (Section, bool) {
-	headline := map[string]analysis.Row{}
-	var targets []string
-	for _, r := range rows {
-		if r.ID.Kind == result.KindTelemetry || r.ID.Scope == result.ScopeNeighbour {
-			continue
-		}
-		if _, ok := headline[r.Workload]; !ok {
-			headline[r.Workload] = r
-			targets = append(targets, r.Workload)
-		}
-	}
+	targets, headline := analysis.Headlines(rows)
 	type key struct{ caseKey, target, ant string }
 	entries := map[key]analysis.Row{}
 	var cases, ants []string

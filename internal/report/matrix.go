@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
-	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/stats"
 )
 
@@ -21,17 +20,7 @@ import (
 // column. The headline metric of a target is its first metric that is
 // neither telemetry nor a neighbour's.
 func Matrix(w io.Writer, rows []analysis.Row) error {
-	headline := map[string]analysis.Row{} // workload -> its first headline row
-	var targets []string
-	for _, r := range rows {
-		if r.ID.Kind == result.KindTelemetry || r.ID.Scope == result.ScopeNeighbour {
-			continue
-		}
-		if _, ok := headline[r.Workload]; !ok {
-			headline[r.Workload] = r
-			targets = append(targets, r.Workload)
-		}
-	}
+	targets, headline := analysis.Headlines(rows)
 	type key struct{ caseKey, target, antagonist string }
 	cells := map[key]analysis.Row{}
 	var cases, antagonists []string

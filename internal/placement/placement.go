@@ -1,0 +1,331 @@
+// Package placement turns a co-location campaign's measured interference
+// (S0's design: targets beside neighbours, in one container or in two)
+// into advice: which kinds of workload may share a container, may share a
+// host in separate containers, or must be kept apart, at a tolerance judged
+// with the 95% intervals; and, for a list of services, a packing into the
+// fewest hosts and containers that keeps every predicted slowdown within
+// it. It reads analysis rows and decides; it runs and stores nothing.
+package placement
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/spec"
+)
+
+// Options says what to advise on.
+type Options struct {
+	// MaxSlowdown is the tolerance: the largest slowdown of a service's
+	// headline metric allowed, as a fraction (0.10 = 10%).
+	MaxSlowdown float64
+	// HostCase picks which separate-containers case backs "share a host"
+	// when the campaign has several (with and without limits): a
+	// substring of its name ("cpus=1"). "" takes the one that allows the
+	// most pairs.
+	HostCase string
+	// Services to pack; none for the pairs' advice alone.
+	Services []Service
+}
+
+// Service is one microservice to place and the kind of workload it is: a
+// workload of the campaign (a target it measured).
+type Service struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+}
+
+// Verdict is how a measured pairing compares with the tolerance.
+type Verdict string
+
+const (
+	// Within: the whole 95% interval of the slowdown is within the
+	// tolerance.
+	Within Verdict = "within"
+	// Beyond: the whole interval is beyond it.
+	Beyond Verdict = "beyond"
+	// Uncertain: the interval straddles the tolerance (the mean alone
+	// would decide either way); more repetitions would tell.
+	Uncertain Verdict = "uncertain"
+	// Unknown: the campaign did not measure this pairing, or without an
+	// interval.
+	Unknown Verdict = "unknown"
+)
+
+// Level is where two kinds of workload may run.
+type Level string
+
+const (
+	ShareContainer Level = "share-container" // in one container
+	ShareHost      Level = "share-host"      // on one host, in separate containers
+	Apart          Level = "apart"           // on different hosts
+)
+
+// Judgement is one target beside one neighbour in one case, judged.
+type Judgement struct {
+	Case      string  `json:"case"`
+	Target    string  `json:"target"`
+	Neighbour string  `json:"neighbour"`
+	Metric    string  `json:"metric"`
+	IR        float64 `json:"ir"` // negative = worse
+	// IRCI95 is IR's 95% interval; nil without one.
+	IRCI95 *[2]float64 `json:"ir_ci95"`
+	// WorstSlowdown is the slowdown at the interval's worse end (the mean's
+	// without an interval), a fraction; 0 when the neighbour helped.
+	WorstSlowdown float64 `json:"worst_slowdown"`
+	Verdict       Verdict `json:"verdict"`
+	N             int     `json:"n"`
+}
+
+// Pair is the advice for two kinds (the same kind twice included).
+type Pair struct {
+	A     string `json:"a"`
+	B     string `json:"b"`
+	Level Level  `json:"level"`
+	// Why names the judgements that decided the level.
+	Why string `json:"why"`
+}
+
+// Advice is the whole answer.
+type Advice struct {
+	Campaign       string      `json:"campaign"`
+	MaxSlowdownPct float64     `json:"max_slowdown_pct"`
+	Kinds          []string    `json:"kinds"`
+	Metrics        []string    `json:"metrics"` // each kind's headline metric, in Kinds order
+	ContainerCase  string      `json:"container_case"`
+	HostCase       string      `json:"host_case"`
+	OtherHostCases []string    `json:"other_host_cases,omitempty"`
+	Judgements     []Judgement `json:"judgements"`
+	Pairs          []Pair      `json:"pairs"`
+	Packing        *Packing    `json:"packing,omitempty"`
+}
+
+// ErrNotColocation is returned for a campaign without neighbours.
+var ErrNotColocation = errors.New("the campaign has no co-location cells (factor antagonist with neighbours, packaging same-container and separate-containers): nothing to advise on")
+
+// Advise judges every measured pairing and, with services, packs them.
+func Advise(campaign string, rows []analysis.Row, o Options) (Advice, error) {
+	if !(o.MaxSlowdown > 0 && o.MaxSlowdown < 10) {
+		return Advice{}, fmt.Errorf("max slowdown %v: want a fraction above 0 (0.1 = 10%%)", o.MaxSlowdown)
+	}
+	targets, headline := analysis.Headlines(rows)
+	a := Advice{Campaign: campaign, MaxSlowdownPct: 100 * o.MaxSlowdown}
+	byCase := map[string][]Judgement{}
+	packaging := map[string]string{}
+	for _, r := range rows {
+		h, ok := headline[r.Workload]
+		if !ok || !analysis.SameMetric(h.ID, r.ID) {
+			continue
+		}
+		ant := r.Cell[spec.FAntagonist]
+		if ant == "" || ant == spec.AntagonistNone || ant == spec.AntagonistIdle || strings.Contains(ant, "+") {
+			continue
+		}
+		ck := analysis.CaseOf(r.Cell)
+		packaging[ck] = r.Cell[spec.FPackaging]
+		j := Judgement{Case: ck, Target: r.Workload, Neighbour: ant, Metric: r.Metric, N: r.N}
+		j.judge(r, o.MaxSlowdown)
+		byCase[ck] = append(byCase[ck], j)
+	}
+	if len(byCase) == 0 {
+		return Advice{}, ErrNotColocation
+	}
+	kindSet := map[string]bool{}
+	for _, t := range targets {
+		for _, js := range byCase {
+			for _, j := range js {
+				if j.Target == t {
+					kindSet[t] = true
+				}
+			}
+		}
+	}
+	for _, t := range targets {
+		if kindSet[t] {
+			a.Kinds = append(a.Kinds, t)
+			a.Metrics = append(a.Metrics, headline[t].Metric)
+		}
+	}
+	var containerCases, hostCases []string
+	for ck, p := range packaging {
+		switch p {
+		case spec.PackSame:
+			containerCases = append(containerCases, ck)
+		case spec.PackSeparate:
+			hostCases = append(hostCases, ck)
+		}
+	}
+	sort.Strings(containerCases)
+	sort.Strings(hostCases)
+	if len(containerCases) > 0 {
+		a.ContainerCase = containerCases[0]
+	}
+	hc, err := pickHostCase(hostCases, byCase, a.Kinds, o.HostCase)
+	if err != nil {
+		return Advice{}, err
+	}
+	a.HostCase = hc
+	for _, c := range hostCases {
+		if c != hc {
+			a.OtherHostCases = append(a.OtherHostCases, c)
+		}
+	}
+	cases := append(append([]string{}, containerCases...), hostCases...)
+	for _, ck := range cases {
+		a.Judgements = append(a.Judgements, byCase[ck]...)
+	}
+	m := newMatrix(a, byCase)
+	for i, x := range a.Kinds {
+		for _, y := range a.Kinds[i:] {
+			a.Pairs = append(a.Pairs, m.pair(x, y))
+		}
+	}
+	if len(o.Services) > 0 {
+		p, err := pack(o.Services, m, o.MaxSlowdown)
+		if err != nil {
+			return Advice{}, err
+		}
+		a.Packing = &p
+	}
+	return a, nil
+}
+
+// judge sets j's IR, worst slowdown and verdict from row r at tolerance t.
+func (j *Judgement) judge(r analysis.Row, t float64) {
+	if r.IR == nil {
+		j.Verdict = Unknown
+		return
+	}
+	j.IR = *r.IR
+	if r.IRCI95 == nil || math.IsNaN(r.IRCI95[0]) || math.IsNaN(r.IRCI95[1]) {
+		j.Verdict = Unknown
+		j.WorstSlowdown = math.Max(0, -j.IR)
+		return
+	}
+	ci := *r.IRCI95
+	j.IRCI95 = &ci
+	j.WorstSlowdown = math.Max(0, -ci[0])
+	switch {
+	case ci[0] >= -t:
+		j.Verdict = Within
+	case ci[1] < -t:
+		j.Verdict = Beyond
+	default:
+		j.Verdict = Uncertain
+	}
+}
+
+// pickHostCase chooses the separate-containers case behind "share a
+// host": the one whose name contains want, else the one allowing the most
+// pairs of kinds (ties: by name).
+func pickHostCase(cases []string, byCase map[string][]Judgement, kinds []string, want string) (string, error) {
+	if len(cases) == 0 {
+		return "", nil
+	}
+	if want != "" {
+		var match []string
+		for _, c := range cases {
+			if strings.Contains(c, want) {
+				match = append(match, c)
+			}
+		}
+		if len(match) != 1 {
+			return "", fmt.Errorf("--host-case %q matches %d of the separate-containers cases (%s): name one", want, len(match), strings.Join(cases, "; "))
+		}
+		return match[0], nil
+	}
+	best, bestN := cases[0], -1
+	for _, c := range cases {
+		n := 0
+		for _, j := range byCase[c] {
+			if j.Verdict == Within {
+				n++
+			}
+		}
+		if n > bestN {
+			best, bestN = c, n
+		}
+	}
+	return best, nil
+}
+
+// matrix holds, per level, each ordered pair of kinds' judgement.
+type matrix struct {
+	container, host map[[2]string]Judgement
+}
+
+func newMatrix(a Advice, byCase map[string][]Judgement) matrix {
+	m := matrix{container: map[[2]string]Judgement{}, host: map[[2]string]Judgement{}}
+	for _, j := range byCase[a.ContainerCase] {
+		m.container[[2]string{j.Target, j.Neighbour}] = j
+	}
+	for _, j := range byCase[a.HostCase] {
+		m.host[[2]string{j.Target, j.Neighbour}] = j
+	}
+	return m
+}
+
+// allowed reports whether kinds x and y may meet at this level: both
+// directions measured and within the tolerance.
+func allowed(level map[[2]string]Judgement, x, y string) bool {
+	a, oka := level[[2]string{x, y}]
+	b, okb := level[[2]string{y, x}]
+	return oka && okb && a.Verdict == Within && b.Verdict == Within
+}
+
+// slowdown is the worst plausible slowdown of kind x beside kind y at a
+// level; ok is false when it is not allowed there.
+func (m matrix) slowdown(container bool, x, y string) (float64, bool) {
+	level := m.host
+	if container {
+		level = m.container
+	}
+	if !allowed(level, x, y) {
+		return 0, false
+	}
+	return level[[2]string{x, y}].WorstSlowdown, true
+}
+
+func (m matrix) pair(x, y string) Pair {
+	p := Pair{A: x, B: y}
+	switch {
+	case allowed(m.container, x, y):
+		p.Level, p.Why = ShareContainer, "in one container: "+both(m.container, x, y)
+	case allowed(m.host, x, y):
+		p.Level, p.Why = ShareHost, "not in one container ("+both(m.container, x, y)+"); on one host in separate containers: "+both(m.host, x, y)
+	default:
+		p.Level = Apart
+		p.Why = "in one container: " + both(m.container, x, y) + "; in separate containers: " + both(m.host, x, y)
+	}
+	return p
+}
+
+// both describes the judgements of x beside y and y beside x.
+func both(level map[[2]string]Judgement, x, y string) string {
+	one := func(t, n string) string {
+		j, ok := level[[2]string{t, n}]
+		if !ok {
+			return t + " beside " + n + " not measured"
+		}
+		return t + " beside " + n + " " + j.Describe()
+	}
+	if x == y {
+		return one(x, y)
+	}
+	return one(x, y) + ", " + one(y, x)
+}
+
+// Describe renders a judgement: "−12.3% [−20.1, −4.5] beyond".
+func (j Judgement) Describe() string {
+	s := fmt.Sprintf("%+.1f%%", 100*j.IR)
+	if j.IRCI95 != nil {
+		s += fmt.Sprintf(" [%+.1f, %+.1f]", 100*j.IRCI95[0], 100*j.IRCI95[1])
+	} else {
+		s += " (no interval)"
+	}
+	return s + " " + string(j.Verdict)
+}
