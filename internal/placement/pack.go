@@ -288,4 +288,3 @@ func (p packer) greedy() [][][]int {
 	}
 	return hosts
 }
-
