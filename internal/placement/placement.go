@@ -23,11 +23,12 @@ type Options struct {
 	// MaxSlowdown is the tolerance: the largest slowdown of a service's
 	// headline metric allowed, as a fraction (0.10 = 10%).
 	MaxSlowdown float64
-	// HostCase picks which separate-containers case backs "share a host"
-	// when the campaign has several (with and without limits): a
-	// substring of its name ("cpus=1"). "" takes the one that allows the
-	// most pairs.
-	HostCase string
+	// ContainerCase and HostCase pick which same-container case backs
+	// "share a container" and which separate-containers case "share a
+	// host", when the campaign has several (with and without limits): a
+	// part of its name ("cpus=1"). "" takes the one that allows the most
+	// pairs.
+	ContainerCase, HostCase string
 	// Services to pack; none for the pairs' advice alone.
 	Services []Service
 }
@@ -92,16 +93,17 @@ type Pair struct {
 
 // Advice is the whole answer.
 type Advice struct {
-	Campaign       string      `json:"campaign"`
-	MaxSlowdownPct float64     `json:"max_slowdown_pct"`
-	Kinds          []string    `json:"kinds"`
-	Metrics        []string    `json:"metrics"` // each kind's headline metric, in Kinds order
-	ContainerCase  string      `json:"container_case"`
-	HostCase       string      `json:"host_case"`
-	OtherHostCases []string    `json:"other_host_cases,omitempty"`
-	Judgements     []Judgement `json:"judgements"`
-	Pairs          []Pair      `json:"pairs"`
-	Packing        *Packing    `json:"packing,omitempty"`
+	Campaign       string   `json:"campaign"`
+	MaxSlowdownPct float64  `json:"max_slowdown_pct"`
+	Kinds          []string `json:"kinds"`
+	Metrics        []string `json:"metrics"` // each kind's headline metric, in Kinds order
+	ContainerCase  string   `json:"container_case"`
+	HostCase       string   `json:"host_case"`
+	// OtherCases are the co-location cases the advice did not use.
+	OtherCases []string    `json:"other_cases,omitempty"`
+	Judgements []Judgement `json:"judgements"`
+	Pairs      []Pair      `json:"pairs"`
+	Packing    *Packing    `json:"packing,omitempty"`
 }
 
 // ErrNotColocation is returned for a campaign without neighbours.
@@ -113,6 +115,7 @@ func Advise(campaign string, rows []analysis.Row, o Options) (Advice, error) {
 		return Advice{}, fmt.Errorf("max slowdown %v: want a fraction above 0 (0.1 = 10%%)", o.MaxSlowdown)
 	}
 	targets, headline := analysis.Headlines(rows)
+	var err error
 	a := Advice{Campaign: campaign, MaxSlowdownPct: 100 * o.MaxSlowdown}
 	byCase := map[string][]Judgement{}
 	packaging := map[string]string{}
@@ -161,17 +164,15 @@ func Advise(campaign string, rows []analysis.Row, o Options) (Advice, error) {
 	}
 	sort.Strings(containerCases)
 	sort.Strings(hostCases)
-	if len(containerCases) > 0 {
-		a.ContainerCase = containerCases[0]
-	}
-	hc, err := pickHostCase(hostCases, byCase, a.Kinds, o.HostCase)
-	if err != nil {
+	if a.ContainerCase, err = pickCase("--container-case", containerCases, byCase, o.ContainerCase); err != nil {
 		return Advice{}, err
 	}
-	a.HostCase = hc
-	for _, c := range hostCases {
-		if c != hc {
-			a.OtherHostCases = append(a.OtherHostCases, c)
+	if a.HostCase, err = pickCase("--host-case", hostCases, byCase, o.HostCase); err != nil {
+		return Advice{}, err
+	}
+	for _, c := range append(append([]string{}, containerCases...), hostCases...) {
+		if c != a.ContainerCase && c != a.HostCase {
+			a.OtherCases = append(a.OtherCases, c)
 		}
 	}
 	cases := append(append([]string{}, containerCases...), hostCases...)
@@ -219,10 +220,9 @@ func (j *Judgement) judge(r analysis.Row, t float64) {
 	}
 }
 
-// pickHostCase chooses the separate-containers case behind "share a
-// host": the one whose name contains want, else the one allowing the most
-// pairs of kinds (ties: by name).
-func pickHostCase(cases []string, byCase map[string][]Judgement, kinds []string, want string) (string, error) {
+// pickCase chooses among cases of one packaging: the one whose name
+// contains want, else the one allowing the most pairings (ties: by name).
+func pickCase(flag string, cases []string, byCase map[string][]Judgement, want string) (string, error) {
 	if len(cases) == 0 {
 		return "", nil
 	}
@@ -234,7 +234,7 @@ func pickHostCase(cases []string, byCase map[string][]Judgement, kinds []string,
 			}
 		}
 		if len(match) != 1 {
-			return "", fmt.Errorf("--host-case %q matches %d of the separate-containers cases (%s): name one", want, len(match), strings.Join(cases, "; "))
+			return "", fmt.Errorf("%s %q matches %d of the cases (%s): name one", flag, want, len(match), strings.Join(cases, "; "))
 		}
 		return match[0], nil
 	}

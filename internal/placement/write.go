@@ -25,8 +25,8 @@ func (a Advice) Header() []string {
 		"one container: case " + orNone(a.ContainerCase),
 		"one host, separate containers: case " + orNone(a.HostCase),
 	}
-	if len(a.OtherHostCases) > 0 {
-		out = append(out, "(other separate-containers cases, not used: "+strings.Join(a.OtherHostCases, "; ")+"; choose with --host-case)")
+	if len(a.OtherCases) > 0 {
+		out = append(out, "(not used: "+strings.Join(a.OtherCases, "; ")+"; choose with --container-case and --host-case)")
 	}
 	kinds := make([]string, len(a.Kinds))
 	for i, k := range a.Kinds {
@@ -114,7 +114,7 @@ func WriteMarkdown(w io.Writer, a Advice) error {
 		}
 		b.WriteString(l + "\n")
 	}
-	b.WriteString("\n| |" + strings.Join(a.Kinds, " | ") + " |\n|---|" + strings.Repeat("---|", len(a.Kinds)) + "\n")
+	b.WriteString("\n| | " + strings.Join(a.Kinds, " | ") + " |\n|---|" + strings.Repeat("---|", len(a.Kinds)) + "\n")
 	for _, x := range a.Kinds {
 		line := []string{"**" + x + "**"}
 		for _, y := range a.Kinds {
