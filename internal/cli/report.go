@@ -32,6 +32,9 @@ type reportOptions struct {
 	Pooled    bool
 	Baseline  []string // factor=level overrides of the campaign's baseline
 	HTML      string   // also write the HTML report to this file
+	// MaxSlowdown and Services are the HTML report's placement advice's.
+	MaxSlowdown string
+	Services    string
 }
 
 func newReportCmd() *cobra.Command {
@@ -68,6 +71,8 @@ func newReportCmd() *cobra.Command {
 	c.Flags().StringVar(&o.DB, "db", DefaultDB, "results database (SQLite)")
 	c.Flags().StringVar(&o.Campaign, "campaign", "", "campaign ID or unique prefix (default: the latest)")
 	c.Flags().StringVar(&o.Format, "format", "table", "table, csv, json or markdown")
+	c.Flags().StringVar(&o.MaxSlowdown, "max-slowdown", DefaultMaxSlowdown, "with --html, for a co-location campaign: the placement advice's tolerance (as ctrbench advise)")
+	c.Flags().StringVar(&o.Services, "services", "", "with --html, for a co-location campaign: services to pack in the placement advice, name=kind,… (as ctrbench advise)")
 	c.Flags().StringVar(&o.HTML, "html", "", "write the report as one self-contained HTML file (figures, telemetry, failures, every trial; opens offline) to this path instead")
 	c.Flags().BoolVar(&o.Failures, "failures", false, "list failed and timed-out trials with their reasons instead")
 	c.Flags().BoolVar(&o.Matrix, "matrix", false, "co-location campaigns: S0's matrices, targets by neighbours per case, IR with intervals and mean [SD]")
@@ -142,13 +147,17 @@ func writeHTML(ctx context.Context, src analysis.Source, o reportOptions, stdout
 	if o.Failures || o.Pooled || o.Matrix {
 		return usageError{errors.New("--html writes the whole report (figures, failures, every trial); it does not combine with --failures, --pooled or --matrix")}
 	}
+	ao, err := htmlAdvice(o)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Dir(o.HTML)
 	tmp, err := os.CreateTemp(dir, ".ctrbench-report-*.html")
 	if err != nil {
 		return fmt.Errorf("HTML report: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	id, err := htmlreport.Write(ctx, tmp, src, htmlreport.Options{Campaign: o.Campaign, Baseline: o.Baseline})
+	id, err := htmlreport.Write(ctx, tmp, src, htmlreport.Options{Campaign: o.Campaign, Baseline: o.Baseline, Advice: ao})
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("HTML report: %w", cerr)
 	}
@@ -167,4 +176,24 @@ func writeHTML(ctx context.Context, src analysis.Source, o reportOptions, stdout
 	}
 	fmt.Fprintf(stdout, "HTML report of campaign %s written to %s\n", id, o.HTML)
 	return nil
+}
+
+// htmlAdvice reads the placement advice's flags of report --html.
+func htmlAdvice(o reportOptions) (htmlreport.AdviceOptions, error) {
+	var ao htmlreport.AdviceOptions
+	tol := o.MaxSlowdown
+	if tol == "" {
+		tol = DefaultMaxSlowdown
+	}
+	v, err := parseSlowdown(tol)
+	if err != nil {
+		return ao, usageError{err}
+	}
+	ao.MaxSlowdown = v
+	if o.Services != "" {
+		if ao.Services, err = parseServices(o.Services); err != nil {
+			return ao, usageError{err}
+		}
+	}
+	return ao, nil
 }

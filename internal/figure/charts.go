@@ -307,6 +307,7 @@ func heatmaps(w string, rows []analysis.Row, disp []string, a, b string) []Figur
 			c := &HeatCell{Value: r.Mean, Lo: nan(), Hi: nan(), CellID: r.CellID, Text: Sig(r.Mean)}
 			if finite(r.CI95[0]) && finite(r.CI95[1]) {
 				c.Lo, c.Hi = r.CI95[0], r.CI95[1]
+				c.Sub = "[" + Sig(c.Lo) + ", " + Sig(c.Hi) + "]"
 			}
 			h.Cells[i][j] = c
 		}
@@ -485,7 +486,7 @@ func interference(rows []analysis.Row) (Section, bool) {
 				c := &HeatCell{Value: *r.IR, Lo: nan(), Hi: nan(), CellID: r.CellID, Text: fmt.Sprintf("%+.3f", *r.IR)}
 				if r.IRCI95 != nil {
 					c.Lo, c.Hi = r.IRCI95[0], r.IRCI95[1]
-					c.Text += fmt.Sprintf(" [%+.2f, %+.2f]", c.Lo, c.Hi)
+					c.Sub = fmt.Sprintf("[%+.2f, %+.2f]", c.Lo, c.Hi)
 				}
 				if r.IRExcludes0 != nil && *r.IRExcludes0 {
 					c.Mark = true

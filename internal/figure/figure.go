@@ -119,7 +119,8 @@ type HeatCell struct {
 	Value  float64
 	Lo, Hi float64 // NaN without an interval
 	Mark   bool    // the interval excludes 0 (S0's significance)
-	Text   string
+	Text   string  // the value (and the mark)
+	Sub    string  // its interval, "" without one
 	CellID int
 }
 
@@ -568,8 +569,8 @@ func Number(s string) (float64, bool) {
 func label(c map[string]string, disp []string, skip ...string) string {
 	var parts []string
 	for _, k := range disp {
-		if contains(skip, k) {
-			continue
+		if contains(skip, k) || c[k] == "" {
+			continue // skipped, or a factor this cell lacks
 		}
 		parts = append(parts, shortFactor(k)+"="+c[k])
 	}

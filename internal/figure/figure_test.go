@@ -202,7 +202,7 @@ func TestInterferenceMatrix(t *testing.T) {
 	}
 	h := secs[0].Figures[0].Heat
 	c := h.Cells[0][0]
-	if !h.Diverging || h.Rows[0] != "L gflops" || h.Cols[0] != "S" || !c.Mark || c.Text != "-0.400 [-0.50, -0.30] *" {
+	if !h.Diverging || h.Rows[0] != "L gflops" || h.Cols[0] != "S" || !c.Mark || c.Text != "-0.400 *" || c.Sub != "[-0.50, -0.30]" {
 		t.Errorf("matrix %+v entry %+v", h, c)
 	}
 	if !reflect.DeepEqual(secs[1].Zero, []string{"errors"}) {

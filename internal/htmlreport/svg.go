@@ -447,24 +447,17 @@ func drawHeat(b *strings.Builder, f figure.Figure) {
 			if c.Mark {
 				cls += " mark"
 			}
-			fmt.Fprintf(b, `<a href="#c%d"><rect class="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s / %s: %s</title></rect></a>`,
-				c.CellID, cls, f1(x+1), f1(y+1), f1(cw-2), f1(rowH-2), fill, esc(rn), esc(hm.Cols[j]), esc(c.Text))
-			fmt.Fprintf(b, `<text class="heat-text" x="%s" y="%s" text-anchor="middle">%s</text>`, f1(x+cw/2), f1(y+rowH/2+4), esc(shortHeatText(c, cw)))
+			fmt.Fprintf(b, `<a href="#c%d"><rect class="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s / %s: %s %s</title></rect></a>`,
+				c.CellID, cls, f1(x+1), f1(y+1), f1(cw-2), f1(rowH-2), fill, esc(rn), esc(hm.Cols[j]), esc(c.Text), esc(c.Sub))
+			if c.Sub == "" || cw < 60 {
+				fmt.Fprintf(b, `<text class="heat-text" x="%s" y="%s" text-anchor="middle">%s</text>`, f1(x+cw/2), f1(y+rowH/2+4), esc(c.Text))
+				continue
+			}
+			fmt.Fprintf(b, `<text class="heat-text" x="%s" y="%s" text-anchor="middle">%s</text><text class="heat-sub" x="%s" y="%s" text-anchor="middle">%s</text>`,
+				f1(x+cw/2), f1(y+rowH/2-2), esc(c.Text), f1(x+cw/2), f1(y+rowH/2+10), esc(c.Sub))
 		}
 	}
 	b.WriteString(`</g></svg>`)
-}
-
-// shortHeatText fits an entry's text to its width.
-func shortHeatText(c *figure.HeatCell, w float64) string {
-	if float64(len(c.Text))*6 <= w {
-		return c.Text
-	}
-	s := figure.Sig(c.Value)
-	if c.Mark {
-		s += " *"
-	}
-	return s
 }
 
 // heatColour is a diverging red–blue scale around 0 (negative = red =

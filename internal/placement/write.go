@@ -28,6 +28,22 @@ func (a Advice) Header() []string {
 	if len(a.OtherCases) > 0 {
 		out = append(out, "(not used: "+strings.Join(a.OtherCases, "; ")+"; choose with --container-case and --host-case)")
 	}
+	uncertain, n, minN := 0, 0, 0
+	for _, j := range a.Judgements {
+		if j.Case != a.ContainerCase && j.Case != a.HostCase {
+			continue
+		}
+		n++
+		if j.Verdict == Uncertain {
+			uncertain++
+		}
+		if minN == 0 || j.N < minN {
+			minN = j.N
+		}
+	}
+	if uncertain > 0 {
+		out = append(out, fmt.Sprintf("%d of %d pairings are uncertain: their intervals straddle the tolerance, so neither allowed nor ruled out; more repetitions narrow them (cells here have %d trials or more)", uncertain, n, minN))
+	}
 	kinds := make([]string, len(a.Kinds))
 	for i, k := range a.Kinds {
 		kinds[i] = k + " (" + a.Metrics[i] + ")"
