@@ -206,12 +206,11 @@ func hasSlowdown(rows []analysis.Row) bool {
 // bars. ok is false when no cell had two copies.
 func perCopy(w string, rows []analysis.Row, m result.MetricID, disp []string, x *string) (Figure, bool) {
 	type agg struct {
-		r          analysis.Row
-		sum        float64
-		n          int
-		lo, hi     float64
-		scope      result.Scope
-		cellLabels map[string]string
+		r      analysis.Row
+		sum    float64
+		n      int
+		lo, hi float64
+		scope  result.Scope
 	}
 	byCell := map[int]*agg{}
 	var order []int

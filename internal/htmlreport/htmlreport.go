@@ -231,7 +231,6 @@ var telemetryShown = []string{"cpu_seconds", "cpu_throttled_seconds", "ctx_switc
 // each counter of each role (and of its neighbours) that was not 0
 // everywhere.
 func telemetry(rows []analysis.Row, w string, disp []string) *Table {
-	type col struct{ name string }
 	var cols []string
 	seenCol := map[string]bool{}
 	vals := map[int]map[string]float64{}
