@@ -41,6 +41,7 @@ func TestOnlyOnePackageImports(t *testing.T) {
 		"github.com/vishvananda/netns":   {"internal/netns"},
 		"golang.zx2c4.com/wireguard":     {"internal/wireguard"},
 		"modernc.org/sqlite":             {"internal/store"},
+		"github.com/chromedp/":           {"internal/browser"},
 	}
 	for pkg, imps := range imports(t) {
 		for _, imp := range imps {
@@ -58,7 +59,8 @@ func TestOnlyOnePackageImports(t *testing.T) {
 // capabilities); its subpackages, the drivers, act.
 func TestComputeDoesNotImportAct(t *testing.T) {
 	compute := []string{"internal/stats", "internal/analysis", "internal/report", "internal/spec", "internal/result", "internal/workload",
-		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform", "internal/hdr"}
+		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform", "internal/hdr",
+		"internal/figure", "internal/htmlreport", "internal/placement"}
 	act := []string{"internal/orchestrator", "internal/runner", "internal/campaign", "internal/store", "internal/platform/",
 		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/netns", "internal/nestedparent", "internal/workdir"}
 	all := imports(t)
@@ -69,6 +71,22 @@ func TestComputeDoesNotImportAct(t *testing.T) {
 					t.Errorf("%s (computes) imports %s (acts)", c, imp)
 				}
 			}
+		}
+	}
+}
+
+// The browser (headless Chromium, for tests of the HTML report) is not
+// part of the binary: no package of it imports internal/browser.
+func TestBinaryHasNoBrowser(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/ctrbench")
+	cmd.Dir = testutil.ModuleRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == mod+"internal/browser" || strings.HasPrefix(dep, "github.com/chromedp/") {
+			t.Errorf("the binary depends on %s", dep)
 		}
 	}
 }
