@@ -76,9 +76,31 @@ workloads:
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rep, err := browser.Open(ctx, page, []int{1280, 390})
+	// A reader sorts the trials by seq, twice (descending), and follows a
+	// figure's point to its cell's trials.
+	const sortTwice = `(function () {
+  var th = document.querySelector("#trial-table th");
+  th.click(); th.click();
+  return document.querySelector("#trial-table tbody tr").id + " " + th.getAttribute("aria-sort");
+})()`
+	const follow = `(function () {
+  var a = document.querySelector("figure.fig svg a[href^='#c']");
+  location.hash = a.getAttribute("href");
+  window.dispatchEvent(new HashChangeEvent("hashchange"));
+  var cell = a.getAttribute("href").slice(2);
+  var rows = document.querySelectorAll('#trial-table tr[data-cell="' + cell + '"]');
+  var hl = document.querySelectorAll("#trial-table tr.hl");
+  return rows.length + " " + hl.length;
+})()`
+	rep, err := browser.Open(ctx, page, []int{1280, 390}, sortTwice, follow)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(p.Trials) == 0 || rep.Results[0] != "t"+strconv.Itoa(len(p.Trials))+" descending" {
+		t.Errorf("sorting the trials by seq twice: %q; want the last trial (t%d) first, descending", rep.Results[0], len(p.Trials))
+	}
+	if f := strings.Fields(rep.Results[1]); len(f) != 2 || f[0] != f[1] || f[0] == "0" {
+		t.Errorf("following a point to its cell: %q (cell's trials, highlighted): want all of them highlighted", rep.Results[1])
 	}
 	if len(rep.Console) > 0 {
 		t.Errorf("console:\n%s", strings.Join(rep.Console, "\n"))

@@ -50,6 +50,8 @@ type Report struct {
 	Requests []string // every URL the page asked for, the page itself included
 	Figures  []Figure
 	Views    []View
+	// Results are the values of the scripts Open was given, in order.
+	Results []string
 }
 
 // Path finds Chromium: chromium, chromium-browser or google-chrome on PATH.
@@ -78,8 +80,9 @@ const countJS = `Array.from(document.querySelectorAll("figure.fig")).map(functio
 })`
 
 // Open loads the HTML file at path in headless Chromium and looks at it at
-// each width (CSS pixels).
-func Open(ctx context.Context, path string, widths []int) (Report, error) {
+// each width (CSS pixels), then evaluates each script (a JavaScript
+// expression whose value is a string) as a user's action would run.
+func Open(ctx context.Context, path string, widths []int, scripts ...string) (Report, error) {
 	exe, err := Path()
 	if err != nil {
 		return Report{}, err
@@ -151,6 +154,13 @@ func Open(ctx context.Context, path string, widths []int) (Report, error) {
 			rep.Figures = figs
 		}
 		rep.Views = append(rep.Views, View{Width: w, ScrollWidth: sw, Screenshot: shot})
+	}
+	for _, js := range scripts {
+		v, err := chromedp.Run(cctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			return Report{}, fmt.Errorf("script %q: %w", js, err)
+		}
+		rep.Results = append(rep.Results, v)
 	}
 	mu.Lock()
 	defer mu.Unlock()
