@@ -35,12 +35,7 @@ func bars(w string, rows []analysis.Row, disp []string) Figure {
 		if group != "" {
 			name = shortFactor(group) + "=" + r.Cell[group]
 		}
-		i, ok := idx[name]
-		if !ok {
-			i = len(f.Series)
-			idx[name] = i
-			f.Series = append(f.Series, Series{Name: name})
-		}
+		i := f.series(idx, name)
 		p := point(r)
 		if group != "" {
 			p.Label = label(r.Cell, disp, group)
@@ -53,6 +48,18 @@ func bars(w string, rows []analysis.Row, disp []string) Figure {
 		}
 	}
 	return f
+}
+
+// series returns the index of f's series called name (idx maps names to
+// indexes), adding the series when it is new.
+func (f *Figure) series(idx map[string]int, name string) int {
+	i, ok := idx[name]
+	if !ok {
+		i = len(f.Series)
+		idx[name] = i
+		f.Series = append(f.Series, Series{Name: name})
+	}
+	return i
 }
 
 // point is a row's mean, interval, trials and difference from baseline.
@@ -131,12 +138,7 @@ func lines(w string, rows []analysis.Row, disp []string, x string, v valueFunc) 
 		}
 		xv, _ := Number(r.Cell[x])
 		name := label(r.Cell, disp, x)
-		i, seen := idx[name]
-		if !seen {
-			i = len(f.Series)
-			idx[name] = i
-			f.Series = append(f.Series, Series{Name: name})
-		}
+		i := f.series(idx, name)
 		p := point(r)
 		p.X, p.Label, p.Y, p.Lo, p.Hi = xv, r.Cell[x], y, lo, hi
 		f.Series[i].Points = append(f.Series[i].Points, p)
