@@ -430,8 +430,10 @@ func displayFactors(cells []cell) []string {
 				continue
 			}
 			// o determines k: k is redundant unless k determines o too
-			// and is the one to keep (the bundle: the higher rank).
-			if !determines(cells, k, o) || analysis.FactorRank(o) > analysis.FactorRank(k) || (analysis.FactorRank(o) == analysis.FactorRank(k) && o < k) {
+			// and is the one to keep — the bundle: the higher rank, or at
+			// equal rank the one named in words (topology=two-hosts-1gbe
+			// over hosts=2), then the first by name.
+			if !determines(cells, k, o) || prefer(cells, o, k) {
 				redundant = true
 				break
 			}
@@ -441,6 +443,28 @@ func displayFactors(cells []cell) []string {
 		}
 	}
 	return out
+}
+
+// prefer reports whether factor a, not b, names what both say.
+func prefer(cells []cell, a, b string) bool {
+	ra, rb := analysis.FactorRank(a), analysis.FactorRank(b)
+	if ra != rb {
+		return ra > rb
+	}
+	if wa, wb := words(cells, a), words(cells, b); wa != wb {
+		return wa
+	}
+	return a < b
+}
+
+// words reports whether some level of factor k is not a number.
+func words(cells []cell, k string) bool {
+	for _, c := range cells {
+		if _, ok := Number(level(c, k)); !ok && level(c, k) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // level is a cell's level of factor k, "" when it lacks it.
