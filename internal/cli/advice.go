@@ -104,11 +104,12 @@ func runAdvise(ctx context.Context, o adviseOptions, w io.Writer) error {
 		return err
 	}
 	a, err := placement.Advise(l.Campaign.ID, analysis.Rows(l.Series), placement.Options{MaxSlowdown: tol, Services: services, ContainerCase: o.ContainerCase, HostCase: o.HostCase})
-	if err != nil {
-		if errors.Is(err, placement.ErrNotColocation) {
-			return fmt.Errorf("campaign %s: %w", l.Campaign.ID, err)
-		}
+	var bad *placement.InputError
+	switch {
+	case errors.As(err, &bad):
 		return usageError{err}
+	case err != nil:
+		return fmt.Errorf("campaign %s: %w", l.Campaign.ID, err)
 	}
 	return write(w, a)
 }

@@ -68,6 +68,10 @@ func TestHTMLReportBadUse(t *testing.T) {
 	if !bytes.HasSuffix(got, []byte("[exit 1]\n")) {
 		t.Errorf("--html into a missing directory: %s; want exit 1", got)
 	}
+	got = runMain(t, "report", "--db", db, "--campaign", storedColoc, "--html", filepath.Join(dir, "r.html"), "--services", "a=Z")
+	if !bytes.HasSuffix(got, []byte("[exit 2]\n")) {
+		t.Errorf("--html --services a=Z (a kind not measured): %s; want exit 2", got)
+	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/campaign"
 	"github.com/ctrbench/ctrbench/internal/htmlreport"
+	"github.com/ctrbench/ctrbench/internal/placement"
 	"github.com/ctrbench/ctrbench/internal/report"
 	"github.com/ctrbench/ctrbench/internal/store"
 )
@@ -162,8 +163,12 @@ func writeHTML(ctx context.Context, src analysis.Source, o reportOptions, stdout
 		err = fmt.Errorf("HTML report: %w", cerr)
 	}
 	var bad *analysis.BaselineError
-	if errors.As(err, &bad) {
+	var badAdvice *placement.InputError
+	switch {
+	case errors.As(err, &bad):
 		return usageError{fmt.Errorf("--baseline %q: want factor=level with a level the campaign ran", bad.Override)}
+	case errors.As(err, &badAdvice):
+		return usageError{err}
 	}
 	if err != nil {
 		return err

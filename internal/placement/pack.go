@@ -58,10 +58,10 @@ func pack(services []Service, m matrix, t float64) (Packing, error) {
 				known = append(known, k)
 			}
 			sort.Strings(known)
-			return Packing{}, fmt.Errorf("service %s is of kind %q, which the campaign did not measure beside neighbours (kinds: %s)", s.Name, s.Kind, strings.Join(known, ", "))
+			return Packing{}, badInput("service %s is of kind %q, which the campaign did not measure beside neighbours (kinds: %s)", s.Name, s.Kind, strings.Join(known, ", "))
 		}
 		if seen[s.Name] {
-			return Packing{}, fmt.Errorf("service %s is listed twice", s.Name)
+			return Packing{}, badInput("service %s is listed twice", s.Name)
 		}
 		seen[s.Name] = true
 	}

@@ -109,10 +109,19 @@ type Advice struct {
 // ErrNotColocation is returned for a campaign without neighbours.
 var ErrNotColocation = errors.New("the campaign has no co-location cells (factor antagonist with neighbours, packaging same-container and separate-containers): nothing to advise on")
 
+// InputError is advice asked for with options the campaign cannot
+// answer: a service of a kind it did not measure, a case that names no
+// case. The caller's to report as bad input.
+type InputError struct{ msg string }
+
+func (e *InputError) Error() string { return e.msg }
+
+func badInput(format string, a ...any) error { return &InputError{fmt.Sprintf(format, a...)} }
+
 // Advise judges every measured pairing and, with services, packs them.
 func Advise(campaign string, rows []analysis.Row, o Options) (Advice, error) {
 	if !(o.MaxSlowdown > 0 && o.MaxSlowdown < 10) {
-		return Advice{}, fmt.Errorf("max slowdown %v: want a fraction above 0 (0.1 = 10%%)", o.MaxSlowdown)
+		return Advice{}, badInput("max slowdown %v: want a fraction above 0 (0.1 = 10%%)", o.MaxSlowdown)
 	}
 	targets, headline := analysis.Headlines(rows)
 	var err error
@@ -234,7 +243,7 @@ func pickCase(flag string, cases []string, byCase map[string][]Judgement, want s
 			}
 		}
 		if len(match) != 1 {
-			return "", fmt.Errorf("%s %q matches %d of the cases (%s): name one", flag, want, len(match), strings.Join(cases, "; "))
+			return "", badInput("%s %q matches %d of the cases (%s): name one", flag, want, len(match), strings.Join(cases, "; "))
 		}
 		return match[0], nil
 	}
