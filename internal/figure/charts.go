@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/report"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
 )
@@ -305,10 +306,10 @@ func heatmaps(w string, rows []analysis.Row, disp []string, a, b string) []Figur
 				continue // every trial failed: no entry
 			}
 			i, j := indexOf(rowsL, r.Cell[b]), indexOf(cols, r.Cell[a])
-			c := &HeatCell{Value: r.Mean, Lo: nan(), Hi: nan(), CellID: r.CellID, Text: Sig(r.Mean)}
+			c := &HeatCell{Value: r.Mean, Lo: nan(), Hi: nan(), CellID: r.CellID, Text: report.Sig(r.Mean)}
 			if finite(r.CI95[0]) && finite(r.CI95[1]) {
 				c.Lo, c.Hi = r.CI95[0], r.CI95[1]
-				c.Sub = "[" + Sig(c.Lo) + ", " + Sig(c.Hi) + "]"
+				c.Sub = "[" + report.Sig(c.Lo) + ", " + report.Sig(c.Hi) + "]"
 			}
 			h.Cells[i][j] = c
 		}
@@ -529,15 +530,4 @@ func spans(xs []float64, k float64) bool {
 		lo, hi = math.Min(lo, x), math.Max(hi, x)
 	}
 	return len(xs) > 0 && hi/lo >= k
-}
-
-// Sig renders v with 4 significant digits.
-func Sig(v float64) string {
-	switch {
-	case !finite(v):
-		return "–"
-	case v == 0:
-		return "0"
-	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/figure"
+	"github.com/ctrbench/ctrbench/internal/report"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
@@ -34,7 +35,7 @@ var styleCSS string
 var scriptJS string
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"sig": figure.Sig,
+	"sig": report.Sig,
 }).Parse(pageTemplate))
 
 // Options says which campaign to render and how.
@@ -267,7 +268,7 @@ func telemetry(rows []analysis.Row, w string, disp []string) *Table {
 				line = append(line, "")
 				continue
 			}
-			line = append(line, figure.Sig(v))
+			line = append(line, report.Sig(v))
 		}
 		t.Rows = append(t.Rows, line)
 	}
@@ -325,7 +326,7 @@ func trialRows(trials []result.Trial, cells []result.Cell, rows []analysis.Row, 
 		}
 		for _, o := range t.Observations {
 			if h, ok := headline[t.CellID]; ok && analysis.SameMetric(o.ID(), h) && !math.IsNaN(o.Value) {
-				tr.Value = figure.Sig(o.Value) + " " + unit[t.CellID]
+				tr.Value = report.Sig(o.Value) + " " + unit[t.CellID]
 				break
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/figure"
+	"github.com/ctrbench/ctrbench/internal/report"
 )
 
 // Figures are drawn as inline SVG in a 640-unit-wide viewBox that scales
@@ -226,14 +227,14 @@ func drawBars(b *strings.Builder, f figure.Figure) {
 				x0, x1 = x1, x0
 			}
 			fmt.Fprintf(b, `<a href="#c%d"><rect class="pt bar" x="%s" y="%s" width="%s" height="14" fill="%s"><title>%s: %s %s, n=%d%s</title></rect></a>`,
-				p.CellID, f1(x0), f1(y+15), f1(math.Max(x1-x0, 1)), colour(i), esc(name), figure.Sig(p.Y), esc(f.Unit), p.N, intervalTitle(p, f.Band))
+				p.CellID, f1(x0), f1(y+15), f1(math.Max(x1-x0, 1)), colour(i), esc(name), report.Sig(p.Y), esc(f.Unit), p.N, intervalTitle(p, f.Band))
 			if finiteF(p.Lo) && finiteF(p.Hi) {
 				xl, xh, yc := sx.at(p.Lo), sx.at(p.Hi), y+22
 				fmt.Fprintf(b, `<path class="whisker" d="M%s %sH%sM%s %sV%sM%s %sV%s"/>`, f1(xl), f1(yc), f1(xh), f1(xl), f1(yc-5), f1(yc+5), f1(xh), f1(yc-5), f1(yc+5))
 			}
 			for _, t := range p.Trials {
 				fmt.Fprintf(b, `<a href="#t%d"><circle class="trial" cx="%s" cy="%s" r="2.6"><title>trial %d: %s %s</title></circle></a>`,
-					t.Seq, f1(sx.at(t.Value)), f1(y+22), t.Seq, figure.Sig(t.Value), esc(f.Unit))
+					t.Seq, f1(sx.at(t.Value)), f1(y+22), t.Seq, report.Sig(t.Value), esc(f.Unit))
 			}
 			y += rowH
 		}
@@ -246,7 +247,7 @@ func intervalTitle(p figure.Point, band string) string {
 	if !finiteF(p.Lo) || !finiteF(p.Hi) || band == "" {
 		return ""
 	}
-	return fmt.Sprintf(", %s [%s, %s]", band, figure.Sig(p.Lo), figure.Sig(p.Hi))
+	return fmt.Sprintf(", %s [%s, %s]", band, report.Sig(p.Lo), report.Sig(p.Hi))
 }
 
 // drawLines draws lines over x with their interval bands (Lines), or
@@ -345,7 +346,7 @@ func drawLines(b *strings.Builder, f figure.Figure) {
 		if f.Kind == figure.Lines {
 			for _, p := range s.Points {
 				fmt.Fprintf(b, `<a href="#c%d"><circle class="pt" cx="%s" cy="%s" r="3.2" fill="%s"><title>%s, %s=%s: %s %s, n=%d%s%s</title></circle></a>`,
-					p.CellID, f1(sx.at(p.X)), f1(sy.at(p.Y)), c, esc(s.Name), esc(f.XLabel), esc(p.Label), figure.Sig(p.Y), esc(f.Unit), p.N, intervalTitle(p, f.Band), deltaTitle(p))
+					p.CellID, f1(sx.at(p.X)), f1(sy.at(p.Y)), c, esc(s.Name), esc(f.XLabel), esc(p.Label), report.Sig(p.Y), esc(f.Unit), p.N, intervalTitle(p, f.Band), deltaTitle(p))
 			}
 		}
 		b.WriteString(`</g>`)

@@ -68,7 +68,7 @@ func sig3(v float64) string {
 	if !finite(v) {
 		return "-"
 	}
-	return sig(v)
+	return Sig(v)
 }
 
 // calibrationJSON writes the floors as JSON, NaN as null.

@@ -37,7 +37,7 @@ func Compare(w io.Writer, c analysis.Comparison, format string) error {
 			verdict += " (" + ch.Note + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s [%s]\t%s (%d)\t%s (%d)\t%s\t%s\t%s\n", ch.Workload, result.FactorString(ch.Cell), ch.Metric, ch.Unit,
-			sig(ch.A.Mean), ch.A.N, sig(ch.B.Mean), ch.B.N, change, p, verdict)
+			Sig(ch.A.Mean), ch.A.N, Sig(ch.B.Mean), ch.B.N, change, p, verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write comparison: %w", err)

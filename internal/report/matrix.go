@@ -111,9 +111,9 @@ func summarySD(s stats.Summary) string {
 	if s.N == 0 {
 		return "-"
 	}
-	out := sig(s.Mean)
+	out := Sig(s.Mean)
 	if finite(s.SD) {
-		out += " [" + sig(s.SD) + "]"
+		out += " [" + Sig(s.SD) + "]"
 	}
 	return out + " n=" + strconv.Itoa(s.N)
 }

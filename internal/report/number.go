@@ -5,13 +5,13 @@ import (
 	"strconv"
 )
 
-// sig formats v with 4 significant digits in plain decimal notation, so
+// Sig formats v with 4 significant digits in plain decimal notation, so
 // columns read as ordinary numbers: 123456.7 prints as 123500, not as
 // 1.235e+05 (%g's habit), and 1 as 1.000 so precision is visible. Only
 // magnitudes below 1e-4 (where %g also switches) or from 1e12 on, where
 // runs of zeros stop being readable, use scientific notation. NaN and Inf
 // print as "-".
-func sig(v float64) string {
+func Sig(v float64) string {
 	switch {
 	case !finite(v):
 		return "-"
@@ -33,7 +33,7 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // signed is sig with an explicit + for positive values, for differences.
 func signed(v float64) string {
-	s := sig(v)
+	s := Sig(v)
 	if finite(v) && v > 0 {
 		return "+" + s
 	}

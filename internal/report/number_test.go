@@ -27,8 +27,8 @@ func TestSig(t *testing.T) {
 		{math.Inf(1), "-"},
 	}
 	for _, tc := range tests {
-		if got := sig(tc.v); got != tc.want {
-			t.Errorf("sig(%v) = %q, want %q", tc.v, got, tc.want)
+		if got := Sig(tc.v); got != tc.want {
+			t.Errorf("Sig(%v) = %q, want %q", tc.v, got, tc.want)
 		}
 	}
 	if got := signed(1.5); got != "+1.500" {

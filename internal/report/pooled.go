@@ -94,7 +94,7 @@ func pooledGroup(w io.Writer, rows []analysis.Pooled) error {
 		for _, f := range factors {
 			line = append(line, r.Cell[f])
 		}
-		line = append(line, strconv.Itoa(r.Trials), strconv.FormatInt(r.Values, 10), sig(r.Value), sig(r.TrialMean))
+		line = append(line, strconv.Itoa(r.Trials), strconv.FormatInt(r.Values, 10), Sig(r.Value), Sig(r.TrialMean))
 		if missing {
 			line = append(line, strconv.Itoa(r.Missing))
 		}

@@ -119,12 +119,12 @@ func groupCells(rows []analysis.Row) [][]string {
 		for _, f := range factors {
 			cells = append(cells, r.Cell[f])
 		}
-		mean := sig(r.Mean)
+		mean := Sig(r.Mean)
 		if r.NotComparable != "" {
 			mean += "†"
 		}
-		cells = append(cells, strconv.Itoa(r.N), mean, sig(r.SD), sig(r.RSDPct),
-			interval(r.CI95, sig), vsBaseline(r))
+		cells = append(cells, strconv.Itoa(r.N), mean, Sig(r.SD), Sig(r.RSDPct),
+			interval(r.CI95, Sig), vsBaseline(r))
 		if showTarget {
 			cells = append(cells, precision(r))
 		}
@@ -231,7 +231,7 @@ func vsBaseline(r analysis.Row) string {
 		s += " (" + r.VsBaselineNote + ")"
 	}
 	if r.BelowNoiseFloor != nil && *r.BelowNoiseFloor {
-		s += " (below this machine's noise floor: MDE ±" + sig(*r.MDEPct) + "%)"
+		s += " (below this machine's noise floor: MDE ±" + Sig(*r.MDEPct) + "%)"
 	}
 	return s
 }
@@ -246,7 +246,7 @@ func precision(r analysis.Row) string {
 	if r.RCIPct == nil {
 		return "- (" + t + ") not reached"
 	}
-	got := "±" + sig(*r.RCIPct) + "%"
+	got := "±" + Sig(*r.RCIPct) + "%"
 	if r.Reached != nil && *r.Reached {
 		return got + " ≤ " + t + " reached"
 	}
