@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/cleanup"
 	"github.com/ctrbench/ctrbench/internal/orchestrator"
+	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/store"
@@ -55,6 +56,8 @@ type Options struct {
 	Machine spec.Machine
 	// Binary is the ctrbench executable the agents run.
 	Binary string
+	// Engine is the swarm manager cluster platforms drive (--docker-host).
+	Engine platform.Engine
 	// Stderr gets progress and notes; TTY says it is a terminal.
 	Stderr io.Writer
 	TTY    bool
@@ -154,6 +157,7 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 		CampaignID: id,
 		Cells:      cells,
 		Binary:     o.Binary,
+		Engine:     o.Engine,
 		Recorded:   recorded,
 		Sink: func(t result.Trial) error {
 			// The campaign's context may be cancelled already (Ctrl-C): a

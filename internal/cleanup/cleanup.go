@@ -18,6 +18,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
 )
 
 // Options say what to remove.
@@ -25,6 +26,7 @@ type Options struct {
 	Campaign string // only this campaign's objects; "" for all of ctrbench's
 	Force    bool   // also what a still-running ctrbench owns
 	Images   bool   // also cached images
+	Engine   platform.Engine // a user's swarm manager (--docker-host)
 }
 
 // Report is what Run did, line by line as `ctrbench clean` prints it.
@@ -46,7 +48,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if d.Clean == nil {
 			continue
 		}
-		out, err := d.Clean(ctx, platform.CleanOptions{Campaign: o.Campaign, Force: o.Force, Images: o.Images})
+		out, err := d.Clean(ctx, platform.CleanOptions{Campaign: o.Campaign, Force: o.Force, Images: o.Images, Engine: o.Engine})
 		if out.Skipped != "" {
 			rep.Notes = append(rep.Notes, d.Name+": "+out.Skipped)
 		}
@@ -75,7 +77,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		rep.Removed = append(rep.Removed, "iptables rule "+r)
 	}
 	errs = append(errs, err)
-	removed, err := links.RemoveAll(nil)
+	// The bridges of Docker networks still there (a campaign left alone)
+	// are the engine's to remove.
+	removed, err := links.RemoveAll(docker.LiveBridges(ctx))
 	for _, l := range removed {
 		rep.Removed = append(rep.Removed, "link "+l)
 	}

@@ -16,6 +16,7 @@ import (
 func newCleanCmd() *cobra.Command {
 	var campaign string
 	var force, images bool
+	var eng engineFlags
 	c := &cobra.Command{
 		Use:   "clean",
 		Short: "Remove what a killed run left behind: containers, networks, volumes, ctb* links, cgroups",
@@ -24,7 +25,7 @@ func newCleanCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
-			rep, err := cleanup.Run(cmd.Context(), cleanup.Options{Campaign: campaign, Force: force, Images: images})
+			rep, err := cleanup.Run(cmd.Context(), cleanup.Options{Campaign: campaign, Force: force, Images: images, Engine: eng.apply()})
 			for _, n := range rep.Notes {
 				fmt.Fprintln(w, n)
 			}
@@ -40,6 +41,7 @@ func newCleanCmd() *cobra.Command {
 	c.Flags().StringVar(&campaign, "campaign", "", "only this campaign's objects (default: all of ctrbench's)")
 	c.Flags().BoolVar(&force, "force", false, "also remove objects of campaigns whose ctrbench process is still running")
 	c.Flags().BoolVar(&images, "images", false, "also remove the cached ctrbench-agent images")
+	eng.register(c.Flags())
 	return c
 }
 

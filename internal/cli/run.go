@@ -31,6 +31,7 @@ type runOptions struct {
 	NoReport bool
 	Format   string
 	HTML     string // also write the HTML report there
+	Engine   engineFlags
 	Stdout   io.Writer
 	Stderr   io.Writer
 }
@@ -67,6 +68,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.Resume, "resume", "", "resume an interrupted campaign by ID (or unique prefix): runs only its missing trials")
 	f.BoolVar(&o.NoReport, "no-report", false, "do not print the report at the end")
 	f.StringVar(&o.Format, "format", "table", "report format at the end: table, csv, json, markdown")
+	o.Engine.register(f)
 	f.StringVar(&o.HTML, "html", "", "also write the campaign's HTML report (figures, telemetry, failures, every trial; one self-contained file) to this path at the end")
 	return c
 }
@@ -83,7 +85,7 @@ func runCampaign(ctx context.Context, o runOptions) error {
 			return usageError{fmt.Errorf("--html %s: its directory does not exist", o.HTML)}
 		}
 	}
-	co := campaign.Options{Resume: o.Resume, Machine: machine(), Stderr: o.Stderr, TTY: isTerminal(o.Stderr)}
+	co := campaign.Options{Resume: o.Resume, Machine: machine(), Stderr: o.Stderr, TTY: isTerminal(o.Stderr), Engine: o.Engine.apply()}
 	if o.Resume == "" {
 		e, err := spec.Load(o.File, o.Sets, co.Machine)
 		if err != nil {

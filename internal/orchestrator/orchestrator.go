@@ -34,6 +34,8 @@ type Config struct {
 	// Binary is the static ctrbench executable the agents run (and the
 	// WireGuard helper); default: this process's own.
 	Binary string
+	// Engine is an existing engine cluster platforms drive (--docker-host).
+	Engine platform.Engine
 	// Platforms are platforms already made, by name (tests); the others
 	// the cells use are opened from their drivers and closed at the end.
 	Platforms map[string]platform.Platform

@@ -49,7 +49,7 @@ func (c *campaign) prepare(ctx context.Context) error {
 			if !found {
 				return fmt.Errorf("platform %q is not available", name)
 			}
-			if p, err = d.Open(ctx, platform.Config{Binary: binary}); err != nil {
+			if p, err = d.Open(ctx, platform.Config{Binary: binary, Engine: cfg.Engine}); err != nil {
 				return err
 			}
 		}
@@ -70,6 +70,7 @@ func (c *campaign) prepare(ctx context.Context) error {
 			Options:      need.Options,
 			Progress:     cfg.Progress.Notes(),
 			CgroupParent: c.machine,
+			Hosts:        max(1, need.Hosts),
 		}
 		if err := p.Prepare(ctx, s); err != nil {
 			return fmt.Errorf("preparing platform %s: %w", name, err)

@@ -24,6 +24,8 @@ type PlatformNeeds struct {
 	Networks []vocab.Network // as Provision asks the platform
 	Storages []vocab.Storage
 	Tools    []string // binaries the workloads run there
+	// Hosts is the most nodes a cell asks of a cluster platform.
+	Hosts int
 	// Options are the levels of the platform's own factors the cells use:
 	// per factor, sorted.
 	Options map[string][]string
@@ -69,7 +71,17 @@ func Collect(cells []*Cell) Needs {
 		}
 	}
 	for _, c := range cells {
-		n.Hosts = max(n.Hosts, c.Hosts)
+		if c.Driver().Driver.Caps.Cluster {
+			// Its nodes are the cluster's, not emulated hosts.
+			pn := n.Platforms[c.Driver().Platform]
+			if pn == nil {
+				pn = &PlatformNeeds{}
+				n.Platforms[c.Driver().Platform] = pn
+			}
+			pn.Hosts = max(pn.Hosts, c.Hosts)
+		} else {
+			n.Hosts = max(n.Hosts, c.Hosts)
+		}
 		var nb []*workload.Spec
 		for _, s := range c.Neighbours.Specs {
 			if ws, ok := workload.Lookup(neighbourType(s)); ok {

@@ -27,7 +27,9 @@ type Role struct {
 	Platform string
 	Driver   platform.Driver
 	// Host is the emulated host the role runs on; 0 is the machine itself.
+	// On a cluster platform it is the node (1-based), or Node names one.
 	Host      int
+	Node      string
 	Network   vocab.Network      // as the cell asks
 	Provision platform.Provision // how the platform gets it
 	Storage   vocab.Storage
@@ -44,6 +46,9 @@ type Role struct {
 // RootNS reports whether the role shares the machine's own network
 // namespace: a process on the machine, or an instance on its host network.
 func (r Role) RootNS() bool {
+	if r.Driver.Caps.Cluster {
+		return false // a node's host network is the node's
+	}
 	if !r.Driver.Caps.OwnNetNS {
 		return r.Host == 0
 	}
@@ -183,6 +188,12 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 	hosts := spec.Hosts(c.Factors)
 	if hosts > 1 {
 		r.Host = spec.HostOf(c.Factors, name, chain)
+	}
+	if d.Caps.Cluster {
+		r.Host = spec.HostOf(c.Factors, name, chain)
+		if r.Node = pl.Node; r.Node != "" {
+			r.Host = 0
+		}
 	}
 	var err error
 	if r.Provision, err = d.Provision(pl.Network, hosts); err != nil {

@@ -201,3 +201,42 @@ func TestUnknownPlatform(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// On a cluster platform the cell's hosts are its nodes: the chain spreads
+// over them (or a role names its node), the swarm provides the network
+// itself, a server on a node's host network listens on all its addresses
+// and is reached at its own (the node's), and no emulated host is built.
+func TestPlacementsOnACluster(t *testing.T) {
+	_, cells := resolve(t, `name: s
+factors:
+  platform: [swarm]
+  hosts: [3]
+  network: [overlay, host]
+  layer:
+    spread: {}
+    named: {pong.node: worker-7}
+workloads: [{type: http.pingpong}]
+`)
+	for _, network := range []string{"overlay", "host"} {
+		c := find(t, cells, "layer=spread network="+network)
+		for i, want := range []int{3, 2, 1} { // pong, ping, client
+			r := c.Chain[i]
+			if r.Host != want || r.RootNS() || r.InHostNS() || r.Provision != (platform.Provision{Platform: vocab.Network(network)}) {
+				t.Errorf("%s %s: host %d (want %d), root %v, provision %+v", network, r.Name, r.Host, want, r.RootNS(), r.Provision)
+			}
+		}
+		for i, l := range c.Links {
+			if l != (Link{anyA, own}) {
+				t.Errorf("%s link %d: %+v, want the server's own address", network, i, l)
+			}
+		}
+		named := find(t, cells, "layer=named network="+network)
+		if r := named.Chain[0]; r.Node != "worker-7" || r.Host != 0 {
+			t.Errorf("pong.node: node %q host %d", r.Node, r.Host)
+		}
+	}
+	n := Collect(cells)
+	if n.NeedsLab() || n.Hosts != 1 || n.Platforms["swarm"].Hosts != 3 {
+		t.Errorf("needs: lab %v, emulated hosts %d, swarm nodes %d", n.NeedsLab(), n.Hosts, n.Platforms["swarm"].Hosts)
+	}
+}

@@ -68,6 +68,23 @@ type Capabilities struct {
 	// 50-pair trial). So a chain trial's agents wait after their result
 	// (invocation.Agent.Linger) and are removed one after another.
 	EndOneAtATime bool
+	// Cluster: instances run on the nodes of a cluster the platform brings
+	// (one it emulates here, or a user's): a cell's hosts are its nodes,
+	// not ctrbench's emulated hosts, and InstanceSpec.Host says which node
+	// (or InstanceSpec.Node names one). The networks it provides join its
+	// nodes (Networks, any number of nodes), its host network is a node's
+	// own, and the roles of a chain all run on it.
+	Cluster bool
+	// MaxNodes is the most nodes a cluster platform can give a cell.
+	MaxNodes int
+	// Refuse, when set, says why the platform cannot give a network mode
+	// it lists on this machine (a kernel feature missing); nil error when
+	// it can. Validation asks it, so the file is refused before anything
+	// starts.
+	Refuse func(n vocab.Network) error
+	// NoLimits are the limit factors (cpuset, blkio_weight, read_bps,
+	// write_bps…) a platform with Limits cannot apply, with why.
+	NoLimits map[string]string
 }
 
 // Factor is a placement factor of one platform.
@@ -161,6 +178,22 @@ func (d Driver) provision(n vocab.Network, hosts int) (Provision, bool, error) {
 	if !c.OwnNetNS {
 		return Provision{Platform: vocab.Host}, true, nil
 	}
+	if c.Cluster {
+		switch {
+		case c.MaxNodes > 0 && hosts > c.MaxNodes:
+			return Provision{}, false, fmt.Errorf("platform %s gives a cell at most %d nodes (hosts %d)", d.Name, c.MaxNodes, hosts)
+		case !slices.Contains(c.Networks, n):
+			return Provision{}, false, nil
+		case c.Refuse != nil:
+			if err := c.Refuse(n); err != nil {
+				return Provision{}, false, err
+			}
+		}
+		return Provision{Platform: n}, true, nil
+	}
+	if n.ClusterOnly() {
+		return Provision{}, false, nil
+	}
 	switch {
 	case n.NeedsHosts() && hosts < 2:
 		return Provision{}, false, fmt.Errorf("network %s joins emulated hosts: it needs hosts 2 or more", n)
@@ -197,7 +230,24 @@ type Config struct {
 	// Binary is the static ctrbench executable the agents run (copied into
 	// images, or run as a process).
 	Binary string
+	// Engine is an existing engine a cluster platform drives (a Docker
+	// Swarm manager); zero when it builds its cluster itself.
+	Engine Engine
 }
+
+// Engine names a Docker Engine as Docker's CLI does: an address
+// (DOCKER_HOST, --host), or a context of the CLI's, with TLS options.
+type Engine struct {
+	Host      string // "tcp://manager:2376", "unix:///path", "ssh://…" is not supported
+	Context   string // a Docker CLI context name (DOCKER_CONTEXT, --context)
+	TLSVerify bool
+	TLSCACert string
+	TLSCert   string
+	TLSKey    string
+}
+
+// IsZero reports whether no engine is named.
+func (e Engine) IsZero() bool { return e == Engine{} }
 
 // Driver is one platform: its name, what it can do and how to make one.
 type Driver struct {
@@ -224,6 +274,7 @@ type CleanOptions struct {
 	Campaign string // only this campaign's objects; "" for all of ctrbench's
 	Force    bool   // also those of a campaign whose ctrbench still runs
 	Images   bool   // also cached images
+	Engine   Engine // a cluster platform's existing engine, when named
 }
 
 // Cleaned is what a driver's Clean did.

@@ -63,7 +63,12 @@ type InstanceSpec struct {
 	ShareNetworkWith string
 	// NetNS is the path of an emulated host's network namespace to run in;
 	// only for platforms without a namespace of their own (OwnNetNS false).
-	NetNS  string
+	NetNS string
+	// Host is the node of a cluster platform the instance runs on
+	// (1-based; 0: the platform chooses); Node, when set, names the node
+	// (its hostname, or a label "key=value" it carries) instead.
+	Host   int
+	Node   string
 	Limits Limits
 	Labels map[string]string
 	// Storage is where the agent's data directory lives: "" or Layer (the
@@ -191,6 +196,9 @@ type Setup struct {
 	// uses (Capabilities.Factors), per factor.
 	Options  map[string][]string
 	Progress io.Writer // human-readable notes (image build, network creation)
+	// Hosts is the most nodes a cell asks of a cluster platform
+	// (Capabilities.Cluster); 1 otherwise.
+	Hosts int
 	// CgroupParent, when set, is a cgroup path below the root (e.g.
 	// "ctrbench/<campaign>/machine") that every instance is placed under:
 	// the experiment's emulated machine size, limits set by the caller.

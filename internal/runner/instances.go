@@ -40,6 +40,9 @@ type started struct {
 // instance of its pair — *loopOwner — for loopback).
 func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string) (*started, error) {
 	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options}
+	if r.Driver.Caps.Cluster {
+		isp.Host, isp.Node = r.Host, r.Node
+	}
 	if r.InHostNS() {
 		isp.NetNS = in.env.Lab.HostNS(r.Host)
 	}

@@ -372,6 +372,24 @@ func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.No
 				}
 			}
 			d, ok := platform.Lookup(pl.Platform)
+			if pl.Node != "" && (!ok || !d.Caps.Cluster) {
+				report(c, role, FNode, fmt.Sprintf("%s names node %s, but platform %s has no nodes: node applies to a cluster platform (%s)", role, pl.Node, pl.Platform, strings.Join(clusterPlatforms(), ", ")))
+			}
+			if pl.Node != "" && pl.Host != "" {
+				report(c, role, FNode, fmt.Sprintf("%s is placed both on node %s and on host %s: give one", role, pl.Node, pl.Host))
+			}
+			if ok && d.Caps.Cluster {
+				for _, other := range roles {
+					if op := PlacementFor(c.Factors, other).Platform; op != pl.Platform {
+						report(c, role, FPlatform, fmt.Sprintf("%s runs on cluster platform %s and %s on %s: every role of a cell on a cluster runs on that cluster", role, pl.Platform, other, op))
+					}
+				}
+				for _, lim := range []struct{ factor, level string }{{FCpuset, pl.Cpuset}, {FBlkioWeight, pl.BlkioWeight}, {FReadBps, pl.ReadBps}, {FWriteBps, pl.WriteBps}} {
+					if why, no := d.Caps.NoLimits[lim.factor]; no && lim.level != NoLimit && lim.level != "" {
+						report(c, role, lim.factor, fmt.Sprintf("platform %s cannot apply %s %s: %s", pl.Platform, lim.factor, lim.level, why))
+					}
+				}
+			}
 			if !ok || !d.Caps.OwnNetNS {
 				continue // processes in their host's namespace: checkCells
 			}
@@ -557,6 +575,18 @@ func determinedBy(k, workload string, cells []result.Cell) map[string]bool {
 	for j, ls := range levels {
 		if !bad[j] && len(ls) > 1 {
 			out[j] = true
+		}
+	}
+	return out
+}
+
+// clusterPlatforms lists the platforms whose instances run on cluster
+// nodes.
+func clusterPlatforms() []string {
+	var out []string
+	for _, d := range platform.Drivers() {
+		if d.Caps.Cluster {
+			out = append(out, d.Name)
 		}
 	}
 	return out

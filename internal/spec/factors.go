@@ -37,6 +37,9 @@ const (
 	FHosts    = "hosts"
 	FHost     = "host"
 	FUnderlay = "underlay"
+	// FNode places a role on a named node of a cluster platform: its
+	// hostname, or "key=value" for a node carrying that label.
+	FNode = "node"
 	// FPairs runs that many client/server chains of the workload at once
 	// (S4: up to 50 pairs on one node).
 	FPairs = "pairs"
@@ -57,14 +60,17 @@ const (
 	NoLimit = "none"
 )
 
+// nodeRE is a node's hostname or a node label key=value.
+var nodeRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(=[A-Za-z0-9._-]*)?$`)
+
 // DefaultPlatform is where a role runs when no platform factor says:
 // host processes, the bare-metal reference.
 const DefaultPlatform = "native"
 
 var (
-	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory, FStorage, FBlkioWeight, FReadBps, FWriteBps, FHost}
+	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory, FStorage, FBlkioWeight, FReadBps, FWriteBps, FHost, FNode}
 	// Placement defaults when a factor is absent from the file.
-	placementDefaults = map[string]string{FPlatform: DefaultPlatform, FNetwork: string(vocab.Host), FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit, FStorage: string(vocab.Layer), FBlkioWeight: NoLimit, FReadBps: NoLimit, FWriteBps: NoLimit, FHost: ""}
+	placementDefaults = map[string]string{FPlatform: DefaultPlatform, FNetwork: string(vocab.Host), FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit, FStorage: string(vocab.Layer), FBlkioWeight: NoLimit, FReadBps: NoLimit, FWriteBps: NoLimit, FHost: "", FNode: ""}
 )
 
 // Machine is what validation knows of the host, to reject limits it cannot
@@ -244,6 +250,11 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 			return "", fmt.Errorf("level %q of %s: want an emulated host's number, 1 to %d (within the cell's hosts)", level, name, MaxHosts)
 		}
 		return strconv.Itoa(n), nil
+	case FNode:
+		if !nodeRE.MatchString(level) {
+			return "", fmt.Errorf("level %q of %s: want a cluster node's hostname, or key=value for a node carrying that label (letters, digits, '.', '_', '-')", level, name)
+		}
+		return level, nil
 	case FBlkioWeight:
 		if level == NoLimit {
 			return level, nil
@@ -383,6 +394,8 @@ type Placement struct {
 	// Host is the emulated host ("1", "2"…); "" when the cell does not
 	// say, and the role goes where HostOf spreads it.
 	Host string
+	// Node names a cluster node ("" when the cell does not).
+	Node string
 }
 
 // PlacementFor resolves the placement of a role from a cell's factor levels:
@@ -398,7 +411,7 @@ func PlacementFor(factors map[string]string, role string) Placement {
 		return placementDefaults[base]
 	}
 	return Placement{Platform: get(FPlatform), Network: vocab.Network(get(FNetwork)), CPUs: get(FCPUs), Cpuset: get(FCpuset), Memory: get(FMemory), Storage: vocab.Storage(get(FStorage)),
-		BlkioWeight: get(FBlkioWeight), ReadBps: get(FReadBps), WriteBps: get(FWriteBps), Host: get(FHost)}
+		BlkioWeight: get(FBlkioWeight), ReadBps: get(FReadBps), WriteBps: get(FWriteBps), Host: get(FHost), Node: get(FNode)}
 }
 
 // Hosts is a cell's number of emulated hosts: 1 (the machine itself, no

@@ -22,12 +22,15 @@ const (
 	OVS              Network = "ovs"            // an Open vSwitch bridge, instances on veth pairs
 	Overlay          Network = "overlay"        // VXLAN between emulated hosts
 	OverlayEncrypted Network = "overlay-encrypted"
-	None             Network = "none" // a namespace with loopback only, wired from outside
+	// Ingress reaches a server through a port published on every node of
+	// a cluster and its routing mesh (Docker Swarm's ingress network).
+	Ingress Network = "ingress"
+	None    Network = "none" // a namespace with loopback only, wired from outside
 )
 
 // Networks are the levels the network factor accepts, in the order
 // messages list them.
-var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted}
+var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted, Ingress}
 
 // Valid reports whether n is a level of the network factor.
 func (n Network) Valid() bool { return slices.Contains(Networks, n) }
@@ -39,6 +42,10 @@ func (n Network) NeedsHosts() bool { return n == Overlay || n == OverlayEncrypte
 // MachineOnly reports whether the mode exists only on the machine itself,
 // not between emulated hosts.
 func (n Network) MachineOnly() bool { return n == Macvlan || n == OVS || n == BridgeDefault }
+
+// ClusterOnly reports whether the mode exists only on a cluster platform's
+// nodes (a routing mesh).
+func (n Network) ClusterOnly() bool { return n == Ingress }
 
 // HostSided reports whether the mode gives the host (the machine, or an
 // emulated host) an address of its own on it, so a host process can talk
@@ -106,7 +113,13 @@ type Phase string
 // Phases, in the order they happen.
 const (
 	Create Phase = "create" // the hosting entity exists (a container created)
-	Start  Phase = "start"  // its first process runs
+	// A cluster task's, as its orchestrator records them: a node was
+	// chosen, the node prepares it (image, networks, container), the
+	// container is being started.
+	Assigned  Phase = "assigned"
+	Preparing Phase = "preparing"
+	Starting  Phase = "starting"
+	Start     Phase = "start" // its first process runs
 	// A nested parent's: its engine answers, the agent image is in it, the
 	// child container was created and started.
 	DaemonReady Phase = "daemon_ready"
@@ -118,13 +131,19 @@ const (
 )
 
 // Phases lists every phase in order.
-var Phases = []Phase{Create, Start, DaemonReady, ImageReady, ChildStart, Ready, Exit, Remove}
+var Phases = []Phase{Create, Assigned, Preparing, Starting, Start, DaemonReady, ImageReady, ChildStart, Ready, Exit, Remove}
 
 // Doc says when a phase ends, for documentation and reports.
 func (p Phase) Doc() string {
 	switch p {
 	case Create:
 		return "until the entity exists (a container created)"
+	case Assigned:
+		return "until a cluster's orchestrator assigned the task to a node"
+	case Preparing:
+		return "until the node began preparing it (image, networks, container)"
+	case Starting:
+		return "until the node began starting its container"
 	case Start:
 		return "until its first process runs"
 	case DaemonReady:

@@ -24,6 +24,8 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
 // API is the subset of the Docker client this package uses. *client.Client
@@ -87,7 +89,12 @@ type options struct {
 	host   string // another engine's address, "unix:///path"
 	image  string // an agent image already in the engine: nothing is built
 	local  bool   // the engine at host runs on this machine (its pids are ours)
+	engine *platform.Engine
 }
+
+// WithEngine talks to the engine e names (an address or a Docker CLI
+// context, with TLS): a user's swarm manager.
+func WithEngine(e platform.Engine) Option { return func(o *options) { o.engine = &e } }
 
 // WithBinary sets the statically linked ctrbench binary put in the image.
 // Prepare needs it.
@@ -125,11 +132,16 @@ func newClient(o options) (api API, owned bool, err error) {
 	if o.api != nil {
 		return o.api, false, nil
 	}
-	from := client.FromEnv
+	from := []client.Opt{client.FromEnv}
 	if o.host != "" {
-		from = client.WithHost(o.host)
+		from = []client.Opt{client.WithHost(o.host)}
 	}
-	c, err := client.NewClientWithOpts(from, client.WithAPIVersionNegotiation())
+	if o.engine != nil {
+		if from, _, err = engineOptions(*o.engine); err != nil {
+			return nil, false, err
+		}
+	}
+	c, err := client.NewClientWithOpts(append(from, client.WithAPIVersionNegotiation())...)
 	if err != nil {
 		return nil, false, fmt.Errorf("creating docker client: %w", err)
 	}

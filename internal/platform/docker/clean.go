@@ -20,6 +20,9 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
+// swarmTaskLabel marks a container a swarm task made.
+const swarmTaskLabel = "com.docker.swarm.task.id"
+
 // CleanReport lists what Clean removed and what it left alone.
 type CleanReport struct {
 	Containers []string // names of removed containers
@@ -70,6 +73,9 @@ func Clean(ctx context.Context, campaign string, force, images bool, opts ...Opt
 	}
 	for _, c := range containers {
 		name := containerName(c)
+		if c.Labels[swarmTaskLabel] != "" {
+			continue // a swarm task's: the swarm removes it with its service (package swarm's clean)
+		}
 		if keep("container", name, c.Labels) {
 			continue
 		}
@@ -85,6 +91,9 @@ func Clean(ctx context.Context, campaign string, force, images bool, opts ...Opt
 		errs = append(errs, fmt.Errorf("listing networks: %w", err))
 	}
 	for _, n := range networks {
+		if n.Scope == "swarm" {
+			continue // a swarm's network: package swarm's clean removes it once its services are gone
+		}
 		if keep("network", n.Name, n.Labels) {
 			continue
 		}

@@ -29,6 +29,9 @@ type EngineSpec struct {
 	// Sysctls are namespaced kernel settings of the container (its own
 	// network namespace's: /proc/sys is read-only inside).
 	Sysctls map[string]string
+	// Hostname is the container's host name ("" for Docker's default, its
+	// short ID): a swarm node's name.
+	Hostname string
 }
 
 // StartEngine starts a container that hosts an engine, placed, limited
@@ -37,6 +40,9 @@ func (p *Platform) StartEngine(ctx context.Context, spec platform.InstanceSpec, 
 	priv := EnginePrivileges()
 	return p.startWith(ctx, spec, func(cfg *container.Config, hc *container.HostConfig) {
 		cfg.Image, cfg.Cmd = e.Image, e.Cmd
+		if e.Hostname != "" {
+			cfg.Hostname = e.Hostname
+		}
 		hc.Binds = append(hc.Binds, e.Binds...)
 		if hc.Tmpfs == nil {
 			hc.Tmpfs = map[string]string{}
@@ -210,4 +216,26 @@ func (p *Platform) Disconnect() error {
 		return p.api.Close()
 	}
 	return nil
+}
+
+// EnsureAgentImage builds the agent image with tools in this engine,
+// unless it is there, and returns its tag; BuiltImage then says whether
+// it was built now. A swarm manager's engine gets it this way: the build
+// context goes over the API, nothing is pulled.
+func (p *Platform) EnsureAgentImage(ctx context.Context, tools []string, labels map[string]string, progress io.Writer) (string, error) {
+	img, err := ensureImage(ctx, p.api, p.binary, tools, labels, progress)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	p.built = !img.reused
+	p.mu.Unlock()
+	return img.tag, nil
+}
+
+// BuiltImage reports whether EnsureAgentImage built the image.
+func (p *Platform) BuiltImage() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.built
 }

@@ -7,6 +7,9 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
 // Leftovers lists, without removing anything, the containers, networks and
@@ -49,4 +52,30 @@ func Leftovers(ctx context.Context, campaign string, opts ...Option) (CleanRepor
 // Empty reports whether the report names nothing removed or found.
 func (r CleanReport) Empty() bool {
 	return len(r.Containers)+len(r.Networks)+len(r.Volumes)+len(r.Images) == 0
+}
+
+// LiveBridges are the host links of ctrbench's bridge networks that the
+// machine's engine still has (a running campaign's, or one clean was told
+// to leave): Docker owns them, and `clean` must not pull them from under
+// it. The machine's engine is asked even when DOCKER_HOST names another.
+func LiveBridges(ctx context.Context) map[string]bool {
+	out := map[string]bool{}
+	api, err := client.NewClientWithOpts(client.WithHost(client.DefaultDockerHost), client.WithAPIVersionNegotiation())
+	if err != nil {
+		return out
+	}
+	defer api.Close()
+	ns, err := api.NetworkList(ctx, network.ListOptions{Filters: campaignFilter("")})
+	if err != nil {
+		return out
+	}
+	for _, n := range ns {
+		if b := n.Options["com.docker.network.bridge.name"]; b != "" {
+			out[b] = true
+		}
+		if c := n.Labels[platform.LabelCampaign]; c != "" {
+			out[BridgeName(c)] = true
+		}
+	}
+	return out
 }

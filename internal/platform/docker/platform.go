@@ -38,6 +38,7 @@ type Platform struct {
 	mu     sync.Mutex // serialises Prepare and Close; guards the two below
 	camp   *campaign  // nil until Prepare
 	closed bool
+	built  bool // EnsureAgentImage built the image
 }
 
 // campaign is what Prepare made for one campaign. Prepare replaces it with

@@ -9,5 +9,6 @@ import (
 	_ "github.com/ctrbench/ctrbench/internal/platform/native" // host processes
 	_ "github.com/ctrbench/ctrbench/internal/platform/nested" // nested containers (S1)
 	_ "github.com/ctrbench/ctrbench/internal/platform/podman" // podman containers
+	_ "github.com/ctrbench/ctrbench/internal/platform/swarm"  // Docker Swarm services (emulated cluster, or yours)
 	_ "github.com/ctrbench/ctrbench/internal/platform/vm"     // QEMU virtual machines (S1)
 )

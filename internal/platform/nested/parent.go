@@ -37,6 +37,7 @@ type parent struct {
 	// hostBridge is the bridge ctrbench made in the machine's namespace
 	// for the engine of a parent on the host network ("" otherwise).
 	hostBridge string
+	hostname   string // its host name, when it is a node ("" for Docker's)
 	requested  time.Time
 
 	ready chan struct{} // closed when set up (err says how)
@@ -104,10 +105,11 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 		}
 	}
 	e := docker.EngineSpec{
-		Image: parentImage,
-		Cmd:   []string{"agent", "parent", "--config", parentConfig(pr).String()},
-		Binds: []string{pr.sock + ":" + sockMount},
-		Tmpfs: map[string]string{"/run": "rw,exec", "/tmp": "rw,exec"},
+		Image:    parentImage,
+		Cmd:      []string{"agent", "parent", "--config", parentConfig(pr).String()},
+		Binds:    []string{pr.sock + ":" + sockMount},
+		Tmpfs:    map[string]string{"/run": "rw,exec", "/tmp": "rw,exec"},
+		Hostname: pr.hostname,
 	}
 	if pr.subnet >= 0 && pr.hostBridge == "" {
 		// The parent routes between the machine and its inner bridge.

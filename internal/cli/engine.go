@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// engineFlags name a Docker Engine as Docker's CLI does: the manager of a
+// user's swarm, for the swarm platform (and every Engine API call of the
+// run).
+type engineFlags struct {
+	platform.Engine
+}
+
+func (e *engineFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&e.Host, "docker-host", "", "the Docker Engine to drive, as docker -H takes it (tcp://manager:2376, unix:///path); default $DOCKER_HOST. With platform swarm it must be a swarm manager: the campaign runs on that swarm rather than on one emulated here")
+	f.StringVar(&e.Context, "context", "", "a Docker CLI context naming the engine (default $DOCKER_CONTEXT)")
+	f.BoolVar(&e.TLSVerify, "tlsverify", false, "use TLS and verify the engine (default $DOCKER_TLS_VERIFY)")
+	f.StringVar(&e.TLSCACert, "tlscacert", "", "trust certs signed only by this CA (with --docker-host)")
+	f.StringVar(&e.TLSCert, "tlscert", "", "TLS certificate file (with --docker-host)")
+	f.StringVar(&e.TLSKey, "tlskey", "", "TLS key file (with --docker-host)")
+}
+
+// apply exports the engine to the environment, where every Engine API
+// client of the run (and validation, which asks whose kernel counts)
+// finds it, as Docker's CLI does; it returns the engine.
+func (e *engineFlags) apply() platform.Engine {
+	if e.Host != "" {
+		os.Setenv("DOCKER_HOST", e.Host)
+	}
+	if e.Context != "" {
+		os.Setenv("DOCKER_CONTEXT", e.Context)
+	}
+	if e.Host == "" && e.Context == "" {
+		e.Host = os.Getenv("DOCKER_HOST")
+		e.Context = os.Getenv("DOCKER_CONTEXT")
+	}
+	return e.Engine
+}

@@ -1,0 +1,473 @@
+package swarm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/platform/nested"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// joinTimeout bounds how long the emulated nodes may take to be ready
+// in the swarm.
+const joinTimeout = 2 * time.Minute
+
+// Platform runs instances as swarm services, for one campaign.
+type Platform struct {
+	binary string
+	engine platform.Engine
+	remote bool
+
+	mu       sync.Mutex
+	setup    platform.Setup
+	prepared bool
+	closed   bool
+	mgr      *docker.Swarm
+	state    docker.SwarmState
+	nodes    []node // node i+1
+	byID     map[string]node
+	imageID  string // the agent image, by ID: nodes never pull
+	networks map[vocab.Network]docker.Overlay
+	live     map[*instance]bool
+	services []string // every service made, for Close to see them gone
+	info     map[string]string
+
+	// Emulated here: the engine containers and their platform.
+	emu   *nested.Platform
+	emuNd []*nested.Node
+	// On a user's swarm: the image this run loaded into the manager (to
+	// remove at the end), and the engine that built it.
+	loaded string
+	build  *docker.Platform
+}
+
+// node is one node of the swarm as placement sees it.
+type node struct {
+	index              int
+	id, hostname, addr string
+	labels             map[string]string
+	engine             *docker.Swarm // its own engine, where reachable (emulated)
+}
+
+var _ platform.Platform = (*Platform)(nil)
+
+// Open makes the platform: on the swarm whose manager cfg.Engine (or the
+// environment) names, or, when none is named, on one it will emulate.
+func Open(ctx context.Context, cfg platform.Config) (*Platform, error) {
+	p := &Platform{binary: cfg.Binary, engine: cfg.Engine, remote: !cfg.Engine.IsZero() || remoteNamed(),
+		networks: map[vocab.Network]docker.Overlay{}, live: map[*instance]bool{}, byID: map[string]node{}, info: map[string]string{}}
+	if !p.remote {
+		if err := docker.Available(ctx); err != nil {
+			return nil, fmt.Errorf("swarm: the emulated swarm's nodes are containers of this machine's Docker Engine: %w", err)
+		}
+		emu, err := nested.New(cfg.Binary)
+		if err != nil {
+			return nil, err
+		}
+		p.emu = emu
+		return p, nil
+	}
+	mgr, err := docker.DialSwarm(cfg.Engine)
+	if err != nil {
+		return nil, err
+	}
+	st, err := mgr.State(ctx)
+	if err != nil {
+		mgr.Close()
+		return nil, fmt.Errorf("swarm: %w", err)
+	}
+	if !st.Manager || st.State != "active" {
+		mgr.Close()
+		return nil, fmt.Errorf("swarm: engine %s is not a swarm manager (its swarm state is %s): point --docker-host at a manager of your swarm, or name no engine (no --docker-host, DOCKER_HOST or DOCKER_CONTEXT) to let ctrbench emulate a swarm here", mgr.Host, st.State)
+	}
+	p.mgr, p.state = mgr, st
+	return p, nil
+}
+
+// Name implements platform.Platform.
+func (p *Platform) Name() string { return "swarm" }
+
+// Prepare builds or finds the cluster, brings the agent image to every
+// node and creates the overlay networks the campaign asks for.
+func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("swarm: Prepare after Close")
+	}
+	if !p.prepared {
+		p.setup = s
+		want := max(1, s.Hosts)
+		var err error
+		if p.remote {
+			err = p.findNodes(ctx, want)
+			if err == nil {
+				err = p.bringImage(ctx, s)
+			}
+		} else {
+			err = p.emulate(ctx, s, want)
+		}
+		if err != nil {
+			return err
+		}
+		p.prepared = true
+	}
+	for _, n := range s.Networks {
+		if n != vocab.Overlay && n != vocab.OverlayEncrypted {
+			continue
+		}
+		if _, ok := p.networks[n]; ok {
+			continue
+		}
+		name := swarmName("ctrbench-" + s.CampaignID + "-" + string(n))
+		ov, err := p.mgr.CreateOverlay(ctx, name, s.Labels, n == vocab.OverlayEncrypted)
+		if err != nil {
+			return err
+		}
+		p.networks[n] = ov
+		fmt.Fprintf(s.Notes(), "swarm: %s network %s (driver %s, subnet %s, MTU %s, VXLAN UDP %d)\n", n, name, ov.Driver, ov.Subnet, ov.MTU, p.state.VXLANPort)
+		p.info["swarm.network."+string(n)] = fmt.Sprintf("%s driver %s subnet %s mtu %s", name, ov.Driver, ov.Subnet, ov.MTU)
+	}
+	return nil
+}
+
+// emulate builds a swarm of want nodes here.
+func (p *Platform) emulate(ctx context.Context, s platform.Setup, want int) error {
+	start := time.Now()
+	es := s
+	es.Networks, es.Storages, es.Options = nil, []vocab.Storage{vocab.Layer}, nil
+	if err := p.emu.Prepare(ctx, es); err != nil {
+		return fmt.Errorf("swarm: preparing the node image: %w", err)
+	}
+	nodes := make([]*nested.Node, want)
+	errs := make([]error, want)
+	var wg sync.WaitGroup
+	for i := range want {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i], errs[i] = p.emu.StartNode(ctx, fmt.Sprintf("ctrbench-%s-node%d", s.CampaignID, i+1), fmt.Sprintf("node%d", i+1), s.Labels)
+		}()
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		if n != nil {
+			p.emuNd = append(p.emuNd, n)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("swarm: starting the emulated nodes: %w", err)
+	}
+	engines := make([]*docker.Swarm, want)
+	for i, n := range nodes {
+		sw, err := docker.DialSwarm(platform.Engine{Host: n.Socket})
+		if err != nil {
+			return err
+		}
+		engines[i] = sw
+	}
+	token, err := engines[0].Init(ctx, nodes[0].IP)
+	if err != nil {
+		return err
+	}
+	for i := 1; i < want; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = engines[i].Join(ctx, nodes[0].IP, token, nodes[i].IP)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	p.mgr = engines[0]
+	ids := make([]string, want)
+	for i, e := range engines {
+		st, err := e.State(ctx)
+		if err != nil {
+			return err
+		}
+		ids[i] = st.NodeID
+	}
+	if err := p.awaitReady(ctx, ids); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if err := p.mgr.SetNodeLabel(ctx, id, LabelNode, strconv.Itoa(i+1)); err != nil {
+			return fmt.Errorf("swarm: labelling node %d: %w", i+1, err)
+		}
+	}
+	all, err := p.mgr.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		for _, n := range all {
+			if n.ID == id {
+				p.addNode(node{index: i + 1, id: id, hostname: n.Hostname, addr: n.Addr, labels: n.Labels, engine: engines[i]})
+			}
+		}
+	}
+	if p.state, err = p.mgr.State(ctx); err != nil {
+		return err
+	}
+	if p.imageID, err = p.mgr.ImageID(ctx, nodes[0].Engine.AgentImage()); err != nil {
+		return fmt.Errorf("swarm: the agent image in node 1: %w", err)
+	}
+	secs := time.Since(start).Seconds()
+	p.info["swarm.cluster"] = fmt.Sprintf("emulated: %d nodes, each a Docker Engine in a container of this machine's engine (own network namespace, data root on tmpfs, containerd), on the campaign's bridge", want)
+	p.info["swarm.setup_seconds"] = strconv.FormatFloat(secs, 'f', 1, 64)
+	fmt.Fprintf(s.Notes(), "swarm: emulated %d nodes (manager %s at %s) in %.1f s; agent image %s loaded in each\n", want, p.nodes[0].hostname, p.nodes[0].addr, secs, shortID(p.imageID))
+	return nil
+}
+
+// awaitReady waits until every node is ready in the manager's view.
+func (p *Platform) awaitReady(ctx context.Context, ids []string) error {
+	deadline := time.Now().Add(joinTimeout)
+	for {
+		ns, err := p.mgr.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, n := range ns {
+			for _, id := range ids {
+				if n.ID == id && n.State == "ready" {
+					ready++
+				}
+			}
+		}
+		if ready == len(ids) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("swarm: %d of %d nodes ready after %s", ready, len(ids), joinTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (p *Platform) addNode(n node) {
+	p.nodes = append(p.nodes, n)
+	p.byID[n.id] = n
+}
+
+// findNodes takes a user's swarm's ready, active nodes, by hostname:
+// node i of a cell is the i-th of them.
+func (p *Platform) findNodes(ctx context.Context, want int) error {
+	all, err := p.mgr.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, n := range all {
+		if n.State != "ready" || n.Availability != "active" {
+			continue
+		}
+		p.addNode(node{index: len(p.nodes) + 1, id: n.ID, hostname: n.Hostname, addr: n.Addr, labels: n.Labels})
+		names = append(names, n.Hostname)
+	}
+	if len(p.nodes) < want {
+		return fmt.Errorf("swarm: a cell asks for %d nodes, and the swarm at %s has %d ready and active (%s)", want, p.mgr.Host, len(p.nodes), strings.Join(names, ", "))
+	}
+	p.info["swarm.cluster"] = fmt.Sprintf("%s: %d ready nodes (%s), engine %s", p.mgr.Host, len(p.nodes), strings.Join(names, ", "), p.state.Version)
+	return nil
+}
+
+// bringImage builds the agent image in the manager's engine (the build
+// context goes over the API: nothing is pulled) unless it is there, and
+// checks every node has it: the swarm's workers are not reachable from
+// here, and ctrbench uses no registry.
+func (p *Platform) bringImage(ctx context.Context, s platform.Setup) error {
+	b, err := docker.New(docker.WithEngine(p.engine), docker.WithBinary(p.binary))
+	if err != nil {
+		return err
+	}
+	p.build = b
+	tag, err := b.EnsureAgentImage(ctx, s.Tools, s.Labels, s.Notes())
+	if err != nil {
+		return fmt.Errorf("swarm: the agent image in %s: %w", p.mgr.Host, err)
+	}
+	if p.imageID, err = p.mgr.ImageID(ctx, tag); err != nil {
+		return err
+	}
+	if b.BuiltImage() {
+		p.loaded = p.imageID
+	}
+	// Every node must hold it: one probe task per node runs the agent's
+	// `version`, by image ID, so no node pulls.
+	var missing []string
+	for _, n := range p.nodes {
+		if err := p.probe(ctx, n); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (%v)", n.hostname, err))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("swarm: the agent image %s (%s) is not on every node: %s. ctrbench uses no registry: load it on each node, e.g. `docker -H %s save %s | docker -H <node> load`", tag, shortID(p.imageID), strings.Join(missing, "; "), p.mgr.Host, tag)
+	}
+	return nil
+}
+
+// probe runs the agent's version on node n and waits for it to end well.
+func (p *Platform) probe(ctx context.Context, n node) error {
+	name := swarmName(fmt.Sprintf("ctrbench-%s-probe-%s", p.setup.CampaignID, n.id[:min(12, len(n.id))]))
+	id, err := p.mgr.CreateService(ctx, docker.ServiceSpec{Name: name, Image: p.imageID, Args: []string{"version"}, Labels: p.setup.Labels,
+		Network: "host", Constraints: []string{"node.id==" + n.id}})
+	if err != nil {
+		return err
+	}
+	p.services = append(p.services, id)
+	defer p.mgr.RemoveService(context.WithoutCancel(ctx), id)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		t, ok, err := p.mgr.ServiceTask(ctx, id)
+		if err != nil {
+			return err
+		}
+		if ok && t.Terminal() {
+			if t.State == "complete" {
+				return nil
+			}
+			return fmt.Errorf("%s: %s", t.State, strings.TrimSpace(t.Err+" "+t.Message))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return errors.New("the probe task did not end within a minute")
+}
+
+// HostAddr implements platform.Platform: the machine is not on the
+// swarm's networks.
+func (p *Platform) HostAddr(vocab.Network) string { return "" }
+
+// Info implements platform.Platform.
+func (p *Platform) Info() map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range p.info {
+		out[k] = v
+	}
+	out["swarm.engine"] = p.state.Version
+	out["swarm.manager"] = p.state.Addr
+	out["swarm.vxlan_port"] = strconv.FormatUint(uint64(p.state.VXLANPort), 10)
+	for _, n := range p.nodes {
+		out["swarm.node"+strconv.Itoa(n.index)] = n.hostname + " " + n.addr
+	}
+	if p.emu != nil {
+		for k, v := range p.emu.Info() {
+			if strings.HasPrefix(k, "docker.") || strings.HasPrefix(k, "nested.privileges") {
+				out["swarm.machine."+k] = v
+			}
+		}
+	}
+	return out
+}
+
+// Close removes every service still there, the networks, the image this
+// run loaded into a user's swarm, and an emulated swarm's nodes.
+func (p *Platform) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	live := make([]*instance, 0, len(p.live))
+	for in := range p.live {
+		live = append(live, in)
+	}
+	p.mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	var errs []error
+	if p.emu != nil {
+		// Everything is inside the nodes: they go, and it goes with them.
+		for _, n := range p.emuNd {
+			errs = append(errs, n.Remove(ctx))
+		}
+		for _, n := range p.nodes {
+			if n.engine != nil {
+				n.engine.Close()
+			}
+		}
+		errs = append(errs, p.emu.Close(ctx))
+		return errors.Join(errs...)
+	}
+	for _, in := range live {
+		errs = append(errs, in.Remove(ctx))
+	}
+	if p.mgr != nil {
+		p.mu.Lock()
+		services := p.services
+		p.mu.Unlock()
+		errs = append(errs, p.mgr.AwaitNoTasks(ctx, services, time.Minute))
+		for _, ov := range p.networks {
+			errs = append(errs, p.mgr.RemoveNetwork(ctx, ov.ID))
+		}
+		if p.loaded != "" {
+			errs = append(errs, p.mgr.RemoveImage(ctx, p.loaded))
+		}
+		errs = append(errs, p.mgr.Close())
+	}
+	if p.build != nil {
+		errs = append(errs, p.build.Disconnect())
+	}
+	return errors.Join(errs...)
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	return id[:min(12, len(id))]
+}
+
+// Manager is the address of the swarm manager's engine: on an emulated
+// swarm, node 1's API socket on this machine.
+func (p *Platform) Manager() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mgr == nil {
+		return ""
+	}
+	return p.mgr.Host
+}
+
+// maxName is the longest name the swarm takes for a service or network
+// (a DNS label).
+const maxName = 63
+
+// swarmName is name, or when longer than the swarm allows, "ctb-", 8 hex
+// digits of its hash and as much of its end (the trial, role and run) as
+// fits: still unique, still readable.
+func swarmName(name string) string {
+	if len(name) <= maxName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	head := "ctb-" + hex.EncodeToString(sum[:4]) + "-"
+	tail := strings.TrimLeft(name[len(name)-(maxName-len(head)):], "-_.")
+	return head + tail
+}
+
+// NodeSocket is the API address of emulated node i's engine ("" on a
+// user's swarm, whose nodes are not reachable from here).
+func (p *Platform) NodeSocket(i int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i < 1 || i > len(p.nodes) || p.nodes[i-1].engine == nil {
+		return ""
+	}
+	return p.nodes[i-1].engine.Host
+}
