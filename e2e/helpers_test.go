@@ -21,6 +21,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform/lxc"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/platform/podman"
+	"github.com/ctrbench/ctrbench/internal/platform/swarm"
 	"github.com/ctrbench/ctrbench/internal/platform/vm"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/store"
@@ -110,7 +111,7 @@ func assertNothingLeft(t *testing.T, campaign string) {
 	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*/ctrbench/" + campaign); len(dirs) > 0 {
 		t.Errorf("cgroups left behind: %v", dirs)
 	}
-	for _, root := range []string{nested.WorkRoot, podman.WorkRoot, lxc.WorkRoot, vm.WorkRoot} {
+	for _, root := range []string{nested.WorkRoot, podman.WorkRoot, lxc.WorkRoot, vm.WorkRoot, swarm.WorkRoot} {
 		if _, err := os.Stat(filepath.Join(root, campaign)); !os.IsNotExist(err) {
 			t.Errorf("the work directory of campaign %s in %s is left behind (%v)", campaign, root, err)
 		}

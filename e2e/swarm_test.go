@@ -12,7 +12,6 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
-	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/platform/swarm"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/testutil"
@@ -156,7 +155,7 @@ workloads:
 	if r.code != 0 {
 		t.Fatalf("clean exited %d: %s%s", r.code, r.stdout, r.stderr)
 	}
-	contains(t, "clean output", r.stdout, "removed container ctrbench-"+id+"-node1", "removed directory "+filepath.Join(nested.WorkRoot, id))
+	contains(t, "clean output", r.stdout, "removed container ctrbench-"+id+"-node1", "removed directory "+filepath.Join(swarm.WorkRoot, id))
 	assertNothingLeft(t, id)
 	assertNoSwarm(t, before)
 }

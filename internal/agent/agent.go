@@ -178,6 +178,11 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 			return result.Failf("%v", err)
 		}
 	}
+	if o.WaitRoute && o.Target != "" {
+		if err := waitForRoute(ctx, o.Target); err != nil {
+			return result.Failf("%v", err)
+		}
+	}
 	spec, ok := workload.Lookup(o.Workload)
 	if !ok {
 		return result.Failf("unknown workload type %q; types: %s", o.Workload, strings.Join(workload.Types(), ", "))

@@ -50,6 +50,10 @@ type Agent struct {
 	// WaitNet: ctrbench wires the namespace from outside after the start;
 	// wait for an address first. Run only.
 	WaitNet bool
+	// WaitRoute: before the workload, wait until the target's host
+	// answers (ICMP echo): on a cluster's overlay a new task's address
+	// reaches the other nodes by gossip. Run only, with a target.
+	WaitRoute bool
 	// WaitGo: announce "ready" and begin the measured run only when the
 	// go signal (SIGUSR1) arrives, so copies whose start-up takes long
 	// (nested parents, many containers) begin together once all are up. Run only.
@@ -72,6 +76,7 @@ const (
 	flagTelemetry   = "telemetry"
 	flagJoinCgroups = "join-cgroups"
 	flagWaitNet     = "wait-net"
+	flagWaitRoute   = "wait-route"
 	flagWaitGo      = "wait-go"
 	flagLinger      = "linger"
 )
@@ -96,6 +101,9 @@ func (a Agent) Args() []string {
 	add(flagJoinCgroups, strings.Join(a.JoinCgroups, ","))
 	if a.WaitNet {
 		args = append(args, "--"+flagWaitNet)
+	}
+	if a.WaitRoute {
+		args = append(args, "--"+flagWaitRoute)
 	}
 	if a.WaitGo {
 		args = append(args, "--"+flagWaitGo)
@@ -129,6 +137,7 @@ func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
 		fs.StringVar(&d.a.Target, flagTarget, "", "host:port of the server, for a client")
 		fs.StringArrayVar(&d.antagonists, flagAntagonist, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
 		fs.BoolVar(&d.a.WaitNet, flagWaitNet, false, "wait until an interface besides loopback has an address (ctrbench wires the namespace from outside)")
+		fs.BoolVar(&d.a.WaitRoute, flagWaitRoute, false, "before the workload, wait until the target's host answers an ICMP echo (a cluster's overlay learns new addresses by gossip)")
 		fs.BoolVar(&d.a.WaitGo, flagWaitGo, false, "announce ready, then wait for SIGUSR1 before the measured run (copies begin together)")
 		fs.BoolVar(&d.a.Linger, flagLinger, false, "after printing the result, wait to be stopped (SIGTERM) or removed instead of exiting")
 	}

@@ -261,26 +261,7 @@ func (l *Lab) SetUnderlayRate(rate string) error {
 		return nil
 	}
 	for h := 1; h <= l.hosts; h++ {
-		hh, err := handleAt(l.HostNS(h))
-		if err != nil {
-			return fmt.Errorf("netlab: host %d: %w", h, err)
-		}
-		ul, err := hh.LinkByName(ifUnderlay)
-		if err == nil {
-			qs, _ := hh.QdiscList(ul)
-			for _, q := range qs {
-				if q.Attrs().Parent == netlink.HANDLE_ROOT && q.Type() == "tbf" {
-					if err = hh.QdiscDel(q); err != nil {
-						break
-					}
-				}
-			}
-			if err == nil && bps > 0 {
-				err = addTbf(hh, ul, bps)
-			}
-		}
-		hh.Close()
-		if err != nil {
+		if err := shape(l.HostNS(h), ifUnderlay, bps); err != nil {
 			return fmt.Errorf("netlab: host %d: shaping the underlay to %q: %w", h, rate, err)
 		}
 	}
@@ -289,6 +270,48 @@ func (l *Lab) SetUnderlayRate(rate string) error {
 		l.info["underlay.rate"] = rate
 	} else {
 		l.info["underlay.rate"] = "unlimited"
+	}
+	return nil
+}
+
+// ShapeEgress shapes the egress of interface ifname in the namespace at
+// nsPath as the underlay is shaped: "" or "none" removes the shaping, a tc
+// rate ("1gbit") sets a tbf qdisc. An emulated swarm's nodes are shaped
+// with it (their own namespaces' eth0).
+func ShapeEgress(nsPath, ifname, rate string) error {
+	var bps uint64
+	if rate != "" && rate != "none" {
+		r, err := ParseRate(rate)
+		if err != nil {
+			return fmt.Errorf("netlab: %w", err)
+		}
+		bps = r
+	}
+	return shape(nsPath, ifname, bps)
+}
+
+// shape replaces the tbf at the root of ifname's egress in the namespace
+// at nsPath by one at bps (none when 0).
+func shape(nsPath, ifname string, bps uint64) error {
+	hh, err := handleAt(nsPath)
+	if err != nil {
+		return err
+	}
+	defer hh.Close()
+	ul, err := hh.LinkByName(ifname)
+	if err != nil {
+		return err
+	}
+	qs, _ := hh.QdiscList(ul)
+	for _, q := range qs {
+		if q.Attrs().Parent == netlink.HANDLE_ROOT && q.Type() == "tbf" {
+			if err := hh.QdiscDel(q); err != nil {
+				return err
+			}
+		}
+	}
+	if bps > 0 {
+		return addTbf(hh, ul, bps)
 	}
 	return nil
 }

@@ -179,6 +179,14 @@ type Seer interface {
 	Seen() map[string]string
 }
 
+// Shaper is a platform whose hosts are its own (a cluster platform's
+// emulated nodes): it shapes the links between them as the network lab
+// shapes its underlay, before each trial whose cell names a rate ("" or
+// "none": unshaped).
+type Shaper interface {
+	SetUnderlayRate(rate string) error
+}
+
 // NetNSer is an instance whose network namespace can be entered by path,
 // so ctrbench can wire links into it (Capabilities.Wireable).
 type NetNSer interface {

@@ -51,6 +51,15 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 			return out, platformErr(err)
 		}
 	}
+	if d := c.Driver(); d.Driver.Caps.Cluster {
+		if sh, ok := env.Platforms[d.Platform].(platform.Shaper); ok {
+			if err := sh.SetUnderlayRate(c.Underlay); err != nil {
+				return out, platformErr(err)
+			}
+		} else if c.Underlay != "" && c.Underlay != "none" {
+			return out, platformErr(fmt.Errorf("platform %s cannot shape the links between its nodes (underlay %s)", d.Platform, c.Underlay))
+		}
+	}
 	nameOf := func(role string) string {
 		return fmt.Sprintf("ctrbench-%s-t%d-%s-%s", env.CampaignID, t.Seq, role, env.Token)
 	}

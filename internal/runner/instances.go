@@ -57,6 +57,7 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	oneAtATime := r.Driver.Caps.EndOneAtATime
 	inv.Linger = in.linger && oneAtATime && inv.Kind == invocation.Run
 	inv.WaitNet = r.Provision.Wire != "" && inv.Kind == invocation.Run
+	inv.WaitRoute = r.Driver.Caps.Cluster && inv.Target != "" && inv.Kind == invocation.Run
 	isp.Agent = inv
 	isp.Labels = in.env.labels(platform.LabelTrial, strconv.Itoa(in.seq), platform.LabelRole, r.Name)
 	p, ok := in.env.Platforms[r.Platform]

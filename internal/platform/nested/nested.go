@@ -65,7 +65,8 @@ type Platform struct {
 
 	mu          sync.Mutex
 	setup       platform.Setup
-	work        string // WorkRoot/<campaign>
+	root        string // WorkRoot, or another platform's root for its engine containers
+	work        string // root/<campaign>
 	agentTar    string // the saved agent image
 	parentImage string
 	store       *storeOnce
@@ -83,9 +84,26 @@ func New(binary string) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{binary: binary, outer: outer, priv: docker.EnginePrivileges(),
+	return &Platform{binary: binary, outer: outer, priv: docker.EnginePrivileges(), root: WorkRoot,
 		groups: map[string]*parent{}, parents: map[*parent]bool{}}, nil
 }
+
+// NewNodes returns a nested platform that another platform makes nodes
+// with (StartNode): its campaign directories (sockets, the saved agent
+// image) are below root, apart from the nested platform's own, so both
+// can serve one campaign.
+func NewNodes(binary, root string) (*Platform, error) {
+	p, err := New(binary)
+	if err != nil {
+		return nil, err
+	}
+	p.root = root
+	return p, nil
+}
+
+// RemoveWork removes a campaign's directory made below a root (Clean's
+// remove function for NewNodes' roots).
+func RemoveWork(dir string) error { return removeWork(dir) }
 
 // Name implements platform.Platform.
 func (p *Platform) Name() string { return "nested" }
@@ -118,7 +136,7 @@ func (p *Platform) prepare(ctx context.Context, s platform.Setup) error {
 	}
 	p.setup = s
 	if p.work == "" {
-		work, err := workdir.Make(WorkRoot, s.CampaignID)
+		work, err := workdir.Make(p.root, s.CampaignID)
 		if err != nil {
 			return err
 		}

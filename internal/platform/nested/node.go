@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
@@ -19,6 +20,7 @@ type Node struct {
 	Name   string
 	IP     string           // its address on the campaign's bridge
 	Socket string           // its engine's API, "unix:///…/docker.sock"
+	NetNS  string           // its network namespace's path (its eth0 is on the campaign's bridge)
 	Engine *docker.Platform // its engine, with the agent image loaded
 	pr     *parent
 }
@@ -56,7 +58,11 @@ func (p *Platform) StartNode(ctx context.Context, name, hostname string, labels 
 	if pr.err != nil {
 		return nil, errors.Join(pr.err, pr.remove(context.WithoutCancel(ctx)))
 	}
-	return &Node{Name: name, IP: pr.ip, Socket: "unix://" + pr.sock + "/docker.sock", Engine: pr.inner, pr: pr}, nil
+	n := &Node{Name: name, IP: pr.ip, Socket: "unix://" + pr.sock + "/docker.sock", Engine: pr.inner, pr: pr}
+	if ns, ok := pr.outer.(platform.NetNSer); ok {
+		n.NetNS = ns.NetNSPath()
+	}
+	return n, nil
 }
 
 // Remove removes the node and everything in it. Safe to call twice.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
-	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
 	"github.com/ctrbench/ctrbench/internal/platform/swarm"
 	"github.com/ctrbench/ctrbench/internal/testutil"
@@ -39,7 +38,7 @@ func TestConformance(t *testing.T) {
 		if err := p.Close(context.Background()); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		if _, err := os.Stat(filepath.Join(nested.WorkRoot, campaign)); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(swarm.WorkRoot, campaign)); !os.IsNotExist(err) {
 			t.Errorf("the campaign's work directory is still there (%v)", err)
 		}
 		left, err := docker.Leftovers(context.Background(), campaign)

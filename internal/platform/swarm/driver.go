@@ -28,7 +28,9 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workdir"
 )
 
 // MaxNodes is the most nodes a cell may ask of the swarm (an emulated
@@ -137,17 +139,18 @@ func kernelHas(mod, procFile string) bool {
 	return found
 }
 
-// clean removes what a killed run left on a user's swarm: ctrbench's
-// services and networks (an emulated swarm's nodes are containers of the
-// machine's engine and go with the docker and nested platforms' clean).
+// clean removes what a killed run left: an emulated swarm's directories
+// (its nodes are containers of the machine's engine and go with the docker
+// platform's clean), and on a user's swarm ctrbench's services and
+// networks.
 func clean(ctx context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
-	var out platform.Cleaned
-	if o.Engine.IsZero() && !remoteNamed() {
-		return out, nil
+	out, err := workdir.Clean(WorkRoot, o, "directory", nested.RemoveWork)
+	if err != nil || (o.Engine.IsZero() && !remoteNamed()) {
+		return out, err
 	}
 	sw, err := docker.DialSwarm(o.Engine)
 	if err != nil {
-		out.Skipped = err.Error()
+		out.Skipped = firstLine(err)
 		return out, nil
 	}
 	defer sw.Close()

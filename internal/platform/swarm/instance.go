@@ -23,7 +23,7 @@ import (
 const (
 	startTimeout = 2 * time.Minute
 	pollEvery    = 20 * time.Millisecond
-	drainWait    = 2 * time.Second // for a follow stream to end by itself after the task did
+	drainWait    = 100 * time.Millisecond // for a follow stream to end by itself after the task did; the record is complete by then
 	stderrTail   = 8 << 10
 	dataMount    = "/data"
 )
@@ -275,7 +275,7 @@ func (in *instance) watch(ctx context.Context) {
 			<-streamed
 			in.out.CloseWithError(errors.New("the instance was removed"))
 			return
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(pollEvery):
 		}
 	}
 	select {

@@ -11,11 +11,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
+
+// WorkRoot holds, per campaign, what an emulated swarm's nodes share with
+// the machine: their engines' API sockets and the saved agent image.
+const WorkRoot = "/var/lib/ctrbench/swarm"
 
 // joinTimeout bounds how long the emulated nodes may take to be ready
 // in the swarm.
@@ -39,6 +44,7 @@ type Platform struct {
 	networks map[vocab.Network]docker.Overlay
 	live     map[*instance]bool
 	services []string // every service made, for Close to see them gone
+	rate     string   // the nodes' egress shaping ("": none)
 	info     map[string]string
 
 	// Emulated here: the engine containers and their platform.
@@ -69,7 +75,7 @@ func Open(ctx context.Context, cfg platform.Config) (*Platform, error) {
 		if err := docker.Available(ctx); err != nil {
 			return nil, fmt.Errorf("swarm: the emulated swarm's nodes are containers of this machine's Docker Engine: %w", err)
 		}
-		emu, err := nested.New(cfg.Binary)
+		emu, err := nested.NewNodes(cfg.Binary, WorkRoot)
 		if err != nil {
 			return nil, err
 		}
@@ -470,4 +476,37 @@ func (p *Platform) NodeSocket(i int) string {
 		return ""
 	}
 	return p.nodes[i-1].engine.Host
+}
+
+// SetUnderlayRate implements platform.Shaper: on an emulated swarm each
+// node's egress on the campaign's bridge (its eth0, which carries the
+// swarm's VXLAN and the host network's traffic) is shaped with tbf, as the
+// network lab shapes emulated hosts' underlay. A user's swarm's network is
+// what it is.
+func (p *Platform) SetUnderlayRate(rate string) error {
+	if rate == "none" {
+		rate = ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rate == p.rate {
+		return nil
+	}
+	if p.emu == nil {
+		return fmt.Errorf("swarm: underlay %s: the links between a user's swarm's nodes are not ctrbench's to shape", rate)
+	}
+	for i, n := range p.emuNd {
+		if n.NetNS == "" {
+			return fmt.Errorf("swarm: node %d: no network namespace to shape", i+1)
+		}
+		if err := netlab.ShapeEgress(n.NetNS, "eth0", rate); err != nil {
+			return fmt.Errorf("swarm: shaping node %d's egress to %q: %w", i+1, rate, err)
+		}
+	}
+	p.rate = rate
+	if rate == "" {
+		rate = "unlimited"
+	}
+	p.info["swarm.underlay.rate"] = rate + " (tbf on each node's egress)"
+	return nil
 }
