@@ -23,9 +23,9 @@ import (
 
 // Options say what to remove.
 type Options struct {
-	Campaign string // only this campaign's objects; "" for all of ctrbench's
-	Force    bool   // also what a still-running ctrbench owns
-	Images   bool   // also cached images
+	Campaign string          // only this campaign's objects; "" for all of ctrbench's
+	Force    bool            // also what a still-running ctrbench owns
+	Images   bool            // also cached images
 	Engine   platform.Engine // a user's swarm manager (--docker-host)
 }
 
