@@ -22,6 +22,7 @@ func newCalibrateCmd() *cobra.Command {
 		dbPath string
 		reps   int
 		format string
+		eng    engineFlags
 	)
 	c := &cobra.Command{
 		Use:   "calibrate FILE",
@@ -37,6 +38,7 @@ func newCalibrateCmd() *cobra.Command {
 				return usageError{fmt.Errorf("--format %q: table or json", format)}
 			}
 			m := machine()
+			engine := eng.apply()
 			e, err := spec.Load(args[0], sets, m)
 			if err != nil {
 				return err
@@ -51,7 +53,7 @@ func newCalibrateCmd() *cobra.Command {
 			}
 			defer db.Close()
 			out, err := campaign.Calibrate(cmd.Context(), db, campaign.Options{Experiment: e, Machine: m, Binary: binary,
-				Stderr: cmd.ErrOrStderr(), TTY: isTerminal(cmd.ErrOrStderr())}, reps)
+				Stderr: cmd.ErrOrStderr(), TTY: isTerminal(cmd.ErrOrStderr()), Engine: engine}, reps)
 			if err != nil {
 				return interruptedOr(err, out, dbPath)
 			}
@@ -67,6 +69,7 @@ func newCalibrateCmd() *cobra.Command {
 	f.StringVar(&dbPath, "db", DefaultDB, "results database (SQLite)")
 	f.IntVar(&reps, "repetitions", 0, "trials of each of A and B (default: the file's repetitions, at least 5)")
 	f.StringVar(&format, "format", "table", "table or json")
+	eng.register(f)
 	return c
 }
 

@@ -244,9 +244,21 @@ func (s *Swarm) CreateOverlay(ctx context.Context, name string, labels map[strin
 	if err != nil {
 		return Overlay{}, fmt.Errorf("creating overlay network %s on %s: %w", name, s.Host, err)
 	}
-	ni, err := s.api.NetworkInspect(ctx, resp.ID, network.InspectOptions{})
-	if err != nil {
-		return Overlay{}, fmt.Errorf("inspecting overlay network %s: %w", name, err)
+	// The swarm allocates the network (its subnet, its driver's state)
+	// just after creating it: read it once that is done.
+	var ni network.Inspect
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		ni, err = s.api.NetworkInspect(ctx, resp.ID, network.InspectOptions{})
+		if err != nil {
+			return Overlay{}, fmt.Errorf("inspecting overlay network %s: %w", name, err)
+		}
+		if ni.Driver != "" && len(ni.IPAM.Config) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ni.Driver == "" {
+		return Overlay{}, fmt.Errorf("overlay network %s: the swarm did not allocate it within 10 s", name)
 	}
 	o := Overlay{ID: ni.ID, Name: ni.Name, Driver: ni.Driver, MTU: overlayMTU, Encrypted: encrypted}
 	if m := ni.Options["com.docker.network.driver.mtu"]; m != "" {

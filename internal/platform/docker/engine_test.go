@@ -1,0 +1,49 @@
+package docker
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// An engine named as Docker's CLI names it: a context is read from the
+// CLI's store (its endpoint, its TLS files), an address is taken as it is,
+// and a context that does not exist is an error that says where contexts
+// live.
+func TestEngineOptions(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", dir)
+	sum := sha256.Sum256([]byte("prod"))
+	id := hex.EncodeToString(sum[:])
+	meta := filepath.Join(dir, "contexts", "meta", id)
+	tlsDir := filepath.Join(dir, "contexts", "tls", id, "docker")
+	for _, d := range []string{meta, tlsDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(meta, "meta.json"), []byte(`{"Name":"prod","Metadata":{},"Endpoints":{"docker":{"Host":"tcp://manager.example:2376","SkipTLSVerify":false}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tlsDir, "ca.pem"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host, tls, err := contextEndpoint("prod")
+	if err != nil || host != "tcp://manager.example:2376" || tls != tlsDir {
+		t.Errorf("context prod: %q %q %v", host, tls, err)
+	}
+	if _, desc, err := engineOptions(platform.Engine{Context: "prod"}); err != nil || !strings.Contains(desc, "tcp://manager.example:2376 (context prod)") {
+		t.Errorf("engine from context: %q %v", desc, err)
+	}
+	if _, _, err := engineOptions(platform.Engine{Context: "staging"}); err == nil || !strings.Contains(err.Error(), "docker context ls") {
+		t.Errorf("a missing context: %v", err)
+	}
+	if _, desc, err := engineOptions(platform.Engine{Host: "unix:///run/other.sock"}); err != nil || desc != "unix:///run/other.sock" {
+		t.Errorf("an address: %q %v", desc, err)
+	}
+}
