@@ -247,13 +247,9 @@ func ParseRate(s string) (uint64, error) {
 // "none" removes the shaping, a tc rate ("1gbit") sets a tbf qdisc. The
 // orchestrator calls it before each trial whose cell names a rate.
 func (l *Lab) SetUnderlayRate(rate string) error {
-	var bps uint64
-	if rate != "" && rate != "none" {
-		r, err := ParseRate(rate)
-		if err != nil {
-			return fmt.Errorf("netlab: %w", err)
-		}
-		bps = r
+	bps, err := shapingRate(rate)
+	if err != nil {
+		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -279,15 +275,23 @@ func (l *Lab) SetUnderlayRate(rate string) error {
 // rate ("1gbit") sets a tbf qdisc. An emulated swarm's nodes are shaped
 // with it (their own namespaces' eth0).
 func ShapeEgress(nsPath, ifname, rate string) error {
-	var bps uint64
-	if rate != "" && rate != "none" {
-		r, err := ParseRate(rate)
-		if err != nil {
-			return fmt.Errorf("netlab: %w", err)
-		}
-		bps = r
+	bps, err := shapingRate(rate)
+	if err != nil {
+		return err
 	}
 	return shape(nsPath, ifname, bps)
+}
+
+// shapingRate is a shaping level in bytes/s: 0 for "" or "none".
+func shapingRate(rate string) (uint64, error) {
+	if rate == "" || rate == "none" {
+		return 0, nil
+	}
+	r, err := ParseRate(rate)
+	if err != nil {
+		return 0, fmt.Errorf("netlab: %w", err)
+	}
+	return r, nil
 }
 
 // shape replaces the tbf at the root of ifname's egress in the namespace
