@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -36,6 +37,9 @@ func init() {
 		Rank:    10,
 		Caps:    Caps,
 		Open: func(ctx context.Context, cfg platform.Config) (platform.Platform, error) {
+			if err := LocalEngine(); err != nil {
+				return nil, err
+			}
 			if err := Available(ctx); err != nil {
 				return nil, err
 			}
@@ -60,4 +64,17 @@ func init() {
 			return out, err
 		},
 	})
+}
+
+// LocalEngine says why the engine the environment names cannot be driven
+// as this machine's: the docker, nested and podman platforms enter their
+// containers' namespaces and cgroups here, so a remote engine
+// (DOCKER_HOST=tcp://…, as --docker-host sets for a user's swarm) is for
+// the swarm platform only.
+func LocalEngine() error {
+	h := os.Getenv("DOCKER_HOST")
+	if h == "" || strings.HasPrefix(h, "unix://") {
+		return nil
+	}
+	return fmt.Errorf("the docker engine at %s is not this machine's: platforms docker, nested and podman drive the engine here (its containers' namespaces and cgroups are entered from this machine); a remote engine is for platform swarm", h)
 }

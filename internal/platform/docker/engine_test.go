@@ -47,3 +47,15 @@ func TestEngineOptions(t *testing.T) {
 		t.Errorf("an address: %q %v", desc, err)
 	}
 }
+
+// The machine's engine is the only one the docker platform drives: a
+// remote address in DOCKER_HOST (as --docker-host sets it for a swarm) is
+// refused with the reason, a unix socket is not.
+func TestLocalEngine(t *testing.T) {
+	for host, ok := range map[string]bool{"": true, "unix:///var/run/docker.sock": true, "tcp://manager:2376": false, "ssh://me@manager": false} {
+		t.Setenv("DOCKER_HOST", host)
+		if err := LocalEngine(); (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "platform swarm")) {
+			t.Errorf("DOCKER_HOST=%q: %v", host, err)
+		}
+	}
+}

@@ -95,6 +95,9 @@ func init() {
 		Rank:    20,
 		Caps:    Caps,
 		Open: func(ctx context.Context, cfg platform.Config) (platform.Platform, error) {
+			if err := docker.LocalEngine(); err != nil {
+				return nil, err
+			}
 			if err := docker.Available(ctx); err != nil {
 				return nil, err
 			}

@@ -43,6 +43,9 @@ func init() {
 			if _, err := exec.LookPath("podman"); err != nil {
 				return nil, errors.New("podman is not installed: `make setup` installs it (Debian package podman)")
 			}
+			if err := docker.LocalEngine(); err != nil {
+				return nil, err
+			}
 			if err := docker.Available(ctx); err != nil {
 				return nil, err // the agent image is built by the machine's Docker Engine
 			}

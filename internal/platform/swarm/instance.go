@@ -23,6 +23,7 @@ import (
 const (
 	startTimeout = 2 * time.Minute
 	pollEvery    = 20 * time.Millisecond
+	watchEvery   = 250 * time.Millisecond // the slowest look at a running task
 	drainWait    = 100 * time.Millisecond // for a follow stream to end by itself after the task did; the record is complete by then
 	stderrTail   = 8 << 10
 	dataMount    = "/data"
@@ -264,6 +265,11 @@ func (in *instance) watch(ctx context.Context) {
 		defer close(streamed)
 		_ = in.p.mgr.TaskLogs(sctx, taskID, true, out, io.Discard)
 	}()
+	// Every look is a request to the manager: every 20 ms for the first
+	// second (a short task's exit is timed to the poll), then backing off
+	// to watchEvery, so a hundred long-running tasks do not keep the
+	// manager busy.
+	every, since := pollEvery, time.Now()
 	for {
 		t, ok, err := in.observe(ctx)
 		if err == nil && ok && t.Terminal() {
@@ -275,7 +281,10 @@ func (in *instance) watch(ctx context.Context) {
 			<-streamed
 			in.out.CloseWithError(errors.New("the instance was removed"))
 			return
-		case <-time.After(pollEvery):
+		case <-time.After(every):
+		}
+		if time.Since(since) > time.Second {
+			every = min(every*2, watchEvery)
 		}
 	}
 	select {
