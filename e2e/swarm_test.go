@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,6 +242,48 @@ workloads:
 		})
 	}
 
+	// The same manager behind TLS, as a user's remote engine is reached:
+	// Docker's CLI flags, its environment, and a context of its store.
+	te := startTLSEngine(t, strings.TrimPrefix(mgr, "unix://"))
+	remote := func(how string, args ...string) {
+		t.Helper()
+		before := te.verified.Load()
+		r := ctrbench(t, 5*time.Minute, append([]string{"run", exp, "--db", db}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("run over TLS (%s) exited %d:\n%s%s", how, r.code, r.stdout, r.stderr)
+		}
+		trials := storedTrials(t, db, campaignID(t, r.stderr))
+		if len(trials) != 1 || trials[0].Status != result.OK || trials[0].Seen["server.platform.node"] != nodes[1].Hostname {
+			t.Errorf("over TLS (%s): trials %+v", how, trials)
+		}
+		if n := te.verified.Load() - before; n == 0 {
+			t.Errorf("over TLS (%s): no connection with a verified client certificate reached the engine", how)
+		}
+		left, err := sw.Leftovers(ctx, "", false, nil)
+		if err != nil || len(left.Services)+len(left.Networks) > 0 {
+			t.Errorf("left on the swarm after the run over TLS (%s): %+v (%v)", how, left, err)
+		}
+	}
+	// Without TLS the engine refuses the connection: a clear error
+	// before anything starts.
+	r = ctrbench(t, 2*time.Minute, "run", exp, "--db", db, "--docker-host", te.Addr)
+	if r.code == 0 {
+		t.Fatalf("run without TLS against a TLS engine succeeded:\n%s", r.stderr)
+	}
+	contains(t, "run without TLS", r.stderr, te.Addr, "--tlsverify")
+	remote("flags", "--docker-host", te.Addr, "--tlsverify",
+		"--tlscacert", filepath.Join(te.Dir, "ca.pem"), "--tlscert", filepath.Join(te.Dir, "cert.pem"), "--tlskey", filepath.Join(te.Dir, "key.pem"))
+	t.Setenv("DOCKER_HOST", te.Addr)
+	t.Setenv("DOCKER_TLS_VERIFY", "1")
+	t.Setenv("DOCKER_CERT_PATH", te.Dir)
+	remote("DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH")
+	os.Unsetenv("DOCKER_HOST")
+	os.Unsetenv("DOCKER_TLS_VERIFY")
+	os.Unsetenv("DOCKER_CERT_PATH")
+	t.Setenv("DOCKER_CONFIG", cliContext(t, "ctb-e2e-remote", te))
+	remote("--context", "--context", "ctb-e2e-remote")
+	os.Unsetenv("DOCKER_CONFIG")
+
 	// Killed there: its services and network stay on the swarm until
 	// clean --docker-host.
 	exp = writeExperiment(t, `name: e2e-swarm-remote-kill
@@ -284,4 +329,39 @@ func nodeSocket(t *testing.T, p *swarm.Platform, i int) string {
 		t.Fatalf("no node %d", i)
 	}
 	return s
+}
+
+// cliContext writes a Docker CLI context store naming the TLS engine (as
+// `docker context create NAME --docker host=…,ca=…,cert=…,key=…` does) and
+// returns its directory, for DOCKER_CONFIG.
+func cliContext(t *testing.T, name string, e *tlsEngine) string {
+	t.Helper()
+	dir := t.TempDir()
+	sum := sha256.Sum256([]byte(name))
+	id := hex.EncodeToString(sum[:])
+	meta := filepath.Join(dir, "contexts", "meta", id)
+	tlsDir := filepath.Join(dir, "contexts", "tls", id, "docker")
+	for _, d := range []string{meta, tlsDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"Name":      name,
+		"Metadata":  map[string]any{},
+		"Endpoints": map[string]any{"docker": map[string]any{"Host": e.Addr, "SkipTLSVerify": false}},
+	})
+	if err := os.WriteFile(filepath.Join(meta, "meta.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"ca.pem", "cert.pem", "key.pem"} {
+		b, err := os.ReadFile(filepath.Join(e.Dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tlsDir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -18,7 +18,9 @@ type engineFlags struct {
 func (e *engineFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&e.Host, "docker-host", "", "the Docker Engine to drive, as docker -H takes it (tcp://manager:2376, unix:///path); default $DOCKER_HOST. With platform swarm it must be a swarm manager: the campaign runs on that swarm rather than on one emulated here")
 	f.StringVar(&e.Context, "context", "", "a Docker CLI context naming the engine (default $DOCKER_CONTEXT)")
-	f.BoolVar(&e.TLSVerify, "tlsverify", false, "use TLS and verify the engine (default $DOCKER_TLS_VERIFY)")
+	// As Docker's CLI: DOCKER_TLS_VERIFY set (to anything) turns it on,
+	// and the files then come from $DOCKER_CERT_PATH.
+	f.BoolVar(&e.TLSVerify, "tlsverify", os.Getenv("DOCKER_TLS_VERIFY") != "", "use TLS and verify the engine (default $DOCKER_TLS_VERIFY; without the three files below, ca.pem, cert.pem and key.pem of $DOCKER_CERT_PATH or ~/.docker)")
 	f.StringVar(&e.TLSCACert, "tlscacert", "", "trust certs signed only by this CA (with --docker-host)")
 	f.StringVar(&e.TLSCert, "tlscert", "", "TLS certificate file (with --docker-host)")
 	f.StringVar(&e.TLSKey, "tlskey", "", "TLS key file (with --docker-host)")

@@ -137,9 +137,11 @@ func newClient(o options) (api API, owned bool, err error) {
 		from = []client.Opt{client.WithHost(o.host)}
 	}
 	if o.engine != nil {
-		if from, _, err = engineOptions(*o.engine); err != nil {
+		ep, err := engineOptions(*o.engine)
+		if err != nil {
 			return nil, false, err
 		}
+		from = ep.opts
 	}
 	c, err := client.NewClientWithOpts(append(from, client.WithAPIVersionNegotiation())...)
 	if err != nil {

@@ -73,6 +73,11 @@ func init() {
 // the swarm platform only.
 func LocalEngine() error {
 	h := os.Getenv("DOCKER_HOST")
+	if c := os.Getenv("DOCKER_CONTEXT"); h == "" && c != "" && c != "default" {
+		if host, _, err := contextEndpoint(c); err == nil {
+			h = host
+		}
+	}
 	if h == "" || strings.HasPrefix(h, "unix://") {
 		return nil
 	}

@@ -37,14 +37,18 @@ func TestEngineOptions(t *testing.T) {
 	if err != nil || host != "tcp://manager.example:2376" || tls != tlsDir {
 		t.Errorf("context prod: %q %q %v", host, tls, err)
 	}
-	if _, desc, err := engineOptions(platform.Engine{Context: "prod"}); err != nil || !strings.Contains(desc, "tcp://manager.example:2376 (context prod)") {
-		t.Errorf("engine from context: %q %v", desc, err)
+	if ep, err := engineOptions(platform.Engine{Context: "prod"}); err != nil || !strings.Contains(ep.desc, "tcp://manager.example:2376 (context prod)") || !ep.tls {
+		t.Errorf("engine from context: %q (TLS %v) %v", ep.desc, ep.tls, err)
 	}
-	if _, _, err := engineOptions(platform.Engine{Context: "staging"}); err == nil || !strings.Contains(err.Error(), "docker context ls") {
+	if _, err := engineOptions(platform.Engine{Context: "staging"}); err == nil || !strings.Contains(err.Error(), "docker context ls") {
 		t.Errorf("a missing context: %v", err)
 	}
-	if _, desc, err := engineOptions(platform.Engine{Host: "unix:///run/other.sock"}); err != nil || desc != "unix:///run/other.sock" {
-		t.Errorf("an address: %q %v", desc, err)
+	if ep, err := engineOptions(platform.Engine{Host: "unix:///run/other.sock"}); err != nil || ep.desc != "unix:///run/other.sock" || ep.tls {
+		t.Errorf("an address: %q (TLS %v) %v", ep.desc, ep.tls, err)
+	}
+	// --tlsverify alone takes the files of $DOCKER_CERT_PATH, as the CLI.
+	if ep, err := engineOptions(platform.Engine{Host: "tcp://manager.example:2376", TLSVerify: true}); err != nil || !ep.tls {
+		t.Errorf("--tlsverify: TLS %v, %v", ep.tls, err)
 	}
 }
 
@@ -57,5 +61,21 @@ func TestLocalEngine(t *testing.T) {
 		if err := LocalEngine(); (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "platform swarm")) {
 			t.Errorf("DOCKER_HOST=%q: %v", host, err)
 		}
+	}
+	// A context naming a remote engine (as --context sets it) is remote too.
+	dir := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", dir)
+	t.Setenv("DOCKER_HOST", "")
+	sum := sha256.Sum256([]byte("remote"))
+	meta := filepath.Join(dir, "contexts", "meta", hex.EncodeToString(sum[:]))
+	if err := os.MkdirAll(meta, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(meta, "meta.json"), []byte(`{"Name":"remote","Endpoints":{"docker":{"Host":"tcp://manager:2376"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONTEXT", "remote")
+	if err := LocalEngine(); err == nil || !strings.Contains(err.Error(), "tcp://manager:2376") {
+		t.Errorf("DOCKER_CONTEXT=remote: %v", err)
 	}
 }

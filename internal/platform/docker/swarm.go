@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -32,49 +33,59 @@ import (
 type Swarm struct {
 	api  *client.Client
 	Host string // the engine's address, for messages
+	tls  bool
 }
 
 // DialSwarm connects to the engine e names (its address, or a Docker CLI
 // context, with TLS), or to the one the environment names when e is zero.
 func DialSwarm(e platform.Engine) (*Swarm, error) {
-	opts, host, err := engineOptions(e)
+	ep, err := engineOptions(e)
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.NewClientWithOpts(append(opts, client.WithAPIVersionNegotiation())...)
+	c, err := client.NewClientWithOpts(append(ep.opts, client.WithAPIVersionNegotiation())...)
 	if err != nil {
-		return nil, fmt.Errorf("docker client for %s: %w", host, err)
+		return nil, fmt.Errorf("docker client for %s: %w", ep.desc, err)
 	}
-	return &Swarm{api: c, Host: host}, nil
+	return &Swarm{api: c, Host: ep.desc, tls: ep.tls}, nil
 }
 
 // Close releases the connection.
 func (s *Swarm) Close() error { return s.api.Close() }
 
+// endpoint is how to reach an engine: the client options, a description
+// for messages, and whether the connection uses TLS.
+type endpoint struct {
+	opts []client.Opt
+	desc string
+	tls  bool
+}
+
 // engineOptions turns an engine's name into client options: --host and
 // the TLS files, else the CLI context (its endpoint and TLS material from
 // the CLI's context store), else the environment (DOCKER_HOST,
 // DOCKER_TLS_VERIFY, DOCKER_CERT_PATH).
-func engineOptions(e platform.Engine) ([]client.Opt, string, error) {
+func engineOptions(e platform.Engine) (endpoint, error) {
 	if e.Host == "" && e.Context != "" && e.Context != "default" {
 		host, tlsDir, err := contextEndpoint(e.Context)
 		if err != nil {
-			return nil, "", err
+			return endpoint{}, err
 		}
-		opts := []client.Opt{client.WithHost(host)}
+		ep := endpoint{opts: []client.Opt{client.WithHost(host)}, desc: host + " (context " + e.Context + ")"}
 		if tlsDir != "" {
-			opts = append(opts, client.WithTLSClientConfig(filepath.Join(tlsDir, "ca.pem"), filepath.Join(tlsDir, "cert.pem"), filepath.Join(tlsDir, "key.pem")))
+			ep.opts = append(ep.opts, client.WithTLSClientConfig(filepath.Join(tlsDir, "ca.pem"), filepath.Join(tlsDir, "cert.pem"), filepath.Join(tlsDir, "key.pem")))
+			ep.tls = true
 		}
-		return opts, host + " (context " + e.Context + ")", nil
+		return ep, nil
 	}
 	if e.Host == "" {
 		host := os.Getenv("DOCKER_HOST")
 		if host == "" {
 			host = client.DefaultDockerHost
 		}
-		return []client.Opt{client.FromEnv}, host, nil
+		return endpoint{opts: []client.Opt{client.FromEnv}, desc: host, tls: os.Getenv("DOCKER_TLS_VERIFY") != ""}, nil
 	}
-	opts := []client.Opt{client.WithHost(e.Host)}
+	ep := endpoint{opts: []client.Opt{client.WithHost(e.Host)}, desc: e.Host}
 	if e.TLSVerify && e.TLSCACert == "" && e.TLSCert == "" && e.TLSKey == "" {
 		// As Docker's CLI: the files in $DOCKER_CERT_PATH, else ~/.docker.
 		dir := os.Getenv("DOCKER_CERT_PATH")
@@ -85,9 +96,10 @@ func engineOptions(e platform.Engine) ([]client.Opt, string, error) {
 		e.TLSCACert, e.TLSCert, e.TLSKey = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	}
 	if e.TLSVerify || e.TLSCACert != "" || e.TLSCert != "" || e.TLSKey != "" {
-		opts = append(opts, client.WithTLSClientConfig(e.TLSCACert, e.TLSCert, e.TLSKey))
+		ep.opts = append(ep.opts, client.WithTLSClientConfig(e.TLSCACert, e.TLSCert, e.TLSKey))
+		ep.tls = true
 	}
-	return opts, e.Host, nil
+	return ep, nil
 }
 
 // contextEndpoint reads a Docker CLI context: its engine endpoint and the
@@ -144,7 +156,11 @@ func (s *Swarm) State(ctx context.Context) (SwarmState, error) {
 	defer cancel()
 	info, err := s.api.Info(ctx)
 	if err != nil {
-		return SwarmState{}, fmt.Errorf("engine %s does not answer: %w", s.Host, err)
+		hint := ""
+		if strings.HasPrefix(s.Host, "tcp://") && !s.tls {
+			hint = " (if it takes TLS, as a remote engine should: --tlsverify with --tlscacert, --tlscert and --tlskey, or DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH, or a --context that has them)"
+		}
+		return SwarmState{}, fmt.Errorf("engine %s does not answer: %w%s", s.Host, err, hint)
 	}
 	st := SwarmState{NodeID: info.Swarm.NodeID, State: string(info.Swarm.LocalNodeState), Manager: info.Swarm.ControlAvailable,
 		Nodes: info.Swarm.Nodes, Managers: info.Swarm.Managers, Addr: info.Swarm.NodeAddr, Version: info.ServerVersion, Kernel: info.KernelVersion, VXLANPort: 4789}
