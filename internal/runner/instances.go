@@ -104,14 +104,31 @@ func (in *instances) cleanup(ctx context.Context) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	var wg sync.WaitGroup
+	var fmu sync.Mutex
+	var failed []platform.Instance
 	for _, r := range in.started {
 		wg.Add(1)
-		go func() { defer wg.Done(); _ = r.inst.Remove(cctx) }()
+		go func() {
+			defer wg.Done()
+			if r.inst.Remove(cctx) != nil {
+				fmu.Lock()
+				failed = append(failed, r.inst)
+				fmu.Unlock()
+			}
+		}()
 	}
 	for _, r := range in.serial {
-		_ = r.inst.Remove(cctx)
+		if r.inst.Remove(cctx) != nil {
+			failed = append(failed, r.inst)
+		}
 	}
 	wg.Wait()
+	// An instance that shares another's namespace depends on it: an
+	// engine may refuse to remove the other while it exists (podman:
+	// "has dependent containers"). Once the rest are gone, once more.
+	for _, i := range failed {
+		_ = i.Remove(cctx)
+	}
 	for _, d := range in.detach {
 		_ = d()
 	}

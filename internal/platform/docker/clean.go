@@ -71,6 +71,7 @@ func Clean(ctx context.Context, campaign string, force, images bool, opts ...Opt
 	if err != nil {
 		return rep, fmt.Errorf("listing containers: %w", err)
 	}
+	var ids, names []string
 	for _, c := range containers {
 		name := containerName(c)
 		if c.Labels[swarmTaskLabel] != "" {
@@ -79,11 +80,15 @@ func Clean(ctx context.Context, campaign string, force, images bool, opts ...Opt
 		if keep("container", name, c.Labels) {
 			continue
 		}
-		if err := removeContainer(ctx, api, c.ID); err != nil {
+		ids, names = append(ids, c.ID), append(names, name)
+	}
+	failed := removeContainers(ctx, api, ids)
+	for i, id := range ids {
+		if err := failed[id]; err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		rep.Containers = append(rep.Containers, name)
+		rep.Containers = append(rep.Containers, names[i])
 	}
 
 	networks, err := api.NetworkList(ctx, network.ListOptions{Filters: f})

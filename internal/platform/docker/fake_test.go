@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,9 @@ type fakeAPI struct {
 	removeErr  error
 	removed    []string
 	imageFound bool
+	// dependents refuses to remove a container while the one that
+	// shares its namespace is there, as podman does.
+	dependents map[string]string
 }
 
 func (f *fakeAPI) Ping(context.Context) (types.Ping, error) { return types.Ping{}, f.pingErr }
@@ -65,6 +69,9 @@ func (f *fakeAPI) ContainerStart(context.Context, string, container.StartOptions
 func (f *fakeAPI) ContainerRemove(_ context.Context, id string, o container.RemoveOptions) error {
 	if !o.Force {
 		return errors.New("remove without force")
+	}
+	if d, ok := f.dependents[id]; ok && !slices.Contains(f.removed, d) {
+		return cerrdefs.ErrConflict.WithMessage("container " + id + " has dependent containers which must be removed before it: " + d)
 	}
 	f.removed = append(f.removed, id)
 	return f.removeErr
@@ -150,6 +157,24 @@ func TestRemoveTolerance(t *testing.T) {
 	f.removeErr = nil
 	if err := inst.Remove(context.Background()); err != nil || len(f.removed) != 2 {
 		t.Errorf("retried Remove = %v after %d calls", err, len(f.removed))
+	}
+}
+
+// A container that shares another's namespace must go first on podman:
+// removing a campaign's containers in the engine's list order still
+// removes both, and only a container that stays is an error.
+func TestRemoveDependents(t *testing.T) {
+	f := &fakeAPI{dependents: map[string]string{"server": "client"}}
+	if failed := removeContainers(context.Background(), f, []string{"server", "client"}); len(failed) != 0 {
+		t.Errorf("failed: %v", failed)
+	}
+	if !slices.Equal(f.removed, []string{"client", "server"}) {
+		t.Errorf("removed %v", f.removed)
+	}
+	f = &fakeAPI{dependents: map[string]string{"server": "ghost"}}
+	failed := removeContainers(context.Background(), f, []string{"server"})
+	if err := failed["server"]; err == nil || !strings.Contains(err.Error(), "dependent containers") {
+		t.Errorf("a container that cannot go: %v", failed)
 	}
 }
 

@@ -266,8 +266,13 @@ func (p *Platform) Close(ctx context.Context) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing containers of campaign %s: %w", c.id, err))
 		}
-		for _, ct := range list {
-			if err := removeContainer(ctx, p.api, ct.ID); err != nil {
+		ids := make([]string, len(list))
+		for i, ct := range list {
+			ids[i] = ct.ID
+		}
+		failed := removeContainers(ctx, p.api, ids)
+		for _, id := range ids {
+			if err := failed[id]; err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -302,6 +307,27 @@ func removeContainer(ctx context.Context, api API, id string) error {
 		return nil
 	}
 	return fmt.Errorf("removing container %s: %w", shortID(id), err)
+}
+
+// removeContainers force-removes containers and returns the errors of
+// those that stay. A container sharing another's network namespace
+// depends on it (podman refuses to remove the other first: "has dependent
+// containers"), so the ones that failed are tried once more after the
+// rest.
+func removeContainers(ctx context.Context, api API, ids []string) map[string]error {
+	failed := map[string]error{}
+	var retry []string
+	for _, id := range ids {
+		if removeContainer(ctx, api, id) != nil {
+			retry = append(retry, id)
+		}
+	}
+	for _, id := range retry {
+		if err := removeContainer(ctx, api, id); err != nil {
+			failed[id] = err
+		}
+	}
+	return failed
 }
 
 func isRemovalInProgress(err error) bool {
