@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -331,37 +328,19 @@ func nodeSocket(t *testing.T, p *swarm.Platform, i int) string {
 	return s
 }
 
-// cliContext writes a Docker CLI context store naming the TLS engine (as
-// `docker context create NAME --docker host=…,ca=…,cert=…,key=…` does) and
-// returns its directory, for DOCKER_CONFIG.
+// cliContext writes a Docker CLI context store naming the TLS engine with
+// its TLS files, and returns its directory, for DOCKER_CONFIG.
 func cliContext(t *testing.T, name string, e *tlsEngine) string {
 	t.Helper()
 	dir := t.TempDir()
-	sum := sha256.Sum256([]byte(name))
-	id := hex.EncodeToString(sum[:])
-	meta := filepath.Join(dir, "contexts", "meta", id)
-	tlsDir := filepath.Join(dir, "contexts", "tls", id, "docker")
-	for _, d := range []string{meta, tlsDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, _ := json.Marshal(map[string]any{
-		"Name":      name,
-		"Metadata":  map[string]any{},
-		"Endpoints": map[string]any{"docker": map[string]any{"Host": e.Addr, "SkipTLSVerify": false}},
-	})
-	if err := os.WriteFile(filepath.Join(meta, "meta.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	files := map[string][]byte{}
 	for _, f := range []string{"ca.pem", "cert.pem", "key.pem"} {
 		b, err := os.ReadFile(filepath.Join(e.Dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(tlsDir, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		files[f] = b
 	}
+	testutil.DockerContext(t, dir, name, e.Addr, files)
 	return dir
 }

@@ -1,14 +1,11 @@
 package docker
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
 // An engine named as Docker's CLI names it: a context is read from the
@@ -18,21 +15,7 @@ import (
 func TestEngineOptions(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("DOCKER_CONFIG", dir)
-	sum := sha256.Sum256([]byte("prod"))
-	id := hex.EncodeToString(sum[:])
-	meta := filepath.Join(dir, "contexts", "meta", id)
-	tlsDir := filepath.Join(dir, "contexts", "tls", id, "docker")
-	for _, d := range []string{meta, tlsDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(meta, "meta.json"), []byte(`{"Name":"prod","Metadata":{},"Endpoints":{"docker":{"Host":"tcp://manager.example:2376","SkipTLSVerify":false}}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(tlsDir, "ca.pem"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tlsDir := testutil.DockerContext(t, dir, "prod", "tcp://manager.example:2376", map[string][]byte{"ca.pem": []byte("x")})
 	host, tls, err := contextEndpoint("prod")
 	if err != nil || host != "tcp://manager.example:2376" || tls != tlsDir {
 		t.Errorf("context prod: %q %q %v", host, tls, err)
@@ -66,14 +49,7 @@ func TestLocalEngine(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("DOCKER_CONFIG", dir)
 	t.Setenv("DOCKER_HOST", "")
-	sum := sha256.Sum256([]byte("remote"))
-	meta := filepath.Join(dir, "contexts", "meta", hex.EncodeToString(sum[:]))
-	if err := os.MkdirAll(meta, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(meta, "meta.json"), []byte(`{"Name":"remote","Endpoints":{"docker":{"Host":"tcp://manager:2376"}}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testutil.DockerContext(t, dir, "remote", "tcp://manager:2376", nil)
 	t.Setenv("DOCKER_CONTEXT", "remote")
 	if err := LocalEngine(); err == nil || !strings.Contains(err.Error(), "tcp://manager:2376") {
 		t.Errorf("DOCKER_CONTEXT=remote: %v", err)
