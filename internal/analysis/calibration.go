@@ -3,7 +3,6 @@ package analysis
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"sort"
 
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -35,14 +34,52 @@ type Floor struct {
 	AAPct         float64
 	AACI95        [2]float64
 	AASignificant bool
-	// FPR is the share of random splits of the 2N trials into two halves
-	// that the comparison calls significant: the false-positive rate of
-	// ctrbench's test on this machine's distribution (0.05 when it is
-	// as the test assumes).
-	FPR float64
-	// MDEPct is the smallest relative difference a comparison of two cells
+	// RunOrder is A's and B's values together in the order their trials
+	// ran: FalsePositives compares consecutive blocks of it.
+	RunOrder []float64
+	// MDEPct is the smallest relative increase a comparison of two cells
 	// of N trials detects with 80% power (stats.MDE).
 	MDEPct float64
+}
+
+// FalsePositives is the false-positive rate of ctrbench's comparison on
+// this machine, measured on a calibration's trials in run order.
+type FalsePositives struct {
+	Block       int // trials per block: the n of the comparisons judged
+	Comparisons int // pairs of consecutive blocks compared
+	Significant int // of them, called significant
+	Rate        float64
+	CI95        [2]float64 // Clopper–Pearson
+}
+
+// FalsePositives compares consecutive blocks of k trials in the order
+// they ran — trials 1…k against k+1…2k, then 2k+1…3k against 3k+1…4k,
+// and so on — and counts how often the comparison reports make calls
+// identical cells different. Every trial is of the same cell, so each
+// call is a false positive; blocks in run order keep whatever drifts
+// during a campaign (a warming machine, a neighbour, a filling disk) in
+// the comparison, as it is in an experiment's: random splits of the
+// pooled trials would erase it. The interval is exact for the number of
+// comparisons, so a short calibration gives a wide one. k below 2 is
+// taken as 2.
+func (f Floor) FalsePositives(k int) FalsePositives {
+	k = max(k, 2)
+	out := FalsePositives{Block: k, Rate: math.NaN()}
+	for i := 0; i+2*k <= len(f.RunOrder); i += 2 * k {
+		c, ok := stats.Compare(f.RunOrder[i+k:i+2*k], f.RunOrder[i:i+k])
+		if !ok || !c.Defined {
+			continue
+		}
+		out.Comparisons++
+		if c.Significant {
+			out.Significant++
+		}
+	}
+	if out.Comparisons > 0 {
+		out.Rate = float64(out.Significant) / float64(out.Comparisons)
+	}
+	out.CI95 = stats.BinomialCI(out.Significant, out.Comparisons)
+	return out
 }
 
 // Calibration is a calibration campaign's noise floor, metric by metric.
@@ -51,13 +88,11 @@ type Calibration struct {
 	Floors   []Floor
 }
 
-// resamples is how many random splits estimate a false-positive rate.
-const resamples = 1000
-
 // LoadCalibration reads a calibration campaign and works out its noise
 // floor: for each workload's cell and measured metric, the pooled
-// variation of A and B, their difference, the false-positive rate of the
-// comparison and the minimum detectable effect at its number of trials.
+// variation of A and B, their difference, their trials in run order (for
+// FalsePositives) and the minimum detectable effect at its number of
+// trials.
 func LoadCalibration(ctx context.Context, src Source, id string) (Calibration, error) {
 	l, err := Load(ctx, src, Query{Campaign: id})
 	if err != nil {
@@ -90,17 +125,16 @@ func LoadCalibration(ctx context.Context, src Source, id string) (Calibration, e
 		pair[0].Cell, pair[1].Cell = cell, cell
 		sides[k] = pair
 	}
-	for i, k := range order {
+	for _, k := range order {
 		a, b := sides[k][0], sides[k][1]
 		if len(a.Values) < 2 || len(b.Values) < 2 {
 			continue
 		}
 		f := Floor{Workload: a.Workload, WorkloadType: a.WorkloadType, Cell: a.Cell, Metric: a.ID.String(), ID: a.ID, Unit: a.Unit,
-			N: min(len(a.Values), len(b.Values)), RSDPct: pooledCV(a.Values, b.Values)}
+			N: min(len(a.Values), len(b.Values)), RSDPct: pooledCV(a.Values, b.Values), RunOrder: runOrder(a, b)}
 		if c, ok := stats.Compare(b.Values, a.Values); ok {
 			f.AAPct, f.AACI95, f.AASignificant = c.Pct, c.CI95, c.Significant
 		}
-		f.FPR = falsePositiveRate(a.Values, b.Values, uint64(i))
 		f.MDEPct = stats.MDE(f.RSDPct, f.N, f.N)
 		cal.Floors = append(cal.Floors, f)
 	}
@@ -120,29 +154,25 @@ func pooledCV(a, b []float64) float64 {
 	return 100 * sd / math.Abs(mean)
 }
 
-// falsePositiveRate splits the pooled trials of an A/A pair at random into
-// two groups of the original sizes, many times, and counts how often the
-// comparison calls the split significant. The splits are seeded: the same
-// calibration gives the same rate.
-func falsePositiveRate(a, b []float64, seed uint64) float64 {
-	pool := append(append([]float64(nil), a...), b...)
-	rng := rand.New(rand.NewPCG(seed, 0xca11b))
-	hits, tried := 0, 0
-	for range resamples {
-		rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
-		c, ok := stats.Compare(pool[len(a):], pool[:len(a)])
-		if !ok || !c.Defined {
-			continue
-		}
-		tried++
-		if c.Significant {
-			hits++
-		}
+// runOrder merges two series' values by their trials' seqs.
+func runOrder(a, b Series) []float64 {
+	type v struct {
+		seq int
+		x   float64
 	}
-	if tried == 0 {
-		return math.NaN()
+	var all []v
+	for i, x := range a.Values {
+		all = append(all, v{a.Seqs[i], x})
 	}
-	return float64(hits) / float64(tried)
+	for i, x := range b.Values {
+		all = append(all, v{b.Seqs[i], x})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	out := make([]float64, len(all))
+	for i, x := range all {
+		out[i] = x.x
+	}
+	return out
 }
 
 // Lister is a Source that can list its campaigns (the store), so a report

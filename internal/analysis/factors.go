@@ -70,7 +70,7 @@ func CaseOf(cell map[string]string) string {
 func Headlines(rows []Row) (targets []string, headline map[string]Row) {
 	headline = map[string]Row{}
 	for _, r := range rows {
-		if r.ID.Kind == result.KindTelemetry || r.ID.Scope == result.ScopeNeighbour {
+		if !headlineCandidate(r.ID) {
 			continue
 		}
 		if _, ok := headline[r.Workload]; !ok {
@@ -79,4 +79,10 @@ func Headlines(rows []Row) (targets []string, headline map[string]Row) {
 		}
 	}
 	return targets, headline
+}
+
+// headlineCandidate reports whether a metric can be its workload's
+// headline: not telemetry, not a neighbour's.
+func headlineCandidate(id result.MetricID) bool {
+	return id.Kind != result.KindTelemetry && id.Scope != result.ScopeNeighbour
 }

@@ -13,6 +13,11 @@ type cellMetric struct {
 type groups struct {
 	values map[cellMetric][]float64
 	seqs   map[cellMetric][]int // the trial of each value
+	reps   map[cellMetric][]int // its trial's repetition
+	// flaggedValues and flaggedSeqs are the values of ok trials whose
+	// conditions were not as planned: set apart from the statistics.
+	flaggedValues map[cellMetric][]float64
+	flaggedSeqs   map[cellMetric][]int
 	// ids holds each series' identity as its first observation had it
 	// (metricKey forgets the pairs' aggregate).
 	ids map[cellMetric]result.MetricID
@@ -26,17 +31,23 @@ type groups struct {
 	// perInstance holds, per trial, the mean over a trial's instances of
 	// the measured role's metric (its own value with one instance): what
 	// S1's slowdown compares.
-	perInstance map[cellMetric][]float64
+	perInstance     map[cellMetric][]float64
+	perInstanceReps map[cellMetric][]int
 }
 
 // group sorts trials into series. Warm-ups count for nothing; a failed or
 // timed-out trial only in its cell's failed count; an ok trial with flags
-// in the flagged count and, like any ok trial, in the values.
+// (its conditions were not as planned: pairs that did not run together,
+// neighbours that stopped early) in the flagged count and its values set
+// apart, never in the statistics.
 func group(trials []result.Trial) groups {
 	g := groups{
-		values: map[cellMetric][]float64{}, seqs: map[cellMetric][]int{}, ids: map[cellMetric]result.MetricID{},
+		values: map[cellMetric][]float64{}, seqs: map[cellMetric][]int{}, reps: map[cellMetric][]int{},
+		flaggedValues: map[cellMetric][]float64{}, flaggedSeqs: map[cellMetric][]int{},
+		ids:  map[cellMetric]result.MetricID{},
 		seen: map[int][]result.MetricID{}, meta: map[cellMetric]result.Observation{},
-		failed: map[int]int{}, flagged: map[int]int{}, perInstance: map[cellMetric][]float64{},
+		failed: map[int]int{}, flagged: map[int]int{},
+		perInstance: map[cellMetric][]float64{}, perInstanceReps: map[cellMetric][]int{},
 	}
 	for _, t := range trials {
 		if t.Warmup {
@@ -46,22 +57,34 @@ func group(trials []result.Trial) groups {
 			g.failed[t.CellID]++
 			continue
 		}
-		if t.Flags != "" {
+		flagged := t.Flags != ""
+		if flagged {
 			g.flagged[t.CellID]++
 		}
 		for _, ob := range t.Observations {
 			id := ob.ID()
 			k := cellMetric{t.CellID, metricKey(id)}
-			if _, ok := g.values[k]; !ok {
+			if _, ok := g.ids[k]; !ok {
 				g.seen[t.CellID] = append(g.seen[t.CellID], k.metric)
 				g.ids[k] = id
 			}
+			g.meta[k] = ob
+			if flagged {
+				g.flaggedValues[k] = append(g.flaggedValues[k], ob.Value)
+				g.flaggedSeqs[k] = append(g.flaggedSeqs[k], t.Seq)
+				continue
+			}
 			g.values[k] = append(g.values[k], ob.Value)
 			g.seqs[k] = append(g.seqs[k], t.Seq)
-			g.meta[k] = ob
+			g.reps[k] = append(g.reps[k], t.Repetition)
+		}
+		if flagged {
+			continue
 		}
 		for k, v := range instanceMeans(t.Observations) {
-			g.perInstance[cellMetric{t.CellID, k}] = append(g.perInstance[cellMetric{t.CellID, k}], v)
+			ck := cellMetric{t.CellID, k}
+			g.perInstance[ck] = append(g.perInstance[ck], v)
+			g.perInstanceReps[ck] = append(g.perInstanceReps[ck], t.Repetition)
 		}
 	}
 	return g

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/stats"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
@@ -20,12 +21,26 @@ type Series struct {
 	Better       result.Better
 	Cell         map[string]string // factor -> level
 	CellID       int
-	Values       []float64 // one per ok, non-warmup trial
+	Values       []float64 // one per ok, non-warmup, unflagged trial
 	Seqs         []int     // the trial of each value (its seq)
+	Reps         []int     // the repetition of each value's trial
 	Failed       int       // trials of this cell that failed or timed out
 	Flagged      int       // ok trials whose conditions were not as planned (see result.Trial.Flags)
-	Baseline     []float64 // the baseline cell's values for the same metric; nil if none
-	IsBaseline   bool
+	// FlaggedValues are those trials' values (FlaggedSeqs their seqs): set
+	// apart, in no statistic.
+	FlaggedValues []float64
+	FlaggedSeqs   []int
+	Baseline      []float64 // the baseline cell's values for the same metric; nil if none
+	BaseReps      []int     // the repetition of each baseline value's trial
+	IsBaseline    bool
+	// Range is what the metric's values can be (result.Bounds): intervals
+	// stay inside it.
+	Range stats.Range
+	// TwoStageMin is, in an adaptive campaign, its min: the first stage of
+	// each cell's two-stage design is the values of the repetitions up to
+	// it (stats.FirstStage), whose variance every interval of the campaign
+	// takes; 0 for a fixed number of trials.
+	TwoStageMin int
 	// Interference marks a cell with neighbours: its row also carries S0's
 	// interference ratio against the baseline (the target alone).
 	Interference bool
@@ -39,6 +54,8 @@ type Series struct {
 	// cell's.
 	Slowdown                     bool
 	PerInstance, BasePerInstance []float64
+	PerInstanceReps              []int // the repetition of each PerInstance value's trial
+	BasePerInstanceReps          []int
 	// NoiseCVPct is this machine's trial-to-trial variation of the metric
 	// (percent), from its latest calibration of the experiment; 0 when
 	// there is none.
@@ -121,22 +138,30 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 			s := Series{
 				Campaign: camp.ID, Workload: c.Workload, WorkloadType: c.WorkloadType,
 				ID: id, Unit: g.meta[k].Unit, Better: g.meta[k].Better,
-				Cell: c.Factors, CellID: c.ID, Values: g.values[k], Seqs: g.seqs[k], Failed: g.failed[c.ID], Flagged: g.flagged[c.ID],
+				Cell: c.Factors, CellID: c.ID, Values: g.values[k], Seqs: g.seqs[k], Reps: g.reps[k],
+				Failed: g.failed[c.ID], Flagged: g.flagged[c.ID], FlaggedValues: g.flaggedValues[k], FlaggedSeqs: g.flaggedSeqs[k],
 				Interference: hasNeighbours(c),
 			}
+			lo, hi := result.Bounds(id, s.Unit)
+			s.Range = stats.Range{Lo: lo, Hi: hi}
 			s.NoiseCVPct = noise[c.Workload+" "+metricKey(id).String()]
 			s.NotComparable = notComparable(camp.Env, c.Factors)
-			if adaptive != nil && decides(adaptive, c, id) {
-				s.TargetRCI = adaptive.RCI
+			if adaptive != nil {
+				s.TwoStageMin = adaptive.Min
+				if decides(adaptive, c, id) {
+					s.TargetRCI = adaptive.RCI
+				}
 			}
 			if hasBase {
 				s.IsBaseline = baseID == c.ID
 				if !s.IsBaseline {
-					s.Baseline = g.values[cellMetric{baseID, m}]
+					s.Baseline, s.BaseReps = g.values[cellMetric{baseID, m}], g.reps[cellMetric{baseID, m}]
 				}
 				if instances && !lifecycle(c) && m.Kind == result.KindMeasure && m.Role == "" && m.Scope == result.ScopeTrial {
 					s.Slowdown = true
-					s.PerInstance, s.BasePerInstance = g.perInstance[k], g.perInstance[cellMetric{baseID, m}]
+					bk := cellMetric{baseID, m}
+					s.PerInstance, s.BasePerInstance = g.perInstance[k], g.perInstance[bk]
+					s.PerInstanceReps, s.BasePerInstanceReps = g.perInstanceReps[k], g.perInstanceReps[bk]
 				}
 			}
 			series = append(series, s)
@@ -195,4 +220,14 @@ func notComparable(env, factors map[string]string) string {
 		}
 	}
 	return ""
+}
+
+// sample is values as the statistics take them: with the metric's range
+// and, in an adaptive campaign, the first stage of their two-stage design.
+func (s Series) sample(values []float64, reps []int) stats.Sample {
+	out := stats.Sample{Values: values, Range: s.Range}
+	if s.TwoStageMin > 0 {
+		out.Stage = stats.FirstStage(reps, s.TwoStageMin)
+	}
+	return out
 }

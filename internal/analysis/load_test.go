@@ -28,11 +28,11 @@ func pairsCampaign() *Memory {
 	}
 	warm := single(2, 1000, 1000)
 	warm.Warmup = true
-	flagged := single(2, 6, 2)
+	flagged := single(2, 7, 2)
 	flagged.Flags = "antagonists covered 80%"
 	trials := []result.Trial{
 		single(1, 10, 1), warm, single(2, 5, 2), multi(3, 30), m.failed(2, "boom"),
-		multi(4, 15), single(1, 12, 1), flagged, multi(3, 34), multi(4, 17),
+		multi(4, 15), single(1, 12, 1), flagged, multi(3, 34), multi(4, 17), single(2, 6, 2),
 	}
 	camp := result.Campaign{ID: "c", Baseline: map[string]string{"platform": "native"}}
 	return NewMemory(camp, cells, trials)
@@ -40,8 +40,8 @@ func pairsCampaign() *Memory {
 
 // Trials group into one series per cell and metric identity: declared
 // metrics first, in the workload's order, then the others as first seen;
-// warm-ups left out, failures and flags counted, the baseline cell's
-// values beside each.
+// warm-ups left out, failures counted, a flagged trial counted and its
+// values set apart, the baseline cell's values beside each.
 func TestLoadGroupsByIdentity(t *testing.T) {
 	l := load(t, pairsCampaign())
 	var got []result.MetricID
@@ -65,9 +65,12 @@ func TestLoadGroupsByIdentity(t *testing.T) {
 	}
 
 	docker := series(t, l, 2, throughput)
-	// In run order: the flagged trial was made (numbered) before the slice.
-	if want := []float64{6, 5}; !slices.Equal(docker.Values, want) {
-		t.Errorf("cell 2 values %v, want %v (no warm-up)", docker.Values, want)
+	// In run order, without the warm-up; the flagged trial apart.
+	if want := []float64{5, 6}; !slices.Equal(docker.Values, want) || !slices.Equal(docker.Seqs, []int{4, 11}) {
+		t.Errorf("cell 2 values %v (seqs %v), want %v (no warm-up, no flagged trial)", docker.Values, docker.Seqs, want)
+	}
+	if !slices.Equal(docker.FlaggedValues, []float64{7}) || !slices.Equal(docker.FlaggedSeqs, []int{2}) {
+		t.Errorf("cell 2 flagged values %v (seqs %v), want [7] (seq 2)", docker.FlaggedValues, docker.FlaggedSeqs)
 	}
 	if docker.Failed != 1 || docker.Flagged != 1 || docker.IsBaseline {
 		t.Errorf("cell 2: failed %d flagged %d baseline %v", docker.Failed, docker.Flagged, docker.IsBaseline)
@@ -108,7 +111,7 @@ func TestRowsOrderAndValues(t *testing.T) {
 		t.Errorf("row identities %v, %v", rows[0].ID, rows[2].ID)
 	}
 	docker := rows[1]
-	if docker.N != 2 || docker.Mean != 5.5 || docker.Failed != 1 || docker.Flagged != 1 {
+	if docker.N != 2 || docker.Mean != 5.5 || docker.Failed != 1 || docker.Flagged != 1 || docker.FlaggedMean == nil || *docker.FlaggedMean != 7 {
 		t.Errorf("docker row %+v", docker)
 	}
 	if docker.VsBaselinePct == nil || math.Abs(*docker.VsBaselinePct-(-50)) > 1e-9 {
@@ -135,7 +138,7 @@ func TestBaselineOverride(t *testing.T) {
 		t.Errorf("baseline %v", l.Campaign.Baseline)
 	}
 	native := series(t, l, 1, throughput)
-	if native.IsBaseline || !slices.Equal(native.Baseline, []float64{6, 5}) {
+	if native.IsBaseline || !slices.Equal(native.Baseline, []float64{5, 6}) {
 		t.Errorf("native against docker: %+v", native)
 	}
 	if c, _ := src.Campaign(context.Background(), "c"); c.Baseline["platform"] != "native" {

@@ -28,8 +28,13 @@ type Row struct {
 	N      int       `json:"n"`
 	Failed int       `json:"failed"`
 	// Flagged counts ok trials whose conditions were not as planned (e.g.
-	// antagonists covering under 95% of the window); they are included.
+	// antagonists covering under 95% of the window, pairs that did not run
+	// together): set apart, in no statistic of the row. FlaggedMean is
+	// their mean and FlaggedSeqs their trials, for a reader to look at.
 	Flagged          int         `json:"flagged"`
+	FlaggedMean      *float64    `json:"flagged_mean,omitempty"`
+	FlaggedSeqs      []int       `json:"flagged_seqs,omitempty"`
+	FlaggedValues    []float64   `json:"-"`
 	Mean             float64     `json:"mean"`
 	SD               float64     `json:"sd"`
 	RSDPct           float64     `json:"rsd_pct"`
@@ -78,7 +83,15 @@ type Row struct {
 	// NotComparable says why this row's numbers compare with nothing (a
 	// virtual machine under emulation); absent when they do.
 	NotComparable string `json:"not_comparable,omitempty"`
+	// FewTrials is set when the interval rests on fewer than three trials
+	// (one degree of freedom: t(0.975, 1) = 12.7), where it is too wide to
+	// say much and its level rests on the trials being normal.
+	FewTrials bool `json:"few_trials,omitempty"`
 }
+
+// MinTrials is the fewest trials whose interval a report shows without a
+// warning.
+const MinTrials = 3
 
 // Rows computes one Row per Series, ordered by workload and metric (each in
 // order of first appearance; metrics as SameMetric groups them) and then
@@ -128,7 +141,8 @@ func orderSeries(series []Series) []Series {
 }
 
 func row(s Series) Row {
-	sum := stats.Summarize(s.Values)
+	sample := s.sample(s.Values, s.Reps)
+	sum := stats.SummarizeSample(sample)
 	cell := make(map[string]string, len(s.Cell)) // never nil: JSON shows {}
 	for k, v := range s.Cell {
 		cell[k] = v
@@ -140,12 +154,17 @@ func row(s Series) Row {
 		N: sum.N, Failed: s.Failed, Flagged: s.Flagged,
 		Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95,
 		Baseline: s.IsBaseline, NotComparable: s.NotComparable,
+		FewTrials: sum.N >= 2 && sum.N < MinTrials,
+	}
+	if len(s.FlaggedValues) > 0 {
+		m := stats.Summarize(s.FlaggedValues).Mean
+		r.FlaggedMean, r.FlaggedSeqs, r.FlaggedValues = &m, s.FlaggedSeqs, s.FlaggedValues
 	}
 	if s.TargetRCI > 0 {
 		target := 100 * s.TargetRCI
 		r.TargetRCIPct = &target
 		reached := false
-		if half := sum.CI95[1] - sum.Mean; finite(half) && sum.Mean != 0 {
+		if half := (sum.CI95[1] - sum.CI95[0]) / 2; finite(half) && sum.Mean != 0 {
 			got := 100 * half / math.Abs(sum.Mean)
 			r.RCIPct, reached = &got, got <= target
 		}
@@ -159,10 +178,11 @@ func row(s Series) Row {
 	if s.IsBaseline || s.Baseline == nil {
 		return r
 	}
-	base := stats.Summarize(s.Baseline)
+	baseSample := s.sample(s.Baseline, s.BaseReps)
+	base := stats.SummarizeSample(baseSample)
 	r.Base = &base
 	if s.Slowdown {
-		if sd, ok := stats.SlowdownOf(s.PerInstance, s.BasePerInstance, s.Better == result.Lower); ok {
+		if sd, ok := stats.SlowdownOf(s.sample(s.PerInstance, s.PerInstanceReps), s.sample(s.BasePerInstance, s.BasePerInstanceReps), s.Better == result.Lower); ok {
 			v := sd.Value
 			r.Slowdown = &v
 			if sd.Defined {
@@ -172,7 +192,7 @@ func row(s Series) Row {
 		}
 	}
 	if s.Interference {
-		if ir, ok := stats.InterferenceRatio(s.Values, s.Baseline, s.Better == result.Lower); ok {
+		if ir, ok := stats.InterferenceRatio(sample, baseSample, s.Better == result.Lower); ok {
 			v := ir.IR
 			r.IR = &v
 			if ir.Defined {
@@ -181,7 +201,7 @@ func row(s Series) Row {
 			}
 		}
 	}
-	c, ok := stats.Compare(s.Values, s.Baseline)
+	c, ok := stats.CompareSamples(sample, baseSample)
 	if !ok {
 		return r
 	}
@@ -198,8 +218,9 @@ func row(s Series) Row {
 		}
 	}
 	if s.NoiseCVPct > 0 && finite(c.Pct) {
-		if mde := stats.MDE(s.NoiseCVPct, len(s.Values), len(s.Baseline)); finite(mde) {
-			below := math.Abs(c.Pct) < mde
+		if d := stats.MDELog(s.NoiseCVPct, len(s.Values), len(s.Baseline)); finite(d) {
+			mde := 100 * (math.Exp(d) - 1)
+			below := math.Abs(math.Log1p(c.Pct/100)) < d
 			r.MDEPct, r.BelowNoiseFloor = &mde, &below
 		}
 	}

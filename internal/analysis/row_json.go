@@ -45,6 +45,8 @@ type wireRow struct {
 	N                int               `json:"n"`
 	Failed           int               `json:"failed"`
 	Flagged          int               `json:"flagged"`
+	FlaggedMean      *num              `json:"flagged_mean,omitempty"`
+	FlaggedSeqs      []int             `json:"flagged_seqs,omitempty"`
 	Mean             num               `json:"mean"`
 	SD               num               `json:"sd"`
 	RSDPct           num               `json:"rsd_pct"`
@@ -70,6 +72,7 @@ type wireRow struct {
 	Slowdown         *num              `json:"slowdown,omitempty"`
 	SlowdownCI95     *[2]num           `json:"slowdown_ci95,omitempty"`
 	NotComparable    string            `json:"not_comparable,omitempty"`
+	FewTrials        bool              `json:"few_trials,omitempty"`
 }
 
 // MarshalJSON encodes r with NaN and Inf as null.
@@ -77,7 +80,7 @@ func (r Row) MarshalJSON() ([]byte, error) {
 	w := wireRow{
 		Campaign: r.Campaign, Workload: r.Workload, WorkloadType: r.WorkloadType,
 		Metric: r.Metric, Unit: r.Unit, Better: r.Better, Cell: r.Cell,
-		N: r.N, Failed: r.Failed, Flagged: r.Flagged,
+		N: r.N, Failed: r.Failed, Flagged: r.Flagged, FlaggedMean: toNum(r.FlaggedMean), FlaggedSeqs: r.FlaggedSeqs,
 		Mean: num(r.Mean), SD: num(r.SD), RSDPct: num(r.RSDPct),
 		CI95:        [2]num{num(r.CI95[0]), num(r.CI95[1])},
 		Significant: r.Significant, VsBaselineMethod: r.VsBaselineMethod,
@@ -88,7 +91,7 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		Outliers: r.Outliers, TargetRCIPct: toNum(r.TargetRCIPct), RCIPct: toNum(r.RCIPct), Reached: r.Reached,
 		MDEPct: toNum(r.MDEPct), BelowNoiseFloor: r.BelowNoiseFloor,
 		Slowdown: toNum(r.Slowdown), SlowdownCI95: toNum2(r.SlowdownCI95),
-		NotComparable: r.NotComparable,
+		NotComparable: r.NotComparable, FewTrials: r.FewTrials,
 	}
 	return json.Marshal(w)
 }
@@ -104,7 +107,7 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 	*r = Row{
 		Campaign: w.Campaign, Workload: w.Workload, WorkloadType: w.WorkloadType,
 		Metric: w.Metric, Unit: w.Unit, Better: w.Better, Cell: w.Cell,
-		N: w.N, Failed: w.Failed, Flagged: w.Flagged,
+		N: w.N, Failed: w.Failed, Flagged: w.Flagged, FlaggedMean: fromNum(w.FlaggedMean), FlaggedSeqs: w.FlaggedSeqs,
 		Mean: float64(w.Mean), SD: float64(w.SD), RSDPct: float64(w.RSDPct),
 		CI95:        [2]float64{float64(w.CI95[0]), float64(w.CI95[1])},
 		Significant: w.Significant, VsBaselineMethod: w.VsBaselineMethod,
@@ -115,7 +118,7 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		Outliers: w.Outliers, TargetRCIPct: fromNum(w.TargetRCIPct), RCIPct: fromNum(w.RCIPct), Reached: w.Reached,
 		MDEPct: fromNum(w.MDEPct), BelowNoiseFloor: w.BelowNoiseFloor,
 		Slowdown: fromNum(w.Slowdown), SlowdownCI95: fromNum2(w.SlowdownCI95),
-		NotComparable: w.NotComparable,
+		NotComparable: w.NotComparable, FewTrials: w.FewTrials,
 	}
 	return nil
 }

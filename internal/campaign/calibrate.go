@@ -11,21 +11,26 @@ import (
 	"github.com/ctrbench/ctrbench/internal/store"
 )
 
-// DefaultCalibrationRepetitions is the calibration's trials per side when
-// neither the file nor the caller asks for more.
+// DefaultCalibrationRepetitions is the fewest trials per side a
+// calibration runs when the caller names no number.
 const DefaultCalibrationRepetitions = 5
+
+// CalibrationBlocks is how many pairs of consecutive blocks of the
+// experiment's n trials a calibration runs by default: its false-positive
+// rate is measured on that many comparisons (analysis.Floor.FalsePositives).
+const CalibrationBlocks = 5
 
 // Calibrate runs the A/A calibration of an experiment: each workload's
 // baseline cell (its first cell when the file names no baseline) as two
-// identical cells, A and B, reps trials each (0: the file's repetitions,
-// at least 5), interleaved like any campaign. It is stored as a campaign
+// identical cells, A and B, reps trials each (0: CalibrationBlocks times
+// the file's repetitions, at least 5), interleaved like any campaign. It is stored as a campaign
 // of kind calibration under the experiment's name; its noise floor is
 // analysis.LoadCalibration's, and reports of the experiment's campaigns
 // on this machine warn of differences below it.
 func Calibrate(ctx context.Context, db *store.DB, o Options, reps int) (Outcome, error) {
 	e := o.Experiment
 	if reps == 0 {
-		reps = max(e.Repetitions, DefaultCalibrationRepetitions)
+		reps = max(CalibrationBlocks*max(e.Repetitions, 2), DefaultCalibrationRepetitions)
 	}
 	// The repetitions go in the stored text, so a resumed calibration
 	// plans the same trials.

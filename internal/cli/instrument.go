@@ -67,7 +67,7 @@ func newCalibrateCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringArrayVar(&sets, "set", nil, "override a value of the file: path=value (repeatable)")
 	f.StringVar(&dbPath, "db", DefaultDB, "results database (SQLite)")
-	f.IntVar(&reps, "repetitions", 0, "trials of each of A and B (default: the file's repetitions, at least 5)")
+	f.IntVar(&reps, "repetitions", 0, "trials of each of A and B (default: 5 × the file's repetitions, at least 5: five pairs of blocks for the false-positive rate)")
 	f.StringVar(&format, "format", "table", "table or json")
 	eng.register(f)
 	return c
@@ -76,16 +76,20 @@ func newCalibrateCmd() *cobra.Command {
 func newCompareCmd() *cobra.Command {
 	var (
 		dbPath, dbB, threshold, format string
-		all                            bool
+		all, allMetrics, strictEnv     bool
 	)
 	c := &cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare two campaigns cell by cell: change per metric with its interval and a verdict; exit 1 on a regression",
-		Long: "compare matches the cells of campaigns A and B by workload and factor levels and says, for every\n" +
-			"metric, how B changed against A with its 95% interval: improved or regressed when the interval\n" +
-			"excludes 0 and the change is at least --threshold, within threshold when smaller, no change when\n" +
-			"the interval includes 0. The exit status is 1 when any metric regressed, so a CI can gate on it\n" +
-			"(a new Docker, runtime or kernel against the last good campaign).",
+		Long: "compare matches the cells of campaigns A and B by workload and factor levels and judges, for each\n" +
+			"workload's headline metric (every measured metric with --all-metrics), how B changed against A with\n" +
+			"its 95% interval. Holm's method controls the error over everything judged: two identical campaigns\n" +
+			"get any verdict but \"no change\" at most 5% of the time, however many metrics. A change is regressed or\n" +
+			"improved when it is significant after that correction and its whole interval is beyond --threshold;\n" +
+			"within threshold when significant but not; no change otherwise; undetermined without variance.\n" +
+			"The exit status is 1 when any metric regressed, so a CI can gate on it (a new Docker, runtime or\n" +
+			"kernel against the last good campaign). Differences in the environment fingerprint are shown;\n" +
+			"--strict-env refuses them (exit 2).",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			th, err := strconv.ParseFloat(strings.TrimSuffix(threshold, "%"), 64)
@@ -107,9 +111,17 @@ func newCompareCmd() *cobra.Command {
 				}
 				defer b.Close()
 			}
-			cmp, err := analysis.CompareCampaigns(cmd.Context(), a, b, analysis.CompareQuery{A: args[0], B: args[1], Threshold: th, All: all})
+			cmp, err := analysis.CompareCampaigns(cmd.Context(), a, b, analysis.CompareQuery{A: args[0], B: args[1], Threshold: th, All: all, AllMetrics: allMetrics})
 			if err != nil {
 				return err
+			}
+			if d := cmp.StrictEnvDiffs(); strictEnv && len(d) > 0 {
+				var parts []string
+				for _, x := range d {
+					parts = append(parts, fmt.Sprintf("%s %q in A, %q in B", x.Key, x.A, x.B))
+				}
+				return usageError{fmt.Errorf("--strict-env: %s and %s ran on different machines or engines (%s); compare them without --strict-env to see the changes anyway",
+					cmp.A.ID, cmp.B.ID, strings.Join(parts, "; "))}
 			}
 			if err := report.Compare(cmd.OutOrStdout(), cmp, format); err != nil {
 				return err
@@ -125,7 +137,9 @@ func newCompareCmd() *cobra.Command {
 	f.StringVar(&dbB, "db-b", "", "another database holding B")
 	f.StringVar(&threshold, "threshold", "1%", "noise threshold: a change smaller than this is not a regression")
 	f.StringVar(&format, "format", "table", "table or json")
-	f.BoolVar(&all, "all", false, "also compare telemetry and each pair's own results")
+	f.BoolVar(&all, "all", false, "also show telemetry and each pair's own results (not judged: they explain a change)")
+	f.BoolVar(&allMetrics, "all-metrics", false, "judge every measured metric, not only each workload's headline (a larger family, the same 5% error)")
+	f.BoolVar(&strictEnv, "strict-env", false, "refuse (exit 2) campaigns whose kernel, CPU, memory, governor, OS or engine differ")
 	return c
 }
 

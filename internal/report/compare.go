@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/stats"
 )
 
 // Compare writes campaign B against campaign A, metric by metric, as a
@@ -17,9 +18,15 @@ func Compare(w io.Writer, c analysis.Comparison, format string) error {
 	if format == "json" {
 		return compareJSON(w, c)
 	}
-	fmt.Fprintf(w, "B %s against A %s, noise threshold ±%g%%\n\n", c.B.ID, c.A.ID, c.Threshold)
+	fmt.Fprintf(w, "B %s against A %s, noise threshold ±%g%%\n", c.B.ID, c.A.ID, c.Threshold)
+	fmt.Fprintf(w, "judged: %s, %d change(s); verdicts and exit status controlled by %s over them (any false verdict at most 5%%), q by %s (false discovery rate)\n",
+		familyName(c.Family), c.Judged, analysis.CorrectionVerdict, analysis.CorrectionListing)
+	if err := writeEnvDiffs(w, c.EnvDiffs); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tcell\tmetric\tA mean (n)\tB mean (n)\tchange [95% CI]\tp\tverdict")
+	fmt.Fprintln(tw, "workload\tcell\tmetric\tA mean (n)\tB mean (n)\tchange [95% CI]\tp\tp Holm\tq BH\tverdict")
 	for _, ch := range c.Changes {
 		change := "-"
 		if finite(ch.Pct) {
@@ -28,16 +35,12 @@ func Compare(w io.Writer, c analysis.Comparison, format string) error {
 				change += " " + interval(ch.CI95, signed)
 			}
 		}
-		p := "-"
-		if finite(ch.PValue) {
-			p = strconv.FormatFloat(ch.PValue, 'g', 2, 64)
-		}
 		verdict := ch.Verdict
 		if ch.Note != "" {
 			verdict += " (" + ch.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s [%s]\t%s (%d)\t%s (%d)\t%s\t%s\t%s\n", ch.Workload, result.FactorString(ch.Cell), ch.Metric, ch.Unit,
-			Sig(ch.A.Mean), ch.A.N, Sig(ch.B.Mean), ch.B.N, change, p, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s [%s]\t%s (%d)\t%s (%d)\t%s\t%s\t%s\t%s\t%s\n", ch.Workload, result.FactorString(ch.Cell), ch.Metric, ch.Unit,
+			Sig(ch.A.Mean), ch.A.N, Sig(ch.B.Mean), ch.B.N, change, pValue(ch.PValue), pValue(ch.PHolm), pValue(ch.QBH), verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write comparison: %w", err)
@@ -48,9 +51,45 @@ func Compare(w io.Writer, c analysis.Comparison, format string) error {
 	for _, k := range c.OnlyB {
 		fmt.Fprintf(w, "only in B: %s\n", k)
 	}
-	_, err := fmt.Fprintf(w, "\n%d metric(s) regressed beyond ±%g%%. change: B relative to A's mean; verdict: improved/regressed when the interval excludes 0 and the change is at least the threshold, within threshold when it excludes 0 but the change is smaller, no change when it includes 0.\n",
-		c.Regressed, c.Threshold)
+	_, err := fmt.Fprintf(w, "\n%d metric(s) regressed beyond ±%g%%; %d of %d judged changed at a 5%% false discovery rate (q < 0.05).\n"+
+		"change: B relative to A's mean, with its 95%% interval; p: that comparison's; p Holm: adjusted over the %d judged (%s); q BH: the false discovery rate at which it is listed. "+
+		"verdict: regressed/improved when p Holm < 0.05 and the whole interval is beyond the threshold, within threshold when p Holm < 0.05 but it is not, no change when p Holm ≥ 0.05, "+
+		"undetermined when nothing can be said (no variance, fewer than 2 trials, a mean of 0 in A), not judged: shown to explain (--all).\n",
+		c.Regressed, c.Threshold, c.Discoveries, c.Judged, c.Judged, familyName(c.Family))
 	return err
+}
+
+func familyName(f string) string {
+	if f == analysis.FamilyAllMetrics {
+		return "every measured metric (--all-metrics)"
+	}
+	return "each workload's headline metric"
+}
+
+// writeEnvDiffs lists the fingerprint keys whose values differ.
+func writeEnvDiffs(w io.Writer, diffs []analysis.EnvDifference) error {
+	if len(diffs) == 0 {
+		_, err := fmt.Fprintln(w, "environment: same kernel, CPU, memory, governor, OS and engine")
+		return err
+	}
+	fmt.Fprintln(w, "environment differs (a change may come from it; --strict-env refuses the machine's and engine's):")
+	for _, d := range diffs {
+		mark := ""
+		if !d.Strict {
+			mark = " (shown, not refused)"
+		}
+		if _, err := fmt.Fprintf(w, "  %s: A %q, B %q%s\n", d.Key, d.A, d.B, mark); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func pValue(p float64) string {
+	if !finite(p) {
+		return "-"
+	}
+	return strconv.FormatFloat(p, 'g', 2, 64)
 }
 
 func compareJSON(w io.Writer, c analysis.Comparison) error {
@@ -67,22 +106,44 @@ func compareJSON(w io.Writer, c analysis.Comparison) error {
 		Pct      *float64          `json:"change_pct"`
 		CI95     [2]*float64       `json:"change_ci95"`
 		PValue   *float64          `json:"p_value"`
+		Judged   bool              `json:"judged"`
+		PHolm    *float64          `json:"p_holm"`
+		QBH      *float64          `json:"q_bh"`
 		Verdict  string            `json:"verdict"`
 		Note     string            `json:"note,omitempty"`
 	}
+	type envDiff struct {
+		Key    string `json:"key"`
+		A      string `json:"a"`
+		B      string `json:"b"`
+		Strict bool   `json:"strict"`
+	}
 	out := struct {
-		A         string   `json:"a"`
-		B         string   `json:"b"`
-		Threshold float64  `json:"threshold_pct"`
-		Regressed int      `json:"regressed"`
-		Changes   []change `json:"changes"`
-		OnlyA     []string `json:"only_a,omitempty"`
-		OnlyB     []string `json:"only_b,omitempty"`
-	}{A: c.A.ID, B: c.B.ID, Threshold: c.Threshold, Regressed: c.Regressed, Changes: []change{}, OnlyA: c.OnlyA, OnlyB: c.OnlyB}
+		A           string    `json:"a"`
+		B           string    `json:"b"`
+		Threshold   float64   `json:"threshold_pct"`
+		Family      string    `json:"family"`
+		Judged      int       `json:"judged"`
+		Correction  string    `json:"correction"`
+		Listing     string    `json:"listing_correction"`
+		Alpha       float64   `json:"alpha"`
+		Regressed   int       `json:"regressed"`
+		Discoveries int       `json:"discoveries"`
+		EnvDiffs    []envDiff `json:"env_differences"`
+		Changes     []change  `json:"changes"`
+		OnlyA       []string  `json:"only_a,omitempty"`
+		OnlyB       []string  `json:"only_b,omitempty"`
+	}{A: c.A.ID, B: c.B.ID, Threshold: c.Threshold, Family: c.Family, Judged: c.Judged, Correction: analysis.CorrectionVerdict,
+		Listing: analysis.CorrectionListing, Alpha: stats.Alpha, Regressed: c.Regressed, Discoveries: c.Discoveries,
+		EnvDiffs: []envDiff{}, Changes: []change{}, OnlyA: c.OnlyA, OnlyB: c.OnlyB}
+	for _, d := range c.EnvDiffs {
+		out.EnvDiffs = append(out.EnvDiffs, envDiff{d.Key, d.A, d.B, d.Strict})
+	}
 	for _, ch := range c.Changes {
 		out.Changes = append(out.Changes, change{Workload: ch.Workload, Cell: ch.Cell, Metric: ch.Metric, Unit: ch.Unit, Better: ch.Better,
 			AMean: finitePtr(ch.A.Mean), AN: ch.A.N, BMean: finitePtr(ch.B.Mean), BN: ch.B.N, Pct: finitePtr(ch.Pct),
-			CI95: [2]*float64{finitePtr(ch.CI95[0]), finitePtr(ch.CI95[1])}, PValue: finitePtr(ch.PValue), Verdict: ch.Verdict, Note: ch.Note})
+			CI95: [2]*float64{finitePtr(ch.CI95[0]), finitePtr(ch.CI95[1])}, PValue: finitePtr(ch.PValue), Judged: ch.Judged,
+			PHolm: finitePtr(ch.PHolm), QBH: finitePtr(ch.QBH), Verdict: ch.Verdict, Note: ch.Note})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

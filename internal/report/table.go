@@ -108,7 +108,7 @@ func groupCells(rows []analysis.Row) [][]string {
 		cols = append(cols, "failed")
 	}
 	if showFlagged {
-		cols = append(cols, "flagged")
+		cols = append(cols, "flagged (excluded)")
 	}
 	if showOutliers {
 		cols = append(cols, "outliers (kept)")
@@ -123,8 +123,11 @@ func groupCells(rows []analysis.Row) [][]string {
 		if r.NotComparable != "" {
 			mean += "†"
 		}
-		cells = append(cells, strconv.Itoa(r.N), mean, Sig(r.SD), Sig(r.RSDPct),
-			interval(r.CI95, Sig), vsBaseline(r))
+		ci := interval(r.CI95, Sig)
+		if r.FewTrials {
+			ci += " (n<3)"
+		}
+		cells = append(cells, strconv.Itoa(r.N), mean, Sig(r.SD), Sig(r.RSDPct), ci, vsBaseline(r))
 		if showTarget {
 			cells = append(cells, precision(r))
 		}
@@ -138,7 +141,7 @@ func groupCells(rows []analysis.Row) [][]string {
 			cells = append(cells, strconv.Itoa(r.Failed))
 		}
 		if showFlagged {
-			cells = append(cells, strconv.Itoa(r.Flagged))
+			cells = append(cells, flaggedCell(r))
 		}
 		if showOutliers {
 			cells = append(cells, outlierSeqs(r))
@@ -231,9 +234,17 @@ func vsBaseline(r analysis.Row) string {
 		s += " (" + r.VsBaselineNote + ")"
 	}
 	if r.BelowNoiseFloor != nil && *r.BelowNoiseFloor {
-		s += " (below this machine's noise floor: MDE ±" + Sig(*r.MDEPct) + "%)"
+		s += " (below this machine's MDE " + Sig(*r.MDEPct) + "%)"
 	}
 	return s
+}
+
+// flaggedCell renders the trials set apart: "2, mean 0.719", or "0".
+func flaggedCell(r analysis.Row) string {
+	if r.Flagged == 0 || r.FlaggedMean == nil {
+		return strconv.Itoa(r.Flagged)
+	}
+	return strconv.Itoa(r.Flagged) + ", mean " + Sig(*r.FlaggedMean)
 }
 
 // precision renders an adaptive cell's interval half-width against its
@@ -267,10 +278,10 @@ func outlierSeqs(r analysis.Row) string {
 
 // legend explains the columns, naming every interval method that was used.
 func legend(rows []analysis.Row) string {
-	s := "CI: 95% Student t interval of the mean"
+	s := "CI: 95% interval of the mean (Student t; for a metric bounded below, such as a rate or a time, on the log scale, and for one bounded on both sides, such as a percentage or an index, on the logit scale, so it stays in range)"
 	var methods []string
 	seen := map[string]bool{}
-	outliers, slowdown := false, false
+	outliers, slowdown, few, flagged, twoStage, mde := false, false, false, false, false, false
 	for _, r := range rows {
 		if m := r.VsBaselineMethod; m != "" && !seen[m] {
 			seen[m] = true
@@ -278,6 +289,13 @@ func legend(rows []analysis.Row) string {
 		}
 		outliers = outliers || len(r.Outliers) > 0
 		slowdown = slowdown || r.Slowdown != nil
+		few = few || r.FewTrials
+		flagged = flagged || r.Flagged > 0
+		twoStage = twoStage || r.TargetRCIPct != nil
+		mde = mde || r.BelowNoiseFloor != nil && *r.BelowNoiseFloor
+	}
+	if twoStage {
+		s += "; adaptive campaign (two-stage): the wider of Stein's interval (the first stage's variance) and Student's of all trials"
 	}
 	if len(methods) > 0 {
 		s += "; vs baseline: difference of means relative to |baseline|, 95% interval by " +
@@ -287,7 +305,16 @@ func legend(rows []analysis.Row) string {
 		s += "; slowdown (S1): one instance's time for its work against the baseline's (rates inverted), each trial's mean over its instances; 1x = no change"
 	}
 	if outliers {
-		s += "; outliers: trials whose modified z-score exceeds 3.5, kept in every statistic"
+		s += "; outliers: trials the generalized ESD test (Rosner) flags at 5% — a cell of pure noise gets a flag at most 5% of the time; looked for from 3 trials; kept in every statistic"
+	}
+	if flagged {
+		s += "; flagged (excluded): ok trials whose conditions were not as planned (the reason is stored with each), in no statistic of the row; their mean is shown apart"
+	}
+	if few {
+		s += "\n(n<3): an interval from two trials rests on one degree of freedom (t = 12.7) and on the trials being normal: too wide to say much; run more repetitions"
+	}
+	if mde {
+		s += "\nMDE: the smallest difference this machine's calibration says a comparison of these n trials detects with 80% power; a difference below it may be significant, but this machine cannot be trusted to show it"
 	}
 	var why []string
 	for _, r := range rows {

@@ -1,6 +1,7 @@
 package result
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -135,4 +136,28 @@ func ParseMetricName(name string, pairs bool) MetricID {
 func isIndex(s string) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n > 0 && strconv.Itoa(n) == s
+}
+
+// Names of the statistics across a trial's copies (pairs or instances).
+const (
+	Jain        = "jain"          // Jain's fairness index of the copies' headline values
+	MaxMinRatio = "max_min_ratio" // the largest copy's headline value over the smallest's
+)
+
+// Bounds is the range a metric's values can take, written once for every
+// metric ctrbench records: a percentage is within [0, 100], an index or a
+// flag within [0, 1], a ratio of the largest copy to the smallest at
+// least 1, and every other quantity — a rate, a time, a size, a count —
+// at least 0 (hi is +Inf). Reports keep intervals inside it; a value
+// outside it makes the report treat the metric as unbounded.
+func Bounds(id MetricID, unit string) (lo, hi float64) {
+	switch {
+	case id.Kind.AcrossCopies() && id.Metric == MaxMinRatio:
+		return 1, math.Inf(1)
+	case unit == "%":
+		return 0, 100
+	case unit == "index" || unit == "bool":
+		return 0, 1
+	}
+	return 0, math.Inf(1)
 }

@@ -84,9 +84,9 @@ func pairsStats(ws *workload.Spec, cp copies, c *combiner, windows []result.Wind
 			for _, v := range a.vals {
 				lo, hi = min(lo, v), max(hi, v)
 			}
-			out = append(out, pairsStat("jain", stats.JainFairness(a.vals), "index", result.Higher))
+			out = append(out, pairsStat(result.Jain, stats.JainFairness(a.vals), "index", result.Higher))
 			if lo > 0 {
-				out = append(out, pairsStat("max_min_ratio", hi/lo, "ratio", result.Lower))
+				out = append(out, pairsStat(result.MaxMinRatio, hi/lo, "ratio", result.Lower))
 			}
 		}
 	}

@@ -1,22 +1,22 @@
 package schedule
 
 import (
-	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
-	"gonum.org/v1/gonum/stat/distuv"
+	"github.com/ctrbench/ctrbench/internal/stats"
 )
 
 // Adaptive runs warm-up rounds and Min rounds of every cell, as
 // Interleaved does, then more rounds — each a seeded random permutation of
-// the cells that still need trials — until every cell's deciding metric is
-// precise enough (Precise) or has Max recorded trials, or the trials have
-// taken the budget. A round is decided when it begins, from the trials run
-// before it, so replaying the stored trials of an interrupted campaign
-// takes the same decisions.
+// the cells that still need trials — until every cell has the number of
+// usable trials Stein's two-stage rule asks of its deciding metric
+// (Needs), or Max recorded trials, or the trials have taken the budget. A
+// round is decided when it begins, from the trials run before it, so
+// replaying the stored trials of an interrupted campaign takes the same
+// decisions.
 type Adaptive struct {
 	cells          []int
 	warmup         int
@@ -108,7 +108,7 @@ func (s *Adaptive) round() bool {
 			return false
 		}
 		for _, c := range s.cells {
-			if vals, reps := s.values(c, s.nextSeq); reps < s.max && !Precise(vals, s.rci) {
+			if vals, reps, n := s.values(c, s.nextSeq); n < s.max && len(vals) < Needs(vals, reps, s.min, s.rci, s.max) {
 				cells = append(cells, c)
 			}
 		}
@@ -125,7 +125,7 @@ func (s *Adaptive) round() bool {
 	for _, c := range cells {
 		rep := s.warm
 		if !warm {
-			_, rep = s.values(c, s.nextSeq)
+			_, _, rep = s.values(c, s.nextSeq)
 			rep++
 		}
 		r = append(r, Trial{Seq: s.nextSeq, CellID: c, Repetition: rep, Warmup: warm})
@@ -137,25 +137,29 @@ func (s *Adaptive) round() bool {
 	return true
 }
 
-// values are a cell's deciding values from ok recorded trials before seq,
-// and how many recorded trials (any status) it had then, warm-ups apart.
-func (s *Adaptive) values(cell, before int) (vals []float64, reps int) {
+// values are a cell's deciding values from usable trials before seq (ok
+// and not flagged: a trial whose conditions were not as planned is set
+// apart from the statistics, so it decides nothing), their repetition
+// numbers, and how many recorded trials (any status) it had then,
+// warm-ups apart.
+func (s *Adaptive) values(cell, before int) (vals []float64, reps []int, n int) {
 	for _, t := range s.recorded {
 		if t.CellID != cell || t.Warmup || t.Seq >= before {
 			continue
 		}
-		reps++
-		if t.Status != result.OK {
+		n++
+		if t.Status != result.OK || t.Flags != "" {
 			continue
 		}
 		for _, o := range t.Observations {
 			if d := s.decides[cell]; d != nil && d(o) {
 				vals = append(vals, o.Value)
+				reps = append(reps, t.Repetition)
 				break
 			}
 		}
 	}
-	return vals, reps
+	return vals, reps, n
 }
 
 // spent is the time the trials before seq took.
@@ -169,46 +173,32 @@ func (s *Adaptive) spent(before int) time.Duration {
 	return d
 }
 
-// Precise is the stopping rule: a cell has enough trials when the 95%
-// Student t interval of its mean is at most rci of the mean either side,
+// Needs is the stopping rule: the number of usable values a cell needs in
+// all, given the values it has (in run order) and their repetition
+// numbers. Stein's two-stage rule (Stein 1945): the first stage is the
+// values of the first min repetitions (stats.FirstStage); from their mean
+// m₀ and standard deviation s₀ it fixes, once,
 //
-//	t(0.975, n−1) · s / (√n · |m|)  ≤  rci
+//	N = max(n₀, ⌈(t(0.975, n₀−1) · s₀ / (rci · |m₀|))²⌉)
 //
-// with n ok values, mean m and standard deviation s, checked after every
-// round once the minimum is reached (a fixed-width sequential rule on the
-// relative scale, after Chow and Robbins 1965). It needs two values and a
-// mean other than 0.
-//
-// What it costs: stopping when the interval first looks narrow enough
-// favours samples whose spread came out low, so the reported 95% interval
-// covers the true mean somewhat less often than 95% of the time. Simulated
-// with normal data (TestPreciseCoverage), coverage is 0.90–0.95 over
-// coefficients of variation of 1–20% and targets of 1–5%, at least 0.90
-// with min 3 and 0.92 with min 5; a larger min buys coverage with trials.
-func Precise(vals []float64, rci float64) bool {
-	n := len(vals)
-	if n < 2 {
-		return false
+// (stats.SteinN), and the report's interval at the end takes its variance
+// and degrees of freedom from the first stage alone. Because N depends on
+// nothing but the first stage, the interval keeps its level whenever the
+// cell stopped — unlike checking the interval after every round, which
+// stops when it happens to look narrow (issue 24: coverage 0.79–0.88 on
+// right-skewed data, twice the false differences). Until the first stage
+// has two usable values, and when its mean is 0, the cell needs max.
+func Needs(vals []float64, reps []int, min int, rci float64, max int) int {
+	stage := stats.FirstStage(reps, min)
+	if stage == 0 {
+		return max
 	}
-	mean, sd := meanSD(vals)
-	m := math.Abs(mean)
-	if m == 0 {
-		return false
+	n := stats.SteinN(vals[:stage], rci)
+	if n == 0 {
+		return max
 	}
-	return tq975(n-1)*sd/math.Sqrt(float64(n)) <= rci*m
+	return n
 }
-
-func meanSD(xs []float64) (mean, sd float64) {
-	var m2 float64
-	for i, x := range xs {
-		d := x - mean
-		mean += d / float64(i+1)
-		m2 += d * (x - mean)
-	}
-	return mean, math.Sqrt(m2 / float64(len(xs)-1))
-}
-
-func tq975(df int) float64 { return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975) }
 
 // Preview is the order of the rounds that do not depend on results: the
 // warm-ups and the minimum; later rounds are decided as results come.

@@ -95,7 +95,7 @@ func TestCompareNoVariance(t *testing.T) {
 	if !math.IsNaN(c.CI95[0]) || !math.IsNaN(c.PValue) {
 		t.Errorf("interval %v, p %v: want undefined", c.CI95, c.PValue)
 	}
-	ir, ok := InterferenceRatio([]float64{3, 3}, []float64{2, 2}, false)
+	ir, ok := InterferenceRatio(Sample{Values: []float64{3, 3}}, Sample{Values: []float64{2, 2}}, false)
 	if !ok || ir.Defined || ir.Excludes0 || ir.Note != NoteNoVariance {
 		t.Errorf("IR %+v", ir)
 	}
@@ -118,7 +118,7 @@ func TestCompareZeroAndNegativeBaseline(t *testing.T) {
 	if !c.Significant {
 		t.Errorf("5 ± %.2f excludes 0: %+v", half, c)
 	}
-	if _, ok := InterferenceRatio([]float64{4, 5, 6}, []float64{0, 0, 0}, false); ok {
+	if _, ok := InterferenceRatio(Sample{Values: []float64{4, 5, 6}}, Sample{Values: []float64{0, 0, 0}}, false); ok {
 		t.Errorf("an IR of a zero baseline")
 	}
 	// -5 against -10: higher, +50%, interval around +50%.

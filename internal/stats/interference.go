@@ -27,8 +27,8 @@ type Interference struct {
 // too narrow, and the A/A check of the instrument (an idle neighbour) then
 // "found" interference. ok is false when either sample has fewer than 2
 // values or the ratio cannot be formed (a baseline mean of 0).
-func InterferenceRatio(x, base []float64, lowerIsBetter bool) (Interference, bool) {
-	c, ok := Compare(x, base)
+func InterferenceRatio(x, base Sample, lowerIsBetter bool) (Interference, bool) {
+	c, ok := CompareSamples(x, base)
 	if !ok || math.IsNaN(c.Pct) {
 		return Interference{}, false
 	}

@@ -10,12 +10,12 @@ func TestInterferenceRatioSign(t *testing.T) {
 	base := []float64{100, 102, 98, 101, 99}
 	halved := []float64{50, 51, 49, 50.5, 49.5}
 	// Throughput halved: IR = -0.5 (degradation).
-	got, ok := InterferenceRatio(halved, base, false)
+	got, ok := InterferenceRatio(Sample{Values: halved}, Sample{Values: base}, false)
 	if !ok || math.Abs(got.IR-(-0.5)) > 1e-12 || !got.Excludes0 || got.CI95[1] >= 0 {
 		t.Fatalf("%+v", got)
 	}
 	// Latency doubled is also a degradation: IR = -1 with the sign flipped.
-	got, ok = InterferenceRatio([]float64{200, 204, 196, 202, 198}, base, true)
+	got, ok = InterferenceRatio(Sample{Values: []float64{200, 204, 196, 202, 198}}, Sample{Values: base}, true)
 	if !ok || math.Abs(got.IR-(-1)) > 1e-12 || got.CI95[1] >= 0 {
 		t.Fatalf("%+v", got)
 	}
@@ -34,7 +34,7 @@ func TestInterferenceRatioCoversTruthAndZero(t *testing.T) {
 	// experiments (checked loosely: at least 85 of 100).
 	covered := 0
 	for i := 0; i < 100; i++ {
-		got, _ := InterferenceRatio(sample(100), sample(100), false)
+		got, _ := InterferenceRatio(Sample{Values: sample(100)}, Sample{Values: sample(100)}, false)
 		if !got.Excludes0 {
 			covered++
 		}
@@ -46,14 +46,14 @@ func TestInterferenceRatioCoversTruthAndZero(t *testing.T) {
 
 func TestInterferenceRatioDegenerate(t *testing.T) {
 	x, b := []float64{1, 2, 3, 4}, []float64{2, 3, 4, 5}
-	a1, _ := InterferenceRatio(x, b, false)
+	a1, _ := InterferenceRatio(Sample{Values: x}, Sample{Values: b}, false)
 	if a1.CI95[0] > a1.IR || a1.CI95[1] < a1.IR {
 		t.Errorf("interval %v does not contain IR %v", a1.CI95, a1.IR)
 	}
-	if _, ok := InterferenceRatio([]float64{1}, b, false); ok {
+	if _, ok := InterferenceRatio(Sample{Values: []float64{1}}, Sample{Values: b}, false); ok {
 		t.Error("n=1 must not give an interval")
 	}
-	if _, ok := InterferenceRatio(x, []float64{0, 0}, false); ok {
+	if _, ok := InterferenceRatio(Sample{Values: x}, Sample{Values: []float64{0, 0}}, false); ok {
 		t.Error("a zero baseline must not give a ratio")
 	}
 }

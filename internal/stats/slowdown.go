@@ -17,12 +17,12 @@ type Slowdown struct {
 // SlowdownOf returns the slowdown of x against base, where x and base are
 // times (lowerIsBetter) or rates. ok is false when no ratio exists: fewer
 // than two values in a sample, or a mean that is not positive.
-func SlowdownOf(x, base []float64, lowerIsBetter bool) (Slowdown, bool) {
-	c, ok := Compare(x, base)
+func SlowdownOf(x, base Sample, lowerIsBetter bool) (Slowdown, bool) {
+	c, ok := CompareSamples(x, base)
 	if !ok || c.Method == MethodDiff || c.Method == MethodAbsDiff || math.IsNaN(c.Pct) {
 		return Slowdown{}, false
 	}
-	if sx, sb := Summarize(x), Summarize(base); sx.Mean <= 0 || sb.Mean <= 0 {
+	if sx, sb := Summarize(x.Values), Summarize(base.Values); sx.Mean <= 0 || sb.Mean <= 0 {
 		return Slowdown{}, false
 	}
 	ratio := func(pct float64) float64 { return 1 + pct/100 } // mean_x / mean_b

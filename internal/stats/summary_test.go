@@ -13,24 +13,19 @@ func TestSummarize(t *testing.T) {
 		xs   []float64
 		want Summary
 	}{
-		{"empty", nil, Summary{0, nan, nan, nan, [2]float64{nan, nan}}},
-		{"one", []float64{3}, Summary{1, 3, nan, nan, [2]float64{nan, nan}}},
+		{"empty", nil, Summary{N: 0, Mean: nan, SD: nan, RSDPct: nan, CI95: [2]float64{nan, nan}}},
+		{"one", []float64{3}, Summary{N: 1, Mean: 3, SD: nan, RSDPct: nan, CI95: [2]float64{nan, nan}}},
 		// mean 5; squared deviations 9,1,1,1,0,0,4,16 sum to 32; var 32/7;
 		// SD sqrt(32/7) = 2.1380899352993950; RSD 42.76...%;
 		// half width t(.975,7)*SD/sqrt(8) = t*sqrt(4/7) = 1.7874879182362109.
-		{"textbook", []float64{2, 4, 4, 4, 5, 5, 7, 9}, Summary{8, 5,
-			math.Sqrt(32.0 / 7), 100 * math.Sqrt(32.0/7) / 5,
-			[2]float64{5 - t975df7*math.Sqrt(4.0/7), 5 + t975df7*math.Sqrt(4.0/7)}}},
+		{"textbook", []float64{2, 4, 4, 4, 5, 5, 7, 9}, Summary{N: 8, Mean: 5, SD: math.Sqrt(32.0 / 7), RSDPct: 100 * math.Sqrt(32.0/7) / 5, CI95: [2]float64{5 - t975df7*math.Sqrt(4.0/7), 5 + t975df7*math.Sqrt(4.0/7)}}},
 		// mean 12, var (4+0+4)/2 = 4, SD 2, half t(.975,2)*2/sqrt(3).
-		{"three", []float64{10, 12, 14}, Summary{3, 12, 2, 100 * 2.0 / 12,
-			[2]float64{12 - t975df2*2/math.Sqrt(3), 12 + t975df2*2/math.Sqrt(3)}}},
+		{"three", []float64{10, 12, 14}, Summary{N: 3, Mean: 12, SD: 2, RSDPct: 100 * 2.0 / 12, CI95: [2]float64{12 - t975df2*2/math.Sqrt(3), 12 + t975df2*2/math.Sqrt(3)}}},
 		// Negative mean: RSD uses |mean|.
-		{"negative", []float64{-10, -12, -14}, Summary{3, -12, 2, 100 * 2.0 / 12,
-			[2]float64{-12 - t975df2*2/math.Sqrt(3), -12 + t975df2*2/math.Sqrt(3)}}},
+		{"negative", []float64{-10, -12, -14}, Summary{N: 3, Mean: -12, SD: 2, RSDPct: 100 * 2.0 / 12, CI95: [2]float64{-12 - t975df2*2/math.Sqrt(3), -12 + t975df2*2/math.Sqrt(3)}}},
 		// Zero mean: RSD is undefined.
-		{"zero mean", []float64{-1, 1}, Summary{2, 0, math.Sqrt2, nan,
-			[2]float64{-12.706204736174705, 12.706204736174705}}},
-		{"constant", []float64{7, 7, 7}, Summary{3, 7, 0, 0, [2]float64{7, 7}}},
+		{"zero mean", []float64{-1, 1}, Summary{N: 2, Mean: 0, SD: math.Sqrt2, RSDPct: nan, CI95: [2]float64{-12.706204736174705, 12.706204736174705}}},
+		{"constant", []float64{7, 7, 7}, Summary{N: 3, Mean: 7, SD: 0, RSDPct: 0, CI95: [2]float64{7, 7}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 // Version of ctrbench, set at build time with -ldflags "-X ...sysinfo.Version=...".
@@ -23,34 +25,34 @@ var Version = "dev"
 // versions are recorded.
 func Fingerprint(tools []string) map[string]string {
 	env := map[string]string{
-		"ctrbench.version": Version,
+		result.EnvCtrbench: Version,
 		"go.version":       runtime.Version(),
-		"cpu.cores":        strconv.Itoa(runtime.NumCPU()),
+		result.EnvCPUCores: strconv.Itoa(runtime.NumCPU()),
 		"arch":             runtime.GOARCH,
 	}
 	var u syscall.Utsname
 	if syscall.Uname(&u) == nil {
-		env["kernel"] = cstr(u.Release[:])
+		env[result.EnvKernel] = cstr(u.Release[:])
 		env["kernel.version"] = cstr(u.Version[:])
 	}
 	if h, err := os.Hostname(); err == nil {
-		env["hostname"] = h
+		env[result.EnvHostname] = h
 	}
 	if m := fileField("/proc/cpuinfo", "model name", ':'); m != "" {
-		env["cpu.model"] = m
+		env[result.EnvCPUModel] = m
 	}
 	if m := fileField("/proc/meminfo", "MemTotal", ':'); m != "" {
 		f := strings.Fields(m)
 		if len(f) > 0 {
 			kb, _ := strconv.ParseInt(f[0], 10, 64)
-			env["memory.bytes"] = strconv.FormatInt(kb*1024, 10)
+			env[result.EnvMemory] = strconv.FormatInt(kb*1024, 10)
 		}
 	}
 	if p := fileField("/etc/os-release", "PRETTY_NAME", '='); p != "" {
-		env["os"] = strings.Trim(p, `"`)
+		env[result.EnvOS] = strings.Trim(p, `"`)
 	}
 	if g, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"); err == nil {
-		env["cpu.governor"] = strings.TrimSpace(string(g))
+		env[result.EnvGovernor] = strings.TrimSpace(string(g))
 	}
 	for _, t := range tools {
 		if v := ToolVersion(t); v != "" {

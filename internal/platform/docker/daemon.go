@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 // daemonFacts is what the daemon says of itself, read once per campaign.
@@ -21,7 +23,7 @@ func readDaemon(ctx context.Context, api API) (daemonFacts, error) {
 		return daemonFacts{}, unreachable(api, err)
 	}
 	facts := map[string]string{
-		"docker.version":            v.Version,
+		result.EnvDocker:            v.Version,
 		"docker.api_version":        v.APIVersion,
 		"docker.client_api_version": api.ClientVersion(),
 		"docker.os":                 v.Os,
@@ -31,19 +33,19 @@ func readDaemon(ctx context.Context, api API) (daemonFacts, error) {
 	for _, c := range v.Components {
 		switch c.Name {
 		case "containerd":
-			facts["containerd.version"] = c.Version
+			facts[result.EnvContainerd] = c.Version
 		case "runc":
-			facts["runc.version"] = c.Version
+			facts[result.EnvRunc] = c.Version
 		}
 	}
 	info, err := api.Info(ctx)
 	if err != nil {
 		return daemonFacts{}, fmt.Errorf("reading docker info: %w", err)
 	}
-	facts["docker.cgroup_driver"] = info.CgroupDriver
-	facts["docker.cgroup_version"] = info.CgroupVersion
-	facts["docker.storage_driver"] = info.Driver
-	facts["docker.default_runtime"] = info.DefaultRuntime
+	facts[result.EnvCgroupDriver] = info.CgroupDriver
+	facts[result.EnvCgroupVersion] = info.CgroupVersion
+	facts[result.EnvStorageDriver] = info.Driver
+	facts[result.EnvDefaultRuntime] = info.DefaultRuntime
 	var runtimes []string
 	for name := range info.Runtimes {
 		runtimes = append(runtimes, name)
