@@ -291,3 +291,39 @@ func TestCompareFalseAlarms(t *testing.T) {
 		}
 	}
 }
+
+// Issue 24: calibrate's false-positive rate reshuffled the pooled trials,
+// which erases drift — the usual cause of A/A false positives — and gave
+// a median of 0 at n = 3. Now consecutive blocks in run order are
+// compared: a machine whose trials drift 0.5% per trial (A and B
+// interleaved, as calibrate runs them) shows it, with an exact interval;
+// one without drift does not.
+func TestCalibrationFalsePositivesSeeDrift(t *testing.T) {
+	for _, c := range []struct {
+		drift    float64
+		min, max float64 // the rate's bounds
+	}{{0.5, 0.5, 1}, {0, 0, 0.2}} {
+		rng := rand.New(rand.NewPCG(24, 8))
+		calib := result.Campaign{ID: "cal", Name: "exp", Kind: result.KindCalibration, Baseline: map[string]string{CalibrationFactor: CalibrationA}}
+		cells := []result.Cell{cell(1, map[string]string{CalibrationFactor: CalibrationA}), cell(2, map[string]string{CalibrationFactor: CalibrationB})}
+		var m trialMaker
+		var trials []result.Trial
+		for i := range 60 {
+			tr := m.ok(1+i%2, ob(throughput, 100+c.drift*float64(i)+0.3*rng.NormFloat64()))
+			tr.CampaignID = "cal"
+			trials = append(trials, tr)
+		}
+		cal, err := LoadCalibration(context.Background(), NewMemory(calib, cells, trials), "cal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp := cal.Floors[0].FalsePositives(3)
+		t.Logf("drift %.1f%%/trial: %d of %d block comparisons significant, %v", c.drift, fp.Significant, fp.Comparisons, fp.CI95)
+		if fp.Comparisons != 10 || fp.Rate < c.min || fp.Rate > c.max {
+			t.Errorf("drift %.1f: %+v, want a rate in [%g, %g] over 10 comparisons", c.drift, fp, c.min, c.max)
+		}
+		if c.drift > 0 && fp.CI95[0] <= stats.Alpha {
+			t.Errorf("drift: the interval %v does not exclude the 5%% of a drift-free machine", fp.CI95)
+		}
+	}
+}

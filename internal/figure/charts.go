@@ -74,6 +74,12 @@ func point(r analysis.Row) Point {
 			p.Trials = append(p.Trials, TrialValue{Seq: r.Seqs[i], Value: v})
 		}
 	}
+	for i, v := range r.FlaggedValues {
+		if i < len(r.FlaggedSeqs) {
+			p.FlaggedTrials = append(p.FlaggedTrials, TrialValue{Seq: r.FlaggedSeqs[i], Value: v})
+		}
+	}
+	p.FewTrials = r.FewTrials
 	if r.VsBaselinePct != nil {
 		p.Delta = fmt.Sprintf("%+.1f%%", *r.VsBaselinePct)
 		if ci := r.VsBaselineCI95; ci != nil {
@@ -244,12 +250,17 @@ func perCopy(w string, rows []analysis.Row, m result.MetricID, disp []string, x 
 		copyName = "instance"
 	}
 	var rs []analysis.Row
+	copies := map[int]int{}
 	for _, id := range order {
 		a := byCell[id]
 		r := a.r
 		r.Metric, r.Mean, r.CI95 = m.Metric, a.sum/float64(a.n), [2]float64{a.lo, a.hi}
-		r.N, r.Values, r.Seqs, r.VsBaselinePct, r.VsBaselineCI95, r.Significant, r.Baseline = a.n, nil, nil, nil, nil, nil, false
+		// N stays the trials (each pair's row has one value per trial);
+		// the pairs are counted apart.
+		r.Values, r.Seqs, r.VsBaselinePct, r.VsBaselineCI95, r.Significant, r.Baseline = nil, nil, nil, nil, nil, false
+		r.FlaggedValues, r.FlaggedSeqs, r.FewTrials = nil, nil, false
 		rs = append(rs, r)
+		copies[r.CellID] = a.n
 	}
 	var f Figure
 	if x != nil {
@@ -260,6 +271,11 @@ func perCopy(w string, rows []analysis.Row, m result.MetricID, disp []string, x 
 	f.ID += "-per-" + copyName
 	f.Title = w + " — " + m.Metric + " per " + copyName
 	f.Band = "range over " + copyName + "s"
+	for i := range f.Series {
+		for j := range f.Series[i].Points {
+			f.Series[i].Points[j].Copies = copies[f.Series[i].Points[j].CellID]
+		}
+	}
 	f.Note = fmt.Sprintf("The mean over a cell's %ss of each %s's mean over trials; the band runs from the lowest %s to the highest", copyName, copyName, copyName)
 	return f, true
 }
@@ -296,7 +312,7 @@ func heatmaps(w string, rows []analysis.Row, disp []string, a, b string) []Figur
 	var out []Figure
 	for _, g := range grids {
 		cols, rowsL := numericLevels(g.rows, a), numericLevels(g.rows, b)
-		h := &Heat{RowLabel: shortFactor(b), ColLabel: shortFactor(a), Rows: rowsL, Cols: cols}
+		h := &Heat{RowLabel: shortFactor(b), ColLabel: shortFactor(a), Rows: rowsL, Cols: cols, SubLabel: band95}
 		h.Cells = make([][]*HeatCell, len(rowsL))
 		for i := range h.Cells {
 			h.Cells[i] = make([]*HeatCell, len(cols))
@@ -477,7 +493,7 @@ func interference(rows []analysis.Row) (Section, bool) {
 		}
 	}
 	for _, ck := range cases {
-		h := &Heat{RowLabel: "target (metric)", ColLabel: "neighbours", Rows: rowNames, Cols: ants, Diverging: true}
+		h := &Heat{RowLabel: "target (metric)", ColLabel: "neighbours", Rows: rowNames, Cols: ants, Diverging: true, SubLabel: band95}
 		for _, t := range rowTargets {
 			line := make([]*HeatCell, len(ants))
 			for j, a := range ants {

@@ -96,6 +96,14 @@ type Point struct {
 	Baseline    bool // the baseline cell's
 	Flagged     int
 	Failed      int
+	// FlaggedTrials are the trials whose conditions were not as planned:
+	// drawn apart, in no statistic of the point.
+	FlaggedTrials []TrialValue
+	// FewTrials: the interval rests on fewer than three trials.
+	FewTrials bool
+	// Copies is, for a per-pair (per-instance) point, how many pairs its
+	// mean and range are over; N stays the trials.
+	Copies int
 }
 
 // TrialValue is one trial's value.
@@ -112,6 +120,8 @@ type Heat struct {
 	// Diverging colours around 0 (an interference ratio); otherwise a
 	// sequential scale from the smallest to the largest value.
 	Diverging bool
+	// SubLabel names what each cell's Sub is ("95% CI").
+	SubLabel string
 }
 
 // HeatCell is one entry of a heatmap.

@@ -149,6 +149,11 @@ func TestPerPair(t *testing.T) {
 	if f.Points() != 1 || p.Y != 5 || p.Lo != 2 || p.Hi != 9 || f.Band != "range over pairs" {
 		t.Errorf("per pair %+v: want 5 in [2, 9]", f)
 	}
+	// Issue 24: the point's n counted pairs; it is the trials (each pair's
+	// row has one value per trial), with the pairs apart.
+	if p.N != rows[3].N || p.Copies != 3 {
+		t.Errorf("per pair point n %d copies %d: want the trials (%d) and 3 pairs", p.N, p.Copies, rows[3].N)
+	}
 }
 
 // S1's parents × children: the bundles that set children per parent are
@@ -181,6 +186,11 @@ func TestHeatmapOverTwoNumbers(t *testing.T) {
 	if !reflect.DeepEqual(h.Rows, []string{"2", "4"}) || !reflect.DeepEqual(h.Cols, []string{"4", "8", "16"}) || heat[0].Points() != 6 || h.Cells[1][2].Value != 9 {
 		t.Errorf("heatmap rows %v cols %v, %d points: want children 2,4 × instances 4,8,16", h.Rows, h.Cols, heat[0].Points())
 	}
+	// Issue 24: the interval under each value printed "[lo, hi]" with
+	// nothing saying what it was.
+	if h.SubLabel != "95% CI" {
+		t.Errorf("heatmap sub label %q, want 95%% CI", h.SubLabel)
+	}
 }
 
 // A co-location campaign: S0's matrix of IR per case comes first, each
@@ -202,7 +212,7 @@ func TestInterferenceMatrix(t *testing.T) {
 	}
 	h := secs[0].Figures[0].Heat
 	c := h.Cells[0][0]
-	if !h.Diverging || h.Rows[0] != "L gflops" || h.Cols[0] != "S" || !c.Mark || c.Text != "-0.400 *" || c.Sub != "[-0.50, -0.30]" {
+	if !h.Diverging || h.Rows[0] != "L gflops" || h.Cols[0] != "S" || !c.Mark || c.Text != "-0.400 *" || c.Sub != "[-0.50, -0.30]" || h.SubLabel != "95% CI" {
 		t.Errorf("matrix %+v entry %+v", h, c)
 	}
 	if !reflect.DeepEqual(secs[1].Zero, []string{"errors"}) {

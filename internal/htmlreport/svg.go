@@ -181,8 +181,10 @@ func drawBars(b *strings.Builder, f figure.Figure) {
 					lo, hi = math.Min(lo, v), math.Max(hi, v)
 				}
 			}
-			for _, t := range p.Trials {
-				lo, hi = math.Min(lo, t.Value), math.Max(hi, t.Value)
+			for _, t := range append(p.Trials, p.FlaggedTrials...) {
+				if finiteF(t.Value) {
+					lo, hi = math.Min(lo, t.Value), math.Max(hi, t.Value)
+				}
 			}
 		}
 	}
@@ -226,8 +228,8 @@ func drawBars(b *strings.Builder, f figure.Figure) {
 			if x1 < x0 {
 				x0, x1 = x1, x0
 			}
-			fmt.Fprintf(b, `<a href="#c%d"><rect class="pt bar" x="%s" y="%s" width="%s" height="14" fill="%s"><title>%s: %s %s, n=%d%s</title></rect></a>`,
-				p.CellID, f1(x0), f1(y+15), f1(math.Max(x1-x0, 1)), colour(i), esc(name), report.Sig(p.Y), esc(f.Unit), p.N, intervalTitle(p, f.Band))
+			fmt.Fprintf(b, `<a href="#c%d"><rect class="pt bar" x="%s" y="%s" width="%s" height="14" fill="%s"><title>%s: %s %s, %s%s</title></rect></a>`,
+				p.CellID, f1(x0), f1(y+15), f1(math.Max(x1-x0, 1)), colour(i), esc(name), report.Sig(p.Y), esc(f.Unit), esc(countTitle(p)), intervalTitle(p, f.Band))
 			if finiteF(p.Lo) && finiteF(p.Hi) {
 				xl, xh, yc := sx.at(p.Lo), sx.at(p.Hi), y+22
 				fmt.Fprintf(b, `<path class="whisker" d="M%s %sH%sM%s %sV%sM%s %sV%s"/>`, f1(xl), f1(yc), f1(xh), f1(xl), f1(yc-5), f1(yc+5), f1(xh), f1(yc-5), f1(yc+5))
@@ -236,11 +238,35 @@ func drawBars(b *strings.Builder, f figure.Figure) {
 				fmt.Fprintf(b, `<a href="#t%d"><circle class="trial" cx="%s" cy="%s" r="2.6"><title>trial %d: %s %s</title></circle></a>`,
 					t.Seq, f1(sx.at(t.Value)), f1(y+22), t.Seq, report.Sig(t.Value), esc(f.Unit))
 			}
+			for _, t := range p.FlaggedTrials {
+				if !finiteF(t.Value) {
+					continue
+				}
+				fmt.Fprintf(b, `<a href="#t%d"><circle class="trial flagged" cx="%s" cy="%s" r="3"><title>trial %d: %s %s, flagged: not in the statistics</title></circle></a>`,
+					t.Seq, f1(sx.at(t.Value)), f1(y+22), t.Seq, report.Sig(t.Value), esc(f.Unit))
+			}
 			y += rowH
 		}
 		b.WriteString(`</g>`)
 	}
 	b.WriteString(`</svg>`)
+}
+
+// countTitle says what a point is of: "n=3 trials", with the pairs a
+// per-pair point is over, the flagged trials set apart, and a warning
+// where the interval rests on fewer than three trials.
+func countTitle(p figure.Point) string {
+	s := fmt.Sprintf("n=%d trials", p.N)
+	if p.Copies > 0 {
+		s += fmt.Sprintf(" of %d copies", p.Copies)
+	}
+	if p.Flagged > 0 {
+		s += fmt.Sprintf(" (%d flagged, set apart)", p.Flagged)
+	}
+	if p.FewTrials {
+		s += " (n<3: interval from two trials)"
+	}
+	return s
 }
 
 func intervalTitle(p figure.Point, band string) string {
@@ -345,8 +371,8 @@ func drawLines(b *strings.Builder, f figure.Figure) {
 		fmt.Fprintf(b, `<path class="%s" d="%s" stroke="%s"%s/>`, cls, d.String(), c, dash(i))
 		if f.Kind == figure.Lines {
 			for _, p := range s.Points {
-				fmt.Fprintf(b, `<a href="#c%d"><circle class="pt" cx="%s" cy="%s" r="3.2" fill="%s"><title>%s, %s=%s: %s %s, n=%d%s%s</title></circle></a>`,
-					p.CellID, f1(sx.at(p.X)), f1(sy.at(p.Y)), c, esc(s.Name), esc(f.XLabel), esc(p.Label), report.Sig(p.Y), esc(f.Unit), p.N, intervalTitle(p, f.Band), deltaTitle(p))
+				fmt.Fprintf(b, `<a href="#c%d"><circle class="pt" cx="%s" cy="%s" r="3.2" fill="%s"><title>%s, %s=%s: %s %s, %s%s%s</title></circle></a>`,
+					p.CellID, f1(sx.at(p.X)), f1(sy.at(p.Y)), c, esc(s.Name), esc(f.XLabel), esc(p.Label), report.Sig(p.Y), esc(f.Unit), esc(countTitle(p)), intervalTitle(p, f.Band), deltaTitle(p))
 			}
 		}
 		b.WriteString(`</g>`)
@@ -431,6 +457,9 @@ func drawHeat(b *strings.Builder, f figure.Figure) {
 		fmt.Fprintf(b, `<text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`, f1(labelW+cw*(float64(j)+0.5)), f1(padTop+8), esc(c))
 	}
 	fmt.Fprintf(b, `<text class="axis-label" x="%s" y="%s" text-anchor="middle">%s →</text>`, f1(labelW+(svgW-labelW-padR)/2), f1(h-8), esc(hm.ColLabel))
+	if hm.SubLabel != "" {
+		fmt.Fprintf(b, `<text class="tick" x="4" y="%s">under each value: its %s</text>`, f1(padTop+8), esc(hm.SubLabel))
+	}
 	fmt.Fprintf(b, `<g class="series" data-name="%s">`, esc(f.Title))
 	for i, rn := range hm.Rows {
 		y := padTop + 20 + float64(i)*rowH
@@ -448,8 +477,12 @@ func drawHeat(b *strings.Builder, f figure.Figure) {
 			if c.Mark {
 				cls += " mark"
 			}
+			sub := c.Sub
+			if sub != "" && hm.SubLabel != "" {
+				sub = hm.SubLabel + " " + sub
+			}
 			fmt.Fprintf(b, `<a href="#c%d"><rect class="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s / %s: %s %s</title></rect></a>`,
-				c.CellID, cls, f1(x+1), f1(y+1), f1(cw-2), f1(rowH-2), fill, esc(rn), esc(hm.Cols[j]), esc(c.Text), esc(c.Sub))
+				c.CellID, cls, f1(x+1), f1(y+1), f1(cw-2), f1(rowH-2), fill, esc(rn), esc(hm.Cols[j]), esc(c.Text), esc(sub))
 			if c.Sub == "" || cw < 60 {
 				fmt.Fprintf(b, `<text class="heat-text" x="%s" y="%s" text-anchor="middle">%s</text>`, f1(x+cw/2), f1(y+rowH/2+4), esc(c.Text))
 				continue

@@ -126,6 +126,13 @@ func TestCompareZeroAndNegativeBaseline(t *testing.T) {
 	if !ok || math.Abs(neg.Pct-50) > 1e-9 || !(neg.CI95[0] < 50 && 50 < neg.CI95[1]) || neg.Method != MethodLogRatio {
 		t.Errorf("negative metric: %+v", neg)
 	}
+	// Issue 24: means of different signs have no log ratio; the interval of
+	// the difference over |baseline| treats that mean as exact, and the
+	// comparison says so (the caveat lived only in a code comment).
+	mixed, ok := Compare([]float64{1, 2, 3}, []float64{-1, -2, -3})
+	if !ok || mixed.Method != MethodDiff || mixed.Note != NoteMixedSigns {
+		t.Errorf("mixed signs: %+v", mixed)
+	}
 }
 
 func TestCompareIdenticalAndSeparated(t *testing.T) {

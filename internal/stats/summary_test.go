@@ -91,3 +91,63 @@ func TestSummarizeLargeOffset(t *testing.T) {
 	checkClose(t, "Mean", got.Mean, 1e9+10, 1e-15)
 	checkClose(t, "SD", got.SD, math.Sqrt(30), 1e-9)
 }
+
+// Issue 24: intervals outside what a metric can be. Two trials of a rate
+// (n = 2 on a swarm: transactions/s "[−13150, 45990]"), Jain's index over
+// 1 and a max/min ratio below 1 (boeira-netscale's 50-pair cell: 0.719
+// [0.125, 1.313] and 7.9 [−6.2, 22.0]) now stay inside their ranges, on
+// the log or logit scale; for small variation they agree with Student's.
+func TestSummarizeInRange(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		name string
+		xs   []float64
+		r    Range
+	}{
+		{"rate, n = 2", []float64{14000, 18840}, NonNegative},
+		{"jain", []float64{0.45, 0.98, 0.73}, Range{0, 1}},
+		{"max/min", []float64{2.1, 14.5, 7.1}, Range{1, inf}},
+		{"percent near 100", []float64{99.9, 96, 99.99}, Range{0, 100}},
+	} {
+		s := SummarizeSample(Sample{Values: c.xs, Range: c.r})
+		plain := Summarize(c.xs)
+		if !(plain.CI95[0] < c.r.Lo || plain.CI95[1] > c.r.Hi) {
+			t.Errorf("%s: Student's interval %v was already inside [%g, %g]: not the case the test is for", c.name, plain.CI95, c.r.Lo, c.r.Hi)
+		}
+		if s.CI95[0] < c.r.Lo || s.CI95[1] > c.r.Hi || !(s.CI95[0] < s.Mean && s.Mean < s.CI95[1]) {
+			t.Errorf("%s: interval %v of mean %g leaves [%g, %g]", c.name, s.CI95, s.Mean, c.r.Lo, c.r.Hi)
+		}
+	}
+	// Small variation: the log-scale interval is Student's to 0.1%.
+	xs := []float64{100, 101, 99, 100.5, 99.5}
+	s, plain := SummarizeSample(Sample{Values: xs, Range: NonNegative}), Summarize(xs)
+	for i := range 2 {
+		checkClose(t, "log-scale end", s.CI95[i], plain.CI95[i], 1e-3)
+	}
+	// A value outside the declared range: the range was wrong, Student's.
+	bad := []float64{-1, 2, 3}
+	if got, want := SummarizeSample(Sample{Values: bad, Range: NonNegative}).CI95, Summarize(bad).CI95; got != want {
+		t.Errorf("out of range: %v, want Student's %v", got, want)
+	}
+}
+
+// A two-stage sample's interval: Stein's, t(n₀−1)·s₀/√N from the first
+// stage, or Student's of all values where that is wider. Worked by hand:
+// first stage {98, 100, 102} (s₀ = 2), then 9 more values of 100: N = 12,
+// mean 100, Stein half = 4.3027·2/√12 = 2.4842; all values' SD is
+// √(8/11) = 0.8528, Student half = 2.2010·0.8528/√12 = 0.5418: Stein's.
+func TestSummarizeTwoStage(t *testing.T) {
+	xs := []float64{98, 100, 102, 100, 100, 100, 100, 100, 100, 100, 100, 100}
+	s := SummarizeSample(Sample{Values: xs, Stage: 3})
+	checkClose(t, "half", s.CI95[1]-s.Mean, t975df2*2/math.Sqrt(12), 1e-9)
+	if s.Stage != 3 {
+		t.Errorf("stage %d", s.Stage)
+	}
+	// A first stage that missed a stall: all values' interval is wider.
+	ys := []float64{100, 100.1, 99.9, 100, 120, 100, 121, 100}
+	st := SummarizeSample(Sample{Values: ys, Stage: 3})
+	all := Summarize(ys)
+	if st.CI95 != all.CI95 {
+		t.Errorf("two-stage %v, want Student's of all values %v (wider than Stein's)", st.CI95, all.CI95)
+	}
+}
