@@ -76,6 +76,8 @@ type benchRun struct {
 	rows   []analysis.Row // each cell's first metric, in cell order
 	trials int
 	took   time.Duration
+	source *analysis.Memory // the campaign, for compare
+	id     string
 }
 
 // runBench runs the mixed experiment with the given repetitions.
@@ -96,8 +98,8 @@ func runBench(ctx context.Context, bin, reps string) (benchRun, error) {
 	}); err != nil {
 		return benchRun{}, err
 	}
-	run := benchRun{trials: len(trials), took: time.Since(start)}
-	l, err := analysis.Load(ctx, analysis.NewMemory(camp, cells, trials), analysis.Query{Campaign: camp.ID})
+	run := benchRun{trials: len(trials), took: time.Since(start), source: analysis.NewMemory(camp, cells, trials), id: camp.ID}
+	l, err := analysis.Load(ctx, run.source, analysis.Query{Campaign: camp.ID})
 	if err != nil {
 		return benchRun{}, err
 	}

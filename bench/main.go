@@ -150,6 +150,7 @@ func main() {
 	adaptiveMax := flag.Int("adaptive-max", 20, "adaptive repetition: the fixed run's repetitions and the adaptive run's max (0: skip)")
 	adaptiveRCI := flag.String("adaptive-rci", "3%", "adaptive repetition: the target half-width")
 	compare := flag.Bool("compare", true, "run the side-by-side comparisons (false: only the adaptive saving)")
+	aaReps := flag.Int("aa-reps", 5, "A/A: the mixed experiment twice with this n, compared as ctrbench compare does (0: skip)")
 	fan := flag.Int("fanout", 100, "containers created at once, ctrbench against the docker CLI (0: skip)")
 	fanReps := flag.Int("fanout-reps", 5, "runs of each side of the fan-out comparison")
 	children := flag.Int("children", 256, "children to try in one nested parent, halved until it completes (0: skip)")
@@ -187,6 +188,7 @@ func main() {
 		{*fan > 0, func() error { return fanOut(ctx, abs, *fan, *fanReps) }},
 		{true, func() error { return idleRSS(ctx, abs) }},
 		{*children > 0, func() error { return mostChildren(ctx, abs, *children) }},
+		{*aaReps > 0, func() error { return aaCompare(ctx, abs, *aaReps) }},
 	} {
 		if !step.on {
 			continue
