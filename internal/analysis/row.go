@@ -59,7 +59,7 @@ type Row struct {
 	VsBaselineDiff     *float64    `json:"vs_baseline_diff,omitempty"`
 	VsBaselineDiffCI95 *[2]float64 `json:"vs_baseline_diff_ci95,omitempty"`
 	// Outliers are the seqs of this cell's trials whose value is an
-	// outlier by the modified z-score (stats.Outliers): flagged, kept.
+	// outlier by the generalized ESD test (stats.Outliers): flagged, kept.
 	Outliers []int `json:"outliers,omitempty"`
 	// Base summarises the baseline cell's values, nil without one.
 	Base *stats.Summary `json:"-"`
