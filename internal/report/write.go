@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/physics"
 	"github.com/ctrbench/ctrbench/internal/result"
 )
 
@@ -50,7 +51,10 @@ func Write(ctx context.Context, w io.Writer, src analysis.Source, o Options) err
 		if _, err := fmt.Fprintf(w, "**ctrbench campaign `%s`** (`%s`), %s, started %s\n\n", c.ID, c.SpecPath, c.Status, c.Started.Format("2006-01-02 15:04:05 MST")); err != nil {
 			return fmt.Errorf("write Markdown header: %w", err)
 		}
-		return f(w, o.Filter.Apply(rows))
+		if err := f(w, o.Filter.Apply(rows)); err != nil {
+			return err
+		}
+		return invariant(w, rows)
 	}
 	if o.Format != "table" {
 		return f(w, rows)
@@ -59,6 +63,9 @@ func Write(ctx context.Context, w io.Writer, src analysis.Source, o Options) err
 		return err
 	}
 	if err := f(w, o.Filter.Apply(rows)); err != nil {
+		return err
+	}
+	if err := invariant(w, rows); err != nil {
 		return err
 	}
 	// A campaign that stored histograms can show percentiles of another
@@ -71,6 +78,20 @@ func Write(ctx context.Context, w io.Writer, src analysis.Source, o Options) err
 		return fmt.Errorf("write table legend: %w", err)
 	}
 	return nil
+}
+
+// invariant checks that no network path with strictly more work than
+// another measured significantly faster (physics.Orderings), and says so
+// after the tables; nothing when no ordering applies to the campaign.
+func invariant(w io.Writer, rows []analysis.Row) error {
+	res := physics.Check(rows, physics.Options{})
+	if len(res.Comparisons) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	return res.WriteText(w)
 }
 
 // header is the table's first line: which campaign, from which file, in

@@ -202,3 +202,20 @@ type welchT struct{ df float64 }
 
 func (w welchT) quantile975() float64        { return tQuantile975(w.df) }
 func (w welchT) twoSidedP(z float64) float64 { return twoSidedP(z, w.df) }
+
+// WelchLogRatio is the statistic of CompareSamples for two samples of a
+// fixed size given by their moments (a report's mean, SD and n): the log
+// of the ratio of means, its standard error by the delta method and its
+// Welch–Satterthwaite degrees of freedom. ok is false when the means are
+// not both positive, a side has fewer than two values, or neither varied.
+func WelchLogRatio(mx, sdx float64, nx int, mb, sdb float64, nb int) (lr, se, df float64, ok bool) {
+	if nx < 2 || nb < 2 || !(mx > 0) || !(mb > 0) || !finite(mx, mb, sdx, sdb) {
+		return 0, 0, 0, false
+	}
+	a := sdx * sdx / (float64(nx) * mx * mx)
+	b := sdb * sdb / (float64(nb) * mb * mb)
+	if a+b == 0 {
+		return 0, 0, 0, false
+	}
+	return math.Log(mx / mb), math.Sqrt(a + b), welchDF(a, float64(nx-1), b, float64(nb-1)), true
+}

@@ -3,6 +3,9 @@ package nested
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -67,3 +70,16 @@ func (p *Platform) StartNode(ctx context.Context, name, hostname string, labels 
 
 // Remove removes the node and everything in it. Safe to call twice.
 func (n *Node) Remove(ctx context.Context) error { return n.pr.remove(ctx) }
+
+// HasContainer reports whether the node's engine still holds container
+// id: its directory in the engine's data root, seen from this machine
+// through the node's root (its mount namespace). A container the engine
+// has removed is gone from there.
+func (n *Node) HasContainer(id string) bool {
+	pp, ok := n.pr.outer.(interface{ Pid() int })
+	if !ok || pp.Pid() <= 0 || id == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(fmt.Sprintf("/proc/%d/root", pp.Pid()), dataRoot, "containers", id))
+	return err == nil
+}

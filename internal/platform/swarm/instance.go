@@ -67,6 +67,11 @@ type instance struct {
 // Start implements platform.Platform: a service of one task on the node
 // spec places it on; it returns once the task runs (or has ended).
 func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
+	// The last trial's tasks leave their nodes first, so that their
+	// teardown is not in this trial's window (nor in its timings).
+	if err := p.settle(ctx); err != nil {
+		return nil, err
+	}
 	requested := time.Now()
 	p.mu.Lock()
 	if p.closed || !p.prepared {
@@ -356,6 +361,17 @@ func (in *instance) Remove(ctx context.Context) error {
 	in.removed = true
 	in.mu.Unlock()
 	err := in.p.mgr.RemoveService(ctx, in.service)
+	if err == nil {
+		in.mu.Lock()
+		cid := in.task.ContainerID
+		in.mu.Unlock()
+		in.p.mu.Lock()
+		in.p.removed = append(in.p.removed, in.service)
+		if in.p.emu != nil && cid != "" {
+			in.p.removedOn = append(in.p.removedOn, nodeContainer{index: in.node.index, id: cid})
+		}
+		in.p.mu.Unlock()
+	}
 	if in.cancel != nil {
 		in.cancel()
 		<-in.done

@@ -26,6 +26,10 @@ const WorkRoot = "/var/lib/ctrbench/swarm"
 // in the swarm.
 const joinTimeout = 2 * time.Minute
 
+// settleTimeout bounds how long a Start waits for the tasks of services
+// removed before it to leave their nodes.
+const settleTimeout = time.Minute
+
 // Platform runs instances as swarm services, for one campaign.
 type Platform struct {
 	binary string
@@ -44,8 +48,16 @@ type Platform struct {
 	networks map[vocab.Network]docker.Overlay
 	live     map[*instance]bool
 	services []string // every service made, for Close to see them gone
-	rate     string   // the nodes' egress shaping ("": none)
-	info     map[string]string
+	// removed are the services removed since the last Start settled:
+	// their tasks may still be on their nodes (see settle).
+	removed []string
+	// removedOn are their containers on an emulated swarm's nodes, which
+	// the node engines remove a few seconds after the manager forgot the
+	// task.
+	removedOn []nodeContainer
+	settleMu  sync.Mutex // one settle at a time
+	rate      string     // the nodes' egress shaping ("": none)
+	info      map[string]string
 
 	// Emulated here: the engine containers and their platform.
 	emu   *nested.Platform
@@ -234,6 +246,56 @@ func (p *Platform) emulate(ctx context.Context, s platform.Setup, want int) erro
 	p.info["swarm.cluster"] = fmt.Sprintf("emulated: %d nodes, each a Docker Engine in a container of this machine's engine (own network namespace, data root on tmpfs, containerd), on the campaign's bridge", want)
 	p.info["swarm.setup_seconds"] = strconv.FormatFloat(secs, 'f', 1, 64)
 	fmt.Fprintf(s.Notes(), "swarm: emulated %d nodes (manager %s at %s) in %.1f s; agent image %s loaded in each\n", want, p.nodes[0].hostname, p.nodes[0].addr, secs, shortID(p.imageID))
+	return nil
+}
+
+// nodeContainer is a task's container on emulated node index.
+type nodeContainer struct {
+	index int
+	id    string
+}
+
+// settle waits until the tasks of the services removed so far (the last
+// trial's) have left their nodes. The swarm stops a removed service's task
+// seconds after the service goes (3-4 s on the development machine: the
+// manager forgets the task once its node reports the container stopped)
+// and the node's engine removes the container about 2 s later; that
+// teardown — the agent's exit, the task's network endpoint and, for the
+// last task of an overlay on a node, the overlay's namespace, bridge and
+// VXLAN device, the container's removal, the engines' bookkeeping — would
+// otherwise run on the same cores during the next trial's measured window
+// (it did, 0.8-3 s into every window, before this wait). On an emulated
+// swarm it also waits until each node's engine has removed the
+// containers; a user's swarm's nodes are not visible from here.
+func (p *Platform) settle(ctx context.Context) error {
+	p.settleMu.Lock()
+	defer p.settleMu.Unlock()
+	p.mu.Lock()
+	gone, on, mgr, nodes := p.removed, p.removedOn, p.mgr, p.emuNd
+	p.removed, p.removedOn = nil, nil
+	p.mu.Unlock()
+	if len(gone) == 0 || mgr == nil {
+		return nil
+	}
+	if err := mgr.AwaitNoTasks(ctx, gone, settleTimeout); err != nil {
+		return fmt.Errorf("swarm: waiting for the tasks of the services removed before this one to leave their nodes: %w", err)
+	}
+	deadline := time.Now().Add(settleTimeout)
+	for _, c := range on {
+		if c.index < 1 || c.index > len(nodes) {
+			continue
+		}
+		for nodes[c.index-1].HasContainer(c.id) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("swarm: node %d's engine still holds container %s of a removed service after %s", c.index, shortID(c.id), settleTimeout)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
 	return nil
 }
 
