@@ -172,7 +172,8 @@ func (r Result) Violations() []Comparison {
 }
 
 // Check compares every pair of rows that an ordering applies to: rows of
-// the same network workload (a workload type net.* or http.*) and metric —
+// the same network workload (one whose roles talk across the path: a
+// client and its server) and metric —
 // a measured rate (a unit per second) or a latency or completion time, of
 // the trial or of all its pairs together, not telemetry, not one pair's —
 // whose cells take the heavier and the lighter path and agree on every
