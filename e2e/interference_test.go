@@ -5,22 +5,28 @@ import (
 )
 
 type irRow struct {
-	Workload    string            `json:"workload"`
-	Metric      string            `json:"metric"`
-	Cell        map[string]string `json:"cell"`
-	N           int               `json:"n"`
-	Mean        float64           `json:"mean"`
-	IR          *float64          `json:"ir"`
-	IRCI95      *[2]float64       `json:"ir_ci95"`
-	IRExcludes0 *bool             `json:"ir_excludes_0"`
+	Campaign string            `json:"campaign"`
+	Workload string            `json:"workload"`
+	Metric   string            `json:"metric"`
+	Cell     map[string]string `json:"cell"`
+	N        int               `json:"n"`
+	Mean     float64           `json:"mean"`
+	IR       *float64          `json:"ir"`
+	IRCI95   *[2]float64       `json:"ir_ci95"`
 }
 
-// The A/A check of the instrument: a neighbour that does nothing must not
-// show interference — the IR interval of the target contains 0 — and it
-// covered the target's whole window.
+// TestInterferenceAA is the A/A check of the instrument: a neighbour that
+// does nothing has no effect, so IR 0 lies inside the 99.9% interval of
+// the IR computed from the stored trials — and the report's IR, computed
+// from the same trials, lies inside it too. Outside load slows both cells
+// alike in expectation (they are interleaved) and only widens the
+// interval. The idle neighbour covered the target's whole window (it is
+// started first and stopped last: no matter of load).
+// Chance failure on a quiet machine: 0.1% (one 99.9% interval on a truth
+// of 0).
 func TestInterferenceAA(t *testing.T) {
 	requireDocker(t)
-	rows, _ := runReport[irRow](t, `name: e2e-aa
+	rows, db := runReport[irRow](t, `name: e2e-aa
 seed: 9
 repetitions: 6
 factors:
@@ -43,24 +49,52 @@ workloads:
 	if ir == nil || ir.IR == nil {
 		t.Fatalf("no IR for the idle neighbour: %+v", rows)
 	}
-	if *ir.IRExcludes0 {
-		t.Errorf("an idle neighbour showed interference: IR %.3f %v", *ir.IR, *ir.IRCI95)
+	alone, beside := irSamples(t, db, ir.Campaign, "idle")
+	_, ratio := ratioInterval(t, beside, alone, confidence)
+	iv := ratio.shift(-1)
+	t.Logf("IR beside an idle neighbour: report %.4f, 99.9%% interval %v", *ir.IR, iv)
+	if !iv.contains(0) {
+		t.Errorf("an idle neighbour showed interference: IR 99.9%% interval %v excludes 0 (report: IR %.3f %v)", iv, *ir.IR, *ir.IRCI95)
+	}
+	if !iv.contains(*ir.IR) {
+		t.Errorf("the report's IR %.4f is outside the 99.9%% interval %v of its own trials", *ir.IR, iv)
 	}
 	if overlap < 99 {
 		t.Errorf("the idle neighbour covered %.1f%% of the target's window", overlap)
 	}
 }
 
-// The known effect: two CPU-bound workloads in one container limited to one
-// core each get half of it, so the target's rate drops by half: IR -0.5.
+// TestInterferenceKnownEffect is the known effect: a CPU-bound target and
+// a copy of it as its neighbour, in one container pinned to one core,
+// share that core, so the target's rate is half its rate alone: IR -0.5.
+//
+// Pinned (cpuset), not a quota (cpus: 1): under a quota of one core spread
+// over two, a busy process outside takes from the container's two threads
+// unevenly and the container gets less than its core in one cell and not
+// the other — IRs of -0.57 and -0.41 were measured so with one core kept
+// busy. Pinned to core 0, the container has its core in both cells
+// whatever keeps the other core busy (the busy process moves to it); what
+// else lands on core 0 now and then slows a trial of either cell and
+// widens the interval.
+//
+// Asserted on the 99.9% interval of the IR computed from the stored
+// trials: it lies below 0 (the effect is large: at 5 repetitions the
+// interval excludes 0 even at a coefficient of variation of 20%); it meets
+// -0.5 ± 0.03 (half is exact in expectation by symmetry — the target and
+// the neighbour run the same code on the agent's one Go P, 10 ms at a
+// time — up to a systematic share of a few percent the measurements
+// cannot rule out: runs' rate ratios came out at 0.50-0.51); and it holds
+// the report's IR, computed from the same trials.
+// Chance failure on a quiet machine: 0.1% (one 99.9% interval); the sign
+// check adds nothing measurable at this effect size.
 func TestInterferenceKnownEffect(t *testing.T) {
 	requireDocker(t)
-	rows, _ := runReport[irRow](t, `name: e2e-known-effect
+	rows, db := runReport[irRow](t, `name: e2e-known-effect
 seed: 10
-repetitions: 3
+repetitions: 5
 factors:
   platform: [docker]
-  cpus: ["1"]
+  cpuset: ["0"]
   antagonist: [cpu]
   packaging: [same-container]
 workloads:
@@ -73,10 +107,37 @@ workloads:
 		if x.IR == nil {
 			t.Fatal("no IR")
 		}
-		if *x.IR < -0.57 || *x.IR > -0.43 {
-			t.Errorf("IR %.3f [%v], want -0.5 ± 0.07", *x.IR, *x.IRCI95)
+		alone, beside := irSamples(t, db, x.Campaign, "cpu")
+		_, ratio := ratioInterval(t, beside, alone, confidence)
+		iv := ratio.shift(-1)
+		t.Logf("IR beside a CPU-bound neighbour on one core: report %.4f, 99.9%% interval %v (alone %v, beside %v)", *x.IR, iv, alone, beside)
+		if !(iv.hi < 0) {
+			t.Errorf("IR 99.9%% interval %v does not exclude 0: the neighbour's effect went unseen", iv)
+		}
+		if !iv.meets(-0.5-knownIRSlack, -0.5+knownIRSlack) {
+			t.Errorf("IR 99.9%% interval %v misses -0.5 ± %.2f", iv, knownIRSlack)
+		}
+		if !iv.contains(*x.IR) {
+			t.Errorf("the report's IR %.4f is outside the 99.9%% interval %v of its own trials", *x.IR, iv)
 		}
 		return
 	}
 	t.Fatalf("no row for the target beside its neighbour: %+v", rows)
+}
+
+// knownIRSlack is how exactly a core shared with one equal neighbour
+// halves the target's rate (TestInterferenceKnownEffect).
+const knownIRSlack = 0.03
+
+// irSamples reads the target's events_per_sec in each unflagged trial of a
+// co-location campaign (a trial whose neighbour covered too little of the
+// target's window is flagged and set apart): alone, and beside the
+// neighbour named antagonist.
+func irSamples(t *testing.T, db, campaign, antagonist string) (alone, beside []float64) {
+	t.Helper()
+	trials := storedTrials(t, db, campaign)
+	cells := cellFactors(t, db, campaign)
+	alone = values(t, usable(t, trials, cellOf(t, cells, map[string]string{"antagonist": "none"})), "events_per_sec")
+	beside = values(t, usable(t, trials, cellOf(t, cells, map[string]string{"antagonist": antagonist})), "events_per_sec")
+	return alone, beside
 }

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/ctrbench/ctrbench/internal/runner"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 )
 
@@ -48,12 +50,23 @@ workloads:
 	}
 }
 
-// TestNeighbourTelemetryAndThrottle: a neighbour in its own container has
-// its own counters over the target's window (a CPU-bound one uses about a
-// core for the 2-second window), and write_bps throttles direct writes.
-func TestNeighbourTelemetryAndThrottle(t *testing.T) {
+// TestNeighbourTelemetry: a neighbour in its own container has its own
+// counters, over the target's window. The neighbour, a CPU-bound loop
+// pinned to core 1, can have used at most that core over the span its
+// counters cover — the target's measured window, widened by at most a
+// quarter second either side (they are read every quarter second) — so its
+// CPU time is at most that span: counters read over the neighbour's whole
+// life (it starts before the target and stops after it) or in another
+// unit would exceed it. How much of its core it got is the machine's
+// doing — about 2 s of 2 when nothing else wants core 1, 0.8-1.3 s
+// measured with other processes busy, where this test used to ask for 1.4
+// — so it need only have had some: a twentieth of the core, which a loop
+// that ran throughout gets unless twenty busy processes share its core.
+// The bounds are physical, no measured effect is asserted: chance failure
+// nil. (The write throttle, once checked here too, is TestWriteThrottle.)
+func TestNeighbourTelemetry(t *testing.T) {
 	requireDocker(t)
-	mean := meanRows(t, `name: e2e-neighbour-telemetry
+	db, id := runStored(t, `name: e2e-neighbour-telemetry
 seed: 6
 repetitions: 1
 factors:
@@ -68,9 +81,21 @@ workloads:
   - {name: cpu, type: cpu.primes, params: {duration: 2s, max_prime: 5000, threads: 1}}
   - {name: hog, type: cpu.primes, params: {duration: 1s, max_prime: 5000, threads: 1}}
 `)
-	v, ok := mean["cpu+hog antagonist.telemetry.cpu_seconds"]
-	if !ok || v < 1.4 || v > 3.2 {
-		t.Errorf("the neighbour's cpu_seconds over a 2 s window: %v (present %v), want about 2", v, ok)
+	trials := measured(storedTrials(t, db, id), cellOf(t, cellFactors(t, db, id), map[string]string{"antagonist": "hog"}))
+	if len(trials) != 1 {
+		t.Fatalf("%d measured trials of the target beside the hog, want 1", len(trials))
+	}
+	tr := trials[0]
+	start, err1 := time.Parse(time.RFC3339Nano, tr.Seen[runner.SeenRunStarted])
+	end, err2 := time.Parse(time.RFC3339Nano, tr.Seen[runner.SeenRunEnded])
+	if err1 != nil || err2 != nil {
+		t.Fatalf("the target's window: %v %v", err1, err2)
+	}
+	span := end.Sub(start).Seconds() + 2*0.25 // one core over it: its most
+	v, ok := observed(tr, "antagonist.telemetry.cpu_seconds")
+	t.Logf("the neighbour's cpu_seconds over the target's %.2f s window: %.3f (at most %.2f)", end.Sub(start).Seconds(), v, span)
+	if !ok || v < 0.05*span || v > 1.02*span {
+		t.Errorf("the neighbour's cpu_seconds over the target's window: %v (present %v), want more than a twentieth of its one core and at most all of it over %.2f s", v, ok, span)
 	}
 }
 
@@ -81,8 +106,14 @@ workloads:
 // device to name); where no loop device can be had, at the temporary
 // directory if that is on a block device and takes O_DIRECT. Docker's
 // volume lives wherever the daemon keeps its data: it is checked when it
-// takes O_DIRECT, and said so when not (buffered writes are not throttled
-// per cgroup on v1), never skipping the test.
+// takes O_DIRECT; when not (buffered writes are not throttled per cgroup
+// on v1), its subtest is skipped with the reason — go test lists it as
+// SKIP — and never passes unchecked.
+//
+// The bounds are physical: a throttled rate at most 15% over the limit
+// (load only slows writes), and an unthrottled one at least twice the
+// limit (1.3-3.0 GB/s measured with one core kept busy, 60 times the
+// 21 MB/s limit). Chance failure nil.
 func TestWriteThrottle(t *testing.T) {
 	requireDocker(t)
 	dir := directIODir(t)
@@ -106,20 +137,21 @@ workloads:
 	}
 	limit := 20 * 1.048576 // MB/s
 	for _, p := range []string{"native", "docker"} {
-		if got[p+" 20MiB direct"] != 1 || got[p+" none direct"] != 1 {
-			if p == "native" {
-				t.Fatalf("native: %s refused O_DIRECT (direct=%v), though the probe found it took it", dir, got[p+" 20MiB direct"])
+		t.Run(p, func(t *testing.T) {
+			if got[p+" 20MiB direct"] != 1 || got[p+" none direct"] != 1 {
+				if p == "native" {
+					t.Fatalf("native: %s refused O_DIRECT (direct=%v), though the probe found it took it", dir, got[p+" 20MiB direct"])
+				}
+				t.Skipf("NOT CHECKED: docker's volume refused O_DIRECT here (direct=%v, %v): buffered writes are not throttled per cgroup on v1, so docker's write throttle cannot be checked on this machine", got[p+" 20MiB direct"], got[p+" none direct"])
 			}
-			t.Logf("docker: the volume refused O_DIRECT here (direct=%v): buffered writes are not throttled per cgroup on v1, so docker's throttle is not checked", got[p+" 20MiB direct"])
-			continue
-		}
-		t.Logf("%s: seq_write_mbs %.1f MB/s under the throttle, %.1f without", p, got[p+" 20MiB seq_write_mbs"], got[p+" none seq_write_mbs"])
-		if v := got[p+" 20MiB seq_write_mbs"]; v <= 0 || v > 1.15*limit {
-			t.Errorf("%s: seq_write_mbs %.1f MB/s under a %.1f MB/s throttle", p, v, limit)
-		}
-		if v := got[p+" none seq_write_mbs"]; v < 2*limit {
-			t.Errorf("%s: unthrottled seq_write_mbs %.1f MB/s: too slow to show the throttle", p, v)
-		}
+			t.Logf("%s: seq_write_mbs %.1f MB/s under the throttle, %.1f without", p, got[p+" 20MiB seq_write_mbs"], got[p+" none seq_write_mbs"])
+			if v := got[p+" 20MiB seq_write_mbs"]; v <= 0 || v > 1.15*limit {
+				t.Errorf("%s: seq_write_mbs %.1f MB/s under a %.1f MB/s throttle", p, v, limit)
+			}
+			if v := got[p+" none seq_write_mbs"]; v < 2*limit {
+				t.Errorf("%s: unthrottled seq_write_mbs %.1f MB/s: too slow to show the throttle", p, v)
+			}
+		})
 	}
 }
 

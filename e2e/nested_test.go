@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,13 +14,24 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/runner"
 )
 
 // TestNestedParentLimit: two busy one-thread children in one parent
-// limited to one core share that core — the parent's limit bounds its
-// children — while in an unlimited parent each has a core of its own. The
+// limited to half a core share that half — the parent's limit bounds its
+// children — while an unlimited parent's children use more than it. The
 // limit is read back from the parent's cgroups on the host, and the
 // children's CPU time from their own cgroups.
+//
+// The bounds are physical: the limited parent's children can use at most
+// half a core over the span of their windows, plus a tenth of a CPU-second
+// (the quota is enforced per 100 ms period, from per-CPU slices that can
+// run past a period's end); the unlimited parent's, two threads, use more
+// than that on any machine that has a core to give them — 1.7-1.8 cores
+// measured on a quiet machine, 1.1-1.2 with other processes keeping a core
+// busy. (The limit used to be one core, and the unlimited children were
+// asked for 1.5 cores: with a core busy elsewhere they got 1.13, no more
+// than the limit.) No measured effect is asserted: chance failure nil.
 func TestNestedParentLimit(t *testing.T) {
 	requireDocker(t)
 	db, id := runStored(t, `name: e2e-nested-limit
@@ -31,7 +41,7 @@ factors:
   platform: [nested]
   instances: [2]
   children: [2]
-  parent.cpus: [none, 1]
+  parent.cpus: [none, "0.5"]
 workloads:
   - {name: cpu, type: cpu.primes, params: {duration: 2s, max_prime: 3000}}
 `)
@@ -39,7 +49,7 @@ workloads:
 	if len(trials) != 2 {
 		t.Fatalf("%d trials, want 2", len(trials))
 	}
-	cpu := map[string]float64{} // parent.cpus level -> the children's CPU seconds per second of their window
+	cores, most := map[string]float64{}, map[string]float64{} // parent.cpus level -> the children's CPU seconds per second of their span; the most the limit allows
 	for _, tr := range trials {
 		limited := tr.Seen["platform.parent.cgroup.cpus"]
 		if parent := tr.Seen["platform.parent"]; parent == "" {
@@ -51,18 +61,32 @@ workloads:
 				secs += o.Value
 			}
 		}
+		start, err1 := time.Parse(time.RFC3339Nano, tr.Seen[runner.SeenRunStarted])
+		end, err2 := time.Parse(time.RFC3339Nano, tr.Seen[runner.SeenRunEnded])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("trial %d: the children's span: %v %v", tr.Seq, err1, err2)
+		}
+		span := end.Sub(start).Seconds()
 		level := "none"
 		if limited != "" {
 			level = limited
 		}
-		cpu[level] = secs / 2 // the window is 2 s
-		t.Logf("parent cpus %s: the two children used %.2f cores", level, secs/2)
+		cores[level] = secs / span
+		most[level] = (0.5*span + 0.1) / span
+		t.Logf("parent cpus %s: the two children used %.2f cores over %.2f s", level, secs/span, span)
 	}
-	if got, ok := cpu["1"]; !ok || math.Abs(got-1) > 0.2 {
-		t.Errorf("in a parent limited to 1 core the children used %.2f cores (present %v; read back %v), want about 1", got, ok, cpu)
+	got, ok := cores["0.5"]
+	if !ok {
+		t.Fatalf("no trial's parent reads back a limit of 0.5 cores: %v", cores)
 	}
-	if got := cpu["none"]; got < 1.5 {
-		t.Errorf("in an unlimited parent the two children used %.2f cores, want about 2", got)
+	if got > most["0.5"] {
+		t.Errorf("in a parent limited to half a core the children used %.2f cores, more than the %.2f the limit allows", got, most["0.5"])
+	}
+	if got <= 0 {
+		t.Errorf("in a parent limited to half a core the children used %.2f cores", got)
+	}
+	if free := cores["none"]; free <= most["0.5"] {
+		t.Errorf("in an unlimited parent the two children used %.2f cores, no more than the half-core limit allows (%.2f)", free, most["0.5"])
 	}
 }
 

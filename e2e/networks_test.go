@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -16,10 +17,12 @@ import (
 )
 
 type netRow struct {
+	Campaign string            `json:"campaign"`
 	Workload string            `json:"workload"`
 	Metric   string            `json:"metric"`
 	Cell     map[string]string `json:"cell"`
 	N        int               `json:"n"`
+	Flagged  int               `json:"flagged"`
 	Mean     float64           `json:"mean"`
 }
 
@@ -126,10 +129,20 @@ workloads:
 }
 
 // TestPairs: four client/server pairs at once; each pair's result is kept,
-// the aggregate is their work over the span, and Jain's index is in (0, 1].
+// the aggregate is their work over the span, and Jain's index is in (0, 1]
+// — read from the stored trial, as the pairs measured it.
+//
+// Whether the four ran together is the machine's doing: with the
+// machine's cores busy elsewhere, a client scheduled late shares little of
+// a 1 s window with the others (80%, even 0%, was measured). What ctrbench
+// promises (docs/networks.md), and the test checks, is that a trial whose
+// pairs shared less than 90% of their window is flagged with the reason,
+// and counted in the report as flagged and set apart from its statistics,
+// and that one whose pairs shared more is neither. No measured effect is
+// asserted: chance failure nil.
 func TestPairs(t *testing.T) {
 	requireDocker(t)
-	rows, _ := runReport[netRow](t, `name: e2e-pairs
+	rows, db := runReport[netRow](t, `name: e2e-pairs
 seed: 13
 repetitions: 1
 factors:
@@ -139,24 +152,23 @@ factors:
 workloads:
   - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
 `)
-	var sum, agg, jain, overlap float64
-	n := 0
-	for _, r := range rows {
-		switch {
-		case strings.HasPrefix(r.Metric, "pair") && strings.HasSuffix(r.Metric, ".throughput"):
-			sum += r.Mean
-			n++
-		case r.Metric == "throughput":
-			agg = r.Mean
-		case r.Metric == "pairs.jain":
-			jain = r.Mean
-		case r.Metric == "pairs.overlap_pct":
-			overlap = r.Mean
+	trials := storedTrials(t, db, rows[0].Campaign)
+	if len(trials) != 1 || trials[0].Status != result.OK {
+		t.Fatalf("trials %+v, want one ok", trials)
+	}
+	tr := trials[0]
+	var sum float64
+	for p := 1; p <= 4; p++ {
+		v, ok := observed(tr, fmt.Sprintf("pair%d.throughput", p))
+		if !ok {
+			t.Fatalf("no throughput of pair %d", p)
 		}
+		sum += v
 	}
-	if n != 4 {
-		t.Fatalf("%d per-pair throughputs, want 4", n)
-	}
+	agg, _ := observed(tr, "throughput")
+	jain, _ := observed(tr, "pairs.jain")
+	overlap := assertOverlapFlagged(t, tr, "pairs")
+	t.Logf("the 4 pairs ran together for %.1f%% of their window", overlap)
 	// The pairs' work over the span: their sum when they ran together,
 	// less by the part of the span they did not share.
 	if agg > sum*(1+1e-9) || agg < sum*overlap/100*0.9 {
@@ -165,19 +177,46 @@ workloads:
 	if jain <= 0.25 || jain > 1 {
 		t.Errorf("Jain's index %v out of (1/4, 1]", jain)
 	}
-	if overlap < 90 {
-		t.Errorf("the pairs ran together for only %.0f%% of their window", overlap)
+	assertReportFlagged(t, rows, "throughput", overlap < minCopiesOverlap)
+}
+
+// assertReportFlagged checks a one-trial campaign's report row of metric:
+// a flagged trial is counted as flagged and set apart from the row's
+// statistics (n 0), an unflagged one is counted in n.
+func assertReportFlagged(t *testing.T, rows []netRow, metric string, flagged bool) {
+	t.Helper()
+	want := map[bool]int{true: 1, false: 0}[flagged]
+	found := false
+	for _, r := range rows {
+		if r.Metric != metric {
+			continue
+		}
+		found = true
+		if r.Flagged != want || r.N != 1-want {
+			t.Errorf("the report's row of %s: n %d, flagged %d; want n %d, flagged %d (the trial flagged: %v)", metric, r.N, r.Flagged, 1-want, want, flagged)
+		}
+	}
+	if !found {
+		t.Errorf("the report has no row of %s", metric)
 	}
 }
 
 // TestFiftyPairs: S4's largest cell — 50 client/server pairs, 100
 // containers on Docker's bridge — with small timed transfers: every pair
-// ran, together (the go signal reaches all clients at once), each pair's
-// flows count in the merged FCT histogram, the trial records 50 hosting
-// entities per core on 2 cores and its measured window, and the 100
-// containers are removed. The transfers last 8 s: the skew between the
-// first and last of 50 clients to begin is absolute (~0.4 s on a loaded
-// 2-core CI machine), so at 4 s it cost 11% of the window there once.
+// ran, each pair's flows count in the merged FCT histogram, the trial
+// records 100 hosting entities and its measured window, and the 100
+// containers are removed.
+//
+// Whether the 50 ran together is not asserted: the go signal reaches every
+// client at once, but each must then be scheduled, and with one of two
+// cores kept busy by another process the last of 50 clients began 0.4 s
+// and more after the first — 5% and more of an 8 s window, against the 10%
+// that TestFiftyPairs once allowed; heavier load skews them further. What
+// ctrbench promises (docs/networks.md) is that a trial whose pairs shared
+// less than 90% of their window is flagged with the reason, and counted in
+// the report as flagged and set apart from its statistics, and that one
+// whose pairs shared more is neither: that is checked, and the share
+// logged. No measured effect is asserted: chance failure nil.
 func TestFiftyPairs(t *testing.T) {
 	requireDocker(t)
 	db, id := runStored(t, `name: e2e-fifty
@@ -211,9 +250,14 @@ workloads:
 	if obs["flows"] != flows {
 		t.Errorf("flows %v, the pairs' sum %v", obs["flows"], flows)
 	}
-	if obs["pairs.overlap_pct"] < 90 {
-		t.Errorf("50 pairs ran together for %.0f%% of their window, want >= 90%%", obs["pairs.overlap_pct"])
+	ov := assertOverlapFlagged(t, tr, "pairs")
+	t.Logf("the 50 pairs ran together for %.1f%% of their window", ov)
+	rep := ctrbench(t, time.Minute, "report", "--db", db, "--campaign", id, "--format", "json")
+	var rows []netRow
+	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
+		t.Fatal(err)
 	}
+	assertReportFlagged(t, rows, "flows", ov < minCopiesOverlap)
 	if !(obs["fct_p50"] > 0 && obs["fct_p50"] <= obs["fct_p99"]) {
 		t.Errorf("fct p50 %v, p99 %v", obs["fct_p50"], obs["fct_p99"])
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"math"
 	"net"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/hdr"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
@@ -48,15 +50,41 @@ func TestPrimeCounts(t *testing.T) {
 	}
 }
 
+// TestPrimesMetricsAreConsistent: the metrics agree with the events they
+// were read from. The 95th percentile is the kept histogram's and the mean
+// the histogram's to its 3 significant digits (0.1%); no check relates the
+// percentile to the mean, which one event preempted for tens of
+// milliseconds on a busy machine pulls above it (latency_avg 0.91 ms
+// against latency_p95 0.27 ms was measured so, with another process
+// keeping a core busy).
 func TestPrimesMetricsAreConsistent(t *testing.T) {
 	p := values(t, "cpu.primes", map[string]string{"duration": "300ms", "max_prime": "5000", "threads": "2"})
-	obs, _, err := runPrimes(context.Background(), p, workload.Env{})
+	var hs []result.Histogram
+	obs, _, err := runPrimes(context.Background(), p, workload.Env{Histogram: func(h result.Histogram) { hs = append(hs, h) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := obsMap(obs)
-	if m["events_per_sec"] <= 0 || m["latency_avg"] <= 0 || m["latency_p95"] < m["latency_avg"]*0.5 {
+	if m["events_per_sec"] <= 0 || m["latency_avg"] <= 0 || m["latency_p95"] <= 0 {
 		t.Fatalf("implausible metrics %v", m)
+	}
+	if len(hs) != 1 || hs[0].Metric != "latency" || hs[0].Unit != "ns" {
+		t.Fatalf("histograms %+v, want one of latency in ns", hs)
+	}
+	h, err := hdr.Decode(hs[0].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p95, _ := hdr.Percentile(h, 95, "ns", "ms"); p95 != m["latency_p95"] {
+		t.Errorf("latency_p95 %v ms, the kept histogram's 95th percentile %v ms", m["latency_p95"], p95)
+	}
+	if mean := h.Mean() / 1e6; math.Abs(mean-m["latency_avg"]) > 0.001*m["latency_avg"] {
+		t.Errorf("latency_avg %v ms, the kept histogram's mean %v ms", m["latency_avg"], mean)
+	}
+	// The run lasted at least its 300 ms: no more events per second than
+	// the histogram's count over that.
+	if most := float64(h.TotalCount()) / 0.3; m["events_per_sec"] > most*(1+1e-9) {
+		t.Errorf("events_per_sec %v, more than the %d events recorded over 300 ms", m["events_per_sec"], h.TotalCount())
 	}
 	// Two threads each finishing an event every latency_avg ms: the rate
 	// must agree with the latency within scheduling noise.
