@@ -220,7 +220,11 @@ func drawBars(b *strings.Builder, f figure.Figure) {
 				fmt.Fprintf(b, `<text class="delta" x="%s" y="%s" text-anchor="end">baseline</text>`, f1(svgW-padR), f1(y+11))
 			}
 			if p.N == 0 || !finiteF(p.Y) {
-				fmt.Fprintf(b, `<text class="pt missing" x="%s" y="%s">no ok trial (%d failed): see the failed trials</text>`, f1(left), f1(y+26), p.Failed)
+				if p.Flagged > 0 {
+					fmt.Fprintf(b, `<text class="pt missing" x="%s" y="%s">no trial ran as planned (%d flagged, %d failed): see the flagged trials</text>`, f1(left), f1(y+26), p.Flagged, p.Failed)
+				} else {
+					fmt.Fprintf(b, `<text class="pt missing" x="%s" y="%s">no ok trial (%d failed): see the failed trials</text>`, f1(left), f1(y+26), p.Failed)
+				}
 				y += rowH
 				continue
 			}

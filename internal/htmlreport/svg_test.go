@@ -69,3 +69,20 @@ func TestHeatColour(t *testing.T) {
 		t.Error("sequential: the scale must vary from lo to hi")
 	}
 }
+
+// Issue 24: flagged trials are drawn apart from the statistics (dashed),
+// the tooltip says how many trials a point is of and warns below three,
+// and a cell whose every trial was flagged says so instead of "failed".
+func TestFlaggedAndFewTrialsDrawn(t *testing.T) {
+	p := pt(0, 5)
+	p.Flagged, p.FewTrials = 1, true
+	p.FlaggedTrials = []figure.TrialValue{{Seq: 9, Value: 9}}
+	all := figure.Point{Label: "all flagged", Y: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Flagged: 3}
+	svg, _ := drawFigure(figure.Figure{ID: "b", Kind: figure.Bars, Ref: math.NaN(), Series: []figure.Series{{Name: "a", Points: []figure.Point{p, all}}}})
+	for _, want := range []string{`class="trial flagged"`, "trial 9: 9.000 , flagged: not in the statistics", "n=2 trials (1 flagged, set apart) (n&lt;3: interval from two trials)",
+		"no trial ran as planned (3 flagged, 0 failed)"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the bars lack %q:\n%s", want, svg)
+		}
+	}
+}
