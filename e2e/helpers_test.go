@@ -122,10 +122,17 @@ func assertNothingLeft(t *testing.T, campaign string) {
 	assertNoLab(t)
 }
 
-// assertNoLab checks that no network namespace, OVS bridge or WireGuard
-// agent of ctrbench's remains (tests run one at a time).
+// assertNoLab checks that no network namespace, OVS bridge, WireGuard
+// agent or route into a nested parent's inner bridge (198.19.0.0/16) of
+// ctrbench's remains (tests run one at a time), so the test that leaves
+// one fails rather than the next one that looks.
 func assertNoLab(t *testing.T) {
 	t.Helper()
+	if out, _ := exec.Command("ip", "-4", "route", "show", "root", "198.19.0.0/16").Output(); len(strings.TrimSpace(string(out))) > 0 {
+		links, _ := exec.Command("ip", "-br", "link", "show").Output()
+		left, err := docker.Leftovers(context.Background(), "")
+		t.Errorf("routes into a nested parent's inner bridge left behind:\n%s\nthe machine's links:\n%s\nctrbench's objects on the engine (every campaign): %+v %v", out, links, left, err)
+	}
 	if ns, _ := filepath.Glob("/run/netns/ctb*"); len(ns) > 0 {
 		t.Errorf("network namespaces left behind: %v", ns)
 	}

@@ -57,7 +57,7 @@ func LoadCDFs(ctx context.Context, src Source, q Query) ([]CDF, error) {
 	if err != nil {
 		return nil, err
 	}
-	byCell, _, err := trialHistograms(ctx, src, camp.ID)
+	byCell, _, _, err := trialHistograms(ctx, src, camp.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,8 @@ type HistogramSource interface {
 }
 
 // Pooled is a cell's percentile of every value its trials recorded — all
-// requests (round trips, flows, events) of all its ok, non-warm-up trials
+// requests (round trips, flows, events) of all its ok, non-warm-up,
+// unflagged trials (a flagged trial is set apart here as everywhere else)
 // — read from the union of their histograms (each trial's own, or its
 // pairs' merged one). A Row of the same metric shows something else: the
 // mean over trials of each trial's own percentile (TrialMean here).
@@ -33,9 +34,10 @@ type Pooled struct {
 	Unit         string            `json:"unit"`
 	Better       result.Better     `json:"better"`
 	Cell         map[string]string `json:"cell"`
-	Trials       int               `json:"trials"`  // trials pooled
-	Missing      int               `json:"missing"` // ok trials without the histogram (stored by an older ctrbench): not pooled
-	Values       int64             `json:"values"`  // values pooled
+	Trials       int               `json:"trials"`            // trials pooled
+	Missing      int               `json:"missing"`           // ok trials without the histogram (stored by an older ctrbench): not pooled
+	Flagged      int               `json:"flagged,omitempty"` // ok trials set apart as flagged (conditions not as planned): not pooled, as no other statistic uses them
+	Values       int64             `json:"values"`            // values pooled
 	Value        float64           `json:"pooled"`
 	TrialMean    float64           `json:"trial_mean"` // the mean over the cell's trials of each one's percentile, as its Row
 }
@@ -53,7 +55,7 @@ func LoadPooled(ctx context.Context, src Source, q Query) (result.Campaign, []Po
 	if err != nil {
 		return result.Campaign{}, nil, err
 	}
-	byCell, okTrials, err := trialHistograms(ctx, src, l.Campaign.ID)
+	byCell, okTrials, flagged, err := trialHistograms(ctx, src, l.Campaign.ID)
 	if err != nil {
 		return l.Campaign, nil, err
 	}
@@ -64,7 +66,7 @@ func LoadPooled(ctx context.Context, src Source, q Query) (result.Campaign, []Po
 			continue
 		}
 		hs := byCell[s.CellID][histKey{c.Histogram, s.ID.Role}]
-		if len(hs) == 0 {
+		if len(hs) == 0 || len(s.Values) == 0 {
 			continue
 		}
 		merged, unit, err := hdr.Merged(hs)
@@ -78,7 +80,7 @@ func LoadPooled(ctx context.Context, src Source, q Query) (result.Campaign, []Po
 		out = append(out, Pooled{
 			Campaign: s.Campaign, Workload: s.Workload, WorkloadType: s.WorkloadType,
 			Metric: s.ID.String(), ID: s.ID, Unit: s.Unit, Better: s.Better, Cell: s.Cell,
-			Trials: len(hs), Missing: okTrials[s.CellID] - len(hs), Values: merged.TotalCount(),
+			Trials: len(hs), Missing: okTrials[s.CellID] - len(hs), Flagged: flagged[s.CellID], Values: merged.TotalCount(),
 			Value: v, TrialMean: stats.Summarize(s.Values).Mean,
 		})
 	}
@@ -88,7 +90,7 @@ func LoadPooled(ctx context.Context, src Source, q Query) (result.Campaign, []Po
 // Poolable reports whether any ok trial of the campaign stored a histogram
 // of the whole trial: whether LoadPooled has anything to pool.
 func Poolable(ctx context.Context, src Source, campaignID string) (bool, error) {
-	byCell, _, err := trialHistograms(ctx, src, campaignID)
+	byCell, _, _, err := trialHistograms(ctx, src, campaignID)
 	return len(byCell) > 0, err
 }
 
@@ -107,22 +109,27 @@ func percentileOf(s Series) (workload.Combine, bool) {
 }
 
 // trialHistograms returns the histograms that stand for a whole trial
-// (scope trial, or the pairs' aggregate) of each ok, non-warm-up trial,
-// by cell and histogram, and how many such trials each cell has.
-func trialHistograms(ctx context.Context, src Source, campaignID string) (map[int]map[histKey][]result.Histogram, map[int]int, error) {
+// (scope trial, or the pairs' aggregate) of each ok, non-warm-up,
+// unflagged trial, by cell and histogram, how many such trials each cell
+// has, and how many flagged ones it set apart.
+func trialHistograms(ctx context.Context, src Source, campaignID string) (map[int]map[histKey][]result.Histogram, map[int]int, map[int]int, error) {
 	trials, err := src.Trials(ctx, campaignID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var stored map[int64][]result.Histogram
 	if hsrc, ok := src.(HistogramSource); ok {
 		if stored, err = hsrc.Histograms(ctx, campaignID); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	byCell, okTrials := map[int]map[histKey][]result.Histogram{}, map[int]int{}
+	byCell, okTrials, flagged := map[int]map[histKey][]result.Histogram{}, map[int]int{}, map[int]int{}
 	for _, t := range trials {
 		if t.Warmup || t.Status != result.OK {
+			continue
+		}
+		if t.Flags != "" {
+			flagged[t.CellID]++
 			continue
 		}
 		okTrials[t.CellID]++
@@ -141,5 +148,5 @@ func trialHistograms(ctx context.Context, src Source, campaignID string) (map[in
 			byCell[t.CellID][k] = append(byCell[t.CellID][k], h)
 		}
 	}
-	return byCell, okTrials, nil
+	return byCell, okTrials, flagged, nil
 }

@@ -69,11 +69,19 @@ func TestLoadPooled(t *testing.T) {
 	pairs.Histograms = append(pairs.Histograms, result.Histogram{Metric: "latency", Scope: result.ScopePair, Index: 1, Unit: "µs", Data: slow.Histograms[0].Data})
 	warm := latencyTrial(t, m, 2, result.ScopeAggregate, map[int64]int64{900_000: 100})
 	warm.Warmup = true
+	// A flagged trial (its pairs did not run together) is set apart from
+	// the pool as from every other statistic; a cell whose only ok trial
+	// is flagged has no pooled row (its trial mean would have no trials).
+	odd := latencyTrial(t, m, 1, result.ScopeTrial, map[int64]int64{500_000: 1000})
+	odd.Flags = "the 3 pairs ran together for only 40% of their mean window"
+	alone := latencyTrial(t, m, 3, result.ScopeTrial, map[int64]int64{2000: 10})
+	alone.Flags = odd.Flags
 	cells := []result.Cell{
 		{ID: 1, Workload: "rr", WorkloadType: pooledType, Factors: map[string]string{"pairs": "1"}},
 		{ID: 2, Workload: "rr", WorkloadType: pooledType, Factors: map[string]string{"pairs": "2"}},
+		{ID: 3, Workload: "rr", WorkloadType: pooledType, Factors: map[string]string{"pairs": "3"}},
 	}
-	trials := []result.Trial{fast, slow, old, pairs, warm}
+	trials := []result.Trial{fast, slow, old, odd, pairs, warm, alone}
 	mem := NewMemory(result.Campaign{ID: "c"}, cells, trials)
 
 	// The store's way: histograms apart from the trials, by trial ID.
@@ -92,9 +100,9 @@ func TestLoadPooled(t *testing.T) {
 			t.Fatalf("%s: %d pooled rows, want 2: %+v", name, len(got), got)
 		}
 		one, two := got[0], got[1]
-		if one.Metric != "latency_p99" || one.Trials != 2 || one.Missing != 1 || one.Values != 2020 ||
+		if one.Metric != "latency_p99" || one.Trials != 2 || one.Missing != 1 || one.Flagged != 1 || one.Values != 2020 ||
 			math.Abs(one.Value-10) > 0.01 || math.Abs(one.TrialMean-(1+100.05+1)/3) > 0.1 {
-			t.Errorf("%s: pairs=1 pooled %+v, want p99 10 ms of 2020 values from 2 trials, 1 missing, trial mean 34", name, one)
+			t.Errorf("%s: pairs=1 pooled %+v, want p99 10 ms of 2020 values from 2 trials, 1 missing, 1 flagged, trial mean 34", name, one)
 		}
 		if two.Cell["pairs"] != "2" || two.Trials != 1 || two.Values != 100 || math.Abs(two.Value-5) > 0.01 {
 			t.Errorf("%s: pairs=2 pooled %+v, want the merged histogram's 100 values at 5 ms", name, two)
