@@ -7,6 +7,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // Every comparison is like for like: ours and the reference tool run in
@@ -59,7 +60,7 @@ func TestComparisonsLikeForLike(t *testing.T) {
 			}
 			s, cl := c.Factors["server.cpuset"], c.Factors["client.cpuset"]
 			switch {
-			case s == "" || cl == "" || s == spec.NoLimit || cl == spec.NoLimit:
+			case s == "" || cl == "" || s == vocab.NoLimit || cl == vocab.NoLimit:
 				t.Errorf("%s: %s runs unpinned: %v", cmp.name, cmp.ours, c.Factors)
 			case s == cl && !strings.ContainsAny(s, ",-"):
 				same++

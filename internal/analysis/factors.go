@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // FactorRank orders factors the way a reader scans a placement: where it
@@ -21,7 +21,7 @@ func FactorRank(name string) int {
 		}
 	}
 	rank := 5
-	for i, f := range []string{spec.FPlatform, spec.FNetwork, spec.FCPUs, spec.FCpuset, spec.FMemory} {
+	for i, f := range []string{vocab.FPlatform, vocab.FNetwork, vocab.FCPUs, vocab.FCpuset, vocab.FMemory} {
 		if base == f {
 			rank = i
 		}
@@ -51,7 +51,7 @@ func SortFactors(names []string) {
 func CaseOf(cell map[string]string) string {
 	var ks []string
 	for k := range cell {
-		if k != spec.FAntagonist {
+		if k != vocab.FAntagonist {
 			ks = append(ks, k)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/ctrbench/ctrbench/internal/baseline"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/stats"
@@ -101,7 +102,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 		return Loaded{}, err
 	}
 	g := group(trials)
-	instances := factorVaries(cells, spec.FInstances)
+	instances := factorVaries(cells, vocab.FInstances)
 	adaptive := spec.AdaptiveOf(camp.SpecText)
 	noise := map[string]float64{} // workload + metric key -> CV, percent
 	var cal *Calibration
@@ -128,7 +129,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 				metrics = []result.MetricID{declared(m)}
 			}
 		}
-		baseID, hasBase := spec.BaselineCell(camp.Baseline, c, cells)
+		baseID, hasBase := baseline.Cell(camp.Baseline, c, cells)
 		for _, m := range metrics {
 			k := cellMetric{c.ID, m}
 			id, ok := g.ids[k]
@@ -189,8 +190,8 @@ func factorVaries(cells []result.Cell, f string) bool {
 
 // hasNeighbours reports whether a cell ran its target beside antagonists.
 func hasNeighbours(c result.Cell) bool {
-	a, ok := c.Factors[spec.FAntagonist]
-	return ok && a != spec.AntagonistNone
+	a, ok := c.Factors[vocab.FAntagonist]
+	return ok && a != vocab.AntagonistNone
 }
 
 // decides reports whether id is the metric whose interval decided when an
@@ -212,7 +213,7 @@ func decides(a *spec.Adaptive, c result.Cell, id result.MetricID) bool {
 // no platform of the cell did.
 func notComparable(env, factors map[string]string) string {
 	for k, v := range factors {
-		if k != spec.FPlatform && !strings.HasSuffix(k, "."+spec.FPlatform) {
+		if k != vocab.FPlatform && !strings.HasSuffix(k, "."+vocab.FPlatform) {
 			continue
 		}
 		if why := env[v+"."+vocab.InfoNotComparable]; why != "" {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // S1's slowdown compares one instance's rate with the baseline's, from
@@ -22,8 +22,8 @@ func TestSlowdownFromInstanceMeans(t *testing.T) {
 		// Four instances at about a quarter of the rate each: a slowdown of 4.
 		trials = append(trials, m.ok(2, ob(aggregate, 4*v/4), ob(inst(1), v/4-1), ob(inst(2), v/4+1), ob(inst(3), v/4), ob(inst(4), v/4)))
 	}
-	camp := result.Campaign{ID: "c", Baseline: map[string]string{spec.FInstances: "1"}}
-	cells := []result.Cell{cell(1, map[string]string{spec.FInstances: "1"}), cell(2, map[string]string{spec.FInstances: "4"})}
+	camp := result.Campaign{ID: "c", Baseline: map[string]string{vocab.FInstances: "1"}}
+	cells := []result.Cell{cell(1, map[string]string{vocab.FInstances: "1"}), cell(2, map[string]string{vocab.FInstances: "4"})}
 	rows := Rows(load(t, NewMemory(camp, cells, trials)).Series)
 	var got *Row
 	for i, r := range rows {

@@ -113,3 +113,29 @@ func TestNobodyComparesPlatformNames(t *testing.T) {
 		t.Errorf("platform names compared outside their drivers (ask platform.Lookup(name).Caps instead):\n%s", s)
 	}
 }
+
+// spec is the parser of experiment files, not the dictionary: the factor
+// vocabulary is vocab's, and only what turns a file into a plan (or reads
+// one back to run it) imports spec — in tests too. analysis reads one fact
+// back from a stored campaign's file text (its adaptive repetition rule,
+// spec.AdaptiveOf): the one exception, until campaigns record the rule.
+func TestSpecIsOnlyTheParser(t *testing.T) {
+	allowed := []string{"internal/cli", "internal/plan", "internal/campaign", "internal/orchestrator", "bench",
+		"internal/analysis", "internal/platform/platformtest"}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
+	cmd.Dir = testutil.ModuleRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], mod)
+		if pkg == "internal/spec" || slices.Contains(allowed, pkg) {
+			continue
+		}
+		if slices.Contains(f[1:], mod+"internal/spec") {
+			t.Errorf("%s imports internal/spec (the experiment-file parser); the factor vocabulary is in internal/vocab, only %s parse", pkg, strings.Join(allowed, ", "))
+		}
+	}
+}

@@ -9,7 +9,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/report"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 const band95 = "95% CI"
@@ -463,8 +463,8 @@ func interference(rows []analysis.Row) (Section, bool) {
 		if !ok || !analysis.SameMetric(h.ID, r.ID) || r.IR == nil {
 			continue
 		}
-		ant := r.Cell[spec.FAntagonist]
-		if ant == "" || ant == spec.AntagonistNone {
+		ant := r.Cell[vocab.FAntagonist]
+		if ant == "" || ant == vocab.AntagonistNone {
 			continue
 		}
 		ck := analysis.CaseOf(r.Cell)
@@ -480,7 +480,7 @@ func interference(rows []analysis.Row) (Section, bool) {
 		return Section{}, false
 	}
 	sort.Strings(cases)
-	sec := Section{ID: "interference", Title: "Interference (S0's matrices)", Factors: []string{spec.FAntagonist}}
+	sec := Section{ID: "interference", Title: "Interference (S0's matrices)", Factors: []string{vocab.FAntagonist}}
 	measured := map[string]bool{}
 	for k := range entries {
 		measured[k.target] = true

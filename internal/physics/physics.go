@@ -31,8 +31,8 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/stats"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -60,45 +60,45 @@ type Ordering struct {
 var Orderings = []Ordering{
 	{
 		Name:    "swarm overlay ⊃ swarm host network",
-		Heavier: Path{spec.FPlatform: "swarm", spec.FNetwork: "overlay"},
-		Lighter: Path{spec.FPlatform: "swarm", spec.FNetwork: "host"},
+		Heavier: Path{vocab.FPlatform: "swarm", vocab.FNetwork: "overlay"},
+		Lighter: Path{vocab.FPlatform: "swarm", vocab.FNetwork: "host"},
 		Extra: "each task's own namespace and veth, the overlay's namespace and bridge, VXLAN encapsulation and decapsulation " +
 			"and two more conntrack passes, on top of the nodes' host-network path (node veth, the underlay bridge, node veth)",
 	},
 	{
 		Name:    "swarm encrypted overlay ⊃ swarm overlay",
-		Heavier: Path{spec.FPlatform: "swarm", spec.FNetwork: "overlay-encrypted"},
-		Lighter: Path{spec.FPlatform: "swarm", spec.FNetwork: "overlay"},
+		Heavier: Path{vocab.FPlatform: "swarm", vocab.FNetwork: "overlay-encrypted"},
+		Lighter: Path{vocab.FPlatform: "swarm", vocab.FNetwork: "overlay"},
 		Extra:   "IPsec ESP encryption and decryption of every VXLAN packet",
 	},
 	{
 		Name:    "overlay ⊃ routed bridge",
-		Heavier: Path{spec.FNetwork: "overlay"},
-		Lighter: Path{spec.FNetwork: "bridge"},
+		Heavier: Path{vocab.FNetwork: "overlay"},
+		Lighter: Path{vocab.FNetwork: "bridge"},
 		Extra:   "VXLAN encapsulation and decapsulation over the same underlay and the same per-host bridges",
 	},
 	{
 		Name:    "encrypted overlay ⊃ overlay",
-		Heavier: Path{spec.FNetwork: "overlay-encrypted"},
-		Lighter: Path{spec.FNetwork: "overlay"},
+		Heavier: Path{vocab.FNetwork: "overlay-encrypted"},
+		Lighter: Path{vocab.FNetwork: "overlay"},
 		Extra:   "WireGuard encryption and a tunnel device on both ends of every VXLAN packet",
 	},
 	{
 		Name:    "container bridge ⊃ host network",
-		Heavier: Path{spec.FNetwork: "bridge"},
-		Lighter: Path{spec.FNetwork: "host"},
+		Heavier: Path{vocab.FNetwork: "bridge"},
+		Lighter: Path{vocab.FNetwork: "host"},
 		Extra:   "a veth pair, a Linux bridge and its netfilter hooks (or a routed hop) between the ends that the host network joins directly",
 	},
 	{
 		Name:    "Docker's default bridge ⊃ host network",
-		Heavier: Path{spec.FNetwork: "bridge-default"},
-		Lighter: Path{spec.FNetwork: "host"},
+		Heavier: Path{vocab.FNetwork: "bridge-default"},
+		Lighter: Path{vocab.FNetwork: "host"},
 		Extra:   "a veth pair, docker0 and its netfilter hooks",
 	},
 	{
 		Name:    "containers on routed bridges ⊃ processes on the hosts",
-		Heavier: Path{spec.FPlatform: "docker", spec.FNetwork: "bridge"},
-		Lighter: Path{spec.FPlatform: "native", spec.FNetwork: "host"},
+		Heavier: Path{vocab.FPlatform: "docker", vocab.FNetwork: "bridge"},
+		Lighter: Path{vocab.FPlatform: "native", vocab.FNetwork: "host"},
 		Extra:   "a veth pair and a bridge per end (and a container's cgroup) around the same host-to-host path",
 	},
 }
@@ -316,10 +316,10 @@ func cellKey(cell map[string]string, ignore map[string]bool) string {
 
 // known are the factors ctrbench defines itself: never a name for a path.
 var known = map[string]bool{
-	spec.FPlatform: true, spec.FNetwork: true, spec.FCPUs: true, spec.FCpuset: true, spec.FMemory: true, spec.FStorage: true,
-	spec.FBlkioWeight: true, spec.FReadBps: true, spec.FWriteBps: true, spec.FAntagonist: true, spec.FPackaging: true,
-	spec.FHosts: true, spec.FHost: true, spec.FUnderlay: true, spec.FNode: true, spec.FPairs: true, spec.FInstances: true,
-	spec.FPinning: true,
+	vocab.FPlatform: true, vocab.FNetwork: true, vocab.FCPUs: true, vocab.FCpuset: true, vocab.FMemory: true, vocab.FStorage: true,
+	vocab.FBlkioWeight: true, vocab.FReadBps: true, vocab.FWriteBps: true, vocab.FAntagonist: true, vocab.FPackaging: true,
+	vocab.FHosts: true, vocab.FHost: true, vocab.FUnderlay: true, vocab.FNode: true, vocab.FPairs: true, vocab.FInstances: true,
+	vocab.FPinning: true,
 }
 
 // aliases are the factors of these cells that name a path: not one of

@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
-	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // Options says what to advise on.
@@ -133,12 +133,12 @@ func Advise(campaign string, rows []analysis.Row, o Options) (Advice, error) {
 		if !ok || !analysis.SameMetric(h.ID, r.ID) {
 			continue
 		}
-		ant := r.Cell[spec.FAntagonist]
-		if ant == "" || ant == spec.AntagonistNone || ant == spec.AntagonistIdle || strings.Contains(ant, "+") {
+		ant := r.Cell[vocab.FAntagonist]
+		if ant == "" || ant == vocab.AntagonistNone || ant == vocab.AntagonistIdle || strings.Contains(ant, "+") {
 			continue
 		}
 		ck := analysis.CaseOf(r.Cell)
-		packaging[ck] = r.Cell[spec.FPackaging]
+		packaging[ck] = r.Cell[vocab.FPackaging]
 		j := Judgement{Case: ck, Target: r.Workload, Neighbour: ant, Metric: r.Metric, N: r.N}
 		j.judge(r, o.MaxSlowdown)
 		byCase[ck] = append(byCase[ck], j)
@@ -165,9 +165,9 @@ func Advise(campaign string, rows []analysis.Row, o Options) (Advice, error) {
 	var containerCases, hostCases []string
 	for ck, p := range packaging {
 		switch p {
-		case spec.PackSame:
+		case vocab.PackSame:
 			containerCases = append(containerCases, ck)
-		case spec.PackSeparate:
+		case vocab.PackSeparate:
 			hostCases = append(hostCases, ck)
 		}
 	}

@@ -137,7 +137,7 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: c.Factors[spec.FUnderlay],
+	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: c.Factors[vocab.FUnderlay],
 		Pinning: spec.PinningOf(c.Factors), CPUs: e.CPUs(machineCPUs())}
 	if n := spec.Instances(c.Factors); n > 1 {
 		pc.Pairs, pc.Instances = n, true
@@ -209,11 +209,11 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 // neighbours resolves a cell's antagonists.
 func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 	var n Neighbours
-	level := c.Factors[spec.FAntagonist]
-	if level == spec.AntagonistIdle {
-		n.Specs = []string{spec.AntagonistIdle}
+	level := c.Factors[vocab.FAntagonist]
+	if level == vocab.AntagonistIdle {
+		n.Specs = []string{vocab.AntagonistIdle}
 	}
-	for _, name := range spec.Antagonists(level) {
+	for _, name := range vocab.Antagonists(level) {
 		w, ok := e.Workload(name)
 		if !ok {
 			continue
@@ -224,9 +224,9 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 		}
 		n.Specs = append(n.Specs, w.Type+"="+string(p))
 	}
-	n.Separate = len(n.Specs) > 0 && c.Factors[spec.FPackaging] == spec.PackSeparate
+	n.Separate = len(n.Specs) > 0 && c.Factors[vocab.FPackaging] == vocab.PackSeparate
 	if n.Separate {
-		r, err := place(c, spec.RoleAntagonist, []string{spec.RoleAntagonist})
+		r, err := place(c, vocab.RoleAntagonist, []string{vocab.RoleAntagonist})
 		if err != nil {
 			return n, err
 		}
@@ -238,17 +238,17 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 // limits turns a placement's limit levels into the platform's limits.
 func limits(pl spec.Placement) (platform.Limits, error) {
 	var l platform.Limits
-	if pl.CPUs != spec.NoLimit && pl.CPUs != "" {
+	if pl.CPUs != vocab.NoLimit && pl.CPUs != "" {
 		f, err := strconv.ParseFloat(pl.CPUs, 64)
 		if err != nil {
 			return l, fmt.Errorf("cpus %q: %w", pl.CPUs, err)
 		}
 		l.CPUs = f
 	}
-	if pl.Cpuset != spec.NoLimit {
+	if pl.Cpuset != vocab.NoLimit {
 		l.Cpuset = pl.Cpuset
 	}
-	if pl.BlkioWeight != spec.NoLimit && pl.BlkioWeight != "" {
+	if pl.BlkioWeight != vocab.NoLimit && pl.BlkioWeight != "" {
 		w, err := strconv.Atoi(pl.BlkioWeight)
 		if err != nil {
 			return l, fmt.Errorf("blkio_weight %q: %w", pl.BlkioWeight, err)
@@ -259,7 +259,7 @@ func limits(pl spec.Placement) (platform.Limits, error) {
 		level string
 		to    *int64
 	}{{pl.ReadBps, &l.ReadBps}, {pl.WriteBps, &l.WriteBps}} {
-		if bps.level != spec.NoLimit && bps.level != "" {
+		if bps.level != vocab.NoLimit && bps.level != "" {
 			n, err := workload.ParseSize(bps.level)
 			if err != nil {
 				return l, fmt.Errorf("block I/O rate %q: %w", bps.level, err)
@@ -267,7 +267,7 @@ func limits(pl spec.Placement) (platform.Limits, error) {
 			*bps.to = n
 		}
 	}
-	if pl.Memory != spec.NoLimit && pl.Memory != "" {
+	if pl.Memory != vocab.NoLimit && pl.Memory != "" {
 		n, err := workload.ParseSize(pl.Memory)
 		if err != nil {
 			return l, fmt.Errorf("memory %q: %w", pl.Memory, err)

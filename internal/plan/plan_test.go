@@ -169,7 +169,7 @@ workloads:
 		t.Errorf("same container: %+v", same.Neighbours)
 	}
 	apart := find(t, cells, "workload=cpu.primes antagonist=io packaging=separate-containers")
-	if !apart.Neighbours.Separate || apart.Neighbours.Role.Name != spec.RoleAntagonist || apart.Neighbours.Role.Limits.Cpuset != "1" {
+	if !apart.Neighbours.Separate || apart.Neighbours.Role.Name != vocab.RoleAntagonist || apart.Neighbours.Role.Limits.Cpuset != "1" {
 		t.Errorf("separate: %+v", apart.Neighbours)
 	}
 	// fio runs in the target's container with packaging same-container,
@@ -183,11 +183,11 @@ workloads:
 }
 
 func TestLimits(t *testing.T) {
-	l, err := limits(spec.Placement{CPUs: "1.5", Cpuset: "0-1", Memory: "512MiB", ReadBps: "50MiB", WriteBps: spec.NoLimit, BlkioWeight: "300"})
+	l, err := limits(spec.Placement{CPUs: "1.5", Cpuset: "0-1", Memory: "512MiB", ReadBps: "50MiB", WriteBps: vocab.NoLimit, BlkioWeight: "300"})
 	if err != nil || l != (platform.Limits{CPUs: 1.5, Cpuset: "0-1", MemoryBytes: 512 << 20, ReadBps: 50 << 20, BlkioWeight: 300}) {
 		t.Fatalf("%+v %v", l, err)
 	}
-	l, err = limits(spec.Placement{CPUs: spec.NoLimit, Cpuset: spec.NoLimit, Memory: spec.NoLimit})
+	l, err = limits(spec.Placement{CPUs: vocab.NoLimit, Cpuset: vocab.NoLimit, Memory: vocab.NoLimit})
 	if err != nil || !l.IsZero() {
 		t.Fatalf("%+v %v", l, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ctrbench/ctrbench/internal/baseline"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -19,25 +20,12 @@ import (
 // factor only to workloads with that parameter, a role-qualified placement
 // only to workloads with that role.
 func relevant(name string, w Workload) bool {
-	if strings.HasPrefix(name, ParamPrefix) {
-		_, ok := w.Spec.Param(strings.TrimPrefix(name, ParamPrefix))
+	if strings.HasPrefix(name, vocab.ParamPrefix) {
+		_, ok := w.Spec.Param(strings.TrimPrefix(name, vocab.ParamPrefix))
 		return ok
 	}
 	role, _ := splitFactor(name)
-	return role == "" || role == RoleAntagonist || w.Spec.HasRole(role)
-}
-
-// dropIrrelevant removes factors that the other levels make meaningless:
-// the packaging and placement of neighbours when there is none.
-func dropIrrelevant(levels map[string]string) {
-	if a, ok := levels[FAntagonist]; !ok || a == AntagonistNone {
-		delete(levels, FPackaging)
-		for k := range levels {
-			if strings.HasPrefix(k, RoleAntagonist+".") {
-				delete(levels, k)
-			}
-		}
-	}
+	return role == "" || role == vocab.RoleAntagonist || w.Spec.HasRole(role)
 }
 
 // combinations enumerates the full factorial in file order, the first factor
@@ -108,12 +96,12 @@ func (e *Experiment) Cells() []result.Cell {
 					continue // a bundle level may leave a factor unset
 				}
 				c.Factors[name] = lvl
-				if pname, ok := strings.CutPrefix(name, ParamPrefix); ok {
+				if pname, ok := strings.CutPrefix(name, vocab.ParamPrefix); ok {
 					prm, _ := w.Spec.Param(pname)
 					c.Params[pname], _ = prm.Normalize(lvl)
 				}
 			}
-			dropIrrelevant(c.Factors)
+			vocab.DropIrrelevant(c.Factors)
 			key := c.Key()
 			if seen[key] {
 				return
@@ -134,11 +122,11 @@ func (e *Experiment) Cells() []result.Cell {
 				continue
 			}
 			for _, combo := range combos {
-				if combo[FAntagonist] != w.Name || excluded(t.Name, combo) {
+				if combo[vocab.FAntagonist] != w.Name || excluded(t.Name, combo) {
 					continue
 				}
 				mirror := maps.Clone(combo)
-				mirror[FAntagonist] = t.Name
+				mirror[vocab.FAntagonist] = t.Name
 				n := len(wcells)
 				add(mirror)
 				mirrored = mirrored || len(wcells) > n
@@ -165,51 +153,7 @@ func (e *Experiment) Cells() []result.Cell {
 // workload whose levels equal c's except where the baseline names a level.
 // ok is false when the experiment has no baseline or that cell is excluded.
 func (e *Experiment) BaselineOf(c result.Cell, cells []result.Cell) (int, bool) {
-	return BaselineCell(e.Baseline, c, cells)
-}
-
-// BaselineCell is BaselineOf for a baseline read back from the database.
-func BaselineCell(baseline map[string]string, c result.Cell, cells []result.Cell) (int, bool) {
-	if len(baseline) == 0 {
-		return 0, false
-	}
-	want := map[string]string{}
-	for k, v := range c.Factors {
-		want[k] = v
-	}
-	for k, v := range baseline {
-		cur, ok := want[k]
-		if !ok {
-			continue
-		}
-		if order, ok := strings.CutPrefix(v, Previous+":"); ok {
-			levels := strings.Split(order, ",")
-			if i := slices.Index(levels, cur); i > 0 {
-				v = levels[i-1]
-			} else {
-				v = cur
-			}
-		}
-		want[k] = v
-	}
-	dropIrrelevant(want)
-	// A factor the baseline names may fix others (a bundle's level sets
-	// platform and network, an exclusion may tie two factors): those follow
-	// it rather than stay as in c.
-	determined := map[string]bool{}
-	for k := range baseline {
-		if want[k] != c.Factors[k] {
-			for j := range determinedBy(k, c.Workload, cells) {
-				determined[j] = true
-			}
-		}
-	}
-	for _, o := range cells {
-		if o.Workload == c.Workload && sameExcept(o.Factors, want, determined) {
-			return o.ID, true
-		}
-	}
-	return 0, false
+	return baseline.Cell(e.Baseline, c, cells)
 }
 
 // checkCells validates what only shows once factors are combined.
@@ -238,21 +182,21 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 				ok            bool
 				what          string
 			}{
-				{FNetwork, string(pl.Network), pl.Network == vocab.Host, "runs in the host's network only (or on the host side of a network shared with a container of its workload)"},
-				{FStorage, string(pl.Storage), slices.Contains(d.Caps.Storages, pl.Storage), "writes to the host's own filesystem only (storage " + strings.Join(vocab.Strings(d.Caps.Storages), ", ") + ")"},
+				{vocab.FNetwork, string(pl.Network), pl.Network == vocab.Host, "runs in the host's network only (or on the host side of a network shared with a container of its workload)"},
+				{vocab.FStorage, string(pl.Storage), slices.Contains(d.Caps.Storages, pl.Storage), "writes to the host's own filesystem only (storage " + strings.Join(vocab.Strings(d.Caps.Storages), ", ") + ")"},
 			} {
 				if lim.ok {
 					continue
 				}
-				if lim.factor == FNetwork && (netReported || pl.Network.HostSided() && chainHasOwnNetNS(c.Factors, w.Spec.RoleList())) {
+				if lim.factor == vocab.FNetwork && (netReported || pl.Network.HostSided() && chainHasOwnNetNS(c.Factors, w.Spec.RoleList())) {
 					continue
 				}
-				if lim.factor == FNetwork {
+				if lim.factor == vocab.FNetwork {
 					netReported = true // one problem per cell: the first such role's
 				}
 				// Suggest an exclusion naming the factors that placed this
 				// role (server.platform, or none when it is the default).
-				pf, lf := placementSource(c.Factors, role, FPlatform), placementSource(c.Factors, role, lim.factor)
+				pf, lf := placementSource(c.Factors, role, vocab.FPlatform), placementSource(c.Factors, role, lim.factor)
 				ex := lf + ": " + lim.level
 				if pf != "" {
 					ex = pf + ": " + pl.Platform + ", " + ex
@@ -274,8 +218,8 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 		}
 	}
 	p.checkNetworks(e, cells, root, factorNodes)
-	if findFactor(e.Factors, FPackaging) != nil && findFactor(e.Factors, FAntagonist) == nil {
-		p.addf(factorNodes[FPackaging], "factor packaging says how neighbours are packaged, but there is no antagonist factor naming them")
+	if findFactor(e.Factors, vocab.FPackaging) != nil && findFactor(e.Factors, vocab.FAntagonist) == nil {
+		p.addf(factorNodes[vocab.FPackaging], "factor packaging says how neighbours are packaged, but there is no antagonist factor naming them")
 	}
 	if len(e.Baseline) > 0 {
 		for _, w := range e.Workloads {
@@ -349,7 +293,7 @@ func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.No
 		reported[msg] = true
 		node := factorNodes[placementSource(c.Factors, role, factor)]
 		if node == nil {
-			node = factorNodes[FHosts]
+			node = factorNodes[vocab.FHosts]
 		}
 		if node == nil {
 			node = root
@@ -363,9 +307,9 @@ func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.No
 		for _, role := range roles {
 			pl := PlacementFor(c.Factors, role)
 			if h, err := strconv.Atoi(pl.Host); err == nil && h > hosts {
-				report(c, role, FHost, fmt.Sprintf("%s is placed on emulated host %d, but the cell has hosts %d", role, h, hosts))
+				report(c, role, vocab.FHost, fmt.Sprintf("%s is placed on emulated host %d, but the cell has hosts %d", role, h, hosts))
 			}
-			if role != RoleAntagonist {
+			if role != vocab.RoleAntagonist {
 				chain++
 				if pl.Network == vocab.Loopback {
 					loop++
@@ -373,19 +317,19 @@ func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.No
 			}
 			d, ok := platform.Lookup(pl.Platform)
 			if pl.Node != "" && (!ok || !d.Caps.Cluster) {
-				report(c, role, FNode, fmt.Sprintf("%s names node %s, but platform %s has no nodes: node applies to a cluster platform (%s)", role, pl.Node, pl.Platform, strings.Join(clusterPlatforms(), ", ")))
+				report(c, role, vocab.FNode, fmt.Sprintf("%s names node %s, but platform %s has no nodes: node applies to a cluster platform (%s)", role, pl.Node, pl.Platform, strings.Join(clusterPlatforms(), ", ")))
 			}
 			if pl.Node != "" && pl.Host != "" {
-				report(c, role, FNode, fmt.Sprintf("%s is placed both on node %s and on host %s: give one", role, pl.Node, pl.Host))
+				report(c, role, vocab.FNode, fmt.Sprintf("%s is placed both on node %s and on host %s: give one", role, pl.Node, pl.Host))
 			}
 			if ok && d.Caps.Cluster {
 				for _, other := range roles {
 					if op := PlacementFor(c.Factors, other).Platform; op != pl.Platform {
-						report(c, role, FPlatform, fmt.Sprintf("%s runs on cluster platform %s and %s on %s: every role of a cell on a cluster runs on that cluster", role, pl.Platform, other, op))
+						report(c, role, vocab.FPlatform, fmt.Sprintf("%s runs on cluster platform %s and %s on %s: every role of a cell on a cluster runs on that cluster", role, pl.Platform, other, op))
 					}
 				}
-				for _, lim := range []struct{ factor, level string }{{FCpuset, pl.Cpuset}, {FBlkioWeight, pl.BlkioWeight}, {FReadBps, pl.ReadBps}, {FWriteBps, pl.WriteBps}} {
-					if why, no := d.Caps.NoLimits[lim.factor]; no && lim.level != NoLimit && lim.level != "" {
+				for _, lim := range []struct{ factor, level string }{{vocab.FCpuset, pl.Cpuset}, {vocab.FBlkioWeight, pl.BlkioWeight}, {vocab.FReadBps, pl.ReadBps}, {vocab.FWriteBps, pl.WriteBps}} {
+					if why, no := d.Caps.NoLimits[lim.factor]; no && lim.level != vocab.NoLimit && lim.level != "" {
 						report(c, role, lim.factor, fmt.Sprintf("platform %s cannot apply %s %s: %s", pl.Platform, lim.factor, lim.level, why))
 					}
 				}
@@ -394,18 +338,18 @@ func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.No
 				continue // processes in their host's namespace: checkCells
 			}
 			if _, err := d.Provision(pl.Network, hosts); err != nil {
-				report(c, role, FNetwork, err.Error())
+				report(c, role, vocab.FNetwork, err.Error())
 			} else if comb := d.Caps.Combine; comb != nil {
 				if err := comb(pl.Network, d.Options(c.Factors)); err != nil {
-					report(c, role, FNetwork, err.Error())
+					report(c, role, vocab.FNetwork, err.Error())
 				}
 			}
 			if !slices.Contains(d.Caps.Storages, pl.Storage) {
-				report(c, role, FStorage, fmt.Sprintf("platform %s does not offer storage %s; it offers %s", pl.Platform, pl.Storage, strings.Join(vocab.Strings(d.Caps.Storages), ", ")))
+				report(c, role, vocab.FStorage, fmt.Sprintf("platform %s does not offer storage %s; it offers %s", pl.Platform, pl.Storage, strings.Join(vocab.Strings(d.Caps.Storages), ", ")))
 			}
 		}
-		if Pairs(c.Factors) > 1 && c.Factors[FAntagonist] != "" && c.Factors[FAntagonist] != AntagonistNone {
-			report(c, roles[0], FPairs, "pairs and antagonists do not combine: neighbours load one measured target, pairs are several")
+		if Pairs(c.Factors) > 1 && c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone {
+			report(c, roles[0], vocab.FPairs, "pairs and antagonists do not combine: neighbours load one measured target, pairs are several")
 		}
 		for _, name := range sortedKeys(c.Factors) {
 			level := c.Factors[name]
@@ -430,28 +374,28 @@ func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.No
 		if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle {
 			switch {
 			case Pairs(c.Factors) > 1:
-				report(c, roles[0], FPairs, fmt.Sprintf("%s times the lives of its hosting entities: give their number as instances, not pairs", c.WorkloadType))
-			case c.Factors[FAntagonist] != "" && c.Factors[FAntagonist] != AntagonistNone:
-				report(c, roles[0], FAntagonist, fmt.Sprintf("%s times the lives of its hosting entities: it has no measured run for antagonists to load", c.WorkloadType))
+				report(c, roles[0], vocab.FPairs, fmt.Sprintf("%s times the lives of its hosting entities: give their number as instances, not pairs", c.WorkloadType))
+			case c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone:
+				report(c, roles[0], vocab.FAntagonist, fmt.Sprintf("%s times the lives of its hosting entities: it has no measured run for antagonists to load", c.WorkloadType))
 			}
 		}
 		if n := Instances(c.Factors); n > 1 {
 			switch {
 			case chain > 1:
-				report(c, roles[0], FInstances, fmt.Sprintf("instances copies a single-role workload; %s is a chain of %d roles: use pairs for several client/server chains", c.WorkloadType, chain))
+				report(c, roles[0], vocab.FInstances, fmt.Sprintf("instances copies a single-role workload; %s is a chain of %d roles: use pairs for several client/server chains", c.WorkloadType, chain))
 			case Pairs(c.Factors) > 1:
-				report(c, roles[0], FInstances, "instances and pairs do not combine: instances are copies of a single-role workload, pairs of a client/server chain")
-			case c.Factors[FAntagonist] != "" && c.Factors[FAntagonist] != AntagonistNone:
-				report(c, roles[0], FInstances, "instances and antagonists do not combine: neighbours load one measured target, instances are several")
+				report(c, roles[0], vocab.FInstances, "instances and pairs do not combine: instances are copies of a single-role workload, pairs of a client/server chain")
+			case c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone:
+				report(c, roles[0], vocab.FInstances, "instances and antagonists do not combine: neighbours load one measured target, instances are several")
 			}
 		}
 		if loop > 0 && loop < chain {
-			report(c, roles[0], FNetwork, "network loopback puts every role of the workload in one container's namespace: give all its roles network loopback")
+			report(c, roles[0], vocab.FNetwork, "network loopback puts every role of the workload in one container's namespace: give all its roles network loopback")
 		}
 		if msg := pinningProblem(c.Factors, roles, ncpu); msg != "" {
-			report(c, roles[0], FPinning, msg)
+			report(c, roles[0], vocab.FPinning, msg)
 		} else if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle && PinningOf(c.Factors) != vocab.PinNone {
-			report(c, roles[0], FPinning, fmt.Sprintf("%s times the lives of its hosting entities; pinning does not apply to it", c.WorkloadType))
+			report(c, roles[0], vocab.FPinning, fmt.Sprintf("%s times the lives of its hosting entities; pinning does not apply to it", c.WorkloadType))
 		}
 	}
 }
@@ -463,8 +407,8 @@ func workloadRoles(c result.Cell) []string {
 	if ws, ok := workload.Lookup(c.WorkloadType); ok {
 		roles = ws.RoleList()
 	}
-	if c.Factors[FPackaging] == PackSeparate {
-		roles = append(roles, RoleAntagonist)
+	if c.Factors[vocab.FPackaging] == vocab.PackSeparate {
+		roles = append(roles, vocab.RoleAntagonist)
 	}
 	return roles
 }
@@ -498,83 +442,6 @@ func factorKeys(fs []Factor) []string {
 					out = append(out, k)
 				}
 			}
-		}
-	}
-	return out
-}
-
-// matchesExcept is matches, skipping the keys in skip.
-// sameExcept reports whether two cells' levels agree — a factor present in
-// both with one level, or absent from both — on every factor not in skip.
-func sameExcept(a, b map[string]string, skip map[string]bool) bool {
-	for _, m := range []map[string]string{a, b} {
-		for k := range m {
-			if skip[k] {
-				continue
-			}
-			av, aok := a[k]
-			bv, bok := b[k]
-			if aok != bok || av != bv {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// absentLevel stands for a factor a cell does not have.
-const absentLevel = "\x00absent"
-
-// determinedBy lists the factors whose level follows from factor k's among
-// a workload's cells: every two cells with the same level of k agree on
-// them, and they take more than one level.
-func determinedBy(k, workload string, cells []result.Cell) map[string]bool {
-	val := map[string]map[string]string{} // k's level -> factor -> level
-	levels := map[string]map[string]bool{}
-	bad := map[string]bool{}
-	// A factor some cells have and others lack (one a bundle's level
-	// alone sets) takes "absent" as a level of its own.
-	all := map[string]bool{}
-	for _, c := range cells {
-		if c.Workload == workload {
-			for j := range c.Factors {
-				all[j] = true
-			}
-		}
-	}
-	for _, c := range cells {
-		if c.Workload != workload {
-			continue
-		}
-		kv, ok := c.Factors[k]
-		if !ok {
-			continue
-		}
-		if val[kv] == nil {
-			val[kv] = map[string]string{}
-		}
-		for j := range all {
-			if j == k {
-				continue
-			}
-			v, ok := c.Factors[j]
-			if !ok {
-				v = absentLevel
-			}
-			if levels[j] == nil {
-				levels[j] = map[string]bool{}
-			}
-			levels[j][v] = true
-			if prev, ok := val[kv][j]; ok && prev != v {
-				bad[j] = true
-			}
-			val[kv][j] = v
-		}
-	}
-	out := map[string]bool{}
-	for j, ls := range levels {
-		if !bad[j] && len(ls) > 1 {
-			out[j] = true
 		}
 	}
 	return out

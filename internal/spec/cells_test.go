@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctrbench/ctrbench/internal/baseline"
 	"github.com/ctrbench/ctrbench/internal/result"
 )
 
@@ -323,17 +324,17 @@ workloads:
 			t.Errorf("BaselineOf(%s) = %d without a baseline", c.Key(), id)
 		}
 	}
-	if _, ok := BaselineCell(nil, cells[0], cells); ok {
-		t.Errorf("BaselineCell(nil) found a baseline")
+	if _, ok := baseline.Cell(nil, cells[0], cells); ok {
+		t.Errorf("baseline.Cell(nil) found a baseline")
 	}
 	// BaselineCell (used on campaigns read back) agrees with BaselineOf.
-	if id, ok := BaselineCell(map[string]string{"platform": "native"}, cells[1], cells); !ok || id != 1 {
+	if id, ok := baseline.Cell(map[string]string{"platform": "native"}, cells[1], cells); !ok || id != 1 {
 		t.Errorf("BaselineCell = %d %v, want 1", id, ok)
 	}
 	// It never crosses workloads.
 	other := cells[1]
 	other.Workload = "tcp"
-	if id, ok := BaselineCell(map[string]string{"platform": "native"}, other, cells); ok {
+	if id, ok := baseline.Cell(map[string]string{"platform": "native"}, other, cells); ok {
 		t.Errorf("BaselineCell matched cell %d of another workload", id)
 	}
 }

@@ -1,9 +1,10 @@
 package spec
 
 import (
-	"github.com/ctrbench/ctrbench/internal/vocab"
 	"strings"
 	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 const jhaLike = `name: jha
@@ -23,11 +24,11 @@ func TestAntagonistCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := findFactor(e.Factors, FAntagonist)
-	if f == nil || f.Levels[0] != AntagonistNone {
+	f := findFactor(e.Factors, vocab.FAntagonist)
+	if f == nil || f.Levels[0] != vocab.AntagonistNone {
 		t.Fatalf("solo (none) must be added first: %+v", f)
 	}
-	if e.Baseline[FAntagonist] != AntagonistNone {
+	if e.Baseline[vocab.FAntagonist] != vocab.AntagonistNone {
 		t.Fatalf("baseline %v", e.Baseline)
 	}
 	cells := e.Cells()
@@ -37,8 +38,8 @@ func TestAntagonistCells(t *testing.T) {
 		t.Fatalf("%d cells: %v", len(cells), keys(cells))
 	}
 	for _, c := range cells {
-		_, hasPack := c.Factors[FPackaging]
-		if (c.Factors[FAntagonist] == AntagonistNone) == hasPack {
+		_, hasPack := c.Factors[vocab.FPackaging]
+		if (c.Factors[vocab.FAntagonist] == vocab.AntagonistNone) == hasPack {
 			t.Errorf("cell %s: packaging must be present exactly when there is a neighbour", c.Key())
 		}
 		base, ok := e.BaselineOf(c, cells)
@@ -46,14 +47,14 @@ func TestAntagonistCells(t *testing.T) {
 			t.Fatalf("cell %s has no baseline", c.Key())
 		}
 		b := cells[base-1]
-		if b.Workload != c.Workload || b.Factors[FAntagonist] != AntagonistNone || b.Factors[FCPUs] != "1" {
+		if b.Workload != c.Workload || b.Factors[vocab.FAntagonist] != vocab.AntagonistNone || b.Factors[vocab.FCPUs] != "1" {
 			t.Errorf("baseline of %s is %s, want %s solo under the same limits", c.Key(), b.Key(), c.Workload)
 		}
 	}
-	if got := Antagonists("L+S"); len(got) != 2 || got[0] != "L" || got[1] != "S" {
+	if got := vocab.Antagonists("L+S"); len(got) != 2 || got[0] != "L" || got[1] != "S" {
 		t.Errorf("Antagonists(L+S) = %v", got)
 	}
-	if pl := PlacementFor(cells[3].Factors, RoleAntagonist); pl.Cpuset != "1" || pl.CPUs != "1" {
+	if pl := PlacementFor(cells[3].Factors, vocab.RoleAntagonist); pl.Cpuset != "1" || pl.CPUs != "1" {
 		t.Errorf("antagonist placement %+v", pl)
 	}
 }
@@ -125,7 +126,7 @@ workloads:
 	}
 	var mirror bool
 	for _, c := range cells {
-		if c.Workload == "noisy" && c.Factors[FAntagonist] == "target" {
+		if c.Workload == "noisy" && c.Factors[vocab.FAntagonist] == "target" {
 			mirror = true
 			if _, ok := e.BaselineOf(c, cells); !ok {
 				t.Errorf("mirrored cell %s has no baseline", c.Key())

@@ -11,66 +11,13 @@ import (
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
-// Placement factors. Each may be qualified by a role ("server.platform",
-// "client.network") to place one side of a client/server workload apart
-// from the other; the unqualified factor applies to every role.
-const (
-	FPlatform = "platform"
-	FNetwork  = "network"
-	FCPUs     = "cpus"
-	FCpuset   = "cpuset"
-	FMemory   = "memory"
-	FStorage  = "storage"
-	// Block I/O limits: a proportional weight (10..1000, where the kernel
-	// supports it) and throttles in bytes per second on the data's disk.
-	FBlkioWeight = "blkio_weight"
-	FReadBps     = "read_bps"
-	FWriteBps    = "write_bps"
-	// FAntagonist names the neighbours that run beside the measured
-	// workload (the target): none, idle, a workload of the file, or several
-	// joined by "+". FPackaging says how they are packaged with it.
-	FAntagonist = "antagonist"
-	FPackaging  = "packaging"
-	// FHosts is the number of emulated hosts (network namespaces joined by
-	// an underlay link); FHost places a role on one of them (1-based);
-	// FUnderlay rate-limits the underlay ("none" or a tc rate, "1gbit").
-	FHosts    = "hosts"
-	FHost     = "host"
-	FUnderlay = "underlay"
-	// FNode places a role on a named node of a cluster platform: its
-	// hostname, or "key=value" for a node carrying that label.
-	FNode = "node"
-	// FPairs runs that many client/server chains of the workload at once
-	// (S4: up to 50 pairs on one node).
-	FPairs = "pairs"
-	// FInstances runs that many copies of a single-role workload at once,
-	// each in its own hosting entity, started at one agreed instant (S1
-	// Exp 1: 1 to 64 sysbench instances).
-	FInstances = "instances"
-	// FPinning places each instance of a cell on cores (vocab.Pinning):
-	// S4's CPU pinning.
-	FPinning = "pinning"
-	// MaxHosts, MaxPairs and MaxInstances bound those factors.
-	MaxHosts     = 16
-	MaxPairs     = 100
-	MaxInstances = 256
-	// ParamPrefix makes a workload parameter a factor: "param.message_size".
-	ParamPrefix = "param."
-	// NoLimit is the level meaning "no cgroup limit" for cpus, cpuset, memory.
-	NoLimit = "none"
-)
-
 // nodeRE is a node's hostname or a node label key=value.
 var nodeRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(=[A-Za-z0-9._-]*)?$`)
 
-// DefaultPlatform is where a role runs when no platform factor says:
-// host processes, the bare-metal reference.
-const DefaultPlatform = "native"
-
 var (
-	placementFactors = []string{FPlatform, FNetwork, FCPUs, FCpuset, FMemory, FStorage, FBlkioWeight, FReadBps, FWriteBps, FHost, FNode}
+	placementFactors = []string{vocab.FPlatform, vocab.FNetwork, vocab.FCPUs, vocab.FCpuset, vocab.FMemory, vocab.FStorage, vocab.FBlkioWeight, vocab.FReadBps, vocab.FWriteBps, vocab.FHost, vocab.FNode}
 	// Placement defaults when a factor is absent from the file.
-	placementDefaults = map[string]string{FPlatform: DefaultPlatform, FNetwork: string(vocab.Host), FCPUs: NoLimit, FCpuset: NoLimit, FMemory: NoLimit, FStorage: string(vocab.Layer), FBlkioWeight: NoLimit, FReadBps: NoLimit, FWriteBps: NoLimit, FHost: "", FNode: ""}
+	placementDefaults = map[string]string{vocab.FPlatform: vocab.DefaultPlatform, vocab.FNetwork: string(vocab.Host), vocab.FCPUs: vocab.NoLimit, vocab.FCpuset: vocab.NoLimit, vocab.FMemory: vocab.NoLimit, vocab.FStorage: string(vocab.Layer), vocab.FBlkioWeight: vocab.NoLimit, vocab.FReadBps: vocab.NoLimit, vocab.FWriteBps: vocab.NoLimit, vocab.FHost: "", vocab.FNode: ""}
 )
 
 // Machine is what validation knows of the host, to reject limits it cannot
@@ -85,10 +32,10 @@ type Machine struct {
 
 // splitFactor returns the role qualifier ("" if none) and the base name.
 func splitFactor(name string) (role, base string) {
-	if strings.HasPrefix(name, ParamPrefix) {
+	if strings.HasPrefix(name, vocab.ParamPrefix) {
 		return "", name
 	}
-	for _, r := range append(workload.RoleNames(), RoleAntagonist) {
+	for _, r := range append(workload.RoleNames(), vocab.RoleAntagonist) {
 		if strings.HasPrefix(name, r+".") {
 			return r, strings.TrimPrefix(name, r+".")
 		}
@@ -100,7 +47,7 @@ func splitFactor(name string) (role, base string) {
 func knownFactorNames() string {
 	names := append([]string{}, placementFactors...)
 	names = append(names, "<role>.<"+strings.Join(placementFactors, "|")+"> (roles: "+strings.Join(workload.RoleNames(), ", ")+")")
-	names = append(names, FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances, FPinning)
+	names = append(names, vocab.FAntagonist, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning)
 	seen := map[string]bool{}
 	for _, d := range platform.Drivers() {
 		for _, f := range d.Caps.Factors {
@@ -110,14 +57,14 @@ func knownFactorNames() string {
 			}
 		}
 	}
-	names = append(names, RoleAntagonist+".<placement>", ParamPrefix+"<parameter>")
+	names = append(names, vocab.RoleAntagonist+".<placement>", vocab.ParamPrefix+"<parameter>")
 	return strings.Join(names, ", ")
 }
 
 // checkFactorName returns an error when name is not a known factor.
 func checkFactorName(name string, wls []Workload) error {
-	if strings.HasPrefix(name, ParamPrefix) {
-		p := strings.TrimPrefix(name, ParamPrefix)
+	if strings.HasPrefix(name, vocab.ParamPrefix) {
+		p := strings.TrimPrefix(name, vocab.ParamPrefix)
 		for _, w := range wls {
 			if w.Spec != nil {
 				if _, ok := w.Spec.Param(p); ok {
@@ -128,7 +75,7 @@ func checkFactorName(name string, wls []Workload) error {
 		return fmt.Errorf("factor %q: no workload of this file has a parameter %q", name, p)
 	}
 	switch name {
-	case FAntagonist, FPackaging, FHosts, FUnderlay, FPairs, FInstances, FPinning:
+	case vocab.FAntagonist, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning:
 		return nil
 	}
 	if _, _, ok := platform.FactorOf(name); ok {
@@ -137,7 +84,7 @@ func checkFactorName(name string, wls []Workload) error {
 	role, base := splitFactor(name)
 	for _, f := range placementFactors {
 		if base == f {
-			if role != "" && role != RoleAntagonist && !anyHasRole(wls, role) {
+			if role != "" && role != vocab.RoleAntagonist && !anyHasRole(wls, role) {
 				return fmt.Errorf("factor %q places the %s role, but no workload of this file has one", name, role)
 			}
 			return nil
@@ -157,8 +104,8 @@ func anyHasRole(wls []Workload, role string) bool {
 
 // checkLevel validates one level of a factor and returns its canonical form.
 func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
-	if strings.HasPrefix(name, ParamPrefix) {
-		p := strings.TrimPrefix(name, ParamPrefix)
+	if strings.HasPrefix(name, vocab.ParamPrefix) {
+		p := strings.TrimPrefix(name, vocab.ParamPrefix)
 		for _, w := range wls {
 			if w.Spec == nil {
 				continue
@@ -181,33 +128,33 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 		return v, nil
 	}
 	switch name {
-	case FHosts, FPairs, FInstances:
-		max := map[string]int{FHosts: MaxHosts, FPairs: MaxPairs, FInstances: MaxInstances}[name]
+	case vocab.FHosts, vocab.FPairs, vocab.FInstances:
+		max := map[string]int{vocab.FHosts: vocab.MaxHosts, vocab.FPairs: vocab.MaxPairs, vocab.FInstances: vocab.MaxInstances}[name]
 		n, err := strconv.Atoi(level)
 		if err != nil || n < 1 || n > max {
 			return "", fmt.Errorf("level %q of %s: want a whole number from 1 to %d", level, name, max)
 		}
 		return strconv.Itoa(n), nil
-	case FUnderlay:
-		if level == NoLimit || rateRE.MatchString(level) {
+	case vocab.FUnderlay:
+		if level == vocab.NoLimit || rateRE.MatchString(level) {
 			return level, nil
 		}
-		return "", fmt.Errorf("level %q of %s: want %s or a rate such as 100mbit or 1gbit (tc's units: kbit, mbit, gbit)", level, name, NoLimit)
-	case FPackaging:
-		return level, oneOf(name, level, Packagings)
-	case FPinning:
+		return "", fmt.Errorf("level %q of %s: want %s or a rate such as 100mbit or 1gbit (tc's units: kbit, mbit, gbit)", level, name, vocab.NoLimit)
+	case vocab.FPackaging:
+		return level, oneOf(name, level, vocab.Packagings)
+	case vocab.FPinning:
 		return level, oneOf(name, level, vocab.Strings(vocab.Pinnings))
-	case FAntagonist:
-		if level == AntagonistNone || level == AntagonistIdle {
+	case vocab.FAntagonist:
+		if level == vocab.AntagonistNone || level == vocab.AntagonistIdle {
 			return level, nil
 		}
-		for _, a := range Antagonists(level) {
+		for _, a := range vocab.Antagonists(level) {
 			found := false
 			for _, w := range wls {
 				found = found || w.Name == a
 			}
 			if !found {
-				names := []string{AntagonistNone, AntagonistIdle}
+				names := []string{vocab.AntagonistNone, vocab.AntagonistIdle}
 				for _, w := range wls {
 					names = append(names, w.Name)
 				}
@@ -218,71 +165,71 @@ func checkLevel(name, level string, wls []Workload, m Machine) (string, error) {
 	}
 	_, base := splitFactor(name)
 	switch base {
-	case FPlatform:
+	case vocab.FPlatform:
 		return level, oneOf(name, level, platform.Names())
-	case FNetwork:
+	case vocab.FNetwork:
 		return level, oneOf(name, level, vocab.Strings(vocab.Networks))
-	case FCPUs:
-		if level == NoLimit {
+	case vocab.FCPUs:
+		if level == vocab.NoLimit {
 			return level, nil
 		}
 		f, err := strconv.ParseFloat(level, 64)
 		if err != nil || f <= 0 {
-			return "", fmt.Errorf("level %q of %s: want %s or a positive number of cores such as 0.5 or 1", level, name, NoLimit)
+			return "", fmt.Errorf("level %q of %s: want %s or a positive number of cores such as 0.5 or 1", level, name, vocab.NoLimit)
 		}
 		if m.CPUs > 0 && f > float64(m.CPUs) {
 			return "", fmt.Errorf("level %q of %s: this machine has only %d cores", level, name, m.CPUs)
 		}
 		return level, nil
-	case FCpuset:
-		if level == NoLimit {
+	case vocab.FCpuset:
+		if level == vocab.NoLimit {
 			return level, nil
 		}
 		if _, err := ParseCPUList(level, m.CPUs); err != nil {
 			return "", fmt.Errorf("level %q of %s: %v", level, name, err)
 		}
 		return level, nil
-	case FStorage:
+	case vocab.FStorage:
 		return level, oneOf(name, level, vocab.Strings(vocab.Storages))
-	case FHost:
+	case vocab.FHost:
 		n, err := strconv.Atoi(level)
-		if err != nil || n < 1 || n > MaxHosts {
-			return "", fmt.Errorf("level %q of %s: want an emulated host's number, 1 to %d (within the cell's hosts)", level, name, MaxHosts)
+		if err != nil || n < 1 || n > vocab.MaxHosts {
+			return "", fmt.Errorf("level %q of %s: want an emulated host's number, 1 to %d (within the cell's hosts)", level, name, vocab.MaxHosts)
 		}
 		return strconv.Itoa(n), nil
-	case FNode:
+	case vocab.FNode:
 		if !nodeRE.MatchString(level) {
 			return "", fmt.Errorf("level %q of %s: want a cluster node's hostname, or key=value for a node carrying that label (letters, digits, '.', '_', '-')", level, name)
 		}
 		return level, nil
-	case FBlkioWeight:
-		if level == NoLimit {
+	case vocab.FBlkioWeight:
+		if level == vocab.NoLimit {
 			return level, nil
 		}
 		w, err := strconv.Atoi(level)
 		if err != nil || w < 10 || w > 1000 {
-			return "", fmt.Errorf("level %q of %s: want %s or a weight from 10 to 1000", level, name, NoLimit)
+			return "", fmt.Errorf("level %q of %s: want %s or a weight from 10 to 1000", level, name, vocab.NoLimit)
 		}
 		if m.NoBlkioWeight {
-			return "", fmt.Errorf("level %q of %s: this kernel has no proportional block I/O weight (no blkio.weight or blkio.bfq.weight: its I/O scheduler does not do cgroup weights); allowed here: %s; %s and %s (throttles) work", level, name, NoLimit, FReadBps, FWriteBps)
+			return "", fmt.Errorf("level %q of %s: this kernel has no proportional block I/O weight (no blkio.weight or blkio.bfq.weight: its I/O scheduler does not do cgroup weights); allowed here: %s; %s and %s (throttles) work", level, name, vocab.NoLimit, vocab.FReadBps, vocab.FWriteBps)
 		}
 		return level, nil
-	case FReadBps, FWriteBps:
-		if level == NoLimit {
+	case vocab.FReadBps, vocab.FWriteBps:
+		if level == vocab.NoLimit {
 			return level, nil
 		}
 		n, err := workload.ParseSize(level)
 		if err != nil || n < 1<<20 {
-			return "", fmt.Errorf("level %q of %s: want %s or bytes per second of at least 1MiB, such as 50MiB", level, name, NoLimit)
+			return "", fmt.Errorf("level %q of %s: want %s or bytes per second of at least 1MiB, such as 50MiB", level, name, vocab.NoLimit)
 		}
 		return level, nil
-	case FMemory:
-		if level == NoLimit {
+	case vocab.FMemory:
+		if level == vocab.NoLimit {
 			return level, nil
 		}
 		n, err := workload.ParseSize(level)
 		if err != nil {
-			return "", fmt.Errorf("level %q of %s: want %s or a size such as 512MiB or 2GiB", level, name, NoLimit)
+			return "", fmt.Errorf("level %q of %s: want %s or a size such as 512MiB or 2GiB", level, name, vocab.NoLimit)
 		}
 		// Docker refuses less than 6 MiB; an agent needs more than that anyway.
 		if n < 6<<20 {
@@ -355,29 +302,6 @@ func ParseCPUList(s string, ncpu int) ([]int, error) {
 
 const maxCPUs = 8192
 
-// Antagonist and packaging levels.
-const (
-	AntagonistNone = "none" // the target alone: S0's Case 1, the baseline of every IR
-	AntagonistIdle = "idle" // a neighbour that sleeps: the A/A check of the instrument
-	PackSame       = "same-container"
-	PackSeparate   = "separate-containers"
-	// RoleAntagonist qualifies placement factors for the neighbours:
-	// antagonist.cpuset: ["1"] pins them away from the target.
-	RoleAntagonist = "antagonist"
-)
-
-// Packagings are the levels of the packaging factor.
-var Packagings = []string{PackSame, PackSeparate}
-
-// Antagonists splits an antagonist level into workload names; nil for
-// none and idle.
-func Antagonists(level string) []string {
-	if level == "" || level == AntagonistNone || level == AntagonistIdle {
-		return nil
-	}
-	return strings.Split(level, "+")
-}
-
 // rateRE is a tc rate: a number and a bit unit.
 var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|tbit)$`)
 
@@ -410,14 +334,14 @@ func PlacementFor(factors map[string]string, role string) Placement {
 		}
 		return placementDefaults[base]
 	}
-	return Placement{Platform: get(FPlatform), Network: vocab.Network(get(FNetwork)), CPUs: get(FCPUs), Cpuset: get(FCpuset), Memory: get(FMemory), Storage: vocab.Storage(get(FStorage)),
-		BlkioWeight: get(FBlkioWeight), ReadBps: get(FReadBps), WriteBps: get(FWriteBps), Host: get(FHost), Node: get(FNode)}
+	return Placement{Platform: get(vocab.FPlatform), Network: vocab.Network(get(vocab.FNetwork)), CPUs: get(vocab.FCPUs), Cpuset: get(vocab.FCpuset), Memory: get(vocab.FMemory), Storage: vocab.Storage(get(vocab.FStorage)),
+		BlkioWeight: get(vocab.FBlkioWeight), ReadBps: get(vocab.FReadBps), WriteBps: get(vocab.FWriteBps), Host: get(vocab.FHost), Node: get(vocab.FNode)}
 }
 
 // Hosts is a cell's number of emulated hosts: 1 (the machine itself, no
 // emulated hosts) unless the hosts factor says more.
 func Hosts(factors map[string]string) int {
-	n, err := strconv.Atoi(factors[FHosts])
+	n, err := strconv.Atoi(factors[vocab.FHosts])
 	if err != nil || n < 1 {
 		return 1
 	}
@@ -426,7 +350,7 @@ func Hosts(factors map[string]string) int {
 
 // Pairs is a cell's number of concurrent client/server chains (default 1).
 func Pairs(factors map[string]string) int {
-	n, err := strconv.Atoi(factors[FPairs])
+	n, err := strconv.Atoi(factors[vocab.FPairs])
 	if err != nil || n < 1 {
 		return 1
 	}
@@ -436,7 +360,7 @@ func Pairs(factors map[string]string) int {
 // Instances is a cell's number of concurrent copies of a single-role
 // workload (default 1).
 func Instances(factors map[string]string) int {
-	n, err := strconv.Atoi(factors[FInstances])
+	n, err := strconv.Atoi(factors[vocab.FInstances])
 	if err != nil || n < 1 {
 		return 1
 	}

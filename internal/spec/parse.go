@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -351,8 +352,8 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 	}
 	// With neighbours, the target alone (S0's Case 1) is always run: added
 	// when missing, before exclusions and the baseline may name it.
-	if af := findFactor(e.Factors, FAntagonist); af != nil && !contains(af.Levels, AntagonistNone) {
-		af.Levels = append([]string{AntagonistNone}, af.Levels...)
+	if af := findFactor(e.Factors, vocab.FAntagonist); af != nil && !contains(af.Levels, vocab.AntagonistNone) {
+		af.Levels = append([]string{vocab.AntagonistNone}, af.Levels...)
 	}
 	if n, ok := f["exclude"]; ok {
 		e.Exclude = p.excludes(n, e.Factors)
@@ -361,15 +362,15 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 		e.Baseline = p.levelMap(n, "baseline", e.Factors)
 	}
 	// ... and it is what every interference ratio compares with.
-	if findFactor(e.Factors, FAntagonist) != nil {
+	if findFactor(e.Factors, vocab.FAntagonist) != nil {
 		if e.Baseline == nil {
 			e.Baseline = map[string]string{}
 		}
-		if _, ok := e.Baseline[FAntagonist]; !ok {
-			e.Baseline[FAntagonist] = AntagonistNone
+		if _, ok := e.Baseline[vocab.FAntagonist]; !ok {
+			e.Baseline[vocab.FAntagonist] = vocab.AntagonistNone
 		}
 	}
-	if n, ok := f["symmetric"]; ok && e.Symmetric && findFactor(e.Factors, FAntagonist) == nil {
+	if n, ok := f["symmetric"]; ok && e.Symmetric && findFactor(e.Factors, vocab.FAntagonist) == nil {
 		p.addf(n, "symmetric measures both sides of a pairing, but there is no antagonist factor naming neighbours")
 	}
 	if combos := factorial(e.Factors) * len(e.Workloads); combos > MaxCombinations {
@@ -406,7 +407,7 @@ func factorial(fs []Factor) int {
 // envelope reads "machine: {cpus, cpuset, memory}", the emulated machine.
 func (p *parser) envelope(n *yaml.Node, m Machine) Envelope {
 	var v Envelope
-	for key, vn := range p.fields(n, "machine", []string{FCPUs, FCpuset, FMemory}) {
+	for key, vn := range p.fields(n, "machine", []string{vocab.FCPUs, vocab.FCpuset, vocab.FMemory}) {
 		s, ok := p.scalar(vn, "machine."+key)
 		if !ok {
 			continue
@@ -417,14 +418,14 @@ func (p *parser) envelope(n *yaml.Node, m Machine) Envelope {
 			continue
 		}
 		switch key {
-		case FCPUs:
+		case vocab.FCPUs:
 			v.CPUs, _ = strconv.ParseFloat(level, 64)
-		case FCpuset:
+		case vocab.FCpuset:
 			v.Cpuset = level
-		case FMemory:
+		case vocab.FMemory:
 			v.MemoryBytes, _ = workload.ParseSize(level)
 		}
-		if level == NoLimit {
+		if level == vocab.NoLimit {
 			p.addf(vn, "machine.%s: give a size (leave the key out for no limit)", key)
 		}
 	}
@@ -558,7 +559,7 @@ func (p *parser) factors(n *yaml.Node, wls []Workload, m Machine) ([]Factor, map
 			// Parameter levels keep the user's spelling; 64KiB and 65536
 			// are still the same level.
 			key := lvl
-			if pname, ok := strings.CutPrefix(k.Value, ParamPrefix); ok {
+			if pname, ok := strings.CutPrefix(k.Value, vocab.ParamPrefix); ok {
 				key = paramLevelKey(pname, lvl, wls)
 			}
 			if first, dup := seen[key]; dup {
@@ -603,7 +604,7 @@ func (p *parser) bundle(k, v *yaml.Node, wls []Workload, m Machine) (Factor, boo
 		set := map[string]string{}
 		for j := 0; j+1 < len(lv.Content); j += 2 {
 			fk, fv := lv.Content[j], lv.Content[j+1]
-			if fk.Value == FAntagonist || fk.Value == FPackaging {
+			if fk.Value == vocab.FAntagonist || fk.Value == vocab.FPackaging {
 				p.addf(fk, "level %q of %s: %s cannot be set by a bundle; make it a factor of its own", ln.Value, k.Value, fk.Value)
 				ok = false
 				continue
@@ -651,11 +652,6 @@ func (p *parser) checkBundles(fs []Factor, nodes map[string]*yaml.Node) {
 	}
 }
 
-// Previous is the baseline level meaning "the level before this one in the
-// file's order" (S2's layer-on-layer ratios); the first level is its own
-// baseline. Stored as "previous:<level>,<level>,…" so a report needs no file.
-const Previous = "previous"
-
 func (p *parser) levelMap(n *yaml.Node, what string, factors []Factor) map[string]string {
 	out := map[string]string{}
 	if n.Kind != yaml.MappingNode {
@@ -673,8 +669,8 @@ func (p *parser) levelMap(n *yaml.Node, what string, factors []Factor) map[strin
 		if !ok {
 			continue
 		}
-		if what == "baseline" && s == Previous {
-			out[k.Value] = Previous + ":" + strings.Join(f.Levels, ",")
+		if what == "baseline" && s == vocab.Previous {
+			out[k.Value] = vocab.Previous + ":" + strings.Join(f.Levels, ",")
 			continue
 		}
 		lvl, ok := sameLevel(f, s, p.wls)
@@ -693,7 +689,7 @@ func sameLevel(f *Factor, s string, wls []Workload) (string, bool) {
 	if contains(f.Levels, s) {
 		return s, true
 	}
-	pname, ok := strings.CutPrefix(f.Name, ParamPrefix)
+	pname, ok := strings.CutPrefix(f.Name, vocab.ParamPrefix)
 	if !ok {
 		return "", false
 	}

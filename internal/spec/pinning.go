@@ -9,7 +9,7 @@ import (
 
 // PinningOf is a cell's pinning level: none when the cell does not set one.
 func PinningOf(factors map[string]string) vocab.Pinning {
-	if v := factors[FPinning]; v != "" {
+	if v := factors[vocab.FPinning]; v != "" {
 		return vocab.Pinning(v)
 	}
 	return vocab.PinNone
@@ -40,7 +40,7 @@ func pinningProblem(factors map[string]string, roles []string, ncpu int) string 
 	}
 	for _, role := range roles {
 		pl := PlacementFor(factors, role)
-		if pl.Cpuset != "" && pl.Cpuset != NoLimit {
+		if pl.Cpuset != "" && pl.Cpuset != vocab.NoLimit {
 			return fmt.Sprintf("pinning %s places every instance on cores itself: it does not combine with cpuset %s (%s)", pin, pl.Cpuset, role)
 		}
 		if d, ok := platform.Lookup(pl.Platform); ok && !d.Caps.Limits {
@@ -50,7 +50,7 @@ func pinningProblem(factors map[string]string, roles []string, ncpu int) string 
 	if pin == vocab.PinSeparate {
 		chain := 0
 		for _, r := range roles {
-			if r != RoleAntagonist {
+			if r != vocab.RoleAntagonist {
 				chain++
 			}
 		}

@@ -1,0 +1,102 @@
+package vocab
+
+import "strings"
+
+// The factor vocabulary of experiment files: the names of the factors and
+// the facts about their levels that more than the parser needs (reports,
+// figures, placement advice, physics checks). spec parses files into these
+// words; no other package spells them.
+
+// Placement factors. Each may be qualified by a role ("server.platform",
+// "client.network") to place one side of a client/server workload apart
+// from the other; the unqualified factor applies to every role.
+const (
+	FPlatform = "platform"
+	FNetwork  = "network"
+	FCPUs     = "cpus"
+	FCpuset   = "cpuset"
+	FMemory   = "memory"
+	FStorage  = "storage"
+	// Block I/O limits: a proportional weight (10..1000, where the kernel
+	// supports it) and throttles in bytes per second on the data's disk.
+	FBlkioWeight = "blkio_weight"
+	FReadBps     = "read_bps"
+	FWriteBps    = "write_bps"
+	// FAntagonist names the neighbours that run beside the measured
+	// workload (the target): none, idle, a workload of the file, or several
+	// joined by "+". FPackaging says how they are packaged with it.
+	FAntagonist = "antagonist"
+	FPackaging  = "packaging"
+	// FHosts is the number of emulated hosts (network namespaces joined by
+	// an underlay link); FHost places a role on one of them (1-based);
+	// FUnderlay rate-limits the underlay ("none" or a tc rate, "1gbit").
+	FHosts    = "hosts"
+	FHost     = "host"
+	FUnderlay = "underlay"
+	// FNode places a role on a named node of a cluster platform: its
+	// hostname, or "key=value" for a node carrying that label.
+	FNode = "node"
+	// FPairs runs that many client/server chains of the workload at once
+	// (S4: up to 50 pairs on one node).
+	FPairs = "pairs"
+	// FInstances runs that many copies of a single-role workload at once,
+	// each in its own hosting entity, started at one agreed instant (S1
+	// Exp 1: 1 to 64 sysbench instances).
+	FInstances = "instances"
+	// FPinning places each instance of a cell on cores (Pinning):
+	// S4's CPU pinning.
+	FPinning = "pinning"
+	// MaxHosts, MaxPairs and MaxInstances bound those factors.
+	MaxHosts     = 16
+	MaxPairs     = 100
+	MaxInstances = 256
+	// ParamPrefix makes a workload parameter a factor: "param.message_size".
+	ParamPrefix = "param."
+	// NoLimit is the level meaning "no cgroup limit" for cpus, cpuset, memory.
+	NoLimit = "none"
+)
+
+// DefaultPlatform is where a role runs when no platform factor says:
+// host processes, the bare-metal reference.
+const DefaultPlatform = "native"
+
+// Antagonist and packaging levels.
+const (
+	AntagonistNone = "none" // the target alone: S0's Case 1, the baseline of every IR
+	AntagonistIdle = "idle" // a neighbour that sleeps: the A/A check of the instrument
+	PackSame       = "same-container"
+	PackSeparate   = "separate-containers"
+	// RoleAntagonist qualifies placement factors for the neighbours:
+	// antagonist.cpuset: ["1"] pins them away from the target.
+	RoleAntagonist = "antagonist"
+)
+
+// Packagings are the levels of the packaging factor.
+var Packagings = []string{PackSame, PackSeparate}
+
+// Antagonists splits an antagonist level into workload names; nil for
+// none and idle.
+func Antagonists(level string) []string {
+	if level == "" || level == AntagonistNone || level == AntagonistIdle {
+		return nil
+	}
+	return strings.Split(level, "+")
+}
+
+// Previous is the baseline level meaning "the level before this one in the
+// file's order" (S2's layer-on-layer ratios); the first level is its own
+// baseline. Stored as "previous:<level>,<level>,…" so a report needs no file.
+const Previous = "previous"
+
+// DropIrrelevant removes factors that the other levels make meaningless:
+// the packaging and placement of neighbours when there is none.
+func DropIrrelevant(levels map[string]string) {
+	if a, ok := levels[FAntagonist]; !ok || a == AntagonistNone {
+		delete(levels, FPackaging)
+		for k := range levels {
+			if strings.HasPrefix(k, RoleAntagonist+".") {
+				delete(levels, k)
+			}
+		}
+	}
+}
