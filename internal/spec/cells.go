@@ -282,121 +282,155 @@ func (e *Experiment) Workload(name string) (Workload, bool) {
 }
 
 // checkNetworks rejects network modes a cell's emulated hosts cannot give,
-// each combination once, at the factor that set it.
+// and placements and combinations its platforms cannot run, each
+// combination once, at the factor that set it.
 func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.Node, factorNodes map[string]*yaml.Node) {
+	r := &cellReport{p: p, root: root, nodes: factorNodes, reported: map[string]bool{}}
 	ncpu := len(e.CPUs(p.machine.CPUs))
-	reported := map[string]bool{}
-	report := func(c result.Cell, role, factor, msg string) {
-		if reported[msg] {
-			return
-		}
-		reported[msg] = true
-		node := factorNodes[placementSource(c.Factors, role, factor)]
-		if node == nil {
-			node = factorNodes[vocab.FHosts]
-		}
-		if node == nil {
-			node = root
-		}
-		p.addf(node, "%s (cell %s); exclude that combination or change the levels", msg, c.Key())
-	}
 	for _, c := range cells {
-		hosts := Hosts(c.Factors)
 		roles := workloadRoles(c)
 		loop, chain := 0, 0
 		for _, role := range roles {
-			pl := PlacementFor(c.Factors, role)
-			if h, err := strconv.Atoi(pl.Host); err == nil && h > hosts {
-				report(c, role, vocab.FHost, fmt.Sprintf("%s is placed on emulated host %d, but the cell has hosts %d", role, h, hosts))
-			}
+			r.checkRole(c, role, roles)
 			if role != vocab.RoleAntagonist {
 				chain++
-				if pl.Network == vocab.Loopback {
+				if PlacementFor(c.Factors, role).Network == vocab.Loopback {
 					loop++
 				}
 			}
-			d, ok := platform.Lookup(pl.Platform)
-			if pl.Node != "" && (!ok || !d.Caps.Cluster) {
-				report(c, role, vocab.FNode, fmt.Sprintf("%s names node %s, but platform %s has no nodes: node applies to a cluster platform (%s)", role, pl.Node, pl.Platform, strings.Join(clusterPlatforms(), ", ")))
-			}
-			if pl.Node != "" && pl.Host != "" {
-				report(c, role, vocab.FNode, fmt.Sprintf("%s is placed both on node %s and on host %s: give one", role, pl.Node, pl.Host))
-			}
-			if ok && d.Caps.Cluster {
-				for _, other := range roles {
-					if op := PlacementFor(c.Factors, other).Platform; op != pl.Platform {
-						report(c, role, vocab.FPlatform, fmt.Sprintf("%s runs on cluster platform %s and %s on %s: every role of a cell on a cluster runs on that cluster", role, pl.Platform, other, op))
-					}
-				}
-				for _, lim := range []struct{ factor, level string }{{vocab.FCpuset, pl.Cpuset}, {vocab.FBlkioWeight, pl.BlkioWeight}, {vocab.FReadBps, pl.ReadBps}, {vocab.FWriteBps, pl.WriteBps}} {
-					if why, no := d.Caps.NoLimits[lim.factor]; no && lim.level != vocab.NoLimit && lim.level != "" {
-						report(c, role, lim.factor, fmt.Sprintf("platform %s cannot apply %s %s: %s", pl.Platform, lim.factor, lim.level, why))
-					}
-				}
-			}
-			if !ok || !d.Caps.OwnNetNS {
-				continue // processes in their host's namespace: checkCells
-			}
-			if _, err := d.Provision(pl.Network, hosts); err != nil {
-				report(c, role, vocab.FNetwork, err.Error())
-			} else if comb := d.Caps.Combine; comb != nil {
-				if err := comb(pl.Network, d.Options(c.Factors)); err != nil {
-					report(c, role, vocab.FNetwork, err.Error())
-				}
-			}
-			if !slices.Contains(d.Caps.Storages, pl.Storage) {
-				report(c, role, vocab.FStorage, fmt.Sprintf("platform %s does not offer storage %s; it offers %s", pl.Platform, pl.Storage, strings.Join(vocab.Strings(d.Caps.Storages), ", ")))
-			}
 		}
 		if Pairs(c.Factors) > 1 && c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone {
-			report(c, roles[0], vocab.FPairs, "pairs and antagonists do not combine: neighbours load one measured target, pairs are several")
+			r.add(c, roles[0], vocab.FPairs, "pairs and antagonists do not combine: neighbours load one measured target, pairs are several")
 		}
-		for _, name := range sortedKeys(c.Factors) {
-			level := c.Factors[name]
-			_, f, ok := platform.FactorOf(name)
-			if !ok || level == f.Default {
-				continue
-			}
-			used := false
-			for _, role := range roles {
-				d, ok := platform.Lookup(PlacementFor(c.Factors, role).Platform)
-				used = used || (ok && d.Declares(name))
-			}
-			if !used {
-				owners := platform.Declarers(name)
-				noun := "platform"
-				if len(owners) > 1 {
-					noun = "platforms"
-				}
-				report(c, roles[0], name, fmt.Sprintf("%s applies only to %s %s, and no role of this cell runs there", name, noun, strings.Join(owners, ", ")))
-			}
-		}
-		if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle {
-			switch {
-			case Pairs(c.Factors) > 1:
-				report(c, roles[0], vocab.FPairs, fmt.Sprintf("%s times the lives of its hosting entities: give their number as instances, not pairs", c.WorkloadType))
-			case c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone:
-				report(c, roles[0], vocab.FAntagonist, fmt.Sprintf("%s times the lives of its hosting entities: it has no measured run for antagonists to load", c.WorkloadType))
-			}
-		}
-		if n := Instances(c.Factors); n > 1 {
-			switch {
-			case chain > 1:
-				report(c, roles[0], vocab.FInstances, fmt.Sprintf("instances copies a single-role workload; %s is a chain of %d roles: use pairs for several client/server chains", c.WorkloadType, chain))
-			case Pairs(c.Factors) > 1:
-				report(c, roles[0], vocab.FInstances, "instances and pairs do not combine: instances are copies of a single-role workload, pairs of a client/server chain")
-			case c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone:
-				report(c, roles[0], vocab.FInstances, "instances and antagonists do not combine: neighbours load one measured target, instances are several")
-			}
-		}
+		r.checkPlatformFactors(c, roles)
+		r.checkShape(c, roles, chain)
 		if loop > 0 && loop < chain {
-			report(c, roles[0], vocab.FNetwork, "network loopback puts every role of the workload in one container's namespace: give all its roles network loopback")
+			r.add(c, roles[0], vocab.FNetwork, "network loopback puts every role of the workload in one container's namespace: give all its roles network loopback")
 		}
-		if msg := pinningProblem(c.Factors, roles, ncpu); msg != "" {
-			report(c, roles[0], vocab.FPinning, msg)
-		} else if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle && PinningOf(c.Factors) != vocab.PinNone {
-			report(c, roles[0], vocab.FPinning, fmt.Sprintf("%s times the lives of its hosting entities; pinning does not apply to it", c.WorkloadType))
+		r.checkPinning(c, roles, ncpu)
+	}
+}
+
+// cellReport reports a problem of a cell once, at the factor that set it
+// (else the hosts factor, else the file).
+type cellReport struct {
+	p        *parser
+	root     *yaml.Node
+	nodes    map[string]*yaml.Node
+	reported map[string]bool
+}
+
+func (r *cellReport) add(c result.Cell, role, factor, msg string) {
+	if r.reported[msg] {
+		return
+	}
+	r.reported[msg] = true
+	node := r.nodes[placementSource(c.Factors, role, factor)]
+	if node == nil {
+		node = r.nodes[vocab.FHosts]
+	}
+	if node == nil {
+		node = r.root
+	}
+	r.p.addf(node, "%s (cell %s); exclude that combination or change the levels", msg, c.Key())
+}
+
+// checkRole checks where one role of a cell is placed: its emulated host
+// or node, its platform's limits and network modes, its storage.
+func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
+	hosts := Hosts(c.Factors)
+	pl := PlacementFor(c.Factors, role)
+	if h, err := strconv.Atoi(pl.Host); err == nil && h > hosts {
+		r.add(c, role, vocab.FHost, fmt.Sprintf("%s is placed on emulated host %d, but the cell has hosts %d", role, h, hosts))
+	}
+	d, ok := platform.Lookup(pl.Platform)
+	if pl.Node != "" && (!ok || !d.Caps.Cluster) {
+		r.add(c, role, vocab.FNode, fmt.Sprintf("%s names node %s, but platform %s has no nodes: node applies to a cluster platform (%s)", role, pl.Node, pl.Platform, strings.Join(clusterPlatforms(), ", ")))
+	}
+	if pl.Node != "" && pl.Host != "" {
+		r.add(c, role, vocab.FNode, fmt.Sprintf("%s is placed both on node %s and on host %s: give one", role, pl.Node, pl.Host))
+	}
+	if ok && d.Caps.Cluster {
+		for _, other := range roles {
+			if op := PlacementFor(c.Factors, other).Platform; op != pl.Platform {
+				r.add(c, role, vocab.FPlatform, fmt.Sprintf("%s runs on cluster platform %s and %s on %s: every role of a cell on a cluster runs on that cluster", role, pl.Platform, other, op))
+			}
 		}
+		for _, lim := range []struct{ factor, level string }{{vocab.FCpuset, pl.Cpuset}, {vocab.FBlkioWeight, pl.BlkioWeight}, {vocab.FReadBps, pl.ReadBps}, {vocab.FWriteBps, pl.WriteBps}} {
+			if why, no := d.Caps.NoLimits[lim.factor]; no && lim.level != vocab.NoLimit && lim.level != "" {
+				r.add(c, role, lim.factor, fmt.Sprintf("platform %s cannot apply %s %s: %s", pl.Platform, lim.factor, lim.level, why))
+			}
+		}
+	}
+	if !ok || !d.Caps.OwnNetNS {
+		return // processes in their host's namespace: checkCells
+	}
+	if _, err := d.Provision(pl.Network, hosts); err != nil {
+		r.add(c, role, vocab.FNetwork, err.Error())
+	} else if comb := d.Caps.Combine; comb != nil {
+		if err := comb(pl.Network, d.Options(c.Factors)); err != nil {
+			r.add(c, role, vocab.FNetwork, err.Error())
+		}
+	}
+	if !slices.Contains(d.Caps.Storages, pl.Storage) {
+		r.add(c, role, vocab.FStorage, fmt.Sprintf("platform %s does not offer storage %s; it offers %s", pl.Platform, pl.Storage, strings.Join(vocab.Strings(d.Caps.Storages), ", ")))
+	}
+}
+
+// checkPlatformFactors rejects a platform's own factor set away from its
+// default in a cell where no role runs on a platform that declares it.
+func (r *cellReport) checkPlatformFactors(c result.Cell, roles []string) {
+	for _, name := range sortedKeys(c.Factors) {
+		level := c.Factors[name]
+		_, f, ok := platform.FactorOf(name)
+		if !ok || level == f.Default {
+			continue
+		}
+		used := false
+		for _, role := range roles {
+			d, ok := platform.Lookup(PlacementFor(c.Factors, role).Platform)
+			used = used || (ok && d.Declares(name))
+		}
+		if !used {
+			owners := platform.Declarers(name)
+			noun := "platform"
+			if len(owners) > 1 {
+				noun = "platforms"
+			}
+			r.add(c, roles[0], name, fmt.Sprintf("%s applies only to %s %s, and no role of this cell runs there", name, noun, strings.Join(owners, ", ")))
+		}
+	}
+}
+
+// checkShape rejects combinations of pairs, instances, neighbours and a
+// lifecycle workload that do not go together.
+func (r *cellReport) checkShape(c result.Cell, roles []string, chain int) {
+	if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle {
+		switch {
+		case Pairs(c.Factors) > 1:
+			r.add(c, roles[0], vocab.FPairs, fmt.Sprintf("%s times the lives of its hosting entities: give their number as instances, not pairs", c.WorkloadType))
+		case c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone:
+			r.add(c, roles[0], vocab.FAntagonist, fmt.Sprintf("%s times the lives of its hosting entities: it has no measured run for antagonists to load", c.WorkloadType))
+		}
+	}
+	if n := Instances(c.Factors); n > 1 {
+		switch {
+		case chain > 1:
+			r.add(c, roles[0], vocab.FInstances, fmt.Sprintf("instances copies a single-role workload; %s is a chain of %d roles: use pairs for several client/server chains", c.WorkloadType, chain))
+		case Pairs(c.Factors) > 1:
+			r.add(c, roles[0], vocab.FInstances, "instances and pairs do not combine: instances are copies of a single-role workload, pairs of a client/server chain")
+		case c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone:
+			r.add(c, roles[0], vocab.FInstances, "instances and antagonists do not combine: neighbours load one measured target, instances are several")
+		}
+	}
+}
+
+// checkPinning rejects a pinning the cell's cores or workload cannot take.
+func (r *cellReport) checkPinning(c result.Cell, roles []string, ncpu int) {
+	if msg := pinningProblem(c.Factors, roles, ncpu); msg != "" {
+		r.add(c, roles[0], vocab.FPinning, msg)
+	} else if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle && PinningOf(c.Factors) != vocab.PinNone {
+		r.add(c, roles[0], vocab.FPinning, fmt.Sprintf("%s times the lives of its hosting entities; pinning does not apply to it", c.WorkloadType))
 	}
 }
 
