@@ -16,7 +16,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/workload"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // Kind is how a figure is drawn.
@@ -593,7 +593,7 @@ func Number(s string) (float64, bool) {
 	if v, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
 		return v, true
 	}
-	if b, err := workload.ParseSize(s); err == nil {
+	if b, err := vocab.ParseSize(s); err == nil {
 		return float64(b), true
 	}
 	return 0, false

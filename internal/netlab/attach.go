@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ctrbench/ctrbench/internal/vocab"
 	"net"
 	"os"
 	"sync"
+
+	"github.com/ctrbench/ctrbench/internal/vocab"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"

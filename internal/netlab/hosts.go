@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctrbench/ctrbench/internal/netns"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // handleAt returns a netlink handle whose socket lives in the namespace at
@@ -79,7 +80,7 @@ func (l *Lab) buildUnderlay(ctx context.Context) error {
 	}
 	rate := "unlimited"
 	if l.rate > 0 {
-		rate = l.cfg.UnderlayRate
+		rate = l.cfg.UnderlayRate.String()
 	}
 	l.setInfo("hosts", strconv.Itoa(l.hosts))
 	l.setInfo("underlay.rate", rate)
@@ -213,44 +214,11 @@ func macFor(ip net.IP) net.HardwareAddr {
 	return net.HardwareAddr{0x02, 0xcb, v4[0], v4[1], v4[2], v4[3]}
 }
 
-// ParseRate parses a tc rate ("100mbit", "1gbit", "500kbit", "10mbps" for
-// bytes, a bare number for bit/s) into bytes per second.
-func ParseRate(s string) (uint64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	i := 0
-	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
-		i++
-	}
-	num, unit := t[:i], t[i:]
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("rate %q: want a positive number and a unit like 100mbit", s)
-	}
-	bits := map[string]float64{
-		"": 1, "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
-		"kibit": 1 << 10, "mibit": 1 << 20, "gibit": 1 << 30, "tibit": 1 << 40,
-		"bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9, "tbps": 8e12,
-		"kibps": 8 << 10, "mibps": 8 << 20, "gibps": 8 << 30, "tibps": 8 << 40,
-	}
-	mult, ok := bits[unit]
-	if !ok {
-		return 0, fmt.Errorf("rate %q: unknown unit %q (use bit, kbit, mbit, gbit or bps, kbps, mbps, gbps)", s, unit)
-	}
-	bytes := v * mult / 8
-	if bytes < 1000 {
-		return 0, fmt.Errorf("rate %q: below 8kbit", s)
-	}
-	return uint64(bytes), nil
-}
-
-// SetUnderlayRate reshapes every emulated host's underlay egress: "" or
-// "none" removes the shaping, a tc rate ("1gbit") sets a tbf qdisc. The
-// orchestrator calls it before each trial whose cell names a rate.
-func (l *Lab) SetUnderlayRate(rate string) error {
-	bps, err := shapingRate(rate)
-	if err != nil {
-		return err
-	}
+// SetUnderlayRate reshapes every emulated host's underlay egress: an
+// unlimited rate removes the shaping, a rate ("1gbit") sets a tbf qdisc.
+// The orchestrator calls it before each trial whose cell names a rate.
+func (l *Lab) SetUnderlayRate(rate vocab.Rate) error {
+	bps := rate.BytesPerSec()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if bps == l.rate {
@@ -258,12 +226,12 @@ func (l *Lab) SetUnderlayRate(rate string) error {
 	}
 	for h := 1; h <= l.hosts; h++ {
 		if err := shape(l.HostNS(h), ifUnderlay, bps); err != nil {
-			return fmt.Errorf("netlab: host %d: shaping the underlay to %q: %w", h, rate, err)
+			return fmt.Errorf("netlab: host %d: shaping the underlay to %q: %w", h, rate.String(), err)
 		}
 	}
 	l.rate = bps
 	if bps > 0 {
-		l.info["underlay.rate"] = rate
+		l.info["underlay.rate"] = rate.String()
 	} else {
 		l.info["underlay.rate"] = "unlimited"
 	}
@@ -271,27 +239,11 @@ func (l *Lab) SetUnderlayRate(rate string) error {
 }
 
 // ShapeEgress shapes the egress of interface ifname in the namespace at
-// nsPath as the underlay is shaped: "" or "none" removes the shaping, a tc
-// rate ("1gbit") sets a tbf qdisc. An emulated swarm's nodes are shaped
-// with it (their own namespaces' eth0).
-func ShapeEgress(nsPath, ifname, rate string) error {
-	bps, err := shapingRate(rate)
-	if err != nil {
-		return err
-	}
-	return shape(nsPath, ifname, bps)
-}
-
-// shapingRate is a shaping level in bytes/s: 0 for "" or "none".
-func shapingRate(rate string) (uint64, error) {
-	if rate == "" || rate == "none" {
-		return 0, nil
-	}
-	r, err := ParseRate(rate)
-	if err != nil {
-		return 0, fmt.Errorf("netlab: %w", err)
-	}
-	return r, nil
+// nsPath as the underlay is shaped: an unlimited rate removes the
+// shaping, a rate ("1gbit") sets a tbf qdisc. An emulated swarm's nodes
+// are shaped with it (their own namespaces' eth0).
+func ShapeEgress(nsPath, ifname string, rate vocab.Rate) error {
+	return shape(nsPath, ifname, rate.BytesPerSec())
 }
 
 // shape replaces the tbf at the root of ifname's egress in the namespace

@@ -97,7 +97,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/ctrbench/ctrbench/internal/vocab"
 	"io"
 	"maps"
 	"net"
@@ -106,6 +105,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/ctrbench/ctrbench/internal/vocab"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -129,7 +130,7 @@ type Config struct {
 	Token        string          // 4 hex chars, unique per campaign run; part of every name
 	Hosts        int             // emulated hosts; 0 means none (only the root-namespace modes)
 	Modes        []vocab.Network // modes to build; each is independent
-	UnderlayRate string          // "" = unlimited, else a tc rate like "1gbit" (tbf on each host's underlay egress)
+	UnderlayRate vocab.Rate      // the zero Rate is unlimited, else tbf on each host's underlay egress
 	Spawn        Spawner         // starts the WireGuard agent; needed only for overlay-encrypted
 	// skipWarmup: tests whose stand-in WireGuard agent passes no traffic.
 	skipWarmup bool
@@ -227,15 +228,11 @@ func (l *Lab) validate() error {
 		}
 		l.modes[m] = true
 	}
-	if l.cfg.UnderlayRate != "" {
+	if !l.cfg.UnderlayRate.Unlimited() {
 		if l.hosts < 1 {
 			return errors.New("netlab: UnderlayRate needs emulated hosts (Hosts ≥ 1)")
 		}
-		r, err := ParseRate(l.cfg.UnderlayRate)
-		if err != nil {
-			return fmt.Errorf("netlab: %w", err)
-		}
-		l.rate = r
+		l.rate = l.cfg.UnderlayRate.BytesPerSec()
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ctrbench/ctrbench/internal/vocab"
 	"io"
 	"net"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ctrbench/ctrbench/internal/vocab"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/crypto/curve25519"
@@ -388,7 +389,7 @@ func TestConcurrentAttach(t *testing.T) {
 }
 
 func TestUnderlayRate(t *testing.T) {
-	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Host}, UnderlayRate: "50mbit"})
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Host}, UnderlayRate: rate(t, "50mbit")})
 	if got := lab.HostAddr(vocab.Host, 1); got != "198.18.0.1" {
 		t.Errorf("HostAddr(host, 1) = %q", got)
 	}
@@ -698,7 +699,6 @@ func TestNamesFitIFNAMSIZ(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	spawn := func(context.Context, string, []string) (func() error, error) { return nil, nil }
 	for _, c := range []struct {
 		cfg  Config
 		want string
@@ -708,8 +708,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Token: "ab12", Hosts: 1, Modes: []vocab.Network{vocab.Overlay}}, "at least 2"},
 		{Config{Token: "ab12", Hosts: 0, Modes: []vocab.Network{vocab.Bridge}}, "emulated hosts"},
 		{Config{Token: "ab12", Hosts: 2, Modes: []vocab.Network{vocab.OverlayEncrypted}}, "Spawn"},
-		{Config{Token: "ab12", Hosts: 2, Modes: []vocab.Network{vocab.OverlayEncrypted}, Spawn: spawn, UnderlayRate: "fast"}, "rate"},
-		{Config{Token: "ab12", UnderlayRate: "1gbit"}, "emulated hosts"},
+		{Config{Token: "ab12", UnderlayRate: rate(t, "1gbit")}, "emulated hosts"},
 		{Config{Token: "ab12", Hosts: 100}, "hosts"},
 	} {
 		_, err := New(context.Background(), c.cfg)
@@ -768,23 +767,6 @@ func TestWrongModeAndHost(t *testing.T) {
 	}
 }
 
-func TestParseRate(t *testing.T) {
-	for in, want := range map[string]uint64{
-		"1gbit": 125_000_000, "100mbit": 12_500_000, "50mbit": 6_250_000, "500kbit": 62_500,
-		"10mbps": 10_000_000, "1.5gbit": 187_500_000, "8000": 1000, "1Gbit": 125_000_000,
-	} {
-		got, err := ParseRate(in)
-		if err != nil || got != want {
-			t.Errorf("ParseRate(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "fast", "0mbit", "-1mbit", "10 furlongs", "1bit"} {
-		if _, err := ParseRate(bad); err == nil {
-			t.Errorf("ParseRate(%q) succeeded", bad)
-		}
-	}
-}
-
 // TestAllModesTogether builds every mode in one lab: they must not get in
 // each other's way (the two overlays use UDP ports 4789 and 4790 in every host).
 func TestAllModesTogether(t *testing.T) {
@@ -829,13 +811,13 @@ func TestAllModesTogether(t *testing.T) {
 // the new rate, and "none" removes the shaping.
 func TestSetUnderlayRate(t *testing.T) {
 	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Host}})
-	if err := lab.SetUnderlayRate("40mbit"); err != nil {
+	if err := lab.SetUnderlayRate(rate(t, "40mbit")); err != nil {
 		t.Fatal(err)
 	}
 	if got := lab.Info()["underlay.rate"]; got != "40mbit" {
 		t.Errorf("info underlay.rate %q", got)
 	}
-	if err := lab.SetUnderlayRate("none"); err != nil {
+	if err := lab.SetUnderlayRate(rate(t, "none")); err != nil {
 		t.Fatal(err)
 	}
 	h, err := handleAt(lab.HostNS(1))
@@ -853,4 +835,14 @@ func TestSetUnderlayRate(t *testing.T) {
 			t.Errorf("tbf still on the underlay after none: %+v", q)
 		}
 	}
+}
+
+// rate is a rate the test spells right.
+func rate(t *testing.T, s string) vocab.Rate {
+	t.Helper()
+	r, err := vocab.ParseRate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -6,11 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/ctrbench/ctrbench/internal/invocation"
-	"github.com/ctrbench/ctrbench/internal/vocab"
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 
 	"github.com/vishvananda/netlink"
 

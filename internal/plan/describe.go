@@ -8,6 +8,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/schedule"
 	"github.com/ctrbench/ctrbench/internal/spec"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -45,7 +46,7 @@ func Describe(w io.Writer, e *spec.Experiment) error {
 			parts = append(parts, "cpuset "+v.Cpuset)
 		}
 		if v.MemoryBytes > 0 {
-			parts = append(parts, workload.FormatSize(v.MemoryBytes))
+			parts = append(parts, vocab.Size(v.MemoryBytes).String())
 		}
 		fmt.Fprintf(w, "emulated machine: %s (every instance runs inside one cgroup with these limits)\n", strings.Join(parts, ", "))
 	}

@@ -87,8 +87,8 @@ type Cell struct {
 	// pairs, or (Instances) copies of a single-role workload.
 	Pairs      int
 	Instances  bool
-	Hosts      int    // emulated hosts (1: the machine alone)
-	Underlay   string // the underlay's tc rate, or "none"
+	Hosts      int        // emulated hosts (1: the machine alone)
+	Underlay   vocab.Rate // the underlay's shaping rate (unlimited unless the cell names one)
 	Neighbours Neighbours
 	// CPUs are the cores the campaign may use: the emulated machine's
 	// cpuset, else the machine's. Pinning places each copy's roles on
@@ -137,7 +137,11 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: c.Factors[vocab.FUnderlay],
+	underlay, err := spec.Underlay(c.Factors)
+	if err != nil {
+		return nil, err
+	}
+	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: underlay,
 		Pinning: spec.PinningOf(c.Factors), CPUs: e.CPUs(machineCPUs())}
 	if n := spec.Instances(c.Factors); n > 1 {
 		pc.Pairs, pc.Instances = n, true
@@ -199,7 +203,7 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 	if r.Provision, err = d.Provision(pl.Network, hosts); err != nil {
 		return Role{}, fmt.Errorf("%s: %w", name, err)
 	}
-	if r.Limits, err = limits(pl); err != nil {
+	if r.Limits, err = pl.Limits(); err != nil {
 		return Role{}, fmt.Errorf("%s: %w", name, err)
 	}
 	r.Counters = invocation.Counters{Cgroup: d.Caps.OwnCgroup, Netns: d.Caps.OwnNetNS && pl.Network != vocab.Host}
@@ -233,46 +237,4 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 		n.Role = r
 	}
 	return n, nil
-}
-
-// limits turns a placement's limit levels into the platform's limits.
-func limits(pl spec.Placement) (platform.Limits, error) {
-	var l platform.Limits
-	if pl.CPUs != vocab.NoLimit && pl.CPUs != "" {
-		f, err := strconv.ParseFloat(pl.CPUs, 64)
-		if err != nil {
-			return l, fmt.Errorf("cpus %q: %w", pl.CPUs, err)
-		}
-		l.CPUs = f
-	}
-	if pl.Cpuset != vocab.NoLimit {
-		l.Cpuset = pl.Cpuset
-	}
-	if pl.BlkioWeight != vocab.NoLimit && pl.BlkioWeight != "" {
-		w, err := strconv.Atoi(pl.BlkioWeight)
-		if err != nil {
-			return l, fmt.Errorf("blkio_weight %q: %w", pl.BlkioWeight, err)
-		}
-		l.BlkioWeight = uint16(w)
-	}
-	for _, bps := range []struct {
-		level string
-		to    *int64
-	}{{pl.ReadBps, &l.ReadBps}, {pl.WriteBps, &l.WriteBps}} {
-		if bps.level != vocab.NoLimit && bps.level != "" {
-			n, err := workload.ParseSize(bps.level)
-			if err != nil {
-				return l, fmt.Errorf("block I/O rate %q: %w", bps.level, err)
-			}
-			*bps.to = n
-		}
-	}
-	if pl.Memory != vocab.NoLimit && pl.Memory != "" {
-		n, err := workload.ParseSize(pl.Memory)
-		if err != nil {
-			return l, fmt.Errorf("memory %q: %w", pl.Memory, err)
-		}
-		l.MemoryBytes = n
-	}
-	return l, nil
 }

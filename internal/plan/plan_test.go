@@ -183,11 +183,11 @@ workloads:
 }
 
 func TestLimits(t *testing.T) {
-	l, err := limits(spec.Placement{CPUs: "1.5", Cpuset: "0-1", Memory: "512MiB", ReadBps: "50MiB", WriteBps: vocab.NoLimit, BlkioWeight: "300"})
+	l, err := spec.Placement{CPUs: "1.5", Cpuset: "0-1", Memory: "512MiB", ReadBps: "50MiB", WriteBps: vocab.NoLimit, BlkioWeight: "300"}.Limits()
 	if err != nil || l != (platform.Limits{CPUs: 1.5, Cpuset: "0-1", MemoryBytes: 512 << 20, ReadBps: 50 << 20, BlkioWeight: 300}) {
 		t.Fatalf("%+v %v", l, err)
 	}
-	l, err = limits(spec.Placement{CPUs: vocab.NoLimit, Cpuset: vocab.NoLimit, Memory: vocab.NoLimit})
+	l, err = spec.Placement{CPUs: vocab.NoLimit, Cpuset: vocab.NoLimit, Memory: vocab.NoLimit}.Limits()
 	if err != nil || !l.IsZero() {
 		t.Fatalf("%+v %v", l, err)
 	}

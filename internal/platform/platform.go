@@ -184,7 +184,7 @@ type Seer interface {
 // shapes its underlay, before each trial whose cell names a rate ("" or
 // "none": unshaped).
 type Shaper interface {
-	SetUnderlayRate(rate string) error
+	SetUnderlayRate(rate vocab.Rate) error
 }
 
 // NetNSer is an instance whose network namespace can be entered by path,

@@ -56,7 +56,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 			if err := sh.SetUnderlayRate(c.Underlay); err != nil {
 				return out, platformErr(err)
 			}
-		} else if c.Underlay != "" && c.Underlay != "none" {
+		} else if !c.Underlay.Unlimited() {
 			return out, platformErr(fmt.Errorf("platform %s cannot shape the links between its nodes (underlay %s)", d.Platform, c.Underlay))
 		}
 	}

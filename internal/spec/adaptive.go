@@ -1,9 +1,9 @@
 package spec
 
 import (
-	"strconv"
 	"strings"
 
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"gopkg.in/yaml.v3"
 )
 
@@ -50,12 +50,12 @@ func (p *parser) adaptive(n *yaml.Node) *Adaptive {
 	}
 	if v, found := f["rci"]; found {
 		if s, good := p.scalar(v, "repetitions.rci"); good {
-			pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
-			if err != nil || !strings.HasSuffix(strings.TrimSpace(s), "%") || pct <= 0 || pct >= 100 {
+			frac, err := vocab.ParsePercent(s)
+			if err != nil || frac <= 0 || frac >= 1 {
 				p.addf(v, "repetitions.rci is the target 95%% interval half-width relative to the mean, a percentage such as 2%% (above 0, below 100), got %q", s)
 				ok = false
 			} else {
-				a.RCI = pct / 100
+				a.RCI = frac
 			}
 		} else {
 			ok = false

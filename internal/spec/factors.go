@@ -152,9 +152,6 @@ func ParseCPUList(s string, ncpu int) ([]int, error) {
 
 const maxCPUs = 8192
 
-// rateRE is a tc rate: a number and a bit unit.
-var rateRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|tbit)$`)
-
 // Placement is where one role of a cell runs.
 type Placement struct {
 	Platform string
@@ -170,6 +167,55 @@ type Placement struct {
 	Host string
 	// Node names a cluster node ("" when the cell does not).
 	Node string
+}
+
+// Limits are the placement's limit levels as the platform's limits,
+// parsed here once (the levels were checked when the file was read).
+func (pl Placement) Limits() (platform.Limits, error) {
+	var l platform.Limits
+	if pl.CPUs != vocab.NoLimit && pl.CPUs != "" {
+		f, err := strconv.ParseFloat(pl.CPUs, 64)
+		if err != nil {
+			return l, fmt.Errorf("cpus %q: %w", pl.CPUs, err)
+		}
+		l.CPUs = f
+	}
+	if pl.Cpuset != vocab.NoLimit {
+		l.Cpuset = pl.Cpuset
+	}
+	if pl.BlkioWeight != vocab.NoLimit && pl.BlkioWeight != "" {
+		w, err := strconv.Atoi(pl.BlkioWeight)
+		if err != nil {
+			return l, fmt.Errorf("blkio_weight %q: %w", pl.BlkioWeight, err)
+		}
+		l.BlkioWeight = uint16(w)
+	}
+	for _, bps := range []struct {
+		level string
+		to    *int64
+	}{{pl.ReadBps, &l.ReadBps}, {pl.WriteBps, &l.WriteBps}} {
+		if bps.level != vocab.NoLimit && bps.level != "" {
+			n, err := vocab.ParseSize(bps.level)
+			if err != nil {
+				return l, fmt.Errorf("block I/O rate %q: %w", bps.level, err)
+			}
+			*bps.to = int64(n)
+		}
+	}
+	if pl.Memory != vocab.NoLimit && pl.Memory != "" {
+		n, err := vocab.ParseSize(pl.Memory)
+		if err != nil {
+			return l, fmt.Errorf("memory %q: %w", pl.Memory, err)
+		}
+		l.MemoryBytes = int64(n)
+	}
+	return l, nil
+}
+
+// Underlay is a cell's underlay rate (unlimited unless the underlay
+// factor names one).
+func Underlay(factors map[string]string) (vocab.Rate, error) {
+	return vocab.ParseRate(factors[vocab.FUnderlay])
 }
 
 // PlacementFor resolves the placement of a role from a cell's factor levels:

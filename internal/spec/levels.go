@@ -7,7 +7,6 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
-	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
 // A levelCheck validates one level of factor name (the name as the file
@@ -101,10 +100,10 @@ func checkOneOf(allowed func() []string) levelCheck {
 }
 
 func checkUnderlay(name, level string, _ []Workload, _ Machine) (string, error) {
-	if level == vocab.NoLimit || rateRE.MatchString(level) {
-		return level, nil
+	if _, err := vocab.ParseRate(level); err != nil {
+		return "", fmt.Errorf("level %q of %s: want %s or a rate such as 100mbit or 1gbit (tc's units: kbit, mbit, gbit in bits, kbps, mbps, gbps in bytes): %v", level, name, vocab.NoLimit, err)
 	}
-	return "", fmt.Errorf("level %q of %s: want %s or a rate such as 100mbit or 1gbit (tc's units: kbit, mbit, gbit)", level, name, vocab.NoLimit)
+	return level, nil
 }
 
 // checkAntagonist is none, idle, or workloads of the file joined by "+".
@@ -186,7 +185,7 @@ func checkBps(name, level string, _ []Workload, _ Machine) (string, error) {
 	if level == vocab.NoLimit {
 		return level, nil
 	}
-	n, err := workload.ParseSize(level)
+	n, err := vocab.ParseSize(level)
 	if err != nil || n < 1<<20 {
 		return "", fmt.Errorf("level %q of %s: want %s or bytes per second of at least 1MiB, such as 50MiB", level, name, vocab.NoLimit)
 	}
@@ -197,7 +196,7 @@ func checkMemory(name, level string, _ []Workload, m Machine) (string, error) {
 	if level == vocab.NoLimit {
 		return level, nil
 	}
-	n, err := workload.ParseSize(level)
+	n, err := vocab.ParseSize(level)
 	if err != nil {
 		return "", fmt.Errorf("level %q of %s: want %s or a size such as 512MiB or 2GiB", level, name, vocab.NoLimit)
 	}
@@ -205,8 +204,8 @@ func checkMemory(name, level string, _ []Workload, m Machine) (string, error) {
 	if n < 6<<20 {
 		return "", fmt.Errorf("level %q of %s: at least 6MiB", level, name)
 	}
-	if m.MemBytes > 0 && n > m.MemBytes {
-		return "", fmt.Errorf("level %q of %s: larger than this machine's memory (%s)", level, name, workload.FormatSize(m.MemBytes))
+	if m.MemBytes > 0 && n > vocab.Size(m.MemBytes) {
+		return "", fmt.Errorf("level %q of %s: larger than this machine's memory (%s)", level, name, vocab.Size(m.MemBytes))
 	}
 	return level, nil
 }

@@ -6,7 +6,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ctrbench/ctrbench/internal/vocab"
-	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
 // envelope reads "machine: {cpus, cpuset, memory}", the emulated machine.
@@ -28,7 +27,8 @@ func (p *parser) envelope(n *yaml.Node, m Machine) Envelope {
 		case vocab.FCpuset:
 			v.Cpuset = level
 		case vocab.FMemory:
-			v.MemoryBytes, _ = workload.ParseSize(level)
+			n, _ := vocab.ParseSize(level)
+			v.MemoryBytes = int64(n)
 		}
 		if level == vocab.NoLimit {
 			p.addf(vn, "machine.%s: give a size (leave the key out for no limit)", key)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 const quickstart = "../../experiments/quickstart.yaml"
@@ -261,5 +263,27 @@ func TestReloadKeepsCommentsThatLookLikeOverrides(t *testing.T) {
 	back, err := Reload("o.yaml", old, 3, testMachine)
 	if err != nil || back.Repetitions != 7 {
 		t.Fatalf("a text stored before the marker: %v %+v", err, back)
+	}
+}
+
+// The underlay's rate is read by the one rate parser the shaper uses:
+// what the file's check accepts, the lab can shape (they once disagreed
+// on "10mbps", bytes per second in tc's spelling).
+func TestUnderlayRateOneParser(t *testing.T) {
+	ok := "name: u\nfactors:\n  hosts: [2]\n  underlay: [none, 1gbit, 10mbps, 500kbit]\nworkloads: [{type: cpu.primes}]\n"
+	e, err := Parse("u.yaml", []byte(ok), nil, Machine{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{"none": 0, "1gbit": 125_000_000, "10mbps": 10_000_000, "500kbit": 62_500}
+	for _, c := range e.Cells() {
+		r, err := Underlay(c.Factors)
+		if w, known := want[c.Factors[vocab.FUnderlay]]; err != nil || !known || r.BytesPerSec() != w {
+			t.Errorf("cell %s: underlay %d, %v", c.Key(), r.BytesPerSec(), err)
+		}
+	}
+	bad := "name: u\nfactors:\n  hosts: [2]\n  underlay: [fast]\nworkloads: [{type: cpu.primes}]\n"
+	if _, err := Parse("u.yaml", []byte(bad), nil, Machine{}); err == nil || !strings.Contains(err.Error(), `u.yaml:4:`) || !strings.Contains(err.Error(), "a rate such as 100mbit") {
+		t.Errorf("underlay fast: %v", err)
 	}
 }

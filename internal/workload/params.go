@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // Kind is the type of a workload parameter. Values are parsed from the
@@ -94,7 +96,7 @@ func (p Param) fmtBound(v float64) string {
 	case Duration:
 		return time.Duration(v * float64(time.Second)).String()
 	case Size:
-		return FormatSize(int64(v))
+		return vocab.Size(v).String()
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
@@ -112,7 +114,7 @@ func (p Param) Normalize(v string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%q is not %s", v, p.Describe())
 		}
-		num, canon = float64(n), strconv.FormatInt(n, 10)
+		num, canon = float64(n), strconv.FormatInt(int64(n), 10)
 	case Float:
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
@@ -126,11 +128,11 @@ func (p Param) Normalize(v string) (string, error) {
 		}
 		num, canon = d.Seconds(), d.String()
 	case Size:
-		n, err := ParseSize(v)
+		n, err := vocab.ParseSize(v)
 		if err != nil {
 			return "", fmt.Errorf("%q is not %s", v, p.Describe())
 		}
-		num, canon = float64(n), strconv.FormatInt(n, 10)
+		num, canon = float64(n), strconv.FormatInt(int64(n), 10)
 	case Bool:
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -156,50 +158,6 @@ func (p Param) Normalize(v string) (string, error) {
 		return "", fmt.Errorf("%s is out of range: want %s", v, p.Describe())
 	}
 	return canon, nil
-}
-
-var sizeUnits = map[string]int64{
-	"": 1, "B": 1,
-	"K": 1000, "KB": 1000, "M": 1000 * 1000, "MB": 1000 * 1000, "G": 1e9, "GB": 1e9, "T": 1e12, "TB": 1e12,
-	"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40,
-}
-
-// ParseSize parses "4096", "64KiB", "1.5MB" into bytes (KB = 1000, KiB = 1024).
-func ParseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	i := 0
-	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-		i++
-	}
-	if i == 0 {
-		return 0, fmt.Errorf("size %q has no number", s)
-	}
-	f, err := strconv.ParseFloat(s[:i], 64)
-	if err != nil {
-		return 0, fmt.Errorf("size %q: %w", s, err)
-	}
-	mult, ok := sizeUnits[strings.ToUpper(strings.TrimSpace(s[i:]))]
-	if !ok {
-		return 0, fmt.Errorf("size %q has an unknown unit (use B, KB, MB, GB, KiB, MiB, GiB)", s)
-	}
-	v := f * float64(mult)
-	if v > math.MaxInt64/2 {
-		return 0, fmt.Errorf("size %q is too large", s)
-	}
-	return int64(math.Round(v)), nil
-}
-
-// FormatSize renders bytes with a binary unit when exact, else bytes.
-func FormatSize(n int64) string {
-	for _, u := range []struct {
-		s string
-		v int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.v && n%u.v == 0 {
-			return fmt.Sprintf("%d%s", n/u.v, u.s)
-		}
-	}
-	return fmt.Sprintf("%dB", n)
 }
 
 // Values are a workload's parameters in canonical string form.

@@ -6,31 +6,6 @@ import (
 	"testing"
 )
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{
-		"0": 0, "4096": 4096, "1KB": 1000, "1KiB": 1024, "64KiB": 65536, "1.5MB": 1500000,
-		"1MiB": 1 << 20, "2GiB": 2 << 30, "1 MB": 1000000, "10b": 10, "1kib": 1024,
-	} {
-		got, err := ParseSize(in)
-		if err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "KiB", "12 parsecs", "1e3", "-5"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
-		}
-	}
-}
-
-func TestFormatSize(t *testing.T) {
-	for n, want := range map[int64]string{0: "0B", 1024: "1KiB", 65536: "64KiB", 1000: "1000B", 3 << 30: "3GiB"} {
-		if got := FormatSize(n); got != want {
-			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestNormalize(t *testing.T) {
 	cases := []struct {
 		p       Param

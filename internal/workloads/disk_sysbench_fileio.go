@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -103,7 +104,7 @@ func runSysbenchFileio(ctx context.Context, p workload.Values, env workload.Env)
 	total, block := p.Int("file_total_size"), p.Int("file_block_size")
 	if total < sbFileNum*block {
 		return nil, "", fmt.Errorf("file_total_size %s is less than 128 files of one %s block each: raise it or lower file_block_size",
-			workload.FormatSize(total), workload.FormatSize(block))
+			vocab.Size(total), vocab.Size(block))
 	}
 	mode := p.String("file_test_mode")
 	secs := sysbenchSeconds(p.Duration("duration"))

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -118,7 +119,7 @@ func runStream(ctx context.Context, p workload.Values, env workload.Env) ([]resu
 		}
 		size = streamAutoSize(llc)
 		if env.Log != nil {
-			env.Log("mem.stream: array_size auto = %d elements (4 × %s last-level cache, at least %d)", size, workload.FormatSize(llc), streamMinAuto)
+			env.Log("mem.stream: array_size auto = %d elements (4 × %s last-level cache, at least %d)", size, vocab.Size(llc), streamMinAuto)
 		}
 	}
 	if err := checkMemory(streamMemory(size), fmt.Sprintf("mem.stream array_size=%d (three arrays)", size)); err != nil {

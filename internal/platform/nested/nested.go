@@ -32,7 +32,6 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workdir"
-	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
 // WorkRoot holds, per campaign, what the parents share with the host: their
@@ -336,11 +335,11 @@ func parentLimits(o map[string]string) (platform.Limits, error) {
 		l.Cpuset = v
 	}
 	if v := o[FParentMemory]; v != "" && v != noLimit {
-		n, err := workload.ParseSize(v)
+		n, err := vocab.ParseSize(v)
 		if err != nil {
 			return l, fmt.Errorf("%s %q: %w", FParentMemory, v, err)
 		}
-		l.MemoryBytes = n
+		l.MemoryBytes = int64(n)
 	}
 	return l, nil
 }

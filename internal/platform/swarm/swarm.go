@@ -56,7 +56,7 @@ type Platform struct {
 	// task.
 	removedOn []nodeContainer
 	settleMu  sync.Mutex // one settle at a time
-	rate      string     // the nodes' egress shaping ("": none)
+	rate      vocab.Rate // the nodes' egress shaping (the zero Rate: none)
 	info      map[string]string
 
 	// Emulated here: the engine containers and their platform.
@@ -545,9 +545,9 @@ func (p *Platform) NodeSocket(i int) string {
 // swarm's VXLAN and the host network's traffic) is shaped with tbf, as the
 // network lab shapes emulated hosts' underlay. A user's swarm's network is
 // what it is.
-func (p *Platform) SetUnderlayRate(rate string) error {
-	if rate == "none" {
-		rate = ""
+func (p *Platform) SetUnderlayRate(rate vocab.Rate) error {
+	if rate.Unlimited() {
+		rate = vocab.Rate{}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -562,13 +562,14 @@ func (p *Platform) SetUnderlayRate(rate string) error {
 			return fmt.Errorf("swarm: node %d: no network namespace to shape", i+1)
 		}
 		if err := netlab.ShapeEgress(n.NetNS, "eth0", rate); err != nil {
-			return fmt.Errorf("swarm: shaping node %d's egress to %q: %w", i+1, rate, err)
+			return fmt.Errorf("swarm: shaping node %d's egress to %q: %w", i+1, rate.String(), err)
 		}
 	}
 	p.rate = rate
-	if rate == "" {
-		rate = "unlimited"
+	text := rate.String()
+	if rate.Unlimited() {
+		text = "unlimited"
 	}
-	p.info["swarm.underlay.rate"] = rate + " (tbf on each node's egress)"
+	p.info["swarm.underlay.rate"] = text + " (tbf on each node's egress)"
 	return nil
 }
