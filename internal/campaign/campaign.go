@@ -88,35 +88,7 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 		err      error
 	)
 	if o.Resume != "" {
-		if out.Campaign, err = db.Campaign(ctx, o.Resume); err != nil {
-			return out, fmt.Errorf("finding campaign to resume: %w", err)
-		}
-		c := out.Campaign
-		if c.Status == StatusRunning && sysinfo.OwnerAlive(c.Owner) {
-			pid, _, _ := strings.Cut(c.Owner, " ")
-			return out, fmt.Errorf("campaign %s is still running (ctrbench pid %s): wait for it, or stop it first", c.ID, pid)
-		}
-		if e, err = spec.Reload(c.SpecPath, c.SpecText, c.Seed, o.Machine); err != nil {
-			return out, err
-		}
-		if recorded, err = db.Trials(ctx, c.ID); err != nil {
-			return out, err
-		}
-		// The cells it ran, as stored: a calibration's are not the file's.
-		if o.Cells, err = db.Cells(ctx, c.ID); err != nil {
-			return out, err
-		}
-		fmt.Fprintf(o.Stderr, "resuming campaign %s (%s)\n", c.ID, c.SpecPath)
-		// A run killed with -9 left its containers, networks and lab
-		// behind; with the same names they would stand in the way.
-		rep, err := cleanup.Run(ctx, cleanup.Options{Campaign: c.ID})
-		for _, r := range rep.Removed {
-			fmt.Fprintf(o.Stderr, "resume: removed %s, left by the interrupted run\n", r)
-		}
-		if err != nil {
-			return out, fmt.Errorf("removing what the interrupted run left behind: %w", err)
-		}
-		if err := db.ResumeCampaign(ctx, c.ID, sysinfo.Owner()); err != nil {
+		if out.Campaign, e, recorded, err = resume(ctx, db, &o); err != nil {
 			return out, err
 		}
 	}
@@ -125,31 +97,9 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 		cells = e.Cells()
 	}
 	if o.Resume == "" {
-		baseline := e.Baseline
-		if o.Baseline != nil {
-			baseline = o.Baseline
-		}
-		out.Campaign = result.Campaign{
-			ID: newID(e.Name), Name: e.Name, SpecPath: e.Path, SpecText: e.Text, Seed: e.Seed,
-			Started: time.Now().UTC(), Status: StatusRunning, Env: sysinfo.Fingerprint(toolNames(cells)), Baseline: baseline,
-			Owner: sysinfo.Owner(), Kind: o.Kind,
-		}
-		if err := db.CreateCampaign(ctx, out.Campaign); err != nil {
+		if out.Campaign, err = create(ctx, db, o, e, cells); err != nil {
 			return out, err
 		}
-		if err := db.AddCells(ctx, out.Campaign.ID, cells); err != nil {
-			return out, err
-		}
-		seedNote := ""
-		if !e.SeedGiven {
-			seedNote = " (drawn; pass --set seed=N to repeat this order)"
-		}
-		trials := strconv.Itoa(len(cells) * (e.Repetitions + e.Warmup))
-		if a := e.Adaptive; a != nil {
-			trials = fmt.Sprintf("%d to %d", len(cells)*(a.Min+e.Warmup), len(cells)*(a.Max+e.Warmup))
-		}
-		fmt.Fprintf(o.Stderr, "campaign %s: %d cells, %s trials, seed %d%s, results in %s\n",
-			out.Campaign.ID, len(cells), trials, e.Seed, seedNote, db.Path())
 	}
 	id := out.Campaign.ID
 	sum, runErr := orchestrator.Run(ctx, orchestrator.Config{
@@ -185,6 +135,74 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 	}
 	out.Campaign.Status = status
 	return out, runErr
+}
+
+// resume finds campaign o.Resume, refuses it while its owner runs,
+// reloads its file and its trials and cells (into o.Cells), and removes
+// what the interrupted run left behind.
+func resume(ctx context.Context, db *store.DB, o *Options) (c result.Campaign, e *spec.Experiment, recorded []result.Trial, err error) {
+	if c, err = db.Campaign(ctx, o.Resume); err != nil {
+		return c, nil, nil, fmt.Errorf("finding campaign to resume: %w", err)
+	}
+	if c.Status == StatusRunning && sysinfo.OwnerAlive(c.Owner) {
+		pid, _, _ := strings.Cut(c.Owner, " ")
+		return c, nil, nil, fmt.Errorf("campaign %s is still running (ctrbench pid %s): wait for it, or stop it first", c.ID, pid)
+	}
+	if e, err = spec.Reload(c.SpecPath, c.SpecText, c.Seed, o.Machine); err != nil {
+		return c, nil, nil, err
+	}
+	if recorded, err = db.Trials(ctx, c.ID); err != nil {
+		return c, nil, nil, err
+	}
+	// The cells it ran, as stored: a calibration's are not the file's.
+	if o.Cells, err = db.Cells(ctx, c.ID); err != nil {
+		return c, nil, nil, err
+	}
+	fmt.Fprintf(o.Stderr, "resuming campaign %s (%s)\n", c.ID, c.SpecPath)
+	// A run killed with -9 left its containers, networks and lab
+	// behind; with the same names they would stand in the way.
+	rep, err := cleanup.Run(ctx, cleanup.Options{Campaign: c.ID})
+	for _, r := range rep.Removed {
+		fmt.Fprintf(o.Stderr, "resume: removed %s, left by the interrupted run\n", r)
+	}
+	if err != nil {
+		return c, nil, nil, fmt.Errorf("removing what the interrupted run left behind: %w", err)
+	}
+	if err := db.ResumeCampaign(ctx, c.ID, sysinfo.Owner()); err != nil {
+		return c, nil, nil, err
+	}
+	return c, e, recorded, nil
+}
+
+// create records a new campaign of e with its cells and says what it
+// will run.
+func create(ctx context.Context, db *store.DB, o Options, e *spec.Experiment, cells []result.Cell) (result.Campaign, error) {
+	baseline := e.Baseline
+	if o.Baseline != nil {
+		baseline = o.Baseline
+	}
+	c := result.Campaign{
+		ID: newID(e.Name), Name: e.Name, SpecPath: e.Path, SpecText: e.Text, Seed: e.Seed,
+		Started: time.Now().UTC(), Status: StatusRunning, Env: sysinfo.Fingerprint(toolNames(cells)), Baseline: baseline,
+		Owner: sysinfo.Owner(), Kind: o.Kind,
+	}
+	if err := db.CreateCampaign(ctx, c); err != nil {
+		return c, err
+	}
+	if err := db.AddCells(ctx, c.ID, cells); err != nil {
+		return c, err
+	}
+	seedNote := ""
+	if !e.SeedGiven {
+		seedNote = " (drawn; pass --set seed=N to repeat this order)"
+	}
+	trials := strconv.Itoa(len(cells) * (e.Repetitions + e.Warmup))
+	if a := e.Adaptive; a != nil {
+		trials = fmt.Sprintf("%d to %d", len(cells)*(a.Min+e.Warmup), len(cells)*(a.Max+e.Warmup))
+	}
+	fmt.Fprintf(o.Stderr, "campaign %s: %d cells, %s trials, seed %d%s, results in %s\n",
+		c.ID, len(cells), trials, e.Seed, seedNote, db.Path())
+	return c, nil
 }
 
 // toolNames lists the external tools the cells' workloads run, for the

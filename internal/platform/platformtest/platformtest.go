@@ -35,198 +35,231 @@ type Options struct {
 // Run runs the suite against p, already Prepared for campaign with the
 // given networks.
 func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
-	labels := map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: campaign}
-	n := 0
-	name := func() string { n++; return campaign + "-i" + strconv.Itoa(n) }
-	spec := func(network vocab.Network, inv invocation.Agent) platform.InstanceSpec {
-		// On a cluster, the suite's instances share node 1: a client
-		// on the host network reaches its server over loopback there.
-		sp := platform.InstanceSpec{Name: name(), Agent: inv, Network: network, Labels: labels}
-		if o.Caps.Cluster {
-			sp.Host = 1
-		}
-		return sp
-	}
-	runAgent := func(workload, params string) invocation.Agent {
-		return invocation.Agent{Kind: invocation.Run, Workload: workload, Params: params}
-	}
-	ctx := context.Background()
-
+	s := &suite{p: p, o: o, campaign: campaign,
+		labels: map[string]string{platform.LabelManaged: "true", platform.LabelCampaign: campaign}}
 	for _, network := range o.Networks {
-		t.Run("main/"+string(network), func(t *testing.T) {
-			in := start(t, p, spec(network, runAgent("cpu.primes", `{"duration":"200ms","max_prime":"2000"}`)))
-			res := readResult(t, in)
-			if res.Status != result.OK {
-				t.Fatalf("status %s: %s", res.Status, res.Error)
-			}
-			if len(res.Observations) == 0 || res.Observations[0].Value <= 0 {
-				t.Fatalf("want a positive events_per_sec, got %+v", res.Observations)
-			}
-			ex := wait(t, in)
-			if ex.Code != 0 {
-				t.Fatalf("exit code %d, stderr %q", ex.Code, ex.Stderr)
-			}
-			checkTimings(t, in, o.Caps, vocab.Exit)
-			if err := in.Remove(ctx); err != nil {
-				t.Fatal(err)
-			}
-			checkTimings(t, in, o.Caps, vocab.Remove)
-		})
-
-		t.Run("failed-workload-is-a-result/"+string(network), func(t *testing.T) {
-			in := start(t, p, spec(network, runAgent("no.such", `{}`)))
-			res := readResult(t, in)
-			if res.Status != result.Failed || res.Error == "" {
-				t.Fatalf("want a failed result with a reason, got %+v", res)
-			}
-		})
-
-		t.Run("exit-code-and-stderr/"+string(network), func(t *testing.T) {
-			in := start(t, p, spec(network, runAgent("", ""))) // --workload is required
-			drain(in)
-			ex := wait(t, in)
-			if ex.Code == 0 {
-				t.Fatalf("want a non-zero exit code")
-			}
-			if ex.Stderr == "" {
-				t.Fatalf("want the error on stderr")
-			}
-		})
-
-		t.Run("remove-stops-a-running-agent/"+string(network), func(t *testing.T) {
-			in := start(t, p, spec(network, runAgent("cpu.primes", `{"duration":"10m"}`)))
-			time.Sleep(300 * time.Millisecond)
-			begin := time.Now()
-			if err := in.Remove(ctx); err != nil {
-				t.Fatalf("remove: %v", err)
-			}
-			if err := in.Remove(ctx); err != nil {
-				t.Fatalf("second remove must be harmless: %v", err)
-			}
-			if d := time.Since(begin); d > 20*time.Second {
-				t.Fatalf("remove took %s", d)
-			}
-		})
-
-		t.Run("stop-ends-a-loop/"+string(network), func(t *testing.T) {
-			in := start(t, p, spec(network, invocation.Agent{Kind: invocation.Loop, Workload: "cpu.primes", Params: `{"duration":"50ms","max_prime":"1000"}`}))
-			sc := bufio.NewScanner(in.Stdout())
-			ready := false
-			for !ready && sc.Scan() {
-				ev, ok := result.ParseEvent(sc.Bytes())
-				ready = ok && ev.Event == "ready"
-			}
-			if !ready {
-				t.Fatal("loop never announced readiness")
-			}
-			time.Sleep(300 * time.Millisecond)
-			if err := in.Stop(ctx); err != nil {
-				t.Fatalf("stop: %v", err)
-			}
-			var res *result.Result
-			for sc.Scan() {
-				if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
-					res = ev.Result
-				}
-			}
-			if res == nil || len(res.Neighbours) != 1 || res.Neighbours[0].Iterations < 2 {
-				t.Fatalf("after Stop, want the loop's result with its iterations, got %+v", res)
-			}
-			if ex := wait(t, in); ex.Code != 0 {
-				t.Errorf("exit %d after SIGTERM: %s", ex.Code, ex.Stderr)
-			}
-		})
-
-		t.Run("client-server/"+string(network), func(t *testing.T) {
-			// Where the instances really are, with the platform's own
-			// factors at their defaults (a nested child on "host" is in
-			// its parent's namespace, a parent of its own each).
-			seen := network
-			if o.Caps.Seen != nil {
-				seen = o.Caps.Seen(network, platform.Driver{Caps: o.Caps}.Options(nil))
-			}
-			bind := "127.0.0.1"
-			if seen != vocab.Host {
-				bind = "0.0.0.0"
-			}
-			params := `{"duration":"300ms","message_size":"64KiB"}`
-			srvInv := runAgent("net.tcp_stream", params)
-			srvInv.Role, srvInv.Bind = "server", bind
-			srv := start(t, p, spec(network, srvInv))
-			sc := bufio.NewScanner(srv.Stdout())
-			var addr string
-			for sc.Scan() {
-				if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "ready" {
-					addr = ev.Addr
-					break
-				}
-			}
-			if addr == "" {
-				t.Fatalf("server never announced readiness")
-			}
-			_, port, err := net.SplitHostPort(addr)
-			if err != nil {
-				t.Fatalf("ready address %q: %v", addr, err)
-			}
-			host := bind
-			if seen != vocab.Host {
-				host = srv.IP()
-				if host == "" {
-					t.Fatalf("an instance on network %s must have an IP", network)
-				}
-			}
-			cliInv := runAgent("net.tcp_stream", params)
-			cliInv.Role, cliInv.Target = "client", net.JoinHostPort(host, port)
-			cli := start(t, p, spec(network, cliInv))
-			res := readResult(t, cli)
-			if res.Status != result.OK {
-				t.Fatalf("client: %s", res.Error)
-			}
-			var sres *result.Result
-			for sc.Scan() {
-				if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
-					sres = ev.Result
-				}
-			}
-			if sres == nil || sres.Status != result.OK {
-				t.Fatalf("server result: %+v", sres)
-			}
-		})
+		for _, c := range []struct {
+			name string
+			run  func(*testing.T, vocab.Network)
+		}{
+			{"main", s.main}, {"failed-workload-is-a-result", s.failedWorkload}, {"exit-code-and-stderr", s.exitCode},
+			{"remove-stops-a-running-agent", s.removeStops}, {"stop-ends-a-loop", s.stopEndsLoop}, {"client-server", s.clientServer},
+		} {
+			t.Run(c.name+"/"+string(network), func(t *testing.T) { c.run(t, network) })
+		}
 	}
-
 	for storage, fstype := range o.Storages {
-		t.Run("storage/"+string(storage), func(t *testing.T) {
-			s := spec(o.Networks[0], runAgent("cpu.primes", `{"duration":"50ms","max_prime":"1000"}`))
-			s.Storage = storage
-			res := readResult(t, start(t, p, s))
-			if res.Status != result.OK {
-				t.Fatalf("status %s: %s", res.Status, res.Error)
-			}
-			if res.Seen["data.dir"] == "" || (fstype != "" && res.Seen["data.fstype"] != fstype) {
-				t.Errorf("storage %s: data dir %q on %q, want %q", storage, res.Seen["data.dir"], res.Seen["data.fstype"], fstype)
-			}
-		})
+		t.Run("storage/"+string(storage), func(t *testing.T) { s.storage(t, storage, fstype) })
 	}
-
 	if o.Limits {
-		t.Run("limits-are-applied", func(t *testing.T) {
-			s := spec(o.Networks[0], runAgent("cpu.primes", `{"duration":"100ms","max_prime":"1000"}`))
-			s.Limits = platform.Limits{CPUs: 0.5, Cpuset: "0", MemoryBytes: 64 << 20}
-			want := map[string]string{"cgroup.cpus": "0.5", "cgroup.cpuset": "0", "cgroup.memory": strconv.Itoa(64 << 20)}
-			if _, no := o.Caps.NoLimits["cpuset"]; no {
-				s.Limits.Cpuset = "" // a limit the platform says it cannot apply
-				delete(want, "cgroup.cpuset")
-			}
-			res := readResult(t, start(t, p, s))
-			if res.Status != result.OK {
-				t.Fatalf("status %s: %s", res.Status, res.Error)
-			}
-			for k, v := range want {
-				if res.Seen[k] != v {
-					t.Errorf("agent saw %s=%q, want %q (all: %v)", k, res.Seen[k], v, res.Seen)
-				}
-			}
-		})
+		t.Run("limits-are-applied", s.limits)
+	}
+}
+
+// suite is one run of the conformance suite: the platform, what to
+// exercise, and the instances' names and labels.
+type suite struct {
+	p        platform.Platform
+	o        Options
+	campaign string
+	labels   map[string]string
+	n        int
+}
+
+// spec is a new instance of the suite on network running inv.
+func (s *suite) spec(network vocab.Network, inv invocation.Agent) platform.InstanceSpec {
+	s.n++
+	// On a cluster, the suite's instances share node 1: a client on the
+	// host network reaches its server over loopback there.
+	sp := platform.InstanceSpec{Name: s.campaign + "-i" + strconv.Itoa(s.n), Agent: inv, Network: network, Labels: s.labels}
+	if s.o.Caps.Cluster {
+		sp.Host = 1
+	}
+	return sp
+}
+
+func runAgent(workload, params string) invocation.Agent {
+	return invocation.Agent{Kind: invocation.Run, Workload: workload, Params: params}
+}
+
+// main: a workload's result is read, the agent exits 0, the phases the
+// platform declares are timed up to its removal.
+func (s *suite) main(t *testing.T, network vocab.Network) {
+	in := start(t, s.p, s.spec(network, runAgent("cpu.primes", `{"duration":"200ms","max_prime":"2000"}`)))
+	res := readResult(t, in)
+	if res.Status != result.OK {
+		t.Fatalf("status %s: %s", res.Status, res.Error)
+	}
+	if len(res.Observations) == 0 || res.Observations[0].Value <= 0 {
+		t.Fatalf("want a positive events_per_sec, got %+v", res.Observations)
+	}
+	ex := wait(t, in)
+	if ex.Code != 0 {
+		t.Fatalf("exit code %d, stderr %q", ex.Code, ex.Stderr)
+	}
+	checkTimings(t, in, s.o.Caps, vocab.Exit)
+	if err := in.Remove(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkTimings(t, in, s.o.Caps, vocab.Remove)
+}
+
+// failedWorkload: a workload that fails is a failed result with its reason.
+func (s *suite) failedWorkload(t *testing.T, network vocab.Network) {
+	in := start(t, s.p, s.spec(network, runAgent("no.such", `{}`)))
+	res := readResult(t, in)
+	if res.Status != result.Failed || res.Error == "" {
+		t.Fatalf("want a failed result with a reason, got %+v", res)
+	}
+}
+
+// exitCode: an agent that cannot start exits non-zero, saying why.
+func (s *suite) exitCode(t *testing.T, network vocab.Network) {
+	in := start(t, s.p, s.spec(network, runAgent("", ""))) // --workload is required
+	drain(in)
+	ex := wait(t, in)
+	if ex.Code == 0 {
+		t.Fatalf("want a non-zero exit code")
+	}
+	if ex.Stderr == "" {
+		t.Fatalf("want the error on stderr")
+	}
+}
+
+// removeStops: removing a running agent stops it, promptly, and twice is
+// harmless.
+func (s *suite) removeStops(t *testing.T, network vocab.Network) {
+	in := start(t, s.p, s.spec(network, runAgent("cpu.primes", `{"duration":"10m"}`)))
+	time.Sleep(300 * time.Millisecond)
+	begin := time.Now()
+	if err := in.Remove(context.Background()); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if err := in.Remove(context.Background()); err != nil {
+		t.Fatalf("second remove must be harmless: %v", err)
+	}
+	if d := time.Since(begin); d > 20*time.Second {
+		t.Fatalf("remove took %s", d)
+	}
+}
+
+// stopEndsLoop: Stop ends a neighbour's loop, which reports its iterations.
+func (s *suite) stopEndsLoop(t *testing.T, network vocab.Network) {
+	in := start(t, s.p, s.spec(network, invocation.Agent{Kind: invocation.Loop, Workload: "cpu.primes", Params: `{"duration":"50ms","max_prime":"1000"}`}))
+	sc := bufio.NewScanner(in.Stdout())
+	ready := false
+	for !ready && sc.Scan() {
+		ev, ok := result.ParseEvent(sc.Bytes())
+		ready = ok && ev.Event == "ready"
+	}
+	if !ready {
+		t.Fatal("loop never announced readiness")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := in.Stop(context.Background()); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	var res *result.Result
+	for sc.Scan() {
+		if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
+			res = ev.Result
+		}
+	}
+	if res == nil || len(res.Neighbours) != 1 || res.Neighbours[0].Iterations < 2 {
+		t.Fatalf("after Stop, want the loop's result with its iterations, got %+v", res)
+	}
+	if ex := wait(t, in); ex.Code != 0 {
+		t.Errorf("exit %d after SIGTERM: %s", ex.Code, ex.Stderr)
+	}
+}
+
+// clientServer: a client reaches a server across the network.
+func (s *suite) clientServer(t *testing.T, network vocab.Network) {
+	// Where the instances really are, with the platform's own
+	// factors at their defaults (a nested child on "host" is in
+	// its parent's namespace, a parent of its own each).
+	seen := network
+	if s.o.Caps.Seen != nil {
+		seen = s.o.Caps.Seen(network, platform.Driver{Caps: s.o.Caps}.Options(nil))
+	}
+	bind := "127.0.0.1"
+	if seen != vocab.Host {
+		bind = "0.0.0.0"
+	}
+	params := `{"duration":"300ms","message_size":"64KiB"}`
+	srvInv := runAgent("net.tcp_stream", params)
+	srvInv.Role, srvInv.Bind = "server", bind
+	srv := start(t, s.p, s.spec(network, srvInv))
+	sc := bufio.NewScanner(srv.Stdout())
+	var addr string
+	for sc.Scan() {
+		if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "ready" {
+			addr = ev.Addr
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatalf("server never announced readiness")
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("ready address %q: %v", addr, err)
+	}
+	host := bind
+	if seen != vocab.Host {
+		host = srv.IP()
+		if host == "" {
+			t.Fatalf("an instance on network %s must have an IP", network)
+		}
+	}
+	cliInv := runAgent("net.tcp_stream", params)
+	cliInv.Role, cliInv.Target = "client", net.JoinHostPort(host, port)
+	cli := start(t, s.p, s.spec(network, cliInv))
+	res := readResult(t, cli)
+	if res.Status != result.OK {
+		t.Fatalf("client: %s", res.Error)
+	}
+	var sres *result.Result
+	for sc.Scan() {
+		if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
+			sres = ev.Result
+		}
+	}
+	if sres == nil || sres.Status != result.OK {
+		t.Fatalf("server result: %+v", sres)
+	}
+}
+
+// storage: the agent's data directory is on the storage asked for.
+func (s *suite) storage(t *testing.T, storage vocab.Storage, fstype string) {
+	sp := s.spec(s.o.Networks[0], runAgent("cpu.primes", `{"duration":"50ms","max_prime":"1000"}`))
+	sp.Storage = storage
+	res := readResult(t, start(t, s.p, sp))
+	if res.Status != result.OK {
+		t.Fatalf("status %s: %s", res.Status, res.Error)
+	}
+	if res.Seen["data.dir"] == "" || (fstype != "" && res.Seen["data.fstype"] != fstype) {
+		t.Errorf("storage %s: data dir %q on %q, want %q", storage, res.Seen["data.dir"], res.Seen["data.fstype"], fstype)
+	}
+}
+
+// limits: the cgroup limits asked for are read back by the agent.
+func (s *suite) limits(t *testing.T) {
+	sp := s.spec(s.o.Networks[0], runAgent("cpu.primes", `{"duration":"100ms","max_prime":"1000"}`))
+	sp.Limits = platform.Limits{CPUs: 0.5, Cpuset: "0", MemoryBytes: 64 << 20}
+	want := map[string]string{"cgroup.cpus": "0.5", "cgroup.cpuset": "0", "cgroup.memory": strconv.Itoa(64 << 20)}
+	if _, no := s.o.Caps.NoLimits["cpuset"]; no {
+		sp.Limits.Cpuset = "" // a limit the platform says it cannot apply
+		delete(want, "cgroup.cpuset")
+	}
+	res := readResult(t, start(t, s.p, sp))
+	if res.Status != result.OK {
+		t.Fatalf("status %s: %s", res.Status, res.Error)
+	}
+	for k, v := range want {
+		if res.Seen[k] != v {
+			t.Errorf("agent saw %s=%q, want %q (all: %v)", k, res.Seen[k], v, res.Seen)
+		}
 	}
 }
 
