@@ -13,7 +13,7 @@ import (
 func TestFilterByIdentity(t *testing.T) {
 	var rows []Row
 	for _, id := range []result.MetricID{throughput, cpuSeconds, neighCPU, overlap, pair1, pair2CPU, jain, aggregate} {
-		rows = append(rows, Row{Metric: id.String(), ID: id})
+		rows = append(rows, Row{Identity: Identity{Metric: id.String(), ID: id}})
 	}
 	shown := func(f Filter) []string {
 		var out []string

@@ -8,10 +8,28 @@ import (
 	"github.com/ctrbench/ctrbench/internal/stats"
 )
 
-// Row is one series' statistics: what every format prints. Its JSON field
-// names are a contract with scripts that read the output; NaN and Inf
-// encode as null.
+// Row is one series' statistics: what every format prints. It is made of
+// parts, each a struct embedded by value, so that r.Mean, r.IR, … read as
+// before and a new field is declared once, in the part it belongs to.
+//
+// Its JSON is the parts' fields by their json tags, flattened in the order
+// of the parts and of their fields (as encoding/json flattens embedded
+// structs); those names and that order are a contract with scripts that
+// read the output. NaN and Inf encode as null (row_json.go). CSV is the
+// same fields in the same order, but for their csv tags (report/csv.go).
 type Row struct {
+	Identity
+	Trials
+	Stats
+	VsBaseline
+	Checks
+	Scaling
+	Caveats
+}
+
+// Identity is what a row is of: a metric of a workload in a cell of a
+// campaign.
+type Identity struct {
 	Campaign     string            `json:"campaign"`
 	Workload     string            `json:"workload"`
 	WorkloadType string            `json:"workload_type"`
@@ -21,6 +39,10 @@ type Row struct {
 	Better       result.Better     `json:"better"`
 	Cell         map[string]string `json:"cell"`
 	CellID       int               `json:"-"`
+}
+
+// Trials are the trials a row's statistics are of, and those left out.
+type Trials struct {
 	// Values are the trials' values the statistics are of, Seqs their
 	// trials (seq), for a report that shows each trial.
 	Values []float64 `json:"-"`
@@ -31,14 +53,24 @@ type Row struct {
 	// antagonists covering under 95% of the window, pairs that did not run
 	// together): set apart, in no statistic of the row. FlaggedMean is
 	// their mean and FlaggedSeqs their trials, for a reader to look at.
-	Flagged          int         `json:"flagged"`
-	FlaggedMean      *float64    `json:"flagged_mean,omitempty"`
-	FlaggedSeqs      []int       `json:"flagged_seqs,omitempty"`
-	FlaggedValues    []float64   `json:"-"`
-	Mean             float64     `json:"mean"`
-	SD               float64     `json:"sd"`
-	RSDPct           float64     `json:"rsd_pct"`
-	CI95             [2]float64  `json:"ci95"`
+	// CSV has always had Flagged after the interference ratio, and neither
+	// FlaggedMean nor FlaggedSeqs.
+	Flagged       int       `json:"flagged" csv:",after=ir_excludes_0"`
+	FlaggedMean   *float64  `json:"flagged_mean,omitempty" csv:"-"`
+	FlaggedSeqs   []int     `json:"flagged_seqs,omitempty" csv:"-"`
+	FlaggedValues []float64 `json:"-"`
+}
+
+// Stats are the statistics of a row's trials (Trials.Values).
+type Stats struct {
+	Mean   float64    `json:"mean"`
+	SD     float64    `json:"sd"`
+	RSDPct float64    `json:"rsd_pct"`
+	CI95   [2]float64 `json:"ci95"`
+}
+
+// VsBaseline is a row's difference from its baseline cell.
+type VsBaseline struct {
 	VsBaselinePct    *float64    `json:"vs_baseline_pct"` // nil for the baseline cell and when not computable
 	VsBaselineCI95   *[2]float64 `json:"vs_baseline_ci95"`
 	PValue           *float64    `json:"p_value"`
@@ -52,17 +84,24 @@ type Row struct {
 	IRCI95      *[2]float64 `json:"ir_ci95"`
 	IRExcludes0 *bool       `json:"ir_excludes_0"`
 	// VsBaselineNote says why part of the comparison is undefined (no
-	// variance; a baseline mean of 0), "" when nothing is.
-	VsBaselineNote string `json:"vs_baseline_note,omitempty"`
+	// variance; a baseline mean of 0), "" when nothing is. CSV has always
+	// had it after the difference.
+	VsBaselineNote string `json:"vs_baseline_note,omitempty" csv:",after=vs_baseline_diff_ci95"`
 	// VsBaselineDiff is mean − mean_baseline with its 95% interval, set
 	// where no ratio exists (a baseline mean of 0).
 	VsBaselineDiff     *float64    `json:"vs_baseline_diff,omitempty"`
 	VsBaselineDiffCI95 *[2]float64 `json:"vs_baseline_diff_ci95,omitempty"`
+	// Base summarises the baseline cell's values, nil without one.
+	Base *stats.Summary `json:"-"`
+}
+
+// Checks are what a row's trials and comparison were checked for:
+// outliers, an adaptive campaign's precision target, this machine's noise
+// floor.
+type Checks struct {
 	// Outliers are the seqs of this cell's trials whose value is an
 	// outlier by the generalized ESD test (stats.Outliers): flagged, kept.
 	Outliers []int `json:"outliers,omitempty"`
-	// Base summarises the baseline cell's values, nil without one.
-	Base *stats.Summary `json:"-"`
 	// In an adaptive campaign, the metric that decided when a cell had
 	// enough trials carries the target and what was reached: the 95%
 	// interval's half-width relative to the mean, in percent.
@@ -74,19 +113,26 @@ type Row struct {
 	// whether the difference is below it.
 	MDEPct          *float64 `json:"mde_pct,omitempty"`
 	BelowNoiseFloor *bool    `json:"below_noise_floor,omitempty"`
-	// Slowdown (S1) in a campaign that varies the number of instances: the
-	// time one instance took for its work against the baseline cell's (the
-	// inverse ratio of rates), from each trial's mean over its instances;
-	// 1 is no change. Its 95% interval is nil without variance.
+}
+
+// Scaling is the slowdown (S1) in a campaign that varies the number of
+// instances: the time one instance took for its work against the baseline
+// cell's (the inverse ratio of rates), from each trial's mean over its
+// instances; 1 is no change. Its 95% interval is nil without variance.
+type Scaling struct {
 	Slowdown     *float64    `json:"slowdown,omitempty"`
 	SlowdownCI95 *[2]float64 `json:"slowdown_ci95,omitempty"`
+}
+
+// Caveats say how far a row's numbers can be read.
+type Caveats struct {
 	// NotComparable says why this row's numbers compare with nothing (a
 	// virtual machine under emulation); absent when they do.
-	NotComparable string `json:"not_comparable,omitempty"`
+	NotComparable string `json:"not_comparable,omitempty" csv:"-"`
 	// FewTrials is set when the interval rests on fewer than three trials
 	// (one degree of freedom: t(0.975, 1) = 12.7), where it is too wide to
 	// say much and its level rests on the trials being normal.
-	FewTrials bool `json:"few_trials,omitempty"`
+	FewTrials bool `json:"few_trials,omitempty" csv:"-"`
 }
 
 // MinTrials is the fewest trials whose interval a report shows without a
@@ -148,13 +194,14 @@ func row(s Series) Row {
 		cell[k] = v
 	}
 	r := Row{
-		Campaign: s.Campaign, Workload: s.Workload, WorkloadType: s.WorkloadType,
-		Metric: s.ID.String(), ID: s.ID, Unit: s.Unit, Better: s.Better, Cell: cell,
-		CellID: s.CellID, Values: s.Values, Seqs: s.Seqs,
-		N: sum.N, Failed: s.Failed, Flagged: s.Flagged,
-		Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95,
-		Baseline: s.IsBaseline, NotComparable: s.NotComparable,
-		FewTrials: sum.N >= 2 && sum.N < MinTrials,
+		Identity: Identity{
+			Campaign: s.Campaign, Workload: s.Workload, WorkloadType: s.WorkloadType,
+			Metric: s.ID.String(), ID: s.ID, Unit: s.Unit, Better: s.Better, Cell: cell, CellID: s.CellID,
+		},
+		Trials:     Trials{Values: s.Values, Seqs: s.Seqs, N: sum.N, Failed: s.Failed, Flagged: s.Flagged},
+		Stats:      Stats{Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95},
+		VsBaseline: VsBaseline{Baseline: s.IsBaseline},
+		Caveats:    Caveats{NotComparable: s.NotComparable, FewTrials: sum.N >= 2 && sum.N < MinTrials},
 	}
 	if len(s.FlaggedValues) > 0 {
 		m := stats.Summarize(s.FlaggedValues).Mean

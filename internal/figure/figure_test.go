@@ -12,10 +12,15 @@ import (
 // row is a trial-scope measure of workload w in cell id.
 func row(w, metric string, id int, cell map[string]string, mean float64) analysis.Row {
 	return analysis.Row{
-		Workload: w, WorkloadType: "x." + w, Metric: metric, Unit: "u", Better: result.Higher,
-		ID:   result.MetricID{Metric: metric, Scope: result.ScopeTrial, Kind: result.KindMeasure},
-		Cell: cell, CellID: id, N: 3, Mean: mean, SD: 1, CI95: [2]float64{mean - 1, mean + 1},
-		Values: []float64{mean - 1, mean, mean + 1}, Seqs: []int{id*10 + 1, id*10 + 2, id*10 + 3},
+		Identity: analysis.Identity{
+			Workload: w, WorkloadType: "x." + w, Metric: metric, Unit: "u", Better: result.Higher,
+			ID:   result.MetricID{Metric: metric, Scope: result.ScopeTrial, Kind: result.KindMeasure},
+			Cell: cell, CellID: id,
+		},
+		Trials: analysis.Trials{
+			N: 3, Values: []float64{mean - 1, mean, mean + 1}, Seqs: []int{id*10 + 1, id*10 + 2, id*10 + 3},
+		},
+		Stats: analysis.Stats{Mean: mean, SD: 1, CI95: [2]float64{mean - 1, mean + 1}},
 	}
 }
 

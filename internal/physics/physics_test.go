@@ -15,8 +15,11 @@ import (
 
 // row is a synthetic report row of a tcp_stream-like metric.
 func row(cell map[string]string, values ...float64) analysis.Row {
-	return analysis.Row{Workload: "stream", WorkloadType: "net.tcp_stream", Metric: "throughput", Unit: "Gbit/s",
-		Better: result.Higher, Cell: cell, Values: values, N: len(values)}
+	return analysis.Row{
+		Identity: analysis.Identity{Workload: "stream", WorkloadType: "net.tcp_stream", Metric: "throughput", Unit: "Gbit/s",
+			Better: result.Higher, Cell: cell},
+		Trials: analysis.Trials{Values: values, N: len(values)},
+	}
 }
 
 func latency(cell map[string]string, values ...float64) analysis.Row {
@@ -226,8 +229,12 @@ func TestEligibleMetrics(t *testing.T) {
 
 // Rows from the JSON report carry no values: SD and N stand in.
 func TestFromSummary(t *testing.T) {
-	h := analysis.Row{Workload: "stream", WorkloadType: "net.tcp_stream", Metric: "throughput", Unit: "Gbit/s", Better: result.Higher,
-		Cell: swarm("host", "3"), Mean: 13.2, SD: 0.5, N: 6}
+	h := analysis.Row{
+		Identity: analysis.Identity{Workload: "stream", WorkloadType: "net.tcp_stream", Metric: "throughput", Unit: "Gbit/s", Better: result.Higher,
+			Cell: swarm("host", "3")},
+		Trials: analysis.Trials{N: 6},
+		Stats:  analysis.Stats{Mean: 13.2, SD: 0.5},
+	}
 	o := h
 	o.Cell, o.Mean = swarm("overlay", "3"), 14.5
 	res := Check([]analysis.Row{h, o}, Options{})

@@ -13,9 +13,12 @@ import (
 func ir(t, n, packaging string, mean, lo, hi float64) analysis.Row {
 	m, ci := mean/100, [2]float64{lo / 100, hi / 100}
 	return analysis.Row{
-		Workload: t, Metric: "m", ID: result.MetricID{Metric: "m", Scope: result.ScopeTrial, Kind: result.KindMeasure},
-		Cell: map[string]string{"antagonist": n, "packaging": packaging, "cpus": "none"}, N: 3,
-		IR: &m, IRCI95: &ci,
+		Identity: analysis.Identity{
+			Workload: t, Metric: "m", ID: result.MetricID{Metric: "m", Scope: result.ScopeTrial, Kind: result.KindMeasure},
+			Cell: map[string]string{"antagonist": n, "packaging": packaging, "cpus": "none"},
+		},
+		Trials:     analysis.Trials{N: 3},
+		VsBaseline: analysis.VsBaseline{IR: &m, IRCI95: &ci},
 	}
 }
 

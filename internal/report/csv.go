@@ -4,64 +4,37 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 )
 
-// CSV writes a header and one line per row. Factors become f:<factor>
-// columns (sorted union), intervals two columns each, and null or NaN an
-// empty field.
+// CSV writes a header and one line per row: the fields of analysis.Row
+// that JSON has, under their JSON names and in their order, but for those
+// tagged csv:"-" and those tagged csv:",after=NAME", which follow field
+// NAME (where earlier versions put them). The cell becomes f:<factor>
+// columns (sorted union), an interval two columns (its name without
+// "_ci95", then "_low" and "_high"), a list its items separated by spaces,
+// and null or NaN an empty field.
 func CSV(w io.Writer, rows []analysis.Row) error {
 	factors := factorNames(rows)
-	header := []string{"campaign", "workload", "workload_type", "metric", "unit", "better"}
-	for _, f := range factors {
-		header = append(header, "f:"+f)
+	var header []string
+	for _, c := range rowColumns {
+		header = append(header, c.header(factors)...)
 	}
-	header = append(header, "n", "failed", "mean", "sd", "rsd_pct", "ci95_low", "ci95_high",
-		"vs_baseline_pct", "vs_baseline_low", "vs_baseline_high", "p_value", "significant",
-		"vs_baseline_method", "baseline", "ir", "ir_low", "ir_high", "ir_excludes_0", "flagged",
-		"vs_baseline_diff", "vs_baseline_diff_low", "vs_baseline_diff_high", "vs_baseline_note", "outliers",
-		"target_rci_pct", "rci_pct", "target_reached", "mde_pct", "below_noise_floor",
-		"slowdown", "slowdown_low", "slowdown_high")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("write csv header: %w", err)
 	}
 	for _, r := range rows {
-		rec := []string{r.Campaign, r.Workload, r.WorkloadType, r.Metric, r.Unit, string(r.Better)}
-		for _, f := range factors {
-			rec = append(rec, r.Cell[f])
+		v := reflect.ValueOf(r)
+		rec := make([]string, 0, len(header))
+		for _, c := range rowColumns {
+			rec = append(rec, c.values(v.FieldByIndex(c.index), factors)...)
 		}
-		var vsLow, vsHigh string
-		if r.VsBaselineCI95 != nil {
-			vsLow, vsHigh = csvNum(r.VsBaselineCI95[0]), csvNum(r.VsBaselineCI95[1])
-		}
-		var irLow, irHigh string
-		if r.IRCI95 != nil {
-			irLow, irHigh = csvNum(r.IRCI95[0]), csvNum(r.IRCI95[1])
-		}
-		var sdLow, sdHigh string
-		if r.SlowdownCI95 != nil {
-			sdLow, sdHigh = csvNum(r.SlowdownCI95[0]), csvNum(r.SlowdownCI95[1])
-		}
-		var diffLow, diffHigh string
-		if r.VsBaselineDiffCI95 != nil {
-			diffLow, diffHigh = csvNum(r.VsBaselineDiffCI95[0]), csvNum(r.VsBaselineDiffCI95[1])
-		}
-		seqs := make([]string, len(r.Outliers))
-		for i, s := range r.Outliers {
-			seqs[i] = strconv.Itoa(s)
-		}
-		rec = append(rec, strconv.Itoa(r.N), strconv.Itoa(r.Failed),
-			csvNum(r.Mean), csvNum(r.SD), csvNum(r.RSDPct), csvNum(r.CI95[0]), csvNum(r.CI95[1]),
-			csvPtr(r.VsBaselinePct), vsLow, vsHigh, csvPtr(r.PValue), csvBool(r.Significant),
-			r.VsBaselineMethod, strconv.FormatBool(r.Baseline),
-			csvPtr(r.IR), irLow, irHigh, csvBool(r.IRExcludes0), strconv.Itoa(r.Flagged),
-			csvPtr(r.VsBaselineDiff), diffLow, diffHigh, r.VsBaselineNote, strings.Join(seqs, " "),
-			csvPtr(r.TargetRCIPct), csvPtr(r.RCIPct), csvBool(r.Reached), csvPtr(r.MDEPct), csvBool(r.BelowNoiseFloor),
-			csvPtr(r.Slowdown), sdLow, sdHigh)
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write csv row: %w", err)
 		}
@@ -73,24 +46,124 @@ func CSV(w io.Writer, rows []analysis.Row) error {
 	return nil
 }
 
+// csvField is a field of analysis.Row as CSV writes it.
+type csvField struct {
+	name  string // JSON's
+	index []int  // in analysis.Row
+	typ   reflect.Type
+}
+
+// rowColumns are the fields CSV writes, in order.
+var rowColumns = csvFields()
+
+func csvFields() []csvField {
+	var fields []csvField
+	type move struct {
+		f     csvField
+		after string
+	}
+	var moves []move
+	for _, sf := range reflect.VisibleFields(reflect.TypeFor[analysis.Row]()) {
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		csvName, opts, _ := strings.Cut(sf.Tag.Get("csv"), ",")
+		if sf.Anonymous || name == "-" || csvName == "-" {
+			continue
+		}
+		f := csvField{name: name, index: sf.Index, typ: sf.Type}
+		if after, ok := strings.CutPrefix(opts, "after="); ok {
+			moves = append(moves, move{f, after})
+			continue
+		}
+		fields = append(fields, f)
+	}
+	for _, m := range moves {
+		i := slices.IndexFunc(fields, func(f csvField) bool { return f.name == m.after })
+		if i < 0 {
+			panic("report: analysis.Row's " + m.f.name + " goes in CSV after " + m.after + ", which CSV does not have")
+		}
+		fields = slices.Insert(fields, i+1, m.f)
+	}
+	return fields
+}
+
+// interval says whether a field is an interval: [2]float64, or a pointer
+// to one.
+func (f csvField) interval() bool {
+	t := f.typ
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Array && t.Len() == 2
+}
+
+func (f csvField) header(factors []string) []string {
+	switch {
+	case f.typ.Kind() == reflect.Map:
+		out := make([]string, len(factors))
+		for i, k := range factors {
+			out[i] = "f:" + k
+		}
+		return out
+	case f.interval():
+		base := strings.TrimSuffix(f.name, "_ci95")
+		return []string{base + "_low", base + "_high"}
+	}
+	return []string{f.name}
+}
+
+// values are v, the field's value in a row, as the columns of its header.
+func (f csvField) values(v reflect.Value, factors []string) []string {
+	switch {
+	case f.typ.Kind() == reflect.Map:
+		out := make([]string, len(factors))
+		for i, k := range factors {
+			if l := v.MapIndex(reflect.ValueOf(k)); l.IsValid() {
+				out[i] = l.String()
+			}
+		}
+		return out
+	case f.interval():
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return []string{"", ""}
+			}
+			v = v.Elem()
+		}
+		return []string{csvNum(v.Index(0).Float()), csvNum(v.Index(1).Float())}
+	}
+	return []string{csvText(v)}
+}
+
+// csvText is one value: a nil pointer is an empty field.
+func csvText(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return ""
+		}
+		return csvText(v.Elem())
+	case reflect.String:
+		return v.String()
+	case reflect.Int:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Float64:
+		return csvNum(v.Float())
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	case reflect.Slice:
+		items := make([]string, v.Len())
+		for i := range items {
+			items[i] = csvText(v.Index(i))
+		}
+		return strings.Join(items, " ")
+	}
+	return fmt.Sprint(v.Interface())
+}
+
 // csvNum keeps full precision: CSV is read by programs, not people.
 func csvNum(v float64) string {
 	if !finite(v) {
 		return ""
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
-func csvPtr(v *float64) string {
-	if v == nil {
-		return ""
-	}
-	return csvNum(*v)
-}
-
-func csvBool(b *bool) string {
-	if b == nil {
-		return ""
-	}
-	return strconv.FormatBool(*b)
 }

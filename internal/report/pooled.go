@@ -74,7 +74,7 @@ func pooledTable(w io.Writer, rows []analysis.Pooled) error {
 // pooledGroup is one metric's table: a row per cell.
 func pooledGroup(w io.Writer, rows []analysis.Pooled) error {
 	r := rows[0]
-	head := heading(analysis.Row{Workload: r.Workload, WorkloadType: r.WorkloadType, Metric: r.Metric, Unit: r.Unit, Better: r.Better}, false)
+	head := heading(analysis.Row{Identity: analysis.Identity{Workload: r.Workload, WorkloadType: r.WorkloadType, Metric: r.Metric, Unit: r.Unit, Better: r.Better}}, false)
 	if _, err := fmt.Fprintf(w, "\n%s\n", head); err != nil {
 		return fmt.Errorf("write pooled table: %w", err)
 	}
