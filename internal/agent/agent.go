@@ -168,42 +168,12 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 			res.Started, res.Ended = started, time.Now()
 		}
 	}()
-	if len(o.JoinCgroups) > 0 {
-		if err := cgroup.JoinSelf(o.JoinCgroups); err != nil {
-			return result.Failf("%v", err)
-		}
+	if err := settle(ctx, o); err != nil {
+		return result.Failf("%v", err)
 	}
-	if o.WaitNet {
-		if err := waitForNet(ctx); err != nil {
-			return result.Failf("%v", err)
-		}
-	}
-	if o.WaitRoute && o.Target != "" {
-		if err := waitForRoute(ctx, o.Target); err != nil {
-			return result.Failf("%v", err)
-		}
-	}
-	spec, ok := workload.Lookup(o.Workload)
-	if !ok {
-		return result.Failf("unknown workload type %q; types: %s", o.Workload, strings.Join(workload.Types(), ", "))
-	}
-	runFn, ok := spec.Run[o.Role]
-	if !ok {
-		return result.Failf("workload %s has no role %q; roles: %s", o.Workload, o.Role, strings.Join(spec.RoleList(), ", "))
-	}
-	user := map[string]string{}
-	if o.Params != "" {
-		if err := json.Unmarshal([]byte(o.Params), &user); err != nil {
-			return result.Failf("parameters are not a JSON object of strings: %v", err)
-		}
-	}
-	vals, errs := spec.Resolve(user)
-	if len(errs) > 0 {
-		var msgs []string
-		for name, err := range errs {
-			msgs = append(msgs, name+": "+err.Error())
-		}
-		return result.Failf("bad parameters: %s", strings.Join(msgs, "; "))
+	spec, runFn, vals, failed := resolve(o)
+	if failed != nil {
+		return failed
 	}
 	data, err := os.MkdirTemp(o.DataDir, "ctrbench-data-")
 	if err != nil {
@@ -232,16 +202,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		}
 	}
 	if o.WaitGo {
-		// Listening before announcing: a go that came first would
-		// otherwise end the agent (SIGUSR1's default action).
-		goSig := make(chan os.Signal, 1)
-		signal.Notify(goSig, syscall.SIGUSR1)
-		em.emit(result.Event{Event: "ready"})
-		select {
-		case <-goSig:
-		case <-ctx.Done():
-		}
-		signal.Stop(goSig)
+		waitGo(ctx, em)
 	}
 	before := telemetry.Read(scope)
 	runStart := time.Now()
@@ -277,6 +238,70 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		return result.Failf("workload %s: %v", o.Workload, err)
 	}
 	return res
+}
+
+// settle waits for what the agent must have before it runs: its cgroups
+// joined, its network up, its route to the target.
+func settle(ctx context.Context, o Options) error {
+	if len(o.JoinCgroups) > 0 {
+		if err := cgroup.JoinSelf(o.JoinCgroups); err != nil {
+			return err
+		}
+	}
+	if o.WaitNet {
+		if err := waitForNet(ctx); err != nil {
+			return err
+		}
+	}
+	if o.WaitRoute && o.Target != "" {
+		if err := waitForRoute(ctx, o.Target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolve finds the workload, its role's run and its parameters' values;
+// a failed result says what was wrong.
+func resolve(o Options) (*workload.Spec, workload.RunFunc, workload.Values, *result.Result) {
+	spec, ok := workload.Lookup(o.Workload)
+	if !ok {
+		return nil, nil, nil, result.Failf("unknown workload type %q; types: %s", o.Workload, strings.Join(workload.Types(), ", "))
+	}
+	runFn, ok := spec.Run[o.Role]
+	if !ok {
+		return nil, nil, nil, result.Failf("workload %s has no role %q; roles: %s", o.Workload, o.Role, strings.Join(spec.RoleList(), ", "))
+	}
+	user := map[string]string{}
+	if o.Params != "" {
+		if err := json.Unmarshal([]byte(o.Params), &user); err != nil {
+			return nil, nil, nil, result.Failf("parameters are not a JSON object of strings: %v", err)
+		}
+	}
+	vals, errs := spec.Resolve(user)
+	if len(errs) > 0 {
+		var msgs []string
+		for name, err := range errs {
+			msgs = append(msgs, name+": "+err.Error())
+		}
+		return nil, nil, nil, result.Failf("bad parameters: %s", strings.Join(msgs, "; "))
+	}
+	return spec, runFn, vals, nil
+}
+
+// waitGo announces readiness and waits for the go signal (SIGUSR1) that
+// starts every copy of a trial at one instant. It listens before
+// announcing: a go that came first would otherwise end the agent
+// (SIGUSR1's default action).
+func waitGo(ctx context.Context, em *emitter) {
+	goSig := make(chan os.Signal, 1)
+	signal.Notify(goSig, syscall.SIGUSR1)
+	em.emit(result.Event{Event: "ready"})
+	select {
+	case <-goSig:
+	case <-ctx.Done():
+	}
+	signal.Stop(goSig)
 }
 
 // resolveNeighbours reads "TYPE=PARAMS_JSON" specs.

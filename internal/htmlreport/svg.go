@@ -316,39 +316,7 @@ func drawLines(b *strings.Builder, f figure.Figure) {
 		// below is clipped at the axis.
 		ylo = 0
 	}
-	var sx scale
-	if f.LogX {
-		lo, hi := logRange(xlo, xhi)
-		sx = scale{lo: lo, hi: hi, p0: padL, p1: svgW - padR, log: true}
-	} else {
-		lo, hi := xlo, xhi
-		if f.Kind == figure.CDF {
-			lo, hi = niceRange(math.Min(0, xlo), xhi)
-		} else if lo == hi {
-			lo, hi = lo-1, hi+1
-		}
-		sx = scale{lo: lo, hi: hi, p0: padL, p1: svgW - padR}
-	}
-	var sy scale
-	if f.LogY {
-		// The smallest positive value: an interval reaching 0 or below
-		// is clipped at the axis.
-		ylo = math.Inf(1)
-		for _, s := range f.Series {
-			for _, p := range s.Points {
-				for _, v := range []float64{p.Y, p.Lo} {
-					if v > 0 {
-						ylo = math.Min(ylo, v)
-					}
-				}
-			}
-		}
-		lo, hi := logRange(ylo, yhi)
-		sy = scale{lo: lo, hi: hi, p0: h - padBot, p1: padTop, log: true}
-	} else {
-		ylo, yhi = niceRange(ylo, yhi)
-		sy = scale{lo: ylo, hi: yhi, p0: h - padBot, p1: padTop}
-	}
+	sx, sy := lineScales(f, h, xlo, xhi, ylo, yhi)
 	svgOpen(b, h, f.Title)
 	axes(b, f, sx, sy, h)
 	if finiteF(f.Ref) {
@@ -382,6 +350,43 @@ func drawLines(b *strings.Builder, f figure.Figure) {
 		b.WriteString(`</g>`)
 	}
 	b.WriteString(`</svg>`)
+}
+
+// lineScales are a line chart's axes over the data's ranges: log where
+// the figure asks (from the smallest positive value), a CDF's x from 0.
+func lineScales(f figure.Figure, h, xlo, xhi, ylo, yhi float64) (sx, sy scale) {
+	if f.LogX {
+		lo, hi := logRange(xlo, xhi)
+		sx = scale{lo: lo, hi: hi, p0: padL, p1: svgW - padR, log: true}
+	} else {
+		lo, hi := xlo, xhi
+		if f.Kind == figure.CDF {
+			lo, hi = niceRange(math.Min(0, xlo), xhi)
+		} else if lo == hi {
+			lo, hi = lo-1, hi+1
+		}
+		sx = scale{lo: lo, hi: hi, p0: padL, p1: svgW - padR}
+	}
+	if f.LogY {
+		// The smallest positive value: an interval reaching 0 or below
+		// is clipped at the axis.
+		ylo = math.Inf(1)
+		for _, s := range f.Series {
+			for _, p := range s.Points {
+				for _, v := range []float64{p.Y, p.Lo} {
+					if v > 0 {
+						ylo = math.Min(ylo, v)
+					}
+				}
+			}
+		}
+		lo, hi := logRange(ylo, yhi)
+		sy = scale{lo: lo, hi: hi, p0: h - padBot, p1: padTop, log: true}
+	} else {
+		ylo, yhi = niceRange(ylo, yhi)
+		sy = scale{lo: ylo, hi: yhi, p0: h - padBot, p1: padTop}
+	}
+	return sx, sy
 }
 
 func deltaTitle(p figure.Point) string {

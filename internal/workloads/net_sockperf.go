@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -118,20 +119,7 @@ func sockperfServer(ctx context.Context, p workload.Values, env workload.Env) ([
 		return nil, "", err
 	}
 	udp := p.String("protocol") == "udp"
-	bind := env.Bind
-	if bind == "" {
-		bind = "0.0.0.0"
-	}
-	bindIP := net.ParseIP(bind)
-	if bindIP == nil || bindIP.To4() == nil {
-		return nil, "", fmt.Errorf("sockperf needs an IPv4 bind address, not %q", bind)
-	}
-	var port int
-	if udp {
-		port, err = freeUDPPort(bind)
-	} else {
-		port, err = freePort(bind)
-	}
+	bind, bindIP, port, err := sockperfAddr(env.Bind, udp)
 	if err != nil {
 		return nil, "", err
 	}
@@ -145,23 +133,11 @@ func sockperfServer(ctx context.Context, p workload.Values, env workload.Env) ([
 	if !udp {
 		args = append(args, "--tcp")
 	}
-	var out lockedBuffer
-	cmd := toolCommand(ctx, path, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("starting sockperf: %w", err)
+	srv := &sockperfProc{cmd: toolCommand(ctx, path, args...)}
+	if err := srv.start(); err != nil {
+		return nil, "", err
 	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	defer func() {
-		select {
-		case <-exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	defer srv.kill()
 	proto := "tcp"
 	if udp {
 		proto = "udp"
@@ -170,28 +146,12 @@ func sockperfServer(ctx context.Context, p workload.Values, env workload.Env) ([
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, strings.TrimSpace(out.String()), err
+		return nil, strings.TrimSpace(srv.out.String()), err
 	}
 
 	// 1. Listening?
-	for ready := false; !ready; {
-		socks, err := procNetSockets(proto)
-		if err != nil {
-			return fail(err)
-		}
-		for _, s := range socketsOn(socks, bindIP, port) {
-			ready = ready || udp || s.State == tcpListen
-		}
-		if ready {
-			break
-		}
-		select {
-		case <-exited:
-			return fail(fmt.Errorf("sockperf server exited before listening on %s:%d (%v): %s", bind, port, waitErr, lastLine(out.String())))
-		case <-ctx.Done():
-			return fail(ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	if err := srv.waitListening(ctx, proto, bindIP, port, udp); err != nil {
+		return fail(err)
 	}
 
 	// 2. The client.
@@ -216,13 +176,13 @@ func sockperfServer(ctx context.Context, p workload.Values, env workload.Env) ([
 	if err := sockperfSettled(ctx, proto, bindIP, port); err != nil {
 		logf(env, "sockperf: %v; stopping it anyway", err)
 	}
-	_ = cmd.Process.Signal(syscall.SIGINT)
+	_ = srv.cmd.Process.Signal(syscall.SIGINT)
 	select {
-	case <-exited:
+	case <-srv.exited:
 	case <-time.After(5 * time.Second):
 		return fail(fmt.Errorf("sockperf server did not stop within 5s of SIGINT"))
 	}
-	received, err := parseSockperfServer(out.String())
+	received, err := parseSockperfServer(srv.out.String())
 	if err != nil {
 		return fail(err)
 	}
@@ -232,6 +192,77 @@ func sockperfServer(ctx context.Context, p workload.Values, env workload.Env) ([
 		return fail(err)
 	}
 	return nil, "", nil
+}
+
+// sockperfAddr is the server's bind address (all IPv4 addresses when the
+// role has none) and a free port on it.
+func sockperfAddr(bind string, udp bool) (string, net.IP, int, error) {
+	if bind == "" {
+		bind = "0.0.0.0"
+	}
+	bindIP := net.ParseIP(bind)
+	if bindIP == nil || bindIP.To4() == nil {
+		return "", nil, 0, fmt.Errorf("sockperf needs an IPv4 bind address, not %q", bind)
+	}
+	var port int
+	var err error
+	if udp {
+		port, err = freeUDPPort(bind)
+	} else {
+		port, err = freePort(bind)
+	}
+	return bind, bindIP, port, err
+}
+
+// sockperfProc is a running sockperf server: its output, and its end.
+type sockperfProc struct {
+	cmd     *exec.Cmd
+	out     lockedBuffer
+	exited  chan struct{}
+	waitErr error
+}
+
+func (s *sockperfProc) start() error {
+	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("starting sockperf: %w", err)
+	}
+	s.exited = make(chan struct{})
+	go func() { s.waitErr = s.cmd.Wait(); close(s.exited) }()
+	return nil
+}
+
+// kill ends the server if it has not ended, and waits for it.
+func (s *sockperfProc) kill() {
+	select {
+	case <-s.exited:
+	default:
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// waitListening waits until the server has its socket on bindIP:port (a
+// listening one for TCP).
+func (s *sockperfProc) waitListening(ctx context.Context, proto string, bindIP net.IP, port int, udp bool) error {
+	for {
+		socks, err := procNetSockets(proto)
+		if err != nil {
+			return err
+		}
+		for _, sk := range socketsOn(socks, bindIP, port) {
+			if udp || sk.State == tcpListen {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("sockperf server exited before listening on %s:%d (%v): %s", bindIP, port, s.waitErr, lastLine(s.out.String()))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // sockperfSettled waits until sockperf has read everything sent to it:

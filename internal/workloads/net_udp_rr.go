@@ -197,17 +197,8 @@ func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 	}
 	logf(env, "udp_rr: sent %d, answered in time %d, lost %d (of which %d answered late); server received %d, answered %d",
 		sent, answered, lost, late, rep.Received, rep.Answered)
-	switch {
-	case rep.BadSize > 0:
-		return nil, "", fmt.Errorf("validation: the server received %d datagrams that were not %d-byte requests", rep.BadSize, reqSize)
-	case rep.Received > sent:
-		return nil, "", fmt.Errorf("validation: the server received %d requests, the client sent %d", rep.Received, sent)
-	case rep.Answered > rep.Received:
-		return nil, "", fmt.Errorf("validation: the server answered %d requests but received %d", rep.Answered, rep.Received)
-	case answered+late > rep.Answered:
-		return nil, "", fmt.Errorf("validation: the client received %d responses, the server sent %d", answered+late, rep.Answered)
-	case answered == 0:
-		return nil, "", fmt.Errorf("validation: none of %d requests was answered within %s", sent, timeout)
+	if err := checkUDPCounts(sent, answered, late, rep, reqSize, timeout); err != nil {
+		return nil, "", err
 	}
 	if err := hist.keep(env); err != nil {
 		return nil, "", err
@@ -218,4 +209,23 @@ func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 		{Metric: "sent", Value: float64(sent), Unit: "requests", Better: result.Higher},
 	}
 	return append(obs, hist.Observations(rttMetrics(""))...), "", nil
+}
+
+// checkUDPCounts checks the client's counts against the server's: nothing
+// received that was not sent, answered that was not received, or taken
+// for an answer that the server did not send; at least one answer in time.
+func checkUDPCounts(sent, answered, late uint64, rep udpRRReport, reqSize int, timeout time.Duration) error {
+	switch {
+	case rep.BadSize > 0:
+		return fmt.Errorf("validation: the server received %d datagrams that were not %d-byte requests", rep.BadSize, reqSize)
+	case rep.Received > sent:
+		return fmt.Errorf("validation: the server received %d requests, the client sent %d", rep.Received, sent)
+	case rep.Answered > rep.Received:
+		return fmt.Errorf("validation: the server answered %d requests but received %d", rep.Answered, rep.Received)
+	case answered+late > rep.Answered:
+		return fmt.Errorf("validation: the client received %d responses, the server sent %d", answered+late, rep.Answered)
+	case answered == 0:
+		return fmt.Errorf("validation: none of %d requests was answered within %s", sent, timeout)
+	}
+	return nil
 }
