@@ -38,6 +38,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/hostbridge"
 	"github.com/ctrbench/ctrbench/internal/image"
+	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
@@ -288,46 +289,12 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err := os.MkdirAll(c.Delta, 0o755); err != nil {
 		return fail(err)
 	}
-	switch {
-	case spec.ShareNetworkWith != "":
-		p.mu.Lock()
-		other := p.instances[spec.ShareNetworkWith]
-		p.mu.Unlock()
-		if other == nil {
-			return fail(fmt.Errorf("no running container %s to share the network of", spec.ShareNetworkWith))
-		}
-		c.JoinNetNS = other.NetNSPath()
-		in.ip = other.ip
-	case spec.Network == vocab.Host || spec.Network == "":
-		c.HostNet = true
-	case spec.Network == vocab.Bridge:
-		if p.bridge == nil {
-			return fail(fmt.Errorf("network %s not prepared (Setup.Networks lacks it)", vocab.Bridge))
-		}
-		n, ip, err := p.bridge.Alloc()
-		if err != nil {
-			return fail(err)
-		}
-		in.addr, in.ip = n, ip
-		c.Bridge, c.Address, c.Broadcast, c.Gateway = p.bridge.Name, ip+"/24", p.bridge.Broadcast(), p.bridge.Gateway()
-		c.VethHost = hostbridge.Port(p.bridge.Name, "v", n)
-	case spec.Network == vocab.None:
-		c.Empty = true // the network lab wires it
-	default:
-		return fail(fmt.Errorf("network %s is not one LXC offers here", spec.Network))
+	if err := p.wire(spec, &c, in); err != nil {
+		return fail(err)
 	}
 	inv := spec.Agent
-	switch spec.Storage {
-	case "", vocab.Layer:
-	case vocab.Tmpfs:
-		c.Tmpfs, inv.DataDir = true, dataMount
-	case vocab.Volume:
-		c.VolumeDir, inv.DataDir = filepath.Join(dir, "volume"), dataMount
-		if err := os.MkdirAll(c.VolumeDir, 0o755); err != nil {
-			return fail(err)
-		}
-	default:
-		return fail(fmt.Errorf("storage %s is not one LXC offers", spec.Storage))
+	if err := storage(spec, &c, &inv, dir); err != nil {
+		return fail(err)
 	}
 	if spec.Limits.ReadBps > 0 || spec.Limits.WriteBps > 0 {
 		_, mm, err := sysinfo.BlockDevice(p.work)
@@ -386,6 +353,58 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	in.Mark(vocab.Start)
 	return in, nil
+}
+
+// wire puts the container on its network: another's namespace, the
+// host's, the campaign's bridge (an address of it), or an empty one the
+// network lab wires.
+func (p *Platform) wire(spec platform.InstanceSpec, c *containerConfig, in *instance) error {
+	switch {
+	case spec.ShareNetworkWith != "":
+		p.mu.Lock()
+		other := p.instances[spec.ShareNetworkWith]
+		p.mu.Unlock()
+		if other == nil {
+			return fmt.Errorf("no running container %s to share the network of", spec.ShareNetworkWith)
+		}
+		c.JoinNetNS = other.NetNSPath()
+		in.ip = other.ip
+	case spec.Network == vocab.Host || spec.Network == "":
+		c.HostNet = true
+	case spec.Network == vocab.Bridge:
+		if p.bridge == nil {
+			return fmt.Errorf("network %s not prepared (Setup.Networks lacks it)", vocab.Bridge)
+		}
+		n, ip, err := p.bridge.Alloc()
+		if err != nil {
+			return err
+		}
+		in.addr, in.ip = n, ip
+		c.Bridge, c.Address, c.Broadcast, c.Gateway = p.bridge.Name, ip+"/24", p.bridge.Broadcast(), p.bridge.Gateway()
+		c.VethHost = hostbridge.Port(p.bridge.Name, "v", n)
+	case spec.Network == vocab.None:
+		c.Empty = true // the network lab wires it
+	default:
+		return fmt.Errorf("network %s is not one LXC offers here", spec.Network)
+	}
+	return nil
+}
+
+// storage gives the container the data directory its storage level asks.
+func storage(spec platform.InstanceSpec, c *containerConfig, inv *invocation.Agent, dir string) error {
+	switch spec.Storage {
+	case "", vocab.Layer:
+	case vocab.Tmpfs:
+		c.Tmpfs, inv.DataDir = true, dataMount
+	case vocab.Volume:
+		c.VolumeDir, inv.DataDir = filepath.Join(dir, "volume"), dataMount
+		if err := os.MkdirAll(c.VolumeDir, 0o755); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("storage %s is not one LXC offers", spec.Storage)
+	}
+	return nil
 }
 
 // release gives a bridge address back.
