@@ -3,7 +3,9 @@
 package archtest
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"runtime"
@@ -162,6 +164,106 @@ func TestSpecIsOnlyTheParser(t *testing.T) {
 		}
 		if slices.Contains(f[1:], mod+"internal/spec") {
 			t.Errorf("%s imports internal/spec (the experiment-file parser); the factor vocabulary is in internal/vocab, only %s parse", pkg, strings.Join(allowed, ", "))
+		}
+	}
+}
+
+// floors reads the package map of docs/architecture.md (the code block
+// whose lines start with "floor", "ground" or "tests"): each package's
+// floor, 0 at the top; a line that starts with no floor continues the one
+// above. The tests' packages get floor -1.
+func floors(t *testing.T) map[string]int {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(testutil.ModuleRoot(), "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgRE := regexp.MustCompile(`^(internal/[a-z0-9/]+|cmd/[a-z]+|bench|e2e)$`)
+	out, floor, inMap := map[string]int{}, -1, false
+	for _, line := range strings.Split(string(doc), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case strings.HasPrefix(line, " floor 1 "):
+			inMap = true
+		case !inMap:
+			continue
+		case strings.HasPrefix(line, "```"):
+			return out
+		}
+		if len(fields) == 0 {
+			continue
+		}
+		switch fields[0] {
+		case "floor", "ground":
+			floor++
+		case "tests":
+			floor = -1
+		}
+		for _, f := range fields {
+			if pkgRE.MatchString(f) {
+				if _, dup := out[f]; dup {
+					t.Errorf("docs/architecture.md: %s is on two floors", f)
+				}
+				out[f] = floor
+			}
+		}
+	}
+	t.Fatal("docs/architecture.md: no package map (a code block starting \" floor 1 \")")
+	return nil
+}
+
+// The package map of docs/architecture.md is true: it names every
+// package and only packages that exist, and imports only go down it (the
+// tests' packages aside, which nothing in the binary imports).
+func TestArchitectureMapIsTrue(t *testing.T) {
+	fl := floors(t)
+	all := imports(t)
+	for pkg := range all {
+		if _, ok := fl[pkg]; !ok {
+			t.Errorf("package %s is not on docs/architecture.md's map", pkg)
+		}
+	}
+	for pkg := range fl {
+		if _, ok := all[pkg]; !ok {
+			t.Errorf("docs/architecture.md names %s, which is not a package", pkg)
+		}
+	}
+	for pkg, imps := range all {
+		for _, imp := range imps {
+			dep, ok := strings.CutPrefix(imp, mod)
+			if !ok {
+				continue
+			}
+			from, to := fl[pkg], fl[dep]
+			switch {
+			case to == -1 && from != -1:
+				t.Errorf("%s imports %s, a package for tests only", pkg, dep)
+			case from != -1 && to <= from:
+				t.Errorf("%s (floor %d) imports %s (floor %d): imports only go down the map", pkg, from+1, dep, to+1)
+			}
+		}
+	}
+}
+
+// Every package of the module under internal/ has its row in the table of
+// docs/architecture.md's "The pieces": a newcomer finds each one's job.
+func TestArchitectureNamesEveryPiece(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(testutil.ModuleRoot(), "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	nameRE := regexp.MustCompile("`([a-z0-9/]+)`")
+	for _, line := range strings.Split(string(doc), "\n") {
+		if first, _, ok := strings.Cut(strings.TrimPrefix(line, "| "), " | "); ok && strings.HasPrefix(line, "| `") {
+			for _, m := range nameRE.FindAllStringSubmatch(first, -1) {
+				named[m[1]] = true
+			}
+		}
+	}
+	for pkg := range imports(t) {
+		if name, ok := strings.CutPrefix(pkg, "internal/"); ok && !named[name] {
+			t.Errorf("internal/%s has no row in docs/architecture.md's table of pieces", name)
 		}
 	}
 }
