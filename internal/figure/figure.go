@@ -175,7 +175,9 @@ func Build(rows []analysis.Row, cdfs []analysis.CDF) []Section {
 	return out
 }
 
-// workloadSection is one workload's figures.
+// workloadSection is one workload's figures: each figure metric's, as
+// metricFigures chooses them from the campaign's shape, then the CDFs of
+// its pooled histograms.
 func workloadSection(w string, all []analysis.Row, cdfs []analysis.CDF) Section {
 	rows, dropped := comparable(all)
 	if len(rows) == 0 {
@@ -185,52 +187,100 @@ func workloadSection(w string, all []analysis.Row, cdfs []analysis.CDF) Section 
 	disp := displayFactors(cells)
 	num := numericFactors(cells, disp)
 	sec := Section{ID: anchor("w-" + w), Title: w, Workload: w, Type: rows[0].WorkloadType, Factors: disp, NotDrawn: dropped}
-	metrics := figureMetrics(rows)
-	for i, m := range metrics {
-		mrows := rowsOf(rows, m)
-		if allZero(mrows) {
-			sec.Zero = append(sec.Zero, mrows[0].Metric)
+	for i, m := range figureMetrics(rows) {
+		sh := shape{w: w, rows: rows, cells: cells, disp: disp, num: num, metric: m, mrows: rowsOf(rows, m), rank: i}
+		if allZero(sh.mrows) {
+			sec.Zero = append(sec.Zero, sh.mrows[0].Metric)
 			continue
 		}
-		if len(num) == 0 {
-			sec.Figures = append(sec.Figures, bars(w, mrows, disp))
-			if i == 0 {
-				if f, ok := perCopy(w, rows, m, disp, nil); ok {
-					sec.Figures = append(sec.Figures, f)
-				}
-			}
-			continue
+		if len(num) > 0 && distinctX(sh.mrows, num[0]) >= 2 {
+			sh.x = num[0]
 		}
-		x := num[0]
-		if distinctX(mrows, x) < 2 {
-			// Measured at one value of x only (a percentile of a single
-			// instance): bars.
-			sec.Figures = append(sec.Figures, bars(w, mrows, disp))
-			continue
-		}
-		for _, part := range split(mrows, disp, x) {
-			sec.Figures = append(sec.Figures, lines(w, part.rows, part.disp, x, valueOf).titled(part.name))
-			// The ratio says more than the line only where the baseline
-			// moves along x (S2's previous layer at every size).
-			if hasDelta(part.rows) && baselineAlong(part.rows, x) && i < 2 {
-				sec.Figures = append(sec.Figures, ratioLines(w, part.rows, part.disp, x).titled(part.name))
-			}
-			if hasSlowdown(part.rows) && i == 0 {
-				sec.Figures = append(sec.Figures, slowdownLines(w, part.rows, part.disp, x).titled(part.name))
-			}
-		}
-		if i == 0 {
-			if f, ok := perCopy(w, rows, m, disp, &x); ok {
-				sec.Figures = append(sec.Figures, f)
-			}
-			if a, b, ok := numericPair(cells); ok {
-				sec.Figures = append(sec.Figures, heatmaps(w, onlyNumeric(mrows, a, b), disp, a, b)...)
+		for _, rule := range metricFigures {
+			if rule.when(sh) {
+				sec.Figures = append(sec.Figures, rule.draw(sh)...)
 			}
 		}
 	}
 	sec.Figures = append(sec.Figures, cdfFigures(w, cdfs, disp)...)
 	uniqueIDs(sec.Figures)
 	return sec
+}
+
+// shape is what chooses a metric's figures: its workload's rows, cells
+// and displayed factors, the metric's rows, its rank among the workload's
+// figure metrics (0: the headline, the workload's first measure), and the
+// numeric factor it is drawn over ("" when none varies over two values or
+// more: a percentile of a single instance).
+type shape struct {
+	w      string
+	rows   []analysis.Row
+	cells  []cell
+	disp   []string
+	num    []string // the numeric factors among disp
+	metric result.MetricID
+	mrows  []analysis.Row
+	rank   int
+	x      string
+}
+
+// headline: the workload's first measure, which gets the figures that
+// explain a whole cell (per copy, slowdown, heatmaps).
+func (s shape) headline() bool { return s.rank == 0 }
+
+// leadingMetrics is how many of a workload's first metrics get a ratio
+// figure beside their lines: S2's throughput and latency.
+const leadingMetrics = 2
+
+// metricFigures are the figures a metric can get, in the order they are
+// shown, each with when the shape calls for it. A new figure is a rule
+// here and a function that computes it (and, for a new Kind, how
+// htmlreport draws it).
+var metricFigures = []struct {
+	name string
+	when func(shape) bool
+	draw func(shape) []Figure
+}{
+	// Bars, one per cell, where no numeric factor varies.
+	{"bars", func(s shape) bool { return s.x == "" }, func(s shape) []Figure { return []Figure{bars(s.w, s.mrows, s.disp)} }},
+	// Lines over the numeric factor, split into small multiples; beside
+	// each, the ratio to the baseline where the baseline moves along x (S2's
+	// previous layer at every size) and the slowdown where there is one.
+	{"lines", func(s shape) bool { return s.x != "" }, overX},
+	// The headline's value of each copy (pair, instance) of a cell.
+	{"per-copy", func(s shape) bool { return s.headline() && (s.x != "" || len(s.num) == 0) }, func(s shape) []Figure {
+		var x *string
+		if s.x != "" {
+			x = &s.x
+		}
+		if f, ok := perCopy(s.w, s.rows, s.metric, s.disp, x); ok {
+			return []Figure{f}
+		}
+		return nil
+	}},
+	// Heatmaps of the headline over two numeric factors.
+	{"heatmaps", func(s shape) bool { return s.headline() && s.x != "" }, func(s shape) []Figure {
+		if a, b, ok := numericPair(s.cells); ok {
+			return heatmaps(s.w, onlyNumeric(s.mrows, a, b), s.disp, a, b)
+		}
+		return nil
+	}},
+}
+
+// overX is a metric's lines over its numeric factor, with their ratio and
+// slowdown figures.
+func overX(s shape) []Figure {
+	var out []Figure
+	for _, part := range split(s.mrows, s.disp, s.x) {
+		out = append(out, lines(s.w, part.rows, part.disp, s.x, valueOf).titled(part.name))
+		if hasDelta(part.rows) && baselineAlong(part.rows, s.x) && s.rank < leadingMetrics {
+			out = append(out, ratioLines(s.w, part.rows, part.disp, s.x).titled(part.name))
+		}
+		if hasSlowdown(part.rows) && s.headline() {
+			out = append(out, slowdownLines(s.w, part.rows, part.disp, s.x).titled(part.name))
+		}
+	}
+	return out
 }
 
 // maxLines is the most lines one figure over a numeric factor draws

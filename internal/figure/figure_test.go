@@ -26,7 +26,7 @@ func row(w, metric string, id int, cell map[string]string, mean float64) analysi
 
 func pct(v float64) *float64 { return &v }
 
-func shape(secs []Section) map[string][3]int {
+func figureShapes(secs []Section) map[string][3]int {
 	out := map[string][3]int{}
 	for _, s := range secs {
 		for _, f := range s.Figures {
@@ -47,7 +47,7 @@ func figureByID(t *testing.T, secs []Section, id string) Figure {
 			}
 		}
 	}
-	t.Fatalf("no figure %s in %v", id, shape(secs))
+	t.Fatalf("no figure %s in %v", id, figureShapes(secs))
 	return Figure{}
 }
 
@@ -132,7 +132,7 @@ func TestSmallMultiples(t *testing.T) {
 		}
 	}
 	if len(lines) != 2 || len(lines[0].Series) != 4 || lines[0].Title != "s — tput by pairs — network=bridge" {
-		t.Errorf("got %d line figures (%v): want 2 of 4 lines each", len(lines), shape(secs))
+		t.Errorf("got %d line figures (%v): want 2 of 4 lines each", len(lines), figureShapes(secs))
 	}
 }
 
@@ -185,7 +185,7 @@ func TestHeatmapOverTwoNumbers(t *testing.T) {
 		}
 	}
 	if len(heat) != 1 {
-		t.Fatalf("heatmaps %v: want one", shape(secs))
+		t.Fatalf("heatmaps %v: want one", figureShapes(secs))
 	}
 	h := heat[0].Heat
 	if !reflect.DeepEqual(h.Rows, []string{"2", "4"}) || !reflect.DeepEqual(h.Cols, []string{"4", "8", "16"}) || heat[0].Points() != 6 || h.Cells[1][2].Value != 9 {
