@@ -46,7 +46,7 @@ type Role struct {
 // RootNS reports whether the role shares the machine's own network
 // namespace: a process on the machine, or an instance on its host network.
 func (r Role) RootNS() bool {
-	if r.Driver.Caps.Cluster {
+	if r.Driver.Caps.Nodes != nil {
 		return false // a node's host network is the node's
 	}
 	if !r.Driver.Caps.OwnNetNS {
@@ -193,7 +193,7 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 	if hosts > 1 {
 		r.Host = spec.HostOf(c.Factors, name, chain)
 	}
-	if d.Caps.Cluster {
+	if d.Caps.Nodes != nil {
 		r.Host = spec.HostOf(c.Factors, name, chain)
 		if r.Node = pl.Node; r.Node != "" {
 			r.Host = 0

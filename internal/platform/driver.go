@@ -38,9 +38,6 @@ type Capabilities struct {
 	// Limits: it applies cgroup limits (cpus, cpuset, memory, block I/O)
 	// and places instances under an emulated machine's cgroup.
 	Limits bool
-	// Nesting: an instance can host child instances (it runs an engine of
-	// its own).
-	Nesting bool
 	// Phases it can time (Instance.Timings).
 	Phases []vocab.Phase
 	// Tools: instances see only the tools the platform brought (an image),
@@ -68,15 +65,21 @@ type Capabilities struct {
 	// 50-pair trial). So a chain trial's agents wait after their result
 	// (invocation.Agent.Linger) and are removed one after another.
 	EndOneAtATime bool
-	// Cluster: instances run on the nodes of a cluster the platform brings
-	// (one it emulates here, or a user's): a cell's hosts are its nodes,
-	// not ctrbench's emulated hosts, and InstanceSpec.Host says which node
-	// (or InstanceSpec.Node names one). The networks it provides join its
-	// nodes (Networks, any number of nodes), its host network is a node's
-	// own, and the roles of a chain all run on it.
-	Cluster bool
-	// MaxNodes is the most nodes a cluster platform can give a cell.
-	MaxNodes int
+	// Nodes, when set, says the platform brings a cell's hosts itself —
+	// the nodes of a cluster it emulates here, or a user's — in place of
+	// ctrbench's emulated hosts. Everything else follows from that one
+	// fact, and the generic code asks it of nothing else: an instance runs
+	// on the node InstanceSpec.Host says (or InstanceSpec.Node names); a
+	// role may name its node (the node factor); every role of a cell
+	// placed on it runs on it (its hosts are no one else's); its host
+	// network is a node's own, never the machine's; the networks it lists
+	// join its nodes, for any number of them (no lab); and the links
+	// between its nodes are its to shape (Shaper), or no one's.
+	Nodes *Nodes
+	// RoutesSettle: a route to an instance appears only after the instance
+	// runs (a swarm overlay's, learnt by gossip): a client waits for its
+	// route to the server before it starts.
+	RoutesSettle bool
 	// Refuse, when set, says why the platform cannot give a network mode
 	// it lists on this machine (a kernel feature missing); nil error when
 	// it can. Validation asks it, so the file is refused before anything
@@ -85,6 +88,12 @@ type Capabilities struct {
 	// NoLimits are the limit factors (cpuset, blkio_weight, read_bps,
 	// write_bps…) a platform with Limits cannot apply, with why.
 	NoLimits map[string]string
+}
+
+// Nodes are the hosts a platform brings itself (Capabilities.Nodes).
+type Nodes struct {
+	// Max is the most nodes it gives one cell (0: no bound).
+	Max int
 }
 
 // Factor is a placement factor of one platform.
@@ -174,20 +183,30 @@ func (d Driver) Provision(n vocab.Network, hosts int) (Provision, error) {
 // provision is Provision; ok is false, with no error, when the platform
 // lacks the mode.
 func (d Driver) provision(n vocab.Network, hosts int) (Provision, bool, error) {
+	p, ok, err := d.rules(n, hosts)
+	if ok && err == nil && d.Caps.Refuse != nil {
+		if err := d.Caps.Refuse(n); err != nil {
+			return Provision{}, false, err
+		}
+	}
+	return p, ok, err
+}
+
+// rules are Provision's rules, before the platform's Refuse: a process
+// has the host's network; a platform that brings its nodes gives the
+// modes it lists between them; any other gives its own modes on the
+// machine, loopback by joining, and what the lab wires.
+func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 	c := d.Caps
 	if !c.OwnNetNS {
 		return Provision{Platform: vocab.Host}, true, nil
 	}
-	if c.Cluster {
+	if c.Nodes != nil {
 		switch {
-		case c.MaxNodes > 0 && hosts > c.MaxNodes:
-			return Provision{}, false, fmt.Errorf("platform %s gives a cell at most %d nodes (hosts %d)", d.Name, c.MaxNodes, hosts)
+		case c.Nodes.Max > 0 && hosts > c.Nodes.Max:
+			return Provision{}, false, fmt.Errorf("platform %s gives a cell at most %d nodes (hosts %d)", d.Name, c.Nodes.Max, hosts)
 		case !slices.Contains(c.Networks, n):
 			return Provision{}, false, nil
-		case c.Refuse != nil:
-			if err := c.Refuse(n); err != nil {
-				return Provision{}, false, err
-			}
 		}
 		return Provision{Platform: n}, true, nil
 	}

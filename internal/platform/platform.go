@@ -205,7 +205,7 @@ type Setup struct {
 	Options  map[string][]string
 	Progress io.Writer // human-readable notes (image build, network creation)
 	// Hosts is the most nodes a cell asks of a cluster platform
-	// (Capabilities.Cluster); 1 otherwise.
+	// (Capabilities.Nodes); 1 otherwise.
 	Hosts int
 	// CgroupParent, when set, is a cgroup path below the root (e.g.
 	// "ctrbench/<campaign>/machine") that every instance is placed under:

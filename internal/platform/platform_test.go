@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -38,6 +39,23 @@ func TestTimingsObservations(t *testing.T) {
 func TestProvision(t *testing.T) {
 	ns := Driver{Name: "box", Noun: "box", Caps: Capabilities{Networks: []vocab.Network{vocab.Host, vocab.Bridge}, OwnNetNS: true, Wireable: true, JoinNetwork: true}}
 	proc := Driver{Name: "proc", Caps: Capabilities{Networks: []vocab.Network{vocab.Host}}}
+	// A platform that brings its nodes: its modes join them, for up to Max
+	// of them, no lab; Refuse says what this machine lacks (of any
+	// platform, not only this kind).
+	nodes := Driver{Name: "fleet", Noun: "task", Caps: Capabilities{Networks: []vocab.Network{vocab.Host, vocab.Overlay, vocab.OverlayEncrypted}, OwnNetNS: true,
+		Nodes: &Nodes{Max: 4}, Refuse: func(n vocab.Network) error {
+			if n == vocab.OverlayEncrypted {
+				return errors.New("no esp4 module")
+			}
+			return nil
+		}}}
+	refusing := ns
+	refusing.Caps.Refuse = func(n vocab.Network) error {
+		if n == vocab.Bridge {
+			return errors.New("no bridge module")
+		}
+		return nil
+	}
 	for _, c := range []struct {
 		d     Driver
 		n     vocab.Network
@@ -56,6 +74,13 @@ func TestProvision(t *testing.T) {
 		{ns, vocab.BridgeDefault, 1, Provision{}, "platform box does not offer network bridge-default here (hosts 1); it offers host, loopback, bridge, macvlan, ovs"},
 		{proc, vocab.Bridge, 1, Provision{Platform: vocab.Host}, ""}, // a process talks across from the host side
 		{proc, vocab.Host, 3, Provision{Platform: vocab.Host}, ""},
+		{nodes, vocab.Overlay, 1, Provision{Platform: vocab.Overlay}, ""}, // one node: still its overlay
+		{nodes, vocab.Host, 4, Provision{Platform: vocab.Host}, ""},       // a node's host network
+		{nodes, vocab.Overlay, 5, Provision{}, "platform fleet gives a cell at most 4 nodes (hosts 5)"},
+		{nodes, vocab.Bridge, 2, Provision{}, "platform fleet does not offer network bridge"},
+		{nodes, vocab.OverlayEncrypted, 2, Provision{}, "no esp4 module"},
+		{refusing, vocab.Bridge, 1, Provision{}, "no bridge module"},
+		{refusing, vocab.Host, 1, Provision{Platform: vocab.Host}, ""},
 	} {
 		got, err := c.d.Provision(c.n, c.hosts)
 		if c.err != "" {

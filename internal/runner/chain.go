@@ -51,7 +51,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 			return out, platformErr(err)
 		}
 	}
-	if d := c.Driver(); d.Driver.Caps.Cluster {
+	if d := c.Driver(); d.Driver.Caps.Nodes != nil {
 		if sh, ok := env.Platforms[d.Platform].(platform.Shaper); ok {
 			if err := sh.SetUnderlayRate(c.Underlay); err != nil {
 				return out, platformErr(err)

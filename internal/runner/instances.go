@@ -40,7 +40,7 @@ type started struct {
 // instance of its pair — *loopOwner — for loopback).
 func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string) (*started, error) {
 	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options}
-	if r.Driver.Caps.Cluster {
+	if r.Driver.Caps.Nodes != nil {
 		isp.Host, isp.Node = r.Host, r.Node
 	}
 	if r.InHostNS() {
@@ -57,7 +57,7 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	oneAtATime := r.Driver.Caps.EndOneAtATime
 	inv.Linger = in.linger && oneAtATime && inv.Kind == invocation.Run
 	inv.WaitNet = r.Provision.Wire != "" && inv.Kind == invocation.Run
-	inv.WaitRoute = r.Driver.Caps.Cluster && inv.Target != "" && inv.Kind == invocation.Run
+	inv.WaitRoute = r.Driver.Caps.RoutesSettle && inv.Target != "" && inv.Kind == invocation.Run
 	isp.Agent = inv
 	isp.Labels = in.env.labels(platform.LabelTrial, strconv.Itoa(in.seq), platform.LabelRole, r.Name)
 	p, ok := in.env.Platforms[r.Platform]

@@ -344,22 +344,22 @@ func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
 		r.add(c, role, vocab.FHost, fmt.Sprintf("%s is placed on emulated host %d, but the cell has hosts %d", role, h, hosts))
 	}
 	d, ok := platform.Lookup(pl.Platform)
-	if pl.Node != "" && (!ok || !d.Caps.Cluster) {
+	if pl.Node != "" && (!ok || d.Caps.Nodes == nil) {
 		r.add(c, role, vocab.FNode, fmt.Sprintf("%s names node %s, but platform %s has no nodes: node applies to a cluster platform (%s)", role, pl.Node, pl.Platform, strings.Join(clusterPlatforms(), ", ")))
 	}
 	if pl.Node != "" && pl.Host != "" {
 		r.add(c, role, vocab.FNode, fmt.Sprintf("%s is placed both on node %s and on host %s: give one", role, pl.Node, pl.Host))
 	}
-	if ok && d.Caps.Cluster {
+	if ok && d.Caps.Nodes != nil {
 		for _, other := range roles {
 			if op := PlacementFor(c.Factors, other).Platform; op != pl.Platform {
 				r.add(c, role, vocab.FPlatform, fmt.Sprintf("%s runs on cluster platform %s and %s on %s: every role of a cell on a cluster runs on that cluster", role, pl.Platform, other, op))
 			}
 		}
-		for _, lim := range []struct{ factor, level string }{{vocab.FCpuset, pl.Cpuset}, {vocab.FBlkioWeight, pl.BlkioWeight}, {vocab.FReadBps, pl.ReadBps}, {vocab.FWriteBps, pl.WriteBps}} {
-			if why, no := d.Caps.NoLimits[lim.factor]; no && lim.level != vocab.NoLimit && lim.level != "" {
-				r.add(c, role, lim.factor, fmt.Sprintf("platform %s cannot apply %s %s: %s", pl.Platform, lim.factor, lim.level, why))
-			}
+	}
+	for _, lim := range []struct{ factor, level string }{{vocab.FCpuset, pl.Cpuset}, {vocab.FBlkioWeight, pl.BlkioWeight}, {vocab.FReadBps, pl.ReadBps}, {vocab.FWriteBps, pl.WriteBps}} {
+		if why, no := d.Caps.NoLimits[lim.factor]; ok && no && lim.level != vocab.NoLimit && lim.level != "" {
+			r.add(c, role, lim.factor, fmt.Sprintf("platform %s cannot apply %s %s: %s", pl.Platform, lim.factor, lim.level, why))
 		}
 	}
 	if !ok || !d.Caps.OwnNetNS {
@@ -481,12 +481,11 @@ func factorKeys(fs []Factor) []string {
 	return out
 }
 
-// clusterPlatforms lists the platforms whose instances run on cluster
-// nodes.
+// clusterPlatforms lists the platforms that bring their own nodes.
 func clusterPlatforms() []string {
 	var out []string
 	for _, d := range platform.Drivers() {
-		if d.Caps.Cluster {
+		if d.Caps.Nodes != nil {
 			out = append(out, d.Name)
 		}
 	}

@@ -48,7 +48,6 @@ var Caps = platform.Capabilities{
 	Storages:  []vocab.Storage{vocab.Layer, vocab.Tmpfs},
 	OwnCgroup: true,
 	Limits:    true,
-	Nesting:   true,
 	Phases:    []vocab.Phase{vocab.Create, vocab.Start, vocab.DaemonReady, vocab.ImageReady, vocab.ChildStart, vocab.Exit, vocab.Remove},
 	Tools:     true,
 	Factors: []platform.Factor{

@@ -69,10 +69,11 @@ type suite struct {
 // spec is a new instance of the suite on network running inv.
 func (s *suite) spec(network vocab.Network, inv invocation.Agent) platform.InstanceSpec {
 	s.n++
-	// On a cluster, the suite's instances share node 1: a client on the
-	// host network reaches its server over loopback there.
+	// On a platform that brings its nodes, the suite's instances share
+	// node 1: a client on the host network reaches its server over
+	// loopback there.
 	sp := platform.InstanceSpec{Name: s.campaign + "-i" + strconv.Itoa(s.n), Agent: inv, Network: network, Labels: s.labels}
-	if s.o.Caps.Cluster {
+	if s.o.Caps.Nodes != nil {
 		sp.Host = 1
 	}
 	return sp

@@ -58,9 +58,9 @@ var Caps = platform.Capabilities{
 	},
 	Phases:   []vocab.Phase{vocab.Create, vocab.Assigned, vocab.Preparing, vocab.Starting, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:    true,
-	Cluster:  true,
-	MaxNodes: MaxNodes,
-	Refuse:   refuse,
+	Nodes:        &platform.Nodes{Max: MaxNodes},
+	RoutesSettle: true,
+	Refuse:       refuse,
 	// Tasks end through the nodes' engines, each in its own daemon: no
 	// shared lock to deadlock, but a chain's agents still leave one at a
 	// time, as Docker's do.
