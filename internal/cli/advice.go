@@ -13,7 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
-	"github.com/ctrbench/ctrbench/internal/placement"
+	"github.com/ctrbench/ctrbench/internal/advice"
 	"github.com/ctrbench/ctrbench/internal/store"
 )
 
@@ -64,8 +64,8 @@ func runAdvise(ctx context.Context, o adviseOptions, w io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	write, ok := map[string]func(io.Writer, placement.Advice) error{
-		"text": placement.WriteText, "json": placement.WriteJSON, "markdown": placement.WriteMarkdown,
+	write, ok := map[string]func(io.Writer, advice.Advice) error{
+		"text": advice.WriteText, "json": advice.WriteJSON, "markdown": advice.WriteMarkdown,
 	}[o.Format]
 	if !ok {
 		return usageError{fmt.Errorf("--format %q: allowed: json, markdown, text", o.Format)}
@@ -73,7 +73,7 @@ func runAdvise(ctx context.Context, o adviseOptions, w io.Writer) error {
 	if o.Services != "" && o.ServicesFile != "" {
 		return usageError{errors.New("--services and --services-file: give one")}
 	}
-	var services []placement.Service
+	var services []advice.Service
 	switch {
 	case o.Services != "":
 		if services, err = parseServices(o.Services); err != nil {
@@ -103,8 +103,8 @@ func runAdvise(ctx context.Context, o adviseOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	a, err := placement.Advise(l.Campaign.ID, analysis.Rows(l.Series), placement.Options{MaxSlowdown: tol, Services: services, ContainerCase: o.ContainerCase, HostCase: o.HostCase})
-	var bad *placement.InputError
+	a, err := advice.Advise(l.Campaign.ID, analysis.Rows(l.Series), advice.Options{MaxSlowdown: tol, Services: services, ContainerCase: o.ContainerCase, HostCase: o.HostCase})
+	var bad *advice.InputError
 	switch {
 	case errors.As(err, &bad):
 		return usageError{err}
@@ -132,21 +132,21 @@ func parseSlowdown(s string) (float64, error) {
 }
 
 // parseServices reads "api=N,db=B".
-func parseServices(s string) ([]placement.Service, error) {
-	var out []placement.Service
+func parseServices(s string) ([]advice.Service, error) {
+	var out []advice.Service
 	for _, part := range strings.Split(s, ",") {
 		name, kind, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok || name == "" || kind == "" {
 			return nil, fmt.Errorf("--services: %q is not name=kind (e.g. api=N,db=B)", part)
 		}
-		out = append(out, placement.Service{Name: name, Kind: kind})
+		out = append(out, advice.Service{Name: name, Kind: kind})
 	}
 	return out, nil
 }
 
 // readServices reads a YAML mapping of name: kind, at the top or under
 // services:.
-func readServices(path string) ([]placement.Service, error) {
+func readServices(path string) ([]advice.Service, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -165,13 +165,13 @@ func readServices(path string) ([]placement.Service, error) {
 	if m.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s:%d: want a mapping of service name: kind (e.g. api: N)", path, m.Line)
 	}
-	var out []placement.Service
+	var out []advice.Service
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		if v.Kind != yaml.ScalarNode || v.Value == "" {
 			return nil, fmt.Errorf("%s:%d: service %s: want its kind, a workload of the campaign (e.g. %s: N)", path, v.Line, k.Value, k.Value)
 		}
-		out = append(out, placement.Service{Name: k.Value, Kind: v.Value})
+		out = append(out, advice.Service{Name: k.Value, Kind: v.Value})
 	}
 	return out, nil
 }

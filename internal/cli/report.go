@@ -14,7 +14,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/campaign"
 	"github.com/ctrbench/ctrbench/internal/htmlreport"
-	"github.com/ctrbench/ctrbench/internal/placement"
+	"github.com/ctrbench/ctrbench/internal/advice"
 	"github.com/ctrbench/ctrbench/internal/report"
 	"github.com/ctrbench/ctrbench/internal/store"
 )
@@ -163,7 +163,7 @@ func writeHTML(ctx context.Context, src analysis.Source, o reportOptions, stdout
 		err = fmt.Errorf("HTML report: %w", cerr)
 	}
 	var bad *analysis.BaselineError
-	var badAdvice *placement.InputError
+	var badAdvice *advice.InputError
 	switch {
 	case errors.As(err, &bad):
 		return usageError{fmt.Errorf("--baseline %q: want factor=level with a level the campaign ran", bad.Override)}

@@ -5,14 +5,14 @@ import (
 	"fmt"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
-	"github.com/ctrbench/ctrbench/internal/placement"
+	"github.com/ctrbench/ctrbench/internal/advice"
 )
 
 // AdviceOptions is the tolerance and services of a co-location campaign's
 // placement advice.
 type AdviceOptions struct {
 	MaxSlowdown float64 // a fraction; 0 for DefaultMaxSlowdown
-	Services    []placement.Service
+	Services    []advice.Service
 }
 
 // DefaultMaxSlowdown is the report's tolerance unless told otherwise.
@@ -23,8 +23,8 @@ type AdviceView struct {
 	Header  []string
 	Kinds   []string
 	Grid    [][]AdviceCell // [row kind][column kind]
-	Why     []placement.Pair
-	Packing *placement.Packing
+	Why     []advice.Pair
+	Packing *advice.Packing
 }
 
 // AdviceCell is one pair of kinds' level.
@@ -33,14 +33,14 @@ type AdviceCell struct {
 	Why   string
 }
 
-// advice computes the advice of a co-location campaign; ok is false for
+// adviceView computes the advice of a co-location campaign; ok is false for
 // any other campaign.
-func advice(campaign string, rows []analysis.Row, o AdviceOptions) (AdviceView, bool, error) {
+func adviceView(campaign string, rows []analysis.Row, o AdviceOptions) (AdviceView, bool, error) {
 	if o.MaxSlowdown == 0 {
 		o.MaxSlowdown = DefaultMaxSlowdown
 	}
-	a, err := placement.Advise(campaign, rows, placement.Options{MaxSlowdown: o.MaxSlowdown, Services: o.Services})
-	if errors.Is(err, placement.ErrNotColocation) {
+	a, err := advice.Advise(campaign, rows, advice.Options{MaxSlowdown: o.MaxSlowdown, Services: o.Services})
+	if errors.Is(err, advice.ErrNotColocation) {
 		return AdviceView{}, false, nil
 	}
 	if err != nil {

@@ -112,7 +112,7 @@ func Build(ctx context.Context, src analysis.Source, o Options) (Page, []figure.
 		}
 		p.Sections = append(p.Sections, ps)
 	}
-	if a, ok, err := advice(l.Campaign.ID, rows, o.Advice); err != nil {
+	if a, ok, err := adviceView(l.Campaign.ID, rows, o.Advice); err != nil {
 		return Page{}, nil, err
 	} else if ok {
 		p.Advice = &a

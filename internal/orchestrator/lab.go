@@ -18,7 +18,7 @@ import (
 
 // buildLab creates the networks ctrbench wires itself: the emulated hosts
 // and the modes the cells use (netlab).
-func (c *campaign) buildLab(ctx context.Context) error {
+func (c *running) buildLab(ctx context.Context) error {
 	hosts, modes := c.needs.Hosts, c.needs.Lab
 	if hosts < 2 {
 		hosts = 0 // the machine itself only: macvlan, OVS
@@ -49,7 +49,7 @@ func (c *campaign) buildLab(ctx context.Context) error {
 // spawnWireGuard runs `ctrbench agent wireguard` inside an emulated host's
 // namespace (netlab's Spawner) and returns once it reports ready. The
 // process dies with ctrbench (PDEATHSIG); stop ends it with SIGTERM.
-func (c *campaign) spawnWireGuard(ctx context.Context, nsPath string, args []string) (func() error, error) {
+func (c *running) spawnWireGuard(ctx context.Context, nsPath string, args []string) (func() error, error) {
 	bin, err := c.binary()
 	if err != nil {
 		return nil, err

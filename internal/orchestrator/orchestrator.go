@@ -69,7 +69,7 @@ var ErrInterrupted = errors.New("interrupted")
 
 // Run executes the campaign.
 func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
-	c, err := newCampaign(cfg)
+	c, err := newRunning(cfg)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -119,9 +119,9 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	return sum, nil
 }
 
-// campaign is a campaign while it runs: its resolved cells and what was
+// running is a campaign while it runs: its resolved cells and what was
 // made for them.
-type campaign struct {
+type running struct {
 	cfg   Config
 	cells map[int]*plan.Cell
 	needs plan.Needs
@@ -133,7 +133,7 @@ type campaign struct {
 	undo    []func(context.Context) error
 }
 
-func newCampaign(cfg Config) (*campaign, error) {
+func newRunning(cfg Config) (*running, error) {
 	if cfg.CleanupTimeout == 0 {
 		cfg.CleanupTimeout = 60 * time.Second
 	}
@@ -144,7 +144,7 @@ func newCampaign(cfg Config) (*campaign, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &campaign{cfg: cfg, cells: map[int]*plan.Cell{}, needs: plan.Collect(cells), sched: cfg.Scheduler}
+	c := &running{cfg: cfg, cells: map[int]*plan.Cell{}, needs: plan.Collect(cells), sched: cfg.Scheduler}
 	for _, pc := range cells {
 		c.cells[pc.ID] = pc
 	}
@@ -166,7 +166,7 @@ func newCampaign(cfg Config) (*campaign, error) {
 
 // close undoes what prepare did, last first, even after ctx ended, and
 // says what it could not.
-func (c *campaign) close(ctx context.Context) []string {
+func (c *running) close(ctx context.Context) []string {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CleanupTimeout)
 	defer cancel()
 	var failed []string

@@ -14,7 +14,7 @@ import (
 // cgroup, the network lab, then each platform the cells use — opened from
 // its driver unless given — with the networks, storages and tools they ask
 // of it. What it made is undone by close, in reverse.
-func (c *campaign) prepare(ctx context.Context) error {
+func (c *running) prepare(ctx context.Context) error {
 	cfg := c.cfg
 	if env := cfg.Experiment.Envelope; !env.IsZero() {
 		// The emulated machine: one cgroup every instance is placed under.
@@ -86,7 +86,7 @@ func (c *campaign) prepare(ctx context.Context) error {
 }
 
 // binary is the ctrbench executable that runs agents.
-func (c *campaign) binary() (string, error) {
+func (c *running) binary() (string, error) {
 	if c.cfg.Binary != "" {
 		return c.cfg.Binary, nil
 	}

@@ -21,7 +21,7 @@ var retryPause = 2 * time.Second
 // what went wrong is the trial's status and reason. A trial the platform
 // failed is tried again, up to the experiment's retries, each earlier
 // attempt kept in the record; a workload's failure is final.
-func (c *campaign) trial(ctx context.Context, pc *plan.Cell, pt schedule.Trial) result.Trial {
+func (c *running) trial(ctx context.Context, pc *plan.Cell, pt schedule.Trial) result.Trial {
 	var attempts []result.Attempt
 	for {
 		t, platformFailed := c.attempt(ctx, pc, pt)
@@ -40,7 +40,7 @@ func (c *campaign) trial(ctx context.Context, pc *plan.Cell, pt schedule.Trial) 
 
 // attempt runs the trial once; platformFailed says the platform, not the
 // workload, failed it.
-func (c *campaign) attempt(ctx context.Context, pc *plan.Cell, pt schedule.Trial) (t result.Trial, platformFailed bool) {
+func (c *running) attempt(ctx context.Context, pc *plan.Cell, pt schedule.Trial) (t result.Trial, platformFailed bool) {
 	timeout := c.cfg.Experiment.Timeout
 	t = result.Trial{CampaignID: c.cfg.CampaignID, CellID: pc.ID, Seq: pt.Seq, Repetition: pt.Repetition, Warmup: pt.Warmup, Started: time.Now().UTC()}
 	tctx, cancel := context.WithTimeout(ctx, timeout)

@@ -283,7 +283,7 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 		SeenRunStarted: first.UTC().Format(time.RFC3339Nano),
 		SeenRunEnded:   last.UTC().Format(time.RFC3339Nano),
 	})
-	if err := placement(c, pairs, out); err != nil {
+	if err := recordPlacement(c, pairs, out); err != nil {
 		return *out, err
 	}
 	if npairs == 1 {
@@ -327,11 +327,11 @@ const (
 	SeenRunEnded   = "run.ended"
 )
 
-// placement records how the trial sat on the machine — its hosting
+// recordPlacement records how the trial sat on the machine — its hosting
 // entities per core (S4's container-to-core ratio) and, with pinning, the
 // core each instance was given and the CPUs its agent really ran on — and
 // fails the trial when an agent ran elsewhere than pinning placed it.
-func placement(c *plan.Cell, pairs []*pair, out *Outcome) error {
+func recordPlacement(c *plan.Cell, pairs []*pair, out *Outcome) error {
 	cores := len(c.CPUs)
 	entities := 0
 	for _, pr := range pairs {

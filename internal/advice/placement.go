@@ -1,11 +1,11 @@
-// Package placement turns a co-location campaign's measured interference
+// Package advice turns a co-location campaign's measured interference
 // (S0's design: targets beside neighbours, in one container or in two)
 // into advice: which kinds of workload may share a container, may share a
 // host in separate containers, or must be kept apart, at a tolerance judged
 // with the 95% intervals; and, for a list of services, a packing into the
 // fewest hosts and containers that keeps every predicted slowdown within
 // it. It reads analysis rows and decides; it runs and stores nothing.
-package placement
+package advice
 
 import (
 	"errors"

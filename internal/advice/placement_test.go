@@ -1,4 +1,4 @@
-package placement
+package advice
 
 import (
 	"strings"
