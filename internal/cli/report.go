@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctrbench/ctrbench/internal/advice"
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/campaign"
 	"github.com/ctrbench/ctrbench/internal/htmlreport"
-	"github.com/ctrbench/ctrbench/internal/advice"
 	"github.com/ctrbench/ctrbench/internal/report"
 	"github.com/ctrbench/ctrbench/internal/store"
 )

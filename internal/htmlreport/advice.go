@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/advice"
+	"github.com/ctrbench/ctrbench/internal/analysis"
 )
 
 // AdviceOptions is the tolerance and services of a co-location campaign's

@@ -73,49 +73,10 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, err
 	}
 	requested := time.Now()
-	p.mu.Lock()
-	if p.closed || !p.prepared {
-		p.mu.Unlock()
-		return nil, errors.New("swarm platform: Start before Prepare or after Close")
+	sp, nd, overlay, vxlan, err := p.serviceSpec(spec)
+	if err != nil {
+		return nil, err
 	}
-	labels := map[string]string{}
-	maps.Copy(labels, p.setup.Labels)
-	maps.Copy(labels, spec.Labels)
-	sp := docker.ServiceSpec{Name: swarmName(spec.Name), Image: p.imageID, Labels: labels}
-	var nd node
-	switch {
-	case spec.Node != "":
-		k, v, isLabel := strings.Cut(spec.Node, "=")
-		if isLabel {
-			sp.Constraints = []string{"node.labels." + k + "==" + v}
-		} else {
-			sp.Constraints = []string{"node.hostname==" + spec.Node}
-		}
-	case spec.Host > 0:
-		if spec.Host > len(p.nodes) {
-			p.mu.Unlock()
-			return nil, fmt.Errorf("swarm: %s is placed on node %d, and the swarm has %d", spec.Name, spec.Host, len(p.nodes))
-		}
-		nd = p.nodes[spec.Host-1]
-		sp.Constraints = []string{"node.id==" + nd.id}
-	}
-	switch spec.Network {
-	case vocab.Host, "":
-		sp.Network = "host"
-	case vocab.Overlay, vocab.OverlayEncrypted:
-		ov, ok := p.networks[spec.Network]
-		if !ok {
-			p.mu.Unlock()
-			return nil, fmt.Errorf("swarm: network %s was not prepared", spec.Network)
-		}
-		sp.Network = ov.ID
-	default:
-		p.mu.Unlock()
-		return nil, fmt.Errorf("swarm: no network %s here", spec.Network)
-	}
-	overlay := p.networks[spec.Network]
-	vxlan := p.state.VXLANPort
-	p.mu.Unlock()
 
 	inv := spec.Agent
 	switch spec.Storage {
@@ -163,11 +124,72 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	default:
 		in.ip, _, _ = strings.Cut(t.Addrs[overlay.ID], "/")
 	}
+	in.see(spec.Network, t, sp.Name, overlay, vxlan)
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	in.cancel = cancel
+	go in.watch(wctx)
+	return in, nil
+}
+
+// serviceSpec is the service of an instance: its node (by index, name or
+// label), its network, under the platform's lock; with the node it was
+// placed on (none when the swarm chooses), the overlay it joins and the
+// swarm's VXLAN port.
+func (p *Platform) serviceSpec(spec platform.InstanceSpec) (sp docker.ServiceSpec, nd node, overlay docker.Overlay, vxlan uint32, err error) {
+	p.mu.Lock()
+	if p.closed || !p.prepared {
+		p.mu.Unlock()
+		return sp, nd, overlay, 0, errors.New("swarm platform: Start before Prepare or after Close")
+	}
+	labels := map[string]string{}
+	maps.Copy(labels, p.setup.Labels)
+	maps.Copy(labels, spec.Labels)
+	sp = docker.ServiceSpec{Name: swarmName(spec.Name), Image: p.imageID, Labels: labels}
+	switch {
+	case spec.Node != "":
+		k, v, isLabel := strings.Cut(spec.Node, "=")
+		if isLabel {
+			sp.Constraints = []string{"node.labels." + k + "==" + v}
+		} else {
+			sp.Constraints = []string{"node.hostname==" + spec.Node}
+		}
+	case spec.Host > 0:
+		if spec.Host > len(p.nodes) {
+			p.mu.Unlock()
+			return sp, nd, overlay, 0, fmt.Errorf("swarm: %s is placed on node %d, and the swarm has %d", spec.Name, spec.Host, len(p.nodes))
+		}
+		nd = p.nodes[spec.Host-1]
+		sp.Constraints = []string{"node.id==" + nd.id}
+	}
+	switch spec.Network {
+	case vocab.Host, "":
+		sp.Network = "host"
+	case vocab.Overlay, vocab.OverlayEncrypted:
+		ov, ok := p.networks[spec.Network]
+		if !ok {
+			p.mu.Unlock()
+			return sp, nd, overlay, 0, fmt.Errorf("swarm: network %s was not prepared", spec.Network)
+		}
+		sp.Network = ov.ID
+	default:
+		p.mu.Unlock()
+		return sp, nd, overlay, 0, fmt.Errorf("swarm: no network %s here", spec.Network)
+	}
+	overlay = p.networks[spec.Network]
+	vxlan = p.state.VXLANPort
+	p.mu.Unlock()
+	return sp, nd, overlay, vxlan, nil
+
+}
+
+// see records where the instance's task runs: its node, task, service,
+// address and, on an overlay, the network's make.
+func (in *instance) see(network vocab.Network, t docker.Task, service string, overlay docker.Overlay, vxlan uint32) {
 	in.seen = map[string]string{
 		"node": in.node.hostname, "node.index": strconv.Itoa(in.node.index), "node.addr": in.node.addr,
-		"task": t.ID, "service": sp.Name, "ip": in.ip,
+		"task": t.ID, "service": service, "ip": in.ip,
 	}
-	if spec.Network == vocab.Host || spec.Network == "" {
+	if network == vocab.Host || network == "" {
 		in.seen["network.driver"] = "host"
 	} else {
 		in.seen["network.driver"] = overlay.Driver
@@ -177,10 +199,6 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		in.seen["network.vxlan_port"] = strconv.FormatUint(uint64(vxlan), 10)
 		in.seen["network.encrypted"] = strconv.FormatBool(overlay.Encrypted)
 	}
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	in.cancel = cancel
-	go in.watch(wctx)
-	return in, nil
 }
 
 // observe reads the task and records the swarm's timestamps of the states
