@@ -104,26 +104,7 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 			return
 		}
 	}
-	e := docker.EngineSpec{
-		Image:    parentImage,
-		Cmd:      []string{"agent", "parent", "--config", parentConfig(pr).String()},
-		Binds:    []string{pr.sock + ":" + sockMount},
-		Tmpfs:    map[string]string{"/run": "rw,exec", "/tmp": "rw,exec"},
-		Hostname: pr.hostname,
-	}
-	if pr.subnet >= 0 && pr.hostBridge == "" {
-		// The parent routes between the machine and its inner bridge.
-		e.Sysctls = map[string]string{"net.ipv4.ip_forward": "1"}
-	}
-	switch {
-	case pr.storeDir != "": // a seed: its data root is the store on the host
-		e.Binds = append(e.Binds, pr.storeDir+":"+dataRoot)
-	default:
-		e.Tmpfs[dataRoot] = "rw,exec"
-	}
-	if store != "" {
-		e.Binds = append(e.Binds, store+":"+storeMount+":ro")
-	}
+	e := pr.engineSpec(parentImage, store)
 	spec := platform.InstanceSpec{Name: pr.name, Network: pr.network, Limits: pr.limits, Labels: pr.labels}
 	outer, err := p.outer.StartEngine(ctx, spec, e)
 	if err != nil {
@@ -173,6 +154,34 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 	if err := routeTo(pr); err != nil {
 		fail(err)
 	}
+}
+
+// engineSpec is the parent's engine container: the parent's init with
+// its configuration, its socket directory, a data root (tmpfs, or a
+// seed's store on the host), a preloaded store read-only, forwarding when
+// it routes to its inner bridge.
+func (pr *parent) engineSpec(parentImage, store string) docker.EngineSpec {
+	e := docker.EngineSpec{
+		Image:    parentImage,
+		Cmd:      []string{"agent", "parent", "--config", parentConfig(pr).String()},
+		Binds:    []string{pr.sock + ":" + sockMount},
+		Tmpfs:    map[string]string{"/run": "rw,exec", "/tmp": "rw,exec"},
+		Hostname: pr.hostname,
+	}
+	if pr.subnet >= 0 && pr.hostBridge == "" {
+		// The parent routes between the machine and its inner bridge.
+		e.Sysctls = map[string]string{"net.ipv4.ip_forward": "1"}
+	}
+	switch {
+	case pr.storeDir != "": // a seed: its data root is the store on the host
+		e.Binds = append(e.Binds, pr.storeDir+":"+dataRoot)
+	default:
+		e.Tmpfs[dataRoot] = "rw,exec"
+	}
+	if store != "" {
+		e.Binds = append(e.Binds, store+":"+storeMount+":ro")
+	}
+	return e
 }
 
 // awaitEngine polls the parent's engine until it answers, failing early
