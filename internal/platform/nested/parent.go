@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
@@ -104,26 +105,7 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 			return
 		}
 	}
-	e := docker.EngineSpec{
-		Image:    parentImage,
-		Cmd:      []string{"agent", "parent", "--config", parentConfig(pr).String()},
-		Binds:    []string{pr.sock + ":" + sockMount},
-		Tmpfs:    map[string]string{"/run": "rw,exec", "/tmp": "rw,exec"},
-		Hostname: pr.hostname,
-	}
-	if pr.subnet >= 0 && pr.hostBridge == "" {
-		// The parent routes between the machine and its inner bridge.
-		e.Sysctls = map[string]string{"net.ipv4.ip_forward": "1"}
-	}
-	switch {
-	case pr.storeDir != "": // a seed: its data root is the store on the host
-		e.Binds = append(e.Binds, pr.storeDir+":"+dataRoot)
-	default:
-		e.Tmpfs[dataRoot] = "rw,exec"
-	}
-	if store != "" {
-		e.Binds = append(e.Binds, store+":"+storeMount+":ro")
-	}
+	e := pr.engineSpec(parentImage, store)
 	spec := platform.InstanceSpec{Name: pr.name, Network: pr.network, Limits: pr.limits, Labels: pr.labels}
 	outer, err := p.outer.StartEngine(ctx, spec, e)
 	if err != nil {
@@ -136,7 +118,7 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 
 	// The agent image is loaded below (a seed loads it into the store it
 	// makes), or is in the preloaded store: never built in the parent.
-	inner, err := docker.New(docker.WithHost("unix://"+filepath.Join(pr.sock, "docker.sock")), docker.WithImage(p.outer.AgentImage()))
+	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+filepath.Join(pr.sock, "docker.sock"))), docker.WithImage(p.outer.AgentImage()))
 	if err != nil {
 		fail(err)
 		return
@@ -153,7 +135,7 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 			fail(err)
 			return
 		}
-		err = inner.LoadImage(ctx, f)
+		err = inner.Engine().LoadImage(ctx, f)
 		f.Close()
 		if err != nil {
 			fail(err)
@@ -175,6 +157,33 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 	}
 }
 
+// engineSpec is the parent container: the parent image running its
+// engine (its init, `agent parent`), its socket's directory, its data root
+// (a tmpfs, or a seed's store on the host) and the preloaded store.
+func (pr *parent) engineSpec(parentImage, store string) engine.EngineSpec {
+	e := engine.EngineSpec{
+		Image:    parentImage,
+		Cmd:      []string{"agent", "parent", "--config", parentConfig(pr).String()},
+		Binds:    []string{pr.sock + ":" + sockMount},
+		Tmpfs:    map[string]string{"/run": "rw,exec", "/tmp": "rw,exec"},
+		Hostname: pr.hostname,
+	}
+	if pr.subnet >= 0 && pr.hostBridge == "" {
+		// The parent routes between the machine and its inner bridge.
+		e.Sysctls = map[string]string{"net.ipv4.ip_forward": "1"}
+	}
+	switch {
+	case pr.storeDir != "": // a seed: its data root is the store on the host
+		e.Binds = append(e.Binds, pr.storeDir+":"+dataRoot)
+	default:
+		e.Tmpfs[dataRoot] = "rw,exec"
+	}
+	if store != "" {
+		e.Binds = append(e.Binds, store+":"+storeMount+":ro")
+	}
+	return e
+}
+
 // awaitEngine polls the parent's engine until it answers, failing early
 // when the parent container has ended.
 func (pr *parent) awaitEngine(ctx context.Context) error {
@@ -190,7 +199,7 @@ func (pr *parent) awaitEngine(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		err := pr.inner.Ping(pctx)
+		err := pr.inner.Engine().Ping(pctx)
 		pcancel()
 		if err == nil {
 			return nil
