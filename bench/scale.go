@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/orchestrator"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/runner"
 	"github.com/ctrbench/ctrbench/internal/spec"
@@ -203,13 +203,13 @@ func scaleRun(ctx context.Context, bin string, n int, dur string) (scaleTrial, e
 		}
 	}
 	st.entities, _ = strconv.Atoi(t.Seen["placement.entities"])
-	self, engine, span, ok := between(samples, runStart, runEnd)
+	self, engineCPU, span, ok := between(samples, runStart, runEnd)
 	if !ok {
 		return st, fmt.Errorf("%d pairs: no CPU samples around the run", n)
 	}
 	machine := float64(span) * float64(runtime.NumCPU())
-	st.selfShare, st.engineShare = 100*float64(self)/machine, 100*float64(engine)/machine
-	left, err := docker.Leftovers(ctx, id)
+	st.selfShare, st.engineShare = 100*float64(self)/machine, 100*float64(engineCPU)/machine
+	left, err := engine.Leftovers(ctx, id)
 	if err != nil {
 		return st, err
 	}

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/links"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/lxc"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/platform/podman"
@@ -72,7 +72,7 @@ func requireDocker(t *testing.T) {
 		t.Skip("end-to-end: needs the Docker Engine")
 	}
 	testutil.RequireRoot(t)
-	if err := docker.Available(context.Background()); err != nil {
+	if err := engine.Available(context.Background()); err != nil {
 		t.Skipf("no Docker Engine: %v", err)
 	}
 }
@@ -92,7 +92,7 @@ func campaignID(t *testing.T, stderr string) string {
 // campaign, and no ctb* link, remains.
 func assertNothingLeft(t *testing.T, campaign string) {
 	t.Helper()
-	rep, err := docker.Leftovers(context.Background(), campaign)
+	rep, err := engine.Leftovers(context.Background(), campaign)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func assertNothingLeft(t *testing.T, campaign string) {
 		t.Fatal(err)
 	}
 	for _, l := range ls {
-		if l == docker.BridgeName(campaign) || strings.HasPrefix(l, lxc.BridgeName(campaign)) || strings.HasPrefix(l, vm.BridgeName(campaign)) {
+		if l == engine.BridgeName(campaign) || strings.HasPrefix(l, lxc.BridgeName(campaign)) || strings.HasPrefix(l, vm.BridgeName(campaign)) {
 			t.Errorf("link %s of campaign %s left behind", l, campaign)
 		}
 	}
@@ -130,7 +130,7 @@ func assertNoLab(t *testing.T) {
 	t.Helper()
 	if out, _ := exec.Command("ip", "-4", "route", "show", "root", "198.19.0.0/16").Output(); len(strings.TrimSpace(string(out))) > 0 {
 		links, _ := exec.Command("ip", "-br", "link", "show").Output()
-		left, err := docker.Leftovers(context.Background(), "")
+		left, err := engine.Leftovers(context.Background(), "")
 		t.Errorf("routes into a nested parent's inner bridge left behind:\n%s\nthe machine's links:\n%s\nctrbench's objects on the engine (every campaign): %+v %v", out, links, left, err)
 	}
 	if ns, _ := filepath.Glob("/run/netns/ctb*"); len(ns) > 0 {

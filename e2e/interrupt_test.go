@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/testutil"
 )
@@ -142,7 +142,7 @@ workloads:
 	id := campaignID(t, stderr.String())
 	// The first trial runs for an hour: wait until its agents are up.
 	waitFor(t, "agents running", time.Minute, func() bool {
-		rep, err := docker.Leftovers(context.Background(), id)
+		rep, err := engine.Leftovers(context.Background(), id)
 		return err == nil && len(rep.Containers) > 0 || len(agentProcs(id)) > 0
 	})
 	time.Sleep(500 * time.Millisecond)
@@ -152,7 +152,7 @@ workloads:
 	_, _ = cmd.Process.Wait()
 	waitFor(t, "native agents to die with ctrbench", 10*time.Second, func() bool { return len(agentProcs(id)) == 0 })
 
-	before, err := docker.Leftovers(context.Background(), id)
+	before, err := engine.Leftovers(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ workloads:
 		t.Fatal(err)
 	}
 	_, _ = cmd.Process.Wait()
-	left, err := docker.Leftovers(context.Background(), id)
+	left, err := engine.Leftovers(context.Background(), id)
 	if err != nil || len(left.Networks) != 1 {
 		t.Fatalf("the killed run's bridge network should remain: %+v %v", left, err)
 	}

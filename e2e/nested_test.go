@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/runner"
@@ -114,8 +114,8 @@ workloads:
 	work := filepath.Join(nested.WorkRoot, id)
 	waitFor(t, "the client child running", 2*time.Minute, func() bool {
 		// This campaign's route, through its own bridge.
-		out, _ := exec.Command("ip", "-4", "route", "show", "root", "198.19.0.0/16", "dev", docker.BridgeName(id)).Output()
-		rep, err := docker.Leftovers(context.Background(), id)
+		out, _ := exec.Command("ip", "-4", "route", "show", "root", "198.19.0.0/16", "dev", engine.BridgeName(id)).Output()
+		rep, err := engine.Leftovers(context.Background(), id)
 		return err == nil && len(rep.Containers) > 0 && len(strings.TrimSpace(string(out))) > 0
 	})
 	time.Sleep(2 * time.Second) // the server and client are up in the parent
@@ -123,7 +123,7 @@ workloads:
 		t.Fatal(err)
 	}
 	_, _ = cmd.Process.Wait()
-	before, err := docker.Leftovers(context.Background(), id)
+	before, err := engine.Leftovers(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

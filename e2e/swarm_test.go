@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/swarm"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/testutil"
@@ -144,7 +144,7 @@ workloads:
 		t.Fatal(err)
 	}
 	_, _ = cmd.Process.Wait()
-	left, err := docker.Leftovers(context.Background(), id)
+	left, err := engine.Leftovers(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestSwarmDockerHost(t *testing.T) {
 	if !strings.HasPrefix(mgr, "unix://") {
 		t.Fatalf("manager %q", mgr)
 	}
-	sw, err := docker.DialSwarm(platform.Engine{Host: mgr})
+	sw, err := engine.DialSwarm(platform.Engine{Host: mgr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ workloads:
 	// shortly after.
 	for _, n := range []string{mgr, nodeSocket(t, p, 2)} {
 		waitFor(t, "the task containers removed from "+n, time.Minute, func() bool {
-			c, err := docker.Leftovers(ctx, id, docker.WithHost(n))
+			c, err := engine.Leftovers(ctx, id, engine.WithHost(n))
 			return err == nil && c.Empty()
 		})
 	}

@@ -1,5 +1,5 @@
 // Package archtest enforces the codebase's dependency rules: data flows one
-// way, one package talks to Docker, one to cobra.
+// way, one package talks to the Docker Engine API (engine), one to cobra.
 package archtest
 
 import (
@@ -38,17 +38,21 @@ func imports(t *testing.T) map[string][]string {
 }
 
 func TestOnlyOnePackageImports(t *testing.T) {
-	// Links are made by the packages whose job is the network: links
-	// (cleanup), netns, netlab (topologies), wireguard (its TUN) and
-	// vminit (a virtual machine's init, inside the machine).
+	// The Engine API is spoken by engine, the gateway every driver on a
+	// Docker-compatible engine goes through (its fake, enginetest, speaks
+	// the SDK's types too, and only tests import it). Links are made by
+	// the packages whose job is the network: links (cleanup), netns,
+	// netlab (topologies), wireguard (its TUN) and vminit (a virtual
+	// machine's init, inside the machine).
 	rules := map[string][]string{
-		"github.com/docker/docker":       {"internal/platform/docker"},
-		"github.com/spf13/cobra":         {"internal/cli"},
-		"github.com/vishvananda/netlink": {"internal/links", "internal/netns", "internal/netlab", "internal/wireguard", "internal/vminit"},
-		"github.com/vishvananda/netns":   {"internal/netns"},
-		"golang.zx2c4.com/wireguard":     {"internal/wireguard"},
-		"modernc.org/sqlite":             {"internal/store"},
-		"github.com/chromedp/":           {"internal/browser"},
+		"github.com/docker/docker":         {"internal/engine", "internal/engine/enginetest"},
+		"github.com/spf13/cobra":           {"internal/cli"},
+		"github.com/vishvananda/netlink":   {"internal/links", "internal/netns", "internal/netlab", "internal/wireguard", "internal/vminit"},
+		"github.com/vishvananda/netns":     {"internal/netns"},
+		"golang.zx2c4.com/wireguard":       {"internal/wireguard"},
+		"modernc.org/sqlite":               {"internal/store"},
+		"github.com/chromedp/":             {"internal/browser"},
+		mod + "internal/engine/enginetest": {}, // tests only
 	}
 	for pkg, imps := range imports(t) {
 		for _, imp := range imps {
@@ -69,7 +73,7 @@ func TestComputeDoesNotImportAct(t *testing.T) {
 		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform", "internal/hdr",
 		"internal/figure", "internal/htmlreport", "internal/advice", "internal/physics"}
 	act := []string{"internal/orchestrator", "internal/runner", "internal/campaign", "internal/store", "internal/platform/",
-		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/netns", "internal/nestedparent", "internal/workdir"}
+		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/netns", "internal/nestedparent", "internal/workdir", "internal/engine"}
 	all := imports(t)
 	for _, c := range compute {
 		for _, imp := range all[c] {

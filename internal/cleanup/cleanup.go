@@ -14,11 +14,11 @@ import (
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/firewall"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 )
 
 // Options say what to remove.
@@ -79,7 +79,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	errs = append(errs, err)
 	// The bridges of Docker networks still there (a campaign left alone)
 	// are the engine's to remove.
-	removed, err := links.RemoveAll(docker.LiveBridges(ctx))
+	removed, err := links.RemoveAll(engine.LiveBridges(ctx))
 	for _, l := range removed {
 		rep.Removed = append(rep.Removed, "link "+l)
 	}

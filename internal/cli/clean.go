@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctrbench/ctrbench/internal/cleanup"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/workload"
@@ -52,7 +53,7 @@ func newImageCmd() *cobra.Command {
 		Short: "Build the local workload image (FROM scratch: ctrbench plus the tools workloads use); no registry",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := docker.Available(cmd.Context()); err != nil {
+			if err := engine.Available(cmd.Context()); err != nil {
 				return err
 			}
 			binary, err := os.Executable()

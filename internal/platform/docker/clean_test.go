@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
@@ -65,8 +66,8 @@ func TestOwnerRunning(t *testing.T) {
 		strconv.Itoa(livePID(t, "/usr/bin/ctrbench")): true,
 	}
 	for pid, want := range cases {
-		if got := ownerRunning(pid); got != want {
-			t.Errorf("ownerRunning(%q) = %v, want %v", pid, got, want)
+		if got := engine.OwnerRunning(map[string]string{platform.LabelOwnerPID: pid}); got != want {
+			t.Errorf("OwnerRunning(%q) = %v, want %v", pid, got, want)
 		}
 	}
 }
@@ -77,20 +78,20 @@ func TestOwnerRunning(t *testing.T) {
 func leftovers(t *testing.T, campaign string, owner int, withImage bool) {
 	t.Helper()
 	ctx := context.Background()
-	t.Cleanup(func() { Clean(context.Background(), campaign, true, true) })
+	t.Cleanup(func() { engine.Clean(context.Background(), campaign, true, true) })
 	labels := map[string]string{
 		platform.LabelManaged:  "true",
 		platform.LabelCampaign: campaign,
 		platform.LabelOwnerPID: strconv.Itoa(owner),
 	}
-	if _, err := docker.NetworkCreate(ctx, NetworkName(campaign), network.CreateOptions{
-		Driver: "bridge", Labels: labels, Options: map[string]string{bridgeNameOption: BridgeName(campaign)},
+	if _, err := docker.NetworkCreate(ctx, engine.NetworkName(campaign), network.CreateOptions{
+		Driver: "bridge", Labels: labels, Options: map[string]string{"com.docker.network.bridge.name": engine.BridgeName(campaign)},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := docker.ContainerCreate(ctx,
 		&container.Config{Image: testImageTag(), Cmd: []string{"sleep", "60"}, Labels: labels},
-		&container.HostConfig{NetworkMode: container.NetworkMode(NetworkName(campaign))},
+		&container.HostConfig{NetworkMode: container.NetworkMode(engine.NetworkName(campaign))},
 		nil, nil, "ctrbench-"+campaign+"-left")
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func TestCleanDeadOwner(t *testing.T) {
 	campaign := "test-" + randHex(8)
 	leftovers(t, campaign, deadPID(t), true)
 
-	rep, err := Clean(context.Background(), campaign, false, true)
+	rep, err := engine.Clean(context.Background(), campaign, false, true)
 	if err != nil {
 		t.Fatalf("Clean: %v", err)
 	}
@@ -142,7 +143,7 @@ func TestCleanDeadOwner(t *testing.T) {
 	if _, err := docker.ImageInspect(context.Background(), "ctrbench-agent:"+campaign); err == nil {
 		t.Error("image left")
 	}
-	vols, _ := docker.VolumeList(context.Background(), volume.ListOptions{Filters: campaignFilter(campaign)})
+	vols, _ := docker.VolumeList(context.Background(), volume.ListOptions{Filters: labelFilter(campaign)})
 	if len(vols.Volumes) != 0 {
 		t.Errorf("volumes left: %d", len(vols.Volumes))
 	}
@@ -158,7 +159,7 @@ func TestCleanLiveOwner(t *testing.T) {
 	leftovers(t, campaign, livePID(t, "ctrbench-owner"), false)
 	ctx := context.Background()
 
-	rep, err := Clean(ctx, campaign, false, false)
+	rep, err := engine.Clean(ctx, campaign, false, false)
 	if err != nil {
 		t.Fatalf("Clean: %v", err)
 	}
@@ -166,12 +167,12 @@ func TestCleanLiveOwner(t *testing.T) {
 	if len(rep.Containers)+len(rep.Networks)+len(rep.Volumes) != 0 || len(rep.Skipped) != 3 {
 		t.Errorf("report %+v, want 3 skipped and nothing removed", rep)
 	}
-	cs, _ := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: campaignFilter(campaign)})
+	cs, _ := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: labelFilter(campaign)})
 	if len(cs) != 1 {
 		t.Errorf("live campaign's container was removed")
 	}
 
-	rep, err = Clean(ctx, campaign, true, false)
+	rep, err = engine.Clean(ctx, campaign, true, false)
 	if err != nil {
 		t.Fatalf("Clean force: %v", err)
 	}
@@ -186,14 +187,14 @@ func TestCleanOtherCampaign(t *testing.T) {
 	newCampaign(t)
 	mine, other := "test-"+randHex(8), "test-"+randHex(8)
 	leftovers(t, other, deadPID(t), false)
-	rep, err := Clean(context.Background(), mine, false, false)
+	rep, err := engine.Clean(context.Background(), mine, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Containers)+len(rep.Networks)+len(rep.Volumes)+len(rep.Images) != 0 {
-		t.Errorf("Clean(%s) removed %+v", mine, rep)
+		t.Errorf("engine.Clean(%s) removed %+v", mine, rep)
 	}
-	ns, _ := docker.NetworkList(context.Background(), network.ListOptions{Filters: campaignFilter(other)})
+	ns, _ := docker.NetworkList(context.Background(), network.ListOptions{Filters: labelFilter(other)})
 	if len(ns) != 1 {
 		t.Errorf("other campaign's network removed")
 	}

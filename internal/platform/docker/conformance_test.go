@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
@@ -18,7 +19,7 @@ func TestConformance(t *testing.T) {
 		t.Skip("needs the Docker Engine")
 	}
 	ctx := context.Background()
-	if err := docker.Available(ctx); err != nil {
+	if err := engine.Available(ctx); err != nil {
 		t.Skipf("no Docker Engine: %v", err)
 	}
 	campaign, labels := platformtest.NewCampaign("test-conf")

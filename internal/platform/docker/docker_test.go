@@ -20,10 +20,12 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	ctrimage "github.com/ctrbench/ctrbench/internal/image"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -61,7 +63,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building stand-in binary: %v\n%s", err, out)
 		return 1
 	}
-	if err := Available(ctx); err != nil {
+	if err := engine.Available(ctx); err != nil {
 		skipReason = "no Docker daemon: " + err.Error()
 		return m.Run()
 	}
@@ -122,7 +124,7 @@ func newCampaign(t *testing.T, networks ...vocab.Network) (*Platform, string) {
 		if err := p.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		if _, err := Clean(ctx, campaign, true, false); err != nil {
+		if _, err := engine.Clean(ctx, campaign, true, false); err != nil {
 			t.Errorf("Clean: %v", err)
 		}
 	})
@@ -345,14 +347,14 @@ func TestBridgeNetwork(t *testing.T) {
 	p, campaign := newCampaign(t, vocab.Bridge)
 	ctx := context.Background()
 
-	n, err := docker.NetworkInspect(ctx, NetworkName(campaign), network.InspectOptions{})
+	n, err := docker.NetworkInspect(ctx, engine.NetworkName(campaign), network.InspectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkLabels(t, "network", n.Labels, campaign)
-	bridge := n.Options[bridgeNameOption]
-	if bridge != BridgeName(campaign) || !strings.HasPrefix(bridge, platform.LinkPrefix) || len(bridge) > 15 {
-		t.Errorf("bridge name option %q, want %s", bridge, BridgeName(campaign))
+	bridge := n.Options["com.docker.network.bridge.name"]
+	if bridge != engine.BridgeName(campaign) || !strings.HasPrefix(bridge, platform.LinkPrefix) || len(bridge) > 15 {
+		t.Errorf("bridge name option %q, want %s", bridge, engine.BridgeName(campaign))
 	}
 	if _, err := os.Stat("/sys/class/net/" + bridge); err != nil {
 		t.Errorf("host link %s missing: %v", bridge, err)
@@ -558,7 +560,7 @@ func TestClose(t *testing.T) {
 func assertNothingLeft(t *testing.T, campaign string) {
 	t.Helper()
 	ctx := context.Background()
-	f := campaignFilter(campaign)
+	f := labelFilter(campaign)
 	cs, err := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil || len(cs) != 0 {
 		t.Errorf("containers left: %d (%v)", len(cs), err)
@@ -567,19 +569,25 @@ func assertNothingLeft(t *testing.T, campaign string) {
 	if err != nil || len(ns) != 0 {
 		t.Errorf("networks left: %d (%v)", len(ns), err)
 	}
-	if _, err := os.Stat("/sys/class/net/" + BridgeName(campaign)); err == nil {
-		t.Errorf("host link %s left", BridgeName(campaign))
+	if _, err := os.Stat("/sys/class/net/" + engine.BridgeName(campaign)); err == nil {
+		t.Errorf("host link %s left", engine.BridgeName(campaign))
 	}
 }
 
 func TestAvailable(t *testing.T) {
 	requireDocker(t)
-	if err := Available(context.Background()); err != nil {
+	if err := engine.Available(context.Background()); err != nil {
 		t.Errorf("Available: %v", err)
 	}
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no.sock"))
-	err := Available(context.Background())
+	err := engine.Available(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "scripts/setup.sh") {
 		t.Errorf("Available without a daemon = %v, want a hint to run scripts/setup.sh", err)
 	}
+}
+
+// labelFilter selects the objects of one campaign, as the engine's own
+// listing does.
+func labelFilter(campaign string) filters.Args {
+	return filters.NewArgs(filters.Arg("label", platform.LabelManaged+"=true"), filters.Arg("label", platform.LabelCampaign+"="+campaign))
 }

@@ -3,9 +3,9 @@ package docker
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
@@ -37,21 +37,21 @@ func init() {
 		Rank:    10,
 		Caps:    Caps,
 		Open: func(ctx context.Context, cfg platform.Config) (platform.Platform, error) {
-			if err := LocalEngine(); err != nil {
+			if err := engine.LocalEngine(); err != nil {
 				return nil, err
 			}
-			if err := Available(ctx); err != nil {
+			if err := engine.Available(ctx); err != nil {
 				return nil, err
 			}
 			return New(WithBinary(cfg.Binary))
 		},
 		Clean: func(ctx context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
 			var out platform.Cleaned
-			if err := Available(ctx); err != nil {
+			if err := engine.Available(ctx); err != nil {
 				out.Skipped, _, _ = strings.Cut(fmt.Sprintf("not reachable, skipped (%v)", err), "\n")
 				return out, nil
 			}
-			rep, err := Clean(ctx, o.Campaign, o.Force, o.Images)
+			rep, err := engine.Clean(ctx, o.Campaign, o.Force, o.Images)
 			for _, kind := range []struct {
 				name  string
 				items []string
@@ -64,22 +64,4 @@ func init() {
 			return out, err
 		},
 	})
-}
-
-// LocalEngine says why the engine the environment names cannot be driven
-// as this machine's: the docker, nested and podman platforms enter their
-// containers' namespaces and cgroups here, so a remote engine
-// (DOCKER_HOST=tcp://…, as --docker-host sets for a user's swarm) is for
-// the swarm platform only.
-func LocalEngine() error {
-	h := os.Getenv("DOCKER_HOST")
-	if c := os.Getenv("DOCKER_CONTEXT"); h == "" && c != "" && c != "default" {
-		if host, _, err := contextEndpoint(c); err == nil {
-			h = host
-		}
-	}
-	if h == "" || strings.HasPrefix(h, "unix://") {
-		return nil
-	}
-	return fmt.Errorf("the docker engine at %s is not this machine's: platforms docker, nested and podman drive the engine here (its containers' namespaces and cgroups are entered from this machine); a remote engine is for platform swarm", h)
 }

@@ -3,9 +3,7 @@ package docker
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	cerrdefs "github.com/containerd/errdefs"
 	"io"
 	"maps"
 	"math"
@@ -13,14 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/docker/docker/api/types"
-	"github.com/docker/docker/api/types/blkiodev"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/pkg/stdcopy"
-
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
@@ -43,159 +34,198 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 // start starts the container; cmd, when set, replaces the agent's command
 // line (the package's tests run a stand-in binary with commands of its own).
 func (p *Platform) start(ctx context.Context, spec platform.InstanceSpec, cmd []string) (platform.Instance, error) {
-	return p.startWith(ctx, spec, func(cfg *container.Config, _ *container.HostConfig) {
+	return p.startWith(ctx, spec, func(c *engine.ContainerSpec) {
 		if cmd != nil {
-			cfg.Cmd = cmd
+			c.Cmd = cmd
 		}
 	})
 }
 
 // startWith starts a container as Start does; tweak may change its
-// configuration before it is created (another image and command, more
+// specification before it is created (another image and command, more
 // privileges, mounts).
-func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tweak func(*container.Config, *container.HostConfig)) (platform.Instance, error) {
+func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tweak func(*engine.ContainerSpec)) (platform.Instance, error) {
 	requested := time.Now()
 	camp, err := p.current()
 	if err != nil {
 		return nil, err
 	}
-	img, campaign, netName, baseLabels := camp.image.tag, camp.id, camp.bridge.name, camp.labels
-	var mode container.NetworkMode
-	ipOn := netName // the network whose address is the instance's
-	switch {
-	case spec.ShareNetworkWith != "":
-		mode, ipOn = container.NetworkMode("container:"+spec.ShareNetworkWith), ""
-	case spec.Network == vocab.Host || spec.Network == "":
-		mode = "host"
-	case spec.Network == vocab.Bridge:
-		if netName == "" {
-			return nil, fmt.Errorf("instance %s: bridge network not prepared (Setup.Networks lacks %q)", spec.Name, vocab.Bridge)
-		}
-		mode = container.NetworkMode(netName)
-	case spec.Network == vocab.BridgeDefault:
-		mode, ipOn = "bridge", "bridge"
-	case spec.Network == vocab.None:
-		mode, ipOn = "none", ""
-	default:
-		return nil, fmt.Errorf("instance %s: docker platform does not support network %q", spec.Name, spec.Network)
-	}
-	res, err := resources(spec.Limits)
+	cs, ipOn, err := containerSpec(camp, spec)
 	if err != nil {
-		return nil, fmt.Errorf("instance %s: %w", spec.Name, err)
+		return nil, err
 	}
-	if spec.Limits.ReadBps > 0 || spec.Limits.WriteBps > 0 {
-		root := camp.daemon.rootDir
-		node, _, err := sysinfo.BlockDevice(root)
-		if err != nil {
-			return nil, fmt.Errorf("instance %s: block I/O limits: the daemon's data root %s: %w", spec.Name, root, err)
-		}
-		if spec.Limits.ReadBps > 0 {
-			res.BlkioDeviceReadBps = []*blkiodev.ThrottleDevice{{Path: node, Rate: uint64(spec.Limits.ReadBps)}}
-		}
-		if spec.Limits.WriteBps > 0 {
-			res.BlkioDeviceWriteBps = []*blkiodev.ThrottleDevice{{Path: node, Rate: uint64(spec.Limits.WriteBps)}}
-		}
+	if tweak != nil {
+		tweak(&cs)
 	}
-	res.CgroupParent = camp.cgParent
-	hostCfg := &container.HostConfig{NetworkMode: mode, Resources: res, Runtime: spec.Options[FactorRuntime]}
+	ctx, cancel := engine.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	inst, err := p.create(ctx, cs, requested)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.run(ctx, inst, cs.Network, ipOn); err != nil {
+		inst.Remove(ctx)
+		return nil, err
+	}
+	return inst, nil
+}
+
+// containerSpec is the container an instance of the campaign is: its
+// image and agent, labels, network, limits and storage; ipOn is the
+// network whose address is the instance's ("" for none).
+func containerSpec(camp campaign, spec platform.InstanceSpec) (engine.ContainerSpec, string, error) {
+	mode, ipOn, err := networkMode(camp, spec)
+	if err != nil {
+		return engine.ContainerSpec{}, "", err
+	}
+	res, err := campaignResources(camp, spec)
+	if err != nil {
+		return engine.ContainerSpec{}, "", err
+	}
+	cs := engine.ContainerSpec{
+		Name:      spec.Name,
+		Image:     camp.image.Tag,
+		Labels:    engine.Labels(camp.id, camp.labels, spec.Labels),
+		Network:   mode,
+		Runtime:   spec.Options[FactorRuntime],
+		Resources: res,
+		Attach:    true,
+	}
 	inv := spec.Agent
 	switch spec.Storage {
 	case "", vocab.Layer:
 		// The agent writes in /tmp: the container's writable layer.
 	case vocab.Volume:
-		vol := camp.volume
-		if vol == "" {
-			return nil, fmt.Errorf("instance %s: volume not prepared (Setup.Storages lacks %q)", spec.Name, vocab.Volume)
+		if camp.volume == "" {
+			return engine.ContainerSpec{}, "", fmt.Errorf("instance %s: volume not prepared (Setup.Storages lacks %q)", spec.Name, vocab.Volume)
 		}
-		hostCfg.Mounts = []mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: DataMount}}
+		cs.Volume, cs.VolumeTarget = camp.volume, DataMount
 		inv.DataDir = DataMount
 	case vocab.Tmpfs:
-		hostCfg.Tmpfs = map[string]string{DataMount: "rw,exec"}
+		cs.Tmpfs = map[string]string{DataMount: "rw,exec"}
 		inv.DataDir = DataMount
 	default:
-		return nil, fmt.Errorf("instance %s: docker platform does not support storage %q", spec.Name, spec.Storage)
+		return engine.ContainerSpec{}, "", fmt.Errorf("instance %s: docker platform does not support storage %q", spec.Name, spec.Storage)
 	}
-	cfg := &container.Config{
-		Image:        img,
-		Cmd:          inv.Args(),
-		Labels:       objectLabels(campaign, baseLabels, spec.Labels),
-		AttachStdout: true,
-		AttachStderr: true,
-	}
-	if tweak != nil {
-		tweak(cfg, hostCfg)
-	}
-	ctx, cancel := withTimeout(ctx, startTimeout)
-	defer cancel()
+	cs.Cmd = inv.Args()
+	return cs, ipOn, nil
+}
 
-	// The create itself is not cancelled by Ctrl-C: a request abandoned in
-	// flight can still create the container in the daemon, and then no one
-	// would know its ID to remove it. It completes (bounded by the start
-	// timeout) and is removed below when ctx has ended meanwhile.
+// networkMode is the engine's network mode of an instance, and the
+// network whose address is the instance's ("" for none).
+func networkMode(camp campaign, spec platform.InstanceSpec) (mode, ipOn string, err error) {
+	netName := camp.bridge.Name
+	switch {
+	case spec.ShareNetworkWith != "":
+		return "container:" + spec.ShareNetworkWith, "", nil
+	case spec.Network == vocab.Host || spec.Network == "":
+		return "host", netName, nil
+	case spec.Network == vocab.Bridge:
+		if netName == "" {
+			return "", "", fmt.Errorf("instance %s: bridge network not prepared (Setup.Networks lacks %q)", spec.Name, vocab.Bridge)
+		}
+		return netName, netName, nil
+	case spec.Network == vocab.BridgeDefault:
+		return "bridge", "bridge", nil
+	case spec.Network == vocab.None:
+		return "none", "", nil
+	}
+	return "", "", fmt.Errorf("instance %s: docker platform does not support network %q", spec.Name, spec.Network)
+}
+
+// campaignResources are an instance's limits, block I/O limits on the
+// daemon's data root's disk, below the campaign's cgroup parent.
+func campaignResources(camp campaign, spec platform.InstanceSpec) (engine.Resources, error) {
+	res, err := resources(spec.Limits)
+	if err != nil {
+		return res, fmt.Errorf("instance %s: %w", spec.Name, err)
+	}
+	if spec.Limits.ReadBps > 0 || spec.Limits.WriteBps > 0 {
+		root := camp.daemon.RootDir
+		node, _, err := sysinfo.BlockDevice(root)
+		if err != nil {
+			return res, fmt.Errorf("instance %s: block I/O limits: the daemon's data root %s: %w", spec.Name, root, err)
+		}
+		if spec.Limits.ReadBps > 0 {
+			res.ReadBps = []engine.Throttle{{Path: node, Rate: uint64(spec.Limits.ReadBps)}}
+		}
+		if spec.Limits.WriteBps > 0 {
+			res.WriteBps = []engine.Throttle{{Path: node, Rate: uint64(spec.Limits.WriteBps)}}
+		}
+	}
+	res.CgroupParent = camp.cgParent
+	return res, nil
+}
+
+// create creates the container. The create itself is not cancelled by
+// Ctrl-C: a request abandoned in flight can still create the container in
+// the daemon, and then no one would know its ID to remove it. It completes
+// (bounded by the start timeout) and is removed by the caller when ctx has
+// ended meanwhile.
+func (p *Platform) create(ctx context.Context, cs engine.ContainerSpec, requested time.Time) (*instance, error) {
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer ccancel()
-	created, err := p.api.ContainerCreate(cctx, cfg, hostCfg, nil, nil, spec.Name)
+	id, err := p.eng.CreateContainer(cctx, cs)
 	if err != nil {
-		return nil, fmt.Errorf("creating container %s: %w", spec.Name, err)
+		return nil, fmt.Errorf("creating container %s: %w", cs.Name, err)
 	}
-	inst := &instance{
-		api:     p.api,
-		hostPID: p.hostPIDs,
-		id:      created.ID,
-		name:    spec.Name,
+	return &instance{
+		eng:     p.eng,
+		hostPID: p.eng.LocalPIDs(),
+		id:      id,
+		name:    cs.Name,
 		stdout:  newBuffer(),
 		stderr:  tailbuf.New(stderrTail),
 		done:    make(chan struct{}),
 		timings: platform.Timings{Requested: requested, At: map[vocab.Phase]time.Time{vocab.Create: time.Now()}},
-	}
-	fail := func(err error) (platform.Instance, error) {
-		inst.Remove(ctx)
-		return nil, err
-	}
+	}, nil
+}
+
+// run attaches to the created container, starts it and reads its first
+// process and its address on network ipOn; the caller removes it on an
+// error.
+func (p *Platform) run(ctx context.Context, inst *instance, mode, ipOn string) error {
+	name := inst.name
 	if err := ctx.Err(); err != nil {
 		close(inst.done)
 		inst.stdout.CloseWithError(io.EOF)
-		return fail(fmt.Errorf("starting container %s: %w", spec.Name, err))
+		return fmt.Errorf("starting container %s: %w", name, err)
 	}
-	hj, err := p.api.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	att, err := p.eng.Attach(ctx, inst.id)
 	if err != nil {
 		close(inst.done)
 		inst.stdout.CloseWithError(io.EOF)
-		return fail(fmt.Errorf("attaching to container %s: %w", spec.Name, err))
+		return fmt.Errorf("attaching to container %s: %w", name, err)
 	}
-	inst.conn = hj
+	inst.conn = att
 	go inst.demux()
 
-	if err := p.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		return fail(fmt.Errorf("starting container %s: %w", spec.Name, err))
+	if err := p.eng.StartContainer(ctx, inst.id); err != nil {
+		return fmt.Errorf("starting container %s: %w", name, err)
 	}
 	inst.mark(vocab.Start)
-	c, err := p.api.ContainerInspect(ctx, created.ID)
+	c, err := p.eng.InspectContainer(ctx, inst.id)
 	if err != nil {
-		return fail(fmt.Errorf("inspecting container %s: %w", spec.Name, err))
+		return fmt.Errorf("inspecting container %s: %w", name, err)
 	}
-	if c.State != nil {
-		inst.pid = c.State.Pid
+	if c.Known {
+		inst.pid = c.Pid
 	}
 	if ipOn != "" && mode != "host" {
-		if c.NetworkSettings != nil {
-			if ep := c.NetworkSettings.Networks[ipOn]; ep != nil {
-				inst.ip = ep.IPAddress
-			}
-		}
+		inst.ip = c.IPs[ipOn]
 		// A container that exits at once has no address any more; only a
 		// running one without an address is a fault.
-		if inst.ip == "" && c.State != nil && c.State.Running {
-			return fail(fmt.Errorf("container %s has no address on network %s", spec.Name, ipOn))
+		if inst.ip == "" && c.Known && c.Running {
+			return fmt.Errorf("container %s has no address on network %s", name, ipOn)
 		}
 	}
-	return inst, nil
+	return nil
 }
 
 // resources maps limits to Docker's: CPUs to a CFS quota (NanoCPUs), and
 // the memory limit also as the memory+swap limit so swap cannot stretch it.
-func resources(l platform.Limits) (container.Resources, error) {
-	var r container.Resources
+func resources(l platform.Limits) (engine.Resources, error) {
+	var r engine.Resources
 	if l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
 		return r, fmt.Errorf("invalid CPU limit %v", l.CPUs)
 	}
@@ -214,7 +244,7 @@ func resources(l platform.Limits) (container.Resources, error) {
 
 // instance is one agent container.
 type instance struct {
-	api  API
+	eng  *engine.Engine
 	id   string
 	name string
 	ip   string
@@ -222,7 +252,7 @@ type instance struct {
 	// hostPID: pid is the machine's (the engine is not nested).
 	hostPID bool
 
-	conn   types.HijackedResponse
+	conn   *engine.Attachment
 	stdout *buffer
 	stderr *tailbuf.Buffer
 	done   chan struct{} // closed when the output stream has ended
@@ -255,7 +285,7 @@ func (i *instance) Go(ctx context.Context) error {
 	if i.hostPID && i.pid > 0 && syscall.Kill(i.pid, syscall.SIGUSR1) == nil {
 		return nil
 	}
-	if err := i.api.ContainerKill(ctx, i.id, "SIGUSR1"); err != nil {
+	if err := i.eng.Signal(ctx, i.id, "SIGUSR1"); err != nil {
 		return fmt.Errorf("instance %s: the go signal: %w", i.name, err)
 	}
 	return nil
@@ -277,7 +307,7 @@ func (i *instance) Timings() platform.Timings {
 // stderr that follows.
 func (i *instance) demux() {
 	defer close(i.done)
-	_, err := stdcopy.StdCopy(i.stdout, i.stderr, i.conn.Reader)
+	err := i.conn.Demux(i.stdout, i.stderr)
 	i.mu.Lock()
 	removed := i.removed
 	i.mu.Unlock()
@@ -307,23 +337,18 @@ func (i *instance) NetNSPath() string {
 func (i *instance) Wait(ctx context.Context) (platform.Exit, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	waitCh, errCh := i.api.ContainerWait(ctx, i.id, container.WaitConditionNotRunning)
-	var code int
-	select {
-	case r := <-waitCh:
-		i.mark(vocab.Exit)
-		if r.Error != nil && r.Error.Message != "" {
-			return platform.Exit{}, fmt.Errorf("waiting for container %s: %s", i.name, r.Error.Message)
-		}
-		code = int(r.StatusCode)
-	case err := <-errCh:
+	status, msg, err := i.eng.WaitContainer(ctx, i.id)
+	if err != nil {
 		if ctx.Err() != nil {
 			return platform.Exit{}, ctx.Err()
 		}
 		return platform.Exit{}, fmt.Errorf("waiting for container %s: %w", i.name, err)
-	case <-ctx.Done():
-		return platform.Exit{}, ctx.Err()
 	}
+	i.mark(vocab.Exit)
+	if msg != "" {
+		return platform.Exit{}, fmt.Errorf("waiting for container %s: %s", i.name, msg)
+	}
+	code := int(status)
 	// The attach stream ends just after the process; give in-flight output
 	// a moment so Stderr is complete.
 	select {
@@ -333,12 +358,12 @@ func (i *instance) Wait(ctx context.Context) (platform.Exit, error) {
 	}
 	exit := platform.Exit{Code: code, Stderr: i.stderr.String()}
 	if code != 0 {
-		ictx, icancel := withTimeout(context.WithoutCancel(ctx), pingTimeout)
+		ictx, icancel := engine.WithTimeout(context.WithoutCancel(ctx), engine.PingTimeout)
 		defer icancel()
-		if c, err := i.api.ContainerInspect(ictx, i.id); err == nil && c.State != nil && c.State.OOMKilled {
+		if c, err := i.eng.InspectContainer(ictx, i.id); err == nil && c.Known && c.OOMKilled {
 			limit := ""
-			if c.HostConfig != nil && c.HostConfig.Memory > 0 {
-				limit = fmt.Sprintf(" (memory limit %d bytes)", c.HostConfig.Memory)
+			if c.Configured && c.Memory > 0 {
+				limit = fmt.Sprintf(" (memory limit %d bytes)", c.Memory)
 			}
 			exit.Stderr += fmt.Sprintf("\n[ctrbench: container %s was killed by the OOM killer%s]", i.name, limit)
 		}
@@ -352,9 +377,9 @@ func (i *instance) Wait(ctx context.Context) (platform.Exit, error) {
 // Stop sends SIGTERM to the agent (PID 1 of the container, which handles
 // it); a container that has exited already is fine.
 func (i *instance) Stop(ctx context.Context) error {
-	ctx, cancel := withTimeout(ctx, cleanupTimeout)
+	ctx, cancel := engine.WithTimeout(ctx, engine.CleanupTimeout)
 	defer cancel()
-	if err := i.api.ContainerKill(ctx, i.id, "SIGTERM"); err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+	if err := i.eng.Signal(ctx, i.id, "SIGTERM"); err != nil && !engine.Gone(err) {
 		return fmt.Errorf("instance %s: %w", i.name, err)
 	}
 	return nil
@@ -366,16 +391,14 @@ func (i *instance) Remove(ctx context.Context) error {
 	if i.removed {
 		return nil
 	}
-	ctx, cancel := cleanupContext(ctx)
+	ctx, cancel := engine.CleanupContext(ctx)
 	defer cancel()
-	if err := removeContainer(ctx, i.api, i.id); err != nil {
+	if err := i.eng.RemoveContainer(ctx, i.id); err != nil {
 		return fmt.Errorf("instance %s: %w", i.name, err)
 	}
 	i.removed = true
 	i.markLocked(vocab.Remove)
-	if i.conn.Conn != nil {
-		i.conn.Close()
-	}
+	i.conn.Close()
 	return nil
 }
 
@@ -428,9 +451,9 @@ func (b *buffer) Read(p []byte) (int, error) {
 }
 
 // engineActions are the container events that end a phase.
-var engineActions = map[events.Action]vocab.Phase{
-	events.ActionCreate: vocab.Create, events.ActionStart: vocab.Start,
-	events.ActionDie: vocab.Exit, events.ActionDestroy: vocab.Remove,
+var engineActions = map[string]vocab.Phase{
+	engine.ActionCreate: vocab.Create, engine.ActionStart: vocab.Start,
+	engine.ActionDie: vocab.Exit, engine.ActionDestroy: vocab.Remove,
 }
 
 // EngineTimings implements platform.EngineTimer: the daemon's own
@@ -440,32 +463,17 @@ func (i *instance) EngineTimings(ctx context.Context) (map[vocab.Phase]time.Time
 	i.mu.Lock()
 	since, until := i.timings.Requested, time.Now()
 	i.mu.Unlock()
-	ctx, cancel := withTimeout(ctx, cleanupTimeout)
+	ctx, cancel := engine.WithTimeout(ctx, engine.CleanupTimeout)
 	defer cancel()
-	msgs, errs := i.api.Events(ctx, events.ListOptions{
-		Since:   eventTime(since.Add(-time.Second)),
-		Until:   eventTime(until), // in the past: the stream ends at once
-		Filters: filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)), filters.Arg("container", i.id)),
-	})
+	at, err := i.eng.ContainerEvents(ctx, i.id, since.Add(-time.Second), until)
+	if err != nil {
+		return nil, fmt.Errorf("instance %s: reading the engine's events: %w", i.name, err)
+	}
 	out := map[vocab.Phase]time.Time{}
-	for {
-		select {
-		case m := <-msgs:
-			if ph, ok := engineActions[m.Action]; ok && m.Actor.ID == i.id {
-				if _, seen := out[ph]; !seen {
-					out[ph] = time.Unix(0, m.TimeNano)
-				}
-			}
-		case err := <-errs:
-			if err == nil || errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("instance %s: reading the engine's events: %w", i.name, err)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("instance %s: reading the engine's events: %w", i.name, ctx.Err())
+	for action, t := range at {
+		if ph, ok := engineActions[action]; ok {
+			out[ph] = t
 		}
 	}
+	return out, nil
 }
-
-// eventTime is t as the events API takes it: seconds.nanoseconds.
-func eventTime(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }

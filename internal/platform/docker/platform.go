@@ -1,44 +1,75 @@
+// Package docker is the docker platform: agents in containers of the
+// machine's Docker Engine, driven through package engine (the one that
+// speaks the Engine API).
+//
+// Prepare builds (or reuses) a FROM-scratch agent image from the local
+// ctrbench binary and creates a per-campaign bridge network; Start runs one
+// container per agent. Nothing is ever pulled: the machines ctrbench runs on
+// may have no registry. Other drivers run docker-platform instances on
+// other engines (New with WithEngine): a nested parent's, podman's.
 package docker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/volume"
-
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
+
+// Timeouts for waits that have no natural end of their own. A caller's
+// shorter deadline always wins.
+const (
+	prepareTimeout = 10 * time.Minute // image build of a large binary included
+	startTimeout   = 2 * time.Minute
+	drainTimeout   = 5 * time.Second // for output still in flight after exit
+)
+
+var errNoPrepare = errors.New("docker platform: Start called before Prepare")
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	binary string
+	image  string // an agent image already in the engine: nothing is built
+	engine []engine.Option
+}
+
+// WithBinary sets the statically linked ctrbench binary put in the image.
+// Prepare needs it.
+func WithBinary(path string) Option { return func(o *options) { o.binary = path } }
+
+// WithImage says the agent image tag is already in the engine (loaded into
+// a nested parent's daemon, or in its preloaded store): Prepare checks it
+// is there and builds nothing.
+func WithImage(tag string) Option { return func(o *options) { o.image = tag } }
+
+// WithEngine drives the engine the options name (engine.WithHost: a
+// nested parent's, podman's) rather than the one the environment names.
+func WithEngine(opts ...engine.Option) Option {
+	return func(o *options) { o.engine = append(o.engine, opts...) }
+}
 
 // Platform runs agents in Docker containers. One Platform serves one
 // campaign. What Prepare makes is held in small parts — the daemon's facts,
 // the agent image, the campaign's bridge, its volume — gathered in one
 // campaign value that Start reads whole.
 type Platform struct {
-	api    API
-	owned  bool // api was created here and is closed by Close
+	eng    *engine.Engine
 	binary string
 	preset string // WithImage: the agent image is already in the engine
-	// hostPIDs: the engine's process IDs are the machine's (it runs here,
-	// not inside a nested parent), so an agent can be signalled directly.
-	hostPIDs bool
 
 	mu     sync.Mutex // serialises Prepare and Close; guards the two below
 	camp   *campaign  // nil until Prepare
 	closed bool
-	built  bool // EnsureAgentImage built the image
 }
 
 // campaign is what Prepare made for one campaign. Prepare replaces it with
@@ -47,9 +78,9 @@ type campaign struct {
 	id       string
 	labels   map[string]string // put on every object of the campaign
 	cgParent string            // Setup.CgroupParent as Docker takes it ("/..."), or ""
-	daemon   daemonFacts
-	image    agentImage
-	bridge   bridgeNet // the campaign's own bridge, when a cell uses one
+	daemon   engine.Facts
+	image    engine.AgentImage
+	bridge   engine.Bridge // the campaign's own bridge, when a cell uses one
 	// defaultGW is the gateway of Docker's default bridge, when used.
 	defaultGW string
 	volume    string   // the campaign's data volume, when storage volume is used
@@ -61,50 +92,19 @@ var _ platform.Platform = (*Platform)(nil)
 // New returns a Docker platform. It does not contact the daemon; Prepare
 // does.
 func New(opts ...Option) (*Platform, error) {
-	o := applyOptions(opts)
-	api, owned, err := newClient(o)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	eng, err := engine.New(o.engine...)
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{api: api, owned: owned, binary: o.binary, preset: o.image, hostPIDs: (o.host == "" || o.local) && o.api == nil}, nil
+	return &Platform{eng: eng, binary: o.binary, preset: o.image}, nil
 }
 
 // Name implements platform.Platform.
 func (p *Platform) Name() string { return "docker" }
-
-// BridgeName is the host link name of a campaign's bridge network: the
-// "ctb" prefix every ctrbench link carries plus 8 hex digits of a hash of
-// the campaign ID (11 characters, under the kernel's 15).
-func BridgeName(campaign string) string {
-	sum := sha256.Sum256([]byte(campaign))
-	return platform.LinkPrefix + hex.EncodeToString(sum[:])[:8]
-}
-
-// NetworkName is the Docker network of a campaign.
-func NetworkName(campaign string) string { return "ctrbench-" + campaign }
-
-// objectLabels merges the caller's labels with the three ctrbench labels,
-// which always win.
-func objectLabels(campaign string, extra ...map[string]string) map[string]string {
-	l := map[string]string{}
-	for _, e := range extra {
-		maps.Copy(l, e)
-	}
-	l[platform.LabelManaged] = "true"
-	l[platform.LabelCampaign] = campaign
-	l[platform.LabelOwnerPID] = strconv.Itoa(os.Getpid())
-	return l
-}
-
-// campaignFilter selects the objects of one campaign, or of all campaigns
-// when campaign is "".
-func campaignFilter(campaign string) filters.Args {
-	f := filters.NewArgs(filters.Arg("label", platform.LabelManaged+"=true"))
-	if campaign != "" {
-		f.Add("label", platform.LabelCampaign+"="+campaign)
-	}
-	return f
-}
 
 // current is the campaign as Prepare left it, or why there is none.
 func (p *Platform) current() (campaign, error) {
@@ -113,7 +113,7 @@ func (p *Platform) current() (campaign, error) {
 	switch {
 	case p.closed:
 		return campaign{}, errors.New("docker platform: Start after Close")
-	case p.camp == nil || p.camp.image.tag == "":
+	case p.camp == nil || p.camp.image.Tag == "":
 		return campaign{}, errNoPrepare
 	}
 	return *p.camp, nil
@@ -135,17 +135,17 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		return fmt.Errorf("docker platform: prepared for campaign %q, not %q", p.camp.id, s.CampaignID)
 	}
 	progress := s.Notes()
-	ctx, cancel := withTimeout(ctx, prepareTimeout)
+	ctx, cancel := engine.WithTimeout(ctx, prepareTimeout)
 	defer cancel()
 
-	c := campaign{id: s.CampaignID, labels: objectLabels(s.CampaignID, s.Labels)}
+	c := campaign{id: s.CampaignID, labels: engine.Labels(s.CampaignID, s.Labels)}
 	if p.camp != nil {
 		c = *p.camp
 	}
 	// Whatever fails below, what was made so far is kept for Close.
 	defer func() { p.camp = &c }()
-	if c.daemon.versions == nil {
-		d, err := readDaemon(ctx, p.api)
+	if c.daemon.Versions == nil {
+		d, err := p.eng.Facts(ctx)
 		if err != nil {
 			return err
 		}
@@ -154,20 +154,20 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if s.CgroupParent != "" {
 		// With the cgroupfs driver a parent is a path below each
 		// hierarchy's root; the systemd driver wants a slice instead.
-		if c.daemon.cgroupDriver == "systemd" {
+		if c.daemon.CgroupDriver == "systemd" {
 			return errors.New("docker platform: an emulated machine (cgroup parent) needs the daemon's cgroupfs driver, this one uses systemd")
 		}
 		c.cgParent = "/" + strings.TrimPrefix(s.CgroupParent, "/")
 	}
-	if c.image.tag == "" && p.preset != "" {
-		img, err := p.api.ImageInspect(ctx, p.preset)
+	if c.image.Tag == "" && p.preset != "" {
+		id, err := p.eng.ImageID(ctx, p.preset)
 		if err != nil {
 			return fmt.Errorf("the agent image %s is not in the engine: %w", p.preset, err)
 		}
-		c.image = agentImage{tag: p.preset, id: img.ID, reused: true}
+		c.image = engine.AgentImage{Tag: p.preset, ID: id, Reused: true}
 	}
-	if c.image.tag == "" {
-		img, err := ensureImage(ctx, p.api, p.binary, s.Tools, c.labels, progress)
+	if c.image.Tag == "" {
+		img, err := p.eng.EnsureAgentImage(ctx, p.binary, s.Tools, c.labels, progress)
 		if err != nil {
 			return err
 		}
@@ -176,23 +176,23 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err := p.checkRuntimes(ctx, &c, s.Options[FactorRuntime]); err != nil {
 		return err
 	}
-	if slices.Contains(s.Networks, vocab.Bridge) && c.bridge.id == "" {
-		b, err := createBridge(ctx, p.api, c.id, c.labels, progress)
+	if slices.Contains(s.Networks, vocab.Bridge) && c.bridge.ID == "" {
+		b, err := p.eng.CreateBridge(ctx, c.id, c.labels, progress)
 		if err != nil {
 			return err
 		}
 		c.bridge = b
 	}
 	if slices.Contains(s.Networks, vocab.BridgeDefault) && c.defaultGW == "" {
-		gw, err := defaultGateway(ctx, p.api)
+		gw, err := p.eng.DefaultGateway(ctx)
 		if err != nil {
 			return err
 		}
 		c.defaultGW = gw
 	}
 	if slices.Contains(s.Storages, vocab.Volume) && c.volume == "" {
-		name := NetworkName(s.CampaignID) + "-data"
-		if _, err := p.api.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: c.labels}); err != nil {
+		name := engine.NetworkName(s.CampaignID) + "-data"
+		if err := p.eng.CreateVolume(ctx, name, c.labels); err != nil {
 			return fmt.Errorf("creating volume %s: %w", name, err)
 		}
 		c.volume = name
@@ -214,7 +214,7 @@ func (p *Platform) HostAddr(netMode vocab.Network) string {
 	}
 	switch netMode {
 	case vocab.Bridge:
-		return p.camp.bridge.gateway
+		return p.camp.bridge.Gateway
 	case vocab.BridgeDefault:
 		return p.camp.defaultGW
 	}
@@ -229,7 +229,7 @@ func (p *Platform) MissingTools() []string {
 	if p.camp == nil {
 		return nil
 	}
-	return slices.Clone(p.camp.image.missing)
+	return slices.Clone(p.camp.image.Missing)
 }
 
 // Info implements platform.Platform.
@@ -241,9 +241,9 @@ func (p *Platform) Info() map[string]string {
 		return info
 	}
 	c := p.camp
-	maps.Copy(info, c.daemon.versions)
-	c.image.describe(info)
-	c.bridge.describe(info)
+	maps.Copy(info, c.daemon.Versions)
+	c.image.Describe(info)
+	c.bridge.Describe(info)
 	if c.volume != "" {
 		info["docker.volume"] = c.volume
 	}
@@ -258,31 +258,27 @@ func (p *Platform) Close(ctx context.Context) error {
 	if p.closed {
 		return nil
 	}
-	ctx, cancel := cleanupContext(ctx)
+	ctx, cancel := engine.CleanupContext(ctx)
 	defer cancel()
 	var errs []error
 	if c := p.camp; c != nil {
-		list, err := p.api.ContainerList(ctx, container.ListOptions{All: true, Filters: campaignFilter(c.id)})
+		ids, err := p.eng.CampaignContainers(ctx, c.id)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing containers of campaign %s: %w", c.id, err))
 		}
-		ids := make([]string, len(list))
-		for i, ct := range list {
-			ids[i] = ct.ID
-		}
-		failed := removeContainers(ctx, p.api, ids)
+		failed := p.eng.RemoveContainers(ctx, ids)
 		for _, id := range ids {
 			if err := failed[id]; err != nil {
 				errs = append(errs, err)
 			}
 		}
-		if err := c.bridge.remove(ctx, p.api); err != nil {
+		if err := p.eng.RemoveBridge(ctx, c.bridge); err != nil {
 			errs = append(errs, err)
 		} else {
-			c.bridge = bridgeNet{}
+			c.bridge = engine.Bridge{}
 		}
 		if c.volume != "" {
-			if err := p.api.VolumeRemove(ctx, c.volume, true); err != nil && !cerrdefs.IsNotFound(err) {
+			if err := p.eng.RemoveVolume(ctx, c.volume, true); err != nil {
 				errs = append(errs, fmt.Errorf("removing volume %s: %w", c.volume, err))
 			} else {
 				c.volume = ""
@@ -293,50 +289,5 @@ func (p *Platform) Close(ctx context.Context) error {
 		return err
 	}
 	p.closed = true
-	if p.owned {
-		return p.api.Close()
-	}
-	return nil
-}
-
-// removeContainer force-removes a container; one that is already gone, or
-// being removed by someone else, counts as removed.
-func removeContainer(ctx context.Context, api API, id string) error {
-	err := api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
-	if err == nil || cerrdefs.IsNotFound(err) || isRemovalInProgress(err) {
-		return nil
-	}
-	return fmt.Errorf("removing container %s: %w", shortID(id), err)
-}
-
-// removeContainers force-removes containers and returns the errors of
-// those that stay. A container sharing another's network namespace
-// depends on it (podman refuses to remove the other first: "has dependent
-// containers"), so the ones that failed are tried once more after the
-// rest.
-func removeContainers(ctx context.Context, api API, ids []string) map[string]error {
-	failed := map[string]error{}
-	var retry []string
-	for _, id := range ids {
-		if removeContainer(ctx, api, id) != nil {
-			retry = append(retry, id)
-		}
-	}
-	for _, id := range retry {
-		if err := removeContainer(ctx, api, id); err != nil {
-			failed[id] = err
-		}
-	}
-	return failed
-}
-
-func isRemovalInProgress(err error) bool {
-	return cerrdefs.IsConflict(err) && containsFold(err.Error(), "already in progress")
-}
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
+	return p.eng.Close()
 }

@@ -7,8 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/docker/docker/api/types/container"
-
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
@@ -45,9 +44,9 @@ func (p *Platform) checkRuntimes(ctx context.Context, c *campaign, levels []stri
 		if slices.Contains(c.runtimes, rt) {
 			continue
 		}
-		if !slices.Contains(c.daemon.runtimes, rt) {
+		if !slices.Contains(c.daemon.Runtimes, rt) {
 			return fmt.Errorf("runtime %s: the engine does not know it; it knows %s (a runtime is registered in the daemon's daemon.json, \"runtimes\")",
-				rt, strings.Join(c.daemon.runtimes, ", "))
+				rt, strings.Join(c.daemon.Runtimes, ", "))
 		}
 		if rt != DefaultRuntime {
 			if err := p.probeRuntime(ctx, c, rt); err != nil {
@@ -61,35 +60,30 @@ func (p *Platform) checkRuntimes(ctx context.Context, c *campaign, levels []stri
 
 // probeRuntime runs the agent's version command in a container of runtime rt.
 func (p *Platform) probeRuntime(ctx context.Context, c *campaign, rt string) error {
-	cfg := &container.Config{Image: c.image.tag, Cmd: []string{"version"}, Labels: c.labels}
-	host := &container.HostConfig{Runtime: rt, NetworkMode: "none"}
-	created, err := p.api.ContainerCreate(ctx, cfg, host, nil, nil, NetworkName(c.id)+"-probe-"+rt)
+	id, err := p.eng.CreateContainer(ctx, engine.ContainerSpec{Name: engine.NetworkName(c.id) + "-probe-" + rt,
+		Image: c.image.Tag, Cmd: []string{"version"}, Labels: c.labels, Runtime: rt, Network: "none"})
 	if err != nil {
 		return err
 	}
-	defer func() {
-		_ = p.api.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
-	}()
+	defer func() { _ = p.eng.RemoveContainer(context.WithoutCancel(ctx), id) }()
 	// An engine may take the field and ignore it (podman's compatible API
 	// does): the container must really have the runtime asked for.
-	got, err := p.api.ContainerInspect(ctx, created.ID)
+	got, err := p.eng.InspectContainer(ctx, id)
 	if err != nil {
 		return err
 	}
-	if got.HostConfig != nil && got.HostConfig.Runtime != rt {
-		return fmt.Errorf("the engine created the container with runtime %q instead: it ignores the choice", got.HostConfig.Runtime)
+	if got.Configured && got.Runtime != rt {
+		return fmt.Errorf("the engine created the container with runtime %q instead: it ignores the choice", got.Runtime)
 	}
-	if err := p.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+	if err := p.eng.StartContainer(ctx, id); err != nil {
 		return firstLine(err)
 	}
-	waitC, errC := p.api.ContainerWait(ctx, created.ID, container.WaitConditionNotRunning)
-	select {
-	case w := <-waitC:
-		if w.StatusCode != 0 {
-			return fmt.Errorf("the probe container exited %d", w.StatusCode)
-		}
-	case err := <-errC:
+	code, _, err := p.eng.WaitContainer(ctx, id)
+	if err != nil {
 		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("the probe container exited %d", code)
 	}
 	return nil
 }

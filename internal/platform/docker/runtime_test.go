@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
@@ -26,7 +27,7 @@ func TestRuntimeFactor(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the engine does not know it; it knows") || !strings.Contains(err.Error(), DefaultRuntime) {
 		t.Errorf("an unknown runtime: %v", err)
 	}
-	if !strings.Contains(p.camp.daemon.versions["docker.runtimes"], "crun") {
+	if !strings.Contains(p.camp.daemon.Versions["docker.runtimes"], "crun") {
 		t.Skip("the engine has no crun registered (make setup registers it)")
 	}
 	setup.Options = map[string][]string{FactorRuntime: {"crun"}}
@@ -42,7 +43,7 @@ func TestRuntimeFactor(t *testing.T) {
 	case !hybrid && err != nil:
 		t.Errorf("crun: %v", err)
 	}
-	rep, lerr := Leftovers(ctx, campaign)
+	rep, lerr := engine.Leftovers(ctx, campaign)
 	if lerr != nil {
 		t.Fatal(lerr)
 	}

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workdir"
 	"github.com/ctrbench/ctrbench/internal/workload"
@@ -94,10 +94,10 @@ func init() {
 		Rank:    20,
 		Caps:    Caps,
 		Open: func(ctx context.Context, cfg platform.Config) (platform.Platform, error) {
-			if err := docker.LocalEngine(); err != nil {
+			if err := engine.LocalEngine(); err != nil {
 				return nil, err
 			}
-			if err := docker.Available(ctx); err != nil {
+			if err := engine.Available(ctx); err != nil {
 				return nil, err
 			}
 			return New(cfg.Binary)

@@ -10,7 +10,9 @@
 // limits apply inside.
 //
 // Everything the Docker Engine API does, for the parents and inside them,
-// goes through package docker, the one that imports the SDK.
+// goes through package engine, the one that imports the SDK: the
+// parents are docker-platform instances of the machine's engine, the
+// children docker-platform instances of their parent's.
 package nested
 
 import (
@@ -25,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/image"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/nestedparent"
@@ -60,7 +63,7 @@ const xtablesDir = "/usr/lib/x86_64-linux-gnu/xtables"
 type Platform struct {
 	binary string
 	outer  *docker.Platform
-	priv   docker.Privileges
+	priv   engine.Privileges
 
 	mu          sync.Mutex
 	setup       platform.Setup
@@ -83,7 +86,7 @@ func New(binary string) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{binary: binary, outer: outer, priv: docker.EnginePrivileges(), root: WorkRoot,
+	return &Platform{binary: binary, outer: outer, priv: engine.EnginePrivileges(), root: WorkRoot,
 		groups: map[string]*parent{}, parents: map[*parent]bool{}}, nil
 }
 
@@ -144,7 +147,7 @@ func (p *Platform) prepare(ctx context.Context, s platform.Setup) error {
 	progress := s.Notes()
 	if p.parentImage == "" {
 		mods, _ := filepath.Glob(filepath.Join(xtablesDir, "*.so"))
-		tag, err := p.outer.EnsureImage(ctx, image.Input{Binary: p.binary, Tools: engineTools, Files: mods, Repository: ParentRepository}, s.Labels, progress)
+		tag, err := p.outer.Engine().EnsureImage(ctx, image.Input{Binary: p.binary, Tools: engineTools, Files: mods, Repository: ParentRepository}, s.Labels, progress)
 		if err != nil {
 			return fmt.Errorf("nested: the parent image (the engine from the docker.io package): %w", err)
 		}
@@ -166,7 +169,7 @@ func saveTo(ctx context.Context, d *docker.Platform, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := d.SaveImage(ctx, f); err != nil {
+	if err := d.Engine().SaveImage(ctx, d.AgentImage(), f); err != nil {
 		f.Close()
 		return err
 	}

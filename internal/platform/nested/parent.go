@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
@@ -117,7 +118,7 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 
 	// The agent image is loaded below (a seed loads it into the store it
 	// makes), or is in the preloaded store: never built in the parent.
-	inner, err := docker.New(docker.WithHost("unix://"+filepath.Join(pr.sock, "docker.sock")), docker.WithImage(p.outer.AgentImage()))
+	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+filepath.Join(pr.sock, "docker.sock"))), docker.WithImage(p.outer.AgentImage()))
 	if err != nil {
 		fail(err)
 		return
@@ -134,7 +135,7 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 			fail(err)
 			return
 		}
-		err = inner.LoadImage(ctx, f)
+		err = inner.Engine().LoadImage(ctx, f)
 		f.Close()
 		if err != nil {
 			fail(err)
@@ -156,12 +157,11 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 	}
 }
 
-// engineSpec is the parent's engine container: the parent's init with
-// its configuration, its socket directory, a data root (tmpfs, or a
-// seed's store on the host), a preloaded store read-only, forwarding when
-// it routes to its inner bridge.
-func (pr *parent) engineSpec(parentImage, store string) docker.EngineSpec {
-	e := docker.EngineSpec{
+// engineSpec is the parent container: the parent image running its
+// engine (its init, `agent parent`), its socket's directory, its data root
+// (a tmpfs, or a seed's store on the host) and the preloaded store.
+func (pr *parent) engineSpec(parentImage, store string) engine.EngineSpec {
+	e := engine.EngineSpec{
 		Image:    parentImage,
 		Cmd:      []string{"agent", "parent", "--config", parentConfig(pr).String()},
 		Binds:    []string{pr.sock + ":" + sockMount},
@@ -199,7 +199,7 @@ func (pr *parent) awaitEngine(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		err := pr.inner.Ping(pctx)
+		err := pr.inner.Engine().Ping(pctx)
 		pcancel()
 		if err == nil {
 			return nil

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
 	"github.com/ctrbench/ctrbench/internal/platform/podman"
 	"github.com/ctrbench/ctrbench/internal/testutil"
@@ -98,7 +98,7 @@ func needPodman(t *testing.T) {
 	if _, err := exec.LookPath("podman"); err != nil {
 		t.Skip("podman is not installed")
 	}
-	if err := docker.Available(context.Background()); err != nil {
+	if err := engine.Available(context.Background()); err != nil {
 		t.Skipf("no Docker Engine: %v", err)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"os/exec"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workdir"
 )
@@ -43,10 +43,10 @@ func init() {
 			if _, err := exec.LookPath("podman"); err != nil {
 				return nil, errors.New("podman is not installed: `make setup` installs it (Debian package podman)")
 			}
-			if err := docker.LocalEngine(); err != nil {
+			if err := engine.LocalEngine(); err != nil {
 				return nil, err
 			}
-			if err := docker.Available(ctx); err != nil {
+			if err := engine.Available(ctx); err != nil {
 				return nil, err // the agent image is built by the machine's Docker Engine
 			}
 			return New(cfg.Binary)

@@ -1,8 +1,8 @@
 // Package podman runs agents in podman containers, through podman's
 // Docker-compatible API: ctrbench starts `podman system service` on a
 // socket of its own, with a configuration of its own (never the user's
-// global files), and drives it with the same Engine API client as the
-// docker platform (package docker, the one that imports the SDK). The
+// global files), and runs docker-platform instances on it (package
+// docker over package engine, the one that imports the SDK). The
 // agent image is the one the machine's Docker Engine builds, saved and
 // loaded into podman's own storage: never pulled.
 package podman
@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -101,7 +102,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		return fmt.Errorf("starting podman's API service: %w", err)
 	}
 	logf.Close()
-	loader, err := docker.New(docker.WithHost("unix://" + sock))
+	loader, err := engine.New(engine.WithHost("unix://" + sock))
 	if err != nil {
 		return err
 	}
@@ -109,15 +110,15 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		return err
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(p.outer.SaveImage(ctx, pw)) }()
+	go func() { pw.CloseWithError(p.outer.Engine().SaveImage(ctx, p.outer.AgentImage(), pw)) }()
 	err = loader.LoadImage(ctx, pr)
 	pr.Close()
-	_ = loader.Disconnect()
+	_ = loader.Close()
 	if err != nil {
 		return fmt.Errorf("loading the agent image into podman: %w", err)
 	}
 	// podman names an image it loads without a registry localhost/….
-	inner, err := docker.New(docker.WithHost("unix://"+sock), docker.WithLocalHost(), docker.WithImage("localhost/"+p.outer.AgentImage()))
+	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+sock), engine.WithLocalHost()), docker.WithImage("localhost/"+p.outer.AgentImage()))
 	if err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func podmanCmd(work string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func awaitService(ctx context.Context, d *docker.Platform) error {
+func awaitService(ctx context.Context, d *engine.Engine) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for {

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
 	"github.com/ctrbench/ctrbench/internal/platform/swarm"
 	"github.com/ctrbench/ctrbench/internal/testutil"
@@ -23,7 +23,7 @@ func TestConformance(t *testing.T) {
 		t.Skip("needs the Docker Engine")
 	}
 	ctx := context.Background()
-	if err := docker.Available(ctx); err != nil {
+	if err := engine.Available(ctx); err != nil {
 		t.Skipf("no Docker Engine: %v", err)
 	}
 	t.Setenv("DOCKER_HOST", "")
@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(swarm.WorkRoot, campaign)); !os.IsNotExist(err) {
 			t.Errorf("the campaign's work directory is still there (%v)", err)
 		}
-		left, err := docker.Leftovers(context.Background(), campaign)
+		left, err := engine.Leftovers(context.Background(), campaign)
 		if err != nil || !left.Empty() {
 			t.Errorf("left behind: %+v (%v)", left, err)
 		}

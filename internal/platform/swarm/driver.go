@@ -16,7 +16,7 @@
 //     loaded are all it makes there, and it removes them.
 //
 // Task states and their timestamps come from the swarm; the agent's output
-// from the task's logs. All Engine API calls go through package docker.
+// from the task's logs. All Engine API calls go through package engine.
 package swarm
 
 import (
@@ -26,8 +26,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workdir"
@@ -148,7 +148,7 @@ func clean(ctx context.Context, o platform.CleanOptions) (platform.Cleaned, erro
 	if err != nil || (o.Engine.IsZero() && !remoteNamed()) {
 		return out, err
 	}
-	sw, err := docker.DialSwarm(o.Engine)
+	sw, err := engine.DialSwarm(o.Engine)
 	if err != nil {
 		out.Skipped = firstLine(err)
 		return out, nil
@@ -162,7 +162,7 @@ func clean(ctx context.Context, o platform.CleanOptions) (platform.Cleaned, erro
 		}
 		return out, nil
 	}
-	keep := func(labels map[string]string) bool { return !o.Force && docker.OwnerRunning(labels) }
+	keep := func(labels map[string]string) bool { return !o.Force && engine.OwnerRunning(labels) }
 	left, err := sw.Leftovers(ctx, o.Campaign, true, keep)
 	for _, s := range left.Services {
 		out.Removed = append(out.Removed, "swarm service "+s)

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
@@ -57,7 +57,7 @@ type instance struct {
 	stderr *tailbuf.Buffer
 
 	mu      sync.Mutex
-	task    docker.Task
+	task    engine.Task
 	engine  map[vocab.Phase]time.Time // the swarm's own timestamps
 	done    chan struct{}             // closed when the task ended and its output is all delivered
 	removed bool
@@ -77,18 +77,6 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err != nil {
 		return nil, err
 	}
-
-	inv := spec.Agent
-	switch spec.Storage {
-	case "", vocab.Layer:
-	case vocab.Tmpfs:
-		sp.Tmpfs, inv.DataDir = dataMount, dataMount
-	default:
-		return nil, fmt.Errorf("swarm: no storage %s here", spec.Storage)
-	}
-	sp.Args = inv.Args()
-	sp.NanoCPUs = int64(spec.Limits.CPUs * 1e9)
-	sp.MemoryBytes = spec.Limits.MemoryBytes
 
 	// The create is not cancelled by Ctrl-C: a service made by a request
 	// abandoned in flight would have no one to remove it.
@@ -124,27 +112,26 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	default:
 		in.ip, _, _ = strings.Cut(t.Addrs[overlay.ID], "/")
 	}
-	in.see(spec.Network, t, sp.Name, overlay, vxlan)
+	in.seen = seen(spec, sp.Name, in, t, overlay, vxlan)
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	in.cancel = cancel
 	go in.watch(wctx)
 	return in, nil
 }
 
-// serviceSpec is the service of an instance: its node (by index, name or
-// label), its network, under the platform's lock; with the node it was
-// placed on (none when the swarm chooses), the overlay it joins and the
-// swarm's VXLAN port.
-func (p *Platform) serviceSpec(spec platform.InstanceSpec) (sp docker.ServiceSpec, nd node, overlay docker.Overlay, vxlan uint32, err error) {
+// serviceSpec is the service of an instance: its image and agent, labels,
+// placement on a node (nd, when its host is one), network (overlay, on an
+// overlay, and the swarm's VXLAN port), storage and limits.
+func (p *Platform) serviceSpec(spec platform.InstanceSpec) (sp engine.ServiceSpec, nd node, overlay engine.Overlay, vxlan uint32, err error) {
 	p.mu.Lock()
 	if p.closed || !p.prepared {
 		p.mu.Unlock()
-		return sp, nd, overlay, 0, errors.New("swarm platform: Start before Prepare or after Close")
+		return engine.ServiceSpec{}, node{}, engine.Overlay{}, 0, errors.New("swarm platform: Start before Prepare or after Close")
 	}
 	labels := map[string]string{}
 	maps.Copy(labels, p.setup.Labels)
 	maps.Copy(labels, spec.Labels)
-	sp = docker.ServiceSpec{Name: swarmName(spec.Name), Image: p.imageID, Labels: labels}
+	sp = engine.ServiceSpec{Name: swarmName(spec.Name), Image: p.imageID, Labels: labels}
 	switch {
 	case spec.Node != "":
 		k, v, isLabel := strings.Cut(spec.Node, "=")
@@ -156,7 +143,7 @@ func (p *Platform) serviceSpec(spec platform.InstanceSpec) (sp docker.ServiceSpe
 	case spec.Host > 0:
 		if spec.Host > len(p.nodes) {
 			p.mu.Unlock()
-			return sp, nd, overlay, 0, fmt.Errorf("swarm: %s is placed on node %d, and the swarm has %d", spec.Name, spec.Host, len(p.nodes))
+			return engine.ServiceSpec{}, node{}, engine.Overlay{}, 0, fmt.Errorf("swarm: %s is placed on node %d, and the swarm has %d", spec.Name, spec.Host, len(p.nodes))
 		}
 		nd = p.nodes[spec.Host-1]
 		sp.Constraints = []string{"node.id==" + nd.id}
@@ -168,42 +155,54 @@ func (p *Platform) serviceSpec(spec platform.InstanceSpec) (sp docker.ServiceSpe
 		ov, ok := p.networks[spec.Network]
 		if !ok {
 			p.mu.Unlock()
-			return sp, nd, overlay, 0, fmt.Errorf("swarm: network %s was not prepared", spec.Network)
+			return engine.ServiceSpec{}, node{}, engine.Overlay{}, 0, fmt.Errorf("swarm: network %s was not prepared", spec.Network)
 		}
 		sp.Network = ov.ID
 	default:
 		p.mu.Unlock()
-		return sp, nd, overlay, 0, fmt.Errorf("swarm: no network %s here", spec.Network)
+		return engine.ServiceSpec{}, node{}, engine.Overlay{}, 0, fmt.Errorf("swarm: no network %s here", spec.Network)
 	}
 	overlay = p.networks[spec.Network]
 	vxlan = p.state.VXLANPort
 	p.mu.Unlock()
-	return sp, nd, overlay, vxlan, nil
 
+	inv := spec.Agent
+	switch spec.Storage {
+	case "", vocab.Layer:
+	case vocab.Tmpfs:
+		sp.Tmpfs, inv.DataDir = dataMount, dataMount
+	default:
+		return engine.ServiceSpec{}, node{}, engine.Overlay{}, 0, fmt.Errorf("swarm: no storage %s here", spec.Storage)
+	}
+	sp.Args = inv.Args()
+	sp.NanoCPUs = int64(spec.Limits.CPUs * 1e9)
+	sp.MemoryBytes = spec.Limits.MemoryBytes
+	return sp, nd, overlay, vxlan, nil
 }
 
-// see records where the instance's task runs: its node, task, service,
-// address and, on an overlay, the network's make.
-func (in *instance) see(network vocab.Network, t docker.Task, service string, overlay docker.Overlay, vxlan uint32) {
-	in.seen = map[string]string{
+// seen is what the instance records of itself: its node, task, service,
+// address and network.
+func seen(spec platform.InstanceSpec, service string, in *instance, t engine.Task, overlay engine.Overlay, vxlan uint32) map[string]string {
+	m := map[string]string{
 		"node": in.node.hostname, "node.index": strconv.Itoa(in.node.index), "node.addr": in.node.addr,
 		"task": t.ID, "service": service, "ip": in.ip,
 	}
-	if network == vocab.Host || network == "" {
-		in.seen["network.driver"] = "host"
+	if spec.Network == vocab.Host || spec.Network == "" {
+		m["network.driver"] = "host"
 	} else {
-		in.seen["network.driver"] = overlay.Driver
-		in.seen["network.name"] = overlay.Name
-		in.seen["network.subnet"] = overlay.Subnet
-		in.seen["network.mtu"] = overlay.MTU
-		in.seen["network.vxlan_port"] = strconv.FormatUint(uint64(vxlan), 10)
-		in.seen["network.encrypted"] = strconv.FormatBool(overlay.Encrypted)
+		m["network.driver"] = overlay.Driver
+		m["network.name"] = overlay.Name
+		m["network.subnet"] = overlay.Subnet
+		m["network.mtu"] = overlay.MTU
+		m["network.vxlan_port"] = strconv.FormatUint(uint64(vxlan), 10)
+		m["network.encrypted"] = strconv.FormatBool(overlay.Encrypted)
 	}
+	return m
 }
 
 // observe reads the task and records the swarm's timestamps of the states
 // it has not seen yet; it returns the task.
-func (in *instance) observe(ctx context.Context) (docker.Task, bool, error) {
+func (in *instance) observe(ctx context.Context) (engine.Task, bool, error) {
 	t, ok, err := in.p.mgr.ServiceTask(ctx, in.service)
 	if err != nil || !ok {
 		return t, ok, err

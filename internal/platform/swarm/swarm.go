@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
@@ -40,12 +40,12 @@ type Platform struct {
 	setup    platform.Setup
 	prepared bool
 	closed   bool
-	mgr      *docker.Swarm
-	state    docker.SwarmState
+	mgr      *engine.Swarm
+	state    engine.SwarmState
 	nodes    []node // node i+1
 	byID     map[string]node
 	imageID  string // the agent image, by ID: nodes never pull
-	networks map[vocab.Network]docker.Overlay
+	networks map[vocab.Network]engine.Overlay
 	live     map[*instance]bool
 	services []string // every service made, for Close to see them gone
 	// removed are the services removed since the last Start settled:
@@ -65,7 +65,7 @@ type Platform struct {
 	// On a user's swarm: the image this run loaded into the manager (to
 	// remove at the end), and the engine that built it.
 	loaded string
-	build  *docker.Platform
+	build  *engine.Engine
 }
 
 // node is one node of the swarm as placement sees it.
@@ -73,7 +73,7 @@ type node struct {
 	index              int
 	id, hostname, addr string
 	labels             map[string]string
-	engine             *docker.Swarm // its own engine, where reachable (emulated)
+	engine             *engine.Swarm // its own engine, where reachable (emulated)
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -82,9 +82,9 @@ var _ platform.Platform = (*Platform)(nil)
 // environment) names, or, when none is named, on one it will emulate.
 func Open(ctx context.Context, cfg platform.Config) (*Platform, error) {
 	p := &Platform{binary: cfg.Binary, engine: cfg.Engine, remote: !cfg.Engine.IsZero() || remoteNamed(),
-		networks: map[vocab.Network]docker.Overlay{}, live: map[*instance]bool{}, byID: map[string]node{}, info: map[string]string{}}
+		networks: map[vocab.Network]engine.Overlay{}, live: map[*instance]bool{}, byID: map[string]node{}, info: map[string]string{}}
 	if !p.remote {
-		if err := docker.Available(ctx); err != nil {
+		if err := engine.Available(ctx); err != nil {
 			return nil, fmt.Errorf("swarm: the emulated swarm's nodes are containers of this machine's Docker Engine: %w", err)
 		}
 		emu, err := nested.NewNodes(cfg.Binary, WorkRoot)
@@ -94,7 +94,7 @@ func Open(ctx context.Context, cfg platform.Config) (*Platform, error) {
 		p.emu = emu
 		return p, nil
 	}
-	mgr, err := docker.DialSwarm(cfg.Engine)
+	mgr, err := engine.DialSwarm(cfg.Engine)
 	if err != nil {
 		return nil, err
 	}
@@ -185,9 +185,9 @@ func (p *Platform) emulate(ctx context.Context, s platform.Setup, want int) erro
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("swarm: starting the emulated nodes: %w", err)
 	}
-	engines := make([]*docker.Swarm, want)
+	engines := make([]*engine.Swarm, want)
 	for i, n := range nodes {
-		sw, err := docker.DialSwarm(platform.Engine{Host: n.Socket})
+		sw, err := engine.DialSwarm(platform.Engine{Host: n.Socket})
 		if err != nil {
 			return err
 		}
@@ -361,19 +361,19 @@ func (p *Platform) findNodes(ctx context.Context, want int) error {
 // checks every node has it: the swarm's workers are not reachable from
 // here, and ctrbench uses no registry.
 func (p *Platform) bringImage(ctx context.Context, s platform.Setup) error {
-	b, err := docker.New(docker.WithEngine(p.engine), docker.WithBinary(p.binary))
+	b, err := engine.New(engine.WithEndpoint(p.engine))
 	if err != nil {
 		return err
 	}
 	p.build = b
-	tag, err := b.EnsureAgentImage(ctx, s.Tools, s.Labels, s.Notes())
+	img, err := b.EnsureAgentImage(ctx, p.binary, s.Tools, s.Labels, s.Notes())
 	if err != nil {
 		return fmt.Errorf("swarm: the agent image in %s: %w", p.mgr.Host, err)
 	}
-	if p.imageID, err = p.mgr.ImageID(ctx, tag); err != nil {
+	if p.imageID, err = p.mgr.ImageID(ctx, img.Tag); err != nil {
 		return err
 	}
-	if b.BuiltImage() {
+	if !img.Reused {
 		p.loaded = p.imageID
 	}
 	// Every node must hold it: one probe task per node runs the agent's
@@ -385,7 +385,7 @@ func (p *Platform) bringImage(ctx context.Context, s platform.Setup) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("swarm: the agent image %s (%s) is not on every node: %s. ctrbench uses no registry: load it on each node, e.g. `docker -H %s save %s | docker -H <node> load`", tag, shortID(p.imageID), strings.Join(missing, "; "), p.mgr.Host, tag)
+		return fmt.Errorf("swarm: the agent image %s (%s) is not on every node: %s. ctrbench uses no registry: load it on each node, e.g. `docker -H %s save %s | docker -H <node> load`", img.Tag, shortID(p.imageID), strings.Join(missing, "; "), p.mgr.Host, img.Tag)
 	}
 	return nil
 }
@@ -393,7 +393,7 @@ func (p *Platform) bringImage(ctx context.Context, s platform.Setup) error {
 // probe runs the agent's version on node n and waits for it to end well.
 func (p *Platform) probe(ctx context.Context, n node) error {
 	name := swarmName(fmt.Sprintf("ctrbench-%s-probe-%s", p.setup.CampaignID, n.id[:min(12, len(n.id))]))
-	id, err := p.mgr.CreateService(ctx, docker.ServiceSpec{Name: name, Image: p.imageID, Args: []string{"version"}, Labels: p.setup.Labels,
+	id, err := p.mgr.CreateService(ctx, engine.ServiceSpec{Name: name, Image: p.imageID, Args: []string{"version"}, Labels: p.setup.Labels,
 		Network: "host", Constraints: []string{"node.id==" + n.id}})
 	if err != nil {
 		return err
@@ -491,7 +491,7 @@ func (p *Platform) Close(ctx context.Context) error {
 		errs = append(errs, p.mgr.Close())
 	}
 	if p.build != nil {
-		errs = append(errs, p.build.Disconnect())
+		errs = append(errs, p.build.Close())
 	}
 	return errors.Join(errs...)
 }

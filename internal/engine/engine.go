@@ -1,15 +1,20 @@
-// Package docker runs agents in Docker containers. It is the only package
-// in ctrbench that imports the Docker SDK.
+// Package engine is ctrbench's one gateway to a Docker Engine API (the
+// machine's Docker Engine, a nested parent's, podman's compatible service, a
+// swarm manager): the only package that imports the Docker SDK. It makes
+// the client (an address, a CLI context, TLS, DOCKER_HOST) and offers what
+// the drivers ask of an engine in ctrbench's terms: the daemon's facts,
+// images (the agent image built FROM scratch, ensured, saved, loaded),
+// networks, volumes, containers (create, attach, start, inspect, wait,
+// signal, remove, their events), a swarm's services, tasks and nodes, and
+// the objects carrying ctrbench's labels (listed, cleaned).
 //
-// Prepare builds (or reuses) a FROM-scratch agent image from the local
-// ctrbench binary and creates a per-campaign bridge network; Start runs one
-// container per agent. Nothing is ever pulled: the machines ctrbench runs on
-// may have no registry.
-package docker
+// What a trial does with them is the drivers' (internal/platform/docker,
+// nested, podman, swarm); nothing is ever pulled: the machines ctrbench
+// runs on may have no registry.
+package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -73,41 +78,27 @@ var _ API = (*client.Client)(nil)
 // Timeouts for waits that have no natural end of their own. A caller's
 // shorter deadline always wins.
 const (
-	pingTimeout    = 5 * time.Second
-	prepareTimeout = 10 * time.Minute // image build of a large binary included
-	startTimeout   = 2 * time.Minute
-	cleanupTimeout = 30 * time.Second
-	drainTimeout   = 5 * time.Second // for output still in flight after exit
+	PingTimeout    = 5 * time.Second
+	CleanupTimeout = 30 * time.Second
 )
 
-// Option configures New and Clean.
+// Option configures New and the functions that make their own client.
 type Option func(*options)
 
 type options struct {
-	binary string
-	api    API
-	host   string // another engine's address, "unix:///path"
-	image  string // an agent image already in the engine: nothing is built
-	local  bool   // the engine at host runs on this machine (its pids are ours)
-	engine *platform.Engine
+	api      API
+	host     string // another engine's address, "unix:///path"
+	local    bool   // the engine at host runs on this machine (its pids are ours)
+	endpoint *platform.Engine
 }
 
-// WithEngine talks to the engine e names (an address or a Docker CLI
+// WithEndpoint talks to the engine e names (an address or a Docker CLI
 // context, with TLS): a user's swarm manager.
-func WithEngine(e platform.Engine) Option { return func(o *options) { o.engine = &e } }
-
-// WithBinary sets the statically linked ctrbench binary put in the image.
-// Prepare needs it.
-func WithBinary(path string) Option { return func(o *options) { o.binary = path } }
+func WithEndpoint(e platform.Engine) Option { return func(o *options) { o.endpoint = &e } }
 
 // WithHost talks to the engine at host ("unix:///path/docker.sock") rather
 // than the one the environment names: a nested parent's own daemon.
 func WithHost(host string) Option { return func(o *options) { o.host = host } }
-
-// WithImage says the agent image tag is already in the engine (loaded into
-// a nested parent's daemon, or in its preloaded store): Prepare checks it
-// is there and builds nothing.
-func WithImage(tag string) Option { return func(o *options) { o.image = tag } }
 
 // WithLocalHost says the engine at WithHost's address runs on this machine,
 // not inside a container (podman's service): its containers' process IDs
@@ -136,8 +127,8 @@ func newClient(o options) (api API, owned bool, err error) {
 	if o.host != "" {
 		from = []client.Opt{client.WithHost(o.host)}
 	}
-	if o.engine != nil {
-		ep, err := engineOptions(*o.engine)
+	if o.endpoint != nil {
+		ep, err := engineOptions(*o.endpoint)
 		if err != nil {
 			return nil, false, err
 		}
@@ -150,6 +141,46 @@ func newClient(o options) (api API, owned bool, err error) {
 	return c, true, nil
 }
 
+// Engine is a connection to one engine. It does not contact the engine
+// until asked something.
+type Engine struct {
+	api   API
+	owned bool // api was created here and is closed by Close
+	// localPIDs: the engine's process IDs are the machine's (it runs here,
+	// not inside a nested parent).
+	localPIDs bool
+}
+
+// New connects to the engine the options name (the environment's without
+// any).
+func New(opts ...Option) (*Engine, error) {
+	o := applyOptions(opts)
+	api, owned, err := newClient(o)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{api: api, owned: owned, localPIDs: (o.host == "" || o.local) && o.api == nil}, nil
+}
+
+// LocalPIDs reports whether the engine's containers' process IDs are the
+// machine's, so their agents can be signalled directly.
+func (e *Engine) LocalPIDs() bool { return e.localPIDs }
+
+// Close releases the connection (a client the caller injected is the
+// caller's to close).
+func (e *Engine) Close() error {
+	if e.owned {
+		return e.api.Close()
+	}
+	return nil
+}
+
+// Ping reports whether the engine answers.
+func (e *Engine) Ping(ctx context.Context) error {
+	_, err := e.api.Ping(ctx)
+	return err
+}
+
 // Available reports whether a Docker daemon answers.
 func Available(ctx context.Context, opts ...Option) error {
 	api, owned, err := newClient(applyOptions(opts))
@@ -159,7 +190,7 @@ func Available(ctx context.Context, opts ...Option) error {
 	if owned {
 		defer api.Close()
 	}
-	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	ctx, cancel := context.WithTimeout(ctx, PingTimeout)
 	defer cancel()
 	if _, err := api.Ping(ctx); err != nil {
 		return unreachable(api, err)
@@ -175,18 +206,16 @@ func unreachable(api API, err error) error {
 	return fmt.Errorf("docker daemon not reachable%s: %w (run scripts/setup.sh to install and start it)", host, err)
 }
 
-// withTimeout bounds ctx by d unless it already ends sooner.
-func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+// WithTimeout bounds ctx by d unless it already ends sooner.
+func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, d)
 }
 
-// cleanupContext survives the caller's cancellation (Ctrl-C) so removal
+// CleanupContext survives the caller's cancellation (Ctrl-C) so removal
 // still happens, but not forever.
-func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 }
-
-var errNoPrepare = errors.New("docker platform: Start called before Prepare")

@@ -1,13 +1,10 @@
-package docker
+package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -50,7 +47,7 @@ func Clean(ctx context.Context, campaign string, force, images bool, opts ...Opt
 	if owned {
 		defer api.Close()
 	}
-	ctx, cancel := cleanupContext(ctx)
+	ctx, cancel := CleanupContext(ctx)
 	defer cancel()
 	f := campaignFilter(campaign)
 	var errs []error
@@ -166,21 +163,6 @@ func containerName(c container.Summary) string {
 		return strings.TrimPrefix(c.Names[0], "/")
 	}
 	return shortID(c.ID)
-}
-
-// ownerRunning reports whether pid is a live process that is ctrbench, so
-// a campaign still running is not pulled from under it. A reused pid that
-// belongs to another program does not count.
-func ownerRunning(pid string) bool {
-	n, err := strconv.Atoi(pid)
-	if err != nil || n <= 0 {
-		return false
-	}
-	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(n) + "/cmdline")
-	if err != nil {
-		return false
-	}
-	return bytes.Contains(cmdline, []byte("ctrbench"))
 }
 
 func containsFold(s, sub string) bool {

@@ -1,4 +1,4 @@
-package docker
+package engine
 
 import (
 	"context"
@@ -9,18 +9,20 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 )
 
-// daemonFacts is what the daemon says of itself, read once per campaign.
-type daemonFacts struct {
-	versions     map[string]string // for the campaign's environment record
-	rootDir      string            // its data root, whose disk block I/O limits name
-	cgroupDriver string            // cgroupfs or systemd
-	runtimes     []string          // the OCI runtimes it knows, sorted
+// Facts are what the daemon says of itself, read once per campaign.
+type Facts struct {
+	Versions     map[string]string // for the campaign's environment record
+	RootDir      string            // its data root, whose disk block I/O limits name
+	CgroupDriver string            // cgroupfs or systemd
+	Runtimes     []string          // the OCI runtimes it knows, sorted
 }
 
-func readDaemon(ctx context.Context, api API) (daemonFacts, error) {
+// Facts reads the daemon's versions and configuration.
+func (e *Engine) Facts(ctx context.Context) (Facts, error) {
+	api := e.api
 	v, err := api.ServerVersion(ctx)
 	if err != nil {
-		return daemonFacts{}, unreachable(api, err)
+		return Facts{}, unreachable(api, err)
 	}
 	facts := map[string]string{
 		result.EnvDocker:            v.Version,
@@ -40,7 +42,7 @@ func readDaemon(ctx context.Context, api API) (daemonFacts, error) {
 	}
 	info, err := api.Info(ctx)
 	if err != nil {
-		return daemonFacts{}, fmt.Errorf("reading docker info: %w", err)
+		return Facts{}, fmt.Errorf("reading docker info: %w", err)
 	}
 	facts[result.EnvCgroupDriver] = info.CgroupDriver
 	facts[result.EnvCgroupVersion] = info.CgroupVersion
@@ -57,5 +59,5 @@ func readDaemon(ctx context.Context, api API) (daemonFacts, error) {
 			delete(facts, k)
 		}
 	}
-	return daemonFacts{versions: facts, rootDir: info.DockerRootDir, cgroupDriver: info.CgroupDriver, runtimes: runtimes}, nil
+	return Facts{Versions: facts, RootDir: info.DockerRootDir, CgroupDriver: info.CgroupDriver, Runtimes: runtimes}, nil
 }

@@ -1,15 +1,10 @@
-package docker
+package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -53,90 +48,6 @@ func DialSwarm(e platform.Engine) (*Swarm, error) {
 // Close releases the connection.
 func (s *Swarm) Close() error { return s.api.Close() }
 
-// endpoint is how to reach an engine: the client options, a description
-// for messages, and whether the connection uses TLS.
-type endpoint struct {
-	opts []client.Opt
-	desc string
-	tls  bool
-}
-
-// engineOptions turns an engine's name into client options: --host and
-// the TLS files, else the CLI context (its endpoint and TLS material from
-// the CLI's context store), else the environment (DOCKER_HOST,
-// DOCKER_TLS_VERIFY, DOCKER_CERT_PATH).
-func engineOptions(e platform.Engine) (endpoint, error) {
-	if e.Host == "" && e.Context != "" && e.Context != "default" {
-		host, tlsDir, err := contextEndpoint(e.Context)
-		if err != nil {
-			return endpoint{}, err
-		}
-		ep := endpoint{opts: []client.Opt{client.WithHost(host)}, desc: host + " (context " + e.Context + ")"}
-		if tlsDir != "" {
-			ep.opts = append(ep.opts, client.WithTLSClientConfig(filepath.Join(tlsDir, "ca.pem"), filepath.Join(tlsDir, "cert.pem"), filepath.Join(tlsDir, "key.pem")))
-			ep.tls = true
-		}
-		return ep, nil
-	}
-	if e.Host == "" {
-		host := os.Getenv("DOCKER_HOST")
-		if host == "" {
-			host = client.DefaultDockerHost
-		}
-		return endpoint{opts: []client.Opt{client.FromEnv}, desc: host, tls: os.Getenv("DOCKER_TLS_VERIFY") != ""}, nil
-	}
-	ep := endpoint{opts: []client.Opt{client.WithHost(e.Host)}, desc: e.Host}
-	if e.TLSVerify && e.TLSCACert == "" && e.TLSCert == "" && e.TLSKey == "" {
-		// As Docker's CLI: the files in $DOCKER_CERT_PATH, else ~/.docker.
-		dir := os.Getenv("DOCKER_CERT_PATH")
-		if dir == "" {
-			home, _ := os.UserHomeDir()
-			dir = filepath.Join(home, ".docker")
-		}
-		e.TLSCACert, e.TLSCert, e.TLSKey = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	}
-	if e.TLSVerify || e.TLSCACert != "" || e.TLSCert != "" || e.TLSKey != "" {
-		ep.opts = append(ep.opts, client.WithTLSClientConfig(e.TLSCACert, e.TLSCert, e.TLSKey))
-		ep.tls = true
-	}
-	return ep, nil
-}
-
-// contextEndpoint reads a Docker CLI context: its engine endpoint and the
-// directory of its TLS files ("" without TLS), from the CLI's store
-// ($DOCKER_CONFIG or ~/.docker, contexts/meta/<sha256 of the name>).
-func contextEndpoint(name string) (host, tlsDir string, err error) {
-	dir := os.Getenv("DOCKER_CONFIG")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".docker")
-	}
-	sum := sha256.Sum256([]byte(name))
-	id := hex.EncodeToString(sum[:])
-	b, err := os.ReadFile(filepath.Join(dir, "contexts", "meta", id, "meta.json"))
-	if err != nil {
-		return "", "", fmt.Errorf("docker context %q: %w (contexts live in %s/contexts; `docker context ls` lists them)", name, err, dir)
-	}
-	var meta struct {
-		Endpoints map[string]struct {
-			Host          string
-			SkipTLSVerify bool
-		}
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return "", "", fmt.Errorf("docker context %q: %w", name, err)
-	}
-	ep, ok := meta.Endpoints["docker"]
-	if !ok || ep.Host == "" {
-		return "", "", fmt.Errorf("docker context %q has no docker endpoint", name)
-	}
-	t := filepath.Join(dir, "contexts", "tls", id, "docker")
-	if _, err := os.Stat(filepath.Join(t, "ca.pem")); err != nil {
-		t = ""
-	}
-	return ep.Host, t, nil
-}
-
 // SwarmState is what an engine says of its place in a swarm.
 type SwarmState struct {
 	NodeID    string
@@ -152,7 +63,7 @@ type SwarmState struct {
 
 // State reads the engine's swarm state.
 func (s *Swarm) State(ctx context.Context) (SwarmState, error) {
-	ctx, cancel := withTimeout(ctx, pingTimeout)
+	ctx, cancel := WithTimeout(ctx, PingTimeout)
 	defer cancel()
 	info, err := s.api.Info(ctx)
 	if err != nil {
@@ -289,7 +200,7 @@ func (s *Swarm) CreateOverlay(ctx context.Context, name string, labels map[strin
 // RemoveNetwork removes a network, retrying while the swarm still takes
 // down tasks attached to it.
 func (s *Swarm) RemoveNetwork(ctx context.Context, id string) error {
-	deadline := time.Now().Add(cleanupTimeout)
+	deadline := time.Now().Add(CleanupTimeout)
 	for {
 		err := s.api.NetworkRemove(ctx, id)
 		if err == nil || cerrdefs.IsNotFound(err) {
@@ -538,12 +449,6 @@ func (s *Swarm) Leftovers(ctx context.Context, campaign string, remove bool, kee
 		}
 	}
 	return out, errors.Join(errs...)
-}
-
-// OwnerRunning reports whether the ctrbench that labelled an object (its
-// owner-pid label) still runs on this machine.
-func OwnerRunning(labels map[string]string) bool {
-	return ownerRunning(labels[platform.LabelOwnerPID])
 }
 
 // Signal sends a container of this engine a signal ("USR1").

@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	dockerbuild "github.com/docker/docker/api/types/build"
+
+	"github.com/ctrbench/ctrbench/internal/image"
+)
+
+// AgentImage is a campaign's agent image; the zero value is none yet.
+type AgentImage struct {
+	Tag, ID   string
+	Reused    bool     // the image existed already
+	Missing   []string // tools not on this host, so not in the image
+	BuildSecs float64
+}
+
+// Describe adds the image to a campaign's environment record.
+func (a AgentImage) Describe(info map[string]string) {
+	if a.Tag == "" {
+		return
+	}
+	info["docker.image"], info["docker.image_id"] = a.Tag, a.ID
+	info["docker.image_reused"] = strconv.FormatBool(a.Reused)
+	if !a.Reused {
+		info["docker.image_build_seconds"] = strconv.FormatFloat(a.BuildSecs, 'f', 2, 64)
+	}
+	if len(a.Missing) > 0 {
+		info["docker.image_missing_tools"] = fmt.Sprint(a.Missing)
+	}
+}
+
+// EnsureAgentImage plans the agent image of binary with tools and builds
+// it unless an image with the same content tag is already present (the
+// build context goes over the API). Nothing is ever pulled.
+func (e *Engine) EnsureAgentImage(ctx context.Context, binary string, tools []string, labels map[string]string, progress io.Writer) (AgentImage, error) {
+	api := e.api
+	if binary == "" {
+		return AgentImage{}, errors.New("docker platform: no ctrbench binary configured (WithBinary)")
+	}
+	plan, err := image.Plan(image.Input{Binary: binary, Tools: tools})
+	if err != nil {
+		return AgentImage{}, fmt.Errorf("planning agent image: %w", err)
+	}
+	a := AgentImage{Tag: plan.Tag, Missing: plan.Missing}
+	if len(plan.Missing) > 0 {
+		fmt.Fprintf(progress, "docker: not installed on this host, so not in the image: %s (workloads that need them will fail)\n",
+			strings.Join(plan.Missing, ", "))
+	}
+	if img, err := api.ImageInspect(ctx, plan.Tag); err == nil {
+		a.ID, a.Reused = img.ID, true
+		fmt.Fprintf(progress, "docker: reusing image %s\n", plan.Tag)
+		return a, nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return AgentImage{}, fmt.Errorf("inspecting image %s: %w", plan.Tag, err)
+	}
+
+	var size int
+	for _, f := range plan.Files {
+		size += len(f.Data)
+	}
+	fmt.Fprintf(progress, "docker: building image %s (%d files, %.1f MiB)\n", plan.Tag, len(plan.Files), float64(size)/(1<<20))
+	start := time.Now()
+	if err := buildImage(ctx, api, plan, labels); err != nil {
+		return AgentImage{}, fmt.Errorf("building image %s: %w", plan.Tag, err)
+	}
+	img, err := api.ImageInspect(ctx, plan.Tag)
+	if err != nil {
+		return AgentImage{}, fmt.Errorf("inspecting built image %s: %w", plan.Tag, err)
+	}
+	a.ID, a.BuildSecs = img.ID, time.Since(start).Seconds()
+	fmt.Fprintf(progress, "docker: built image %s in %.1fs\n", plan.Tag, a.BuildSecs)
+	return a, nil
+}
+
+// buildMessage is one line of the daemon's JSON build output.
+type buildMessage struct {
+	Stream      string `json:"stream"`
+	Status      string `json:"status"`
+	Error       string `json:"error"`
+	ErrorDetail *struct {
+		Message string `json:"message"`
+	} `json:"errorDetail"`
+}
+
+func buildImage(ctx context.Context, api API, plan *image.Context, labels map[string]string) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(plan.WriteTar(pw)) }()
+	// Unblocks the tar writer whichever way the build ends.
+	defer pr.Close()
+
+	resp, err := api.ImageBuild(ctx, pr, dockerbuild.ImageBuildOptions{
+		Tags:        []string{plan.Tag},
+		Labels:      labels,
+		Remove:      true,
+		ForceRemove: true,
+		PullParent:  false,
+		NetworkMode: "none",
+		// The classic builder needs no BuildKit session and handles
+		// FROM scratch + COPY offline.
+		Version: dockerbuild.BuilderV1,
+	})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	// The builder's step-by-step log is kept for a failure report only; a
+	// successful build is one line of progress, written by the caller.
+	var log strings.Builder
+	fail := func(msg string) error {
+		return fmt.Errorf("%s\nbuild log:\n%s", strings.TrimSpace(msg), log.String())
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var m buildMessage
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("reading build output: %w", err)
+		}
+		if m.Error != "" {
+			return fail(m.Error)
+		}
+		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
+			return fail(m.ErrorDetail.Message)
+		}
+		if m.Stream != "" {
+			log.WriteString(m.Stream)
+		} else if m.Status != "" {
+			log.WriteString(m.Status + "\n")
+		}
+	}
+}
+
+// EnsureImage builds the image in (content-addressed, FROM scratch) unless
+// an image of that tag is there already, and returns its tag. Nothing is
+// pulled.
+func (e *Engine) EnsureImage(ctx context.Context, in image.Input, labels map[string]string, progress io.Writer) (string, error) {
+	plan, err := image.Plan(in)
+	if err != nil {
+		return "", fmt.Errorf("planning image: %w", err)
+	}
+	if len(plan.Missing) > 0 {
+		return "", fmt.Errorf("image %s: not installed on this host: %s", plan.Tag, strings.Join(plan.Missing, ", "))
+	}
+	if _, err := e.api.ImageInspect(ctx, plan.Tag); err == nil {
+		return plan.Tag, nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return "", fmt.Errorf("inspecting image %s: %w", plan.Tag, err)
+	}
+	start := time.Now()
+	if err := buildImage(ctx, e.api, plan, Labels("", labels)); err != nil {
+		return "", fmt.Errorf("building image %s: %w", plan.Tag, err)
+	}
+	fmt.Fprintf(progress, "docker: built image %s in %.1fs\n", plan.Tag, time.Since(start).Seconds())
+	return plan.Tag, nil
+}
+
+// ImageID is the ID ("sha256:…") of an image in the engine.
+func (e *Engine) ImageID(ctx context.Context, ref string) (string, error) {
+	img, err := e.api.ImageInspect(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return img.ID, nil
+}
+
+// SaveImage writes the image tag as `docker save` does.
+func (e *Engine) SaveImage(ctx context.Context, tag string, w io.Writer) error {
+	rc, err := e.api.ImageSave(ctx, []string{tag})
+	if err != nil {
+		return fmt.Errorf("saving image %s: %w", tag, err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(w, rc); err != nil {
+		return fmt.Errorf("saving image %s: %w", tag, err)
+	}
+	return nil
+}
+
+// LoadImage loads a saved image into the engine, as `docker load` does.
+func (e *Engine) LoadImage(ctx context.Context, r io.Reader) error {
+	resp, err := e.api.ImageLoad(ctx, r)
+	if err != nil {
+		return fmt.Errorf("loading image: %w", err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("loading image: %w", err)
+	}
+	if strings.Contains(string(out), `"error"`) {
+		return fmt.Errorf("loading image: %s", strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// bridgeNameOption names the Linux bridge Docker creates for a network.
+const bridgeNameOption = "com.docker.network.bridge.name"
+
+// Bridge is a campaign's own bridge network; the zero value is none.
+type Bridge struct {
+	Name, ID        string
+	Subnet, Gateway string
+	Link            string // the host's bridge link, ctb<hash>
+}
+
+// BridgeName is the host link name of a campaign's bridge network: the
+// "ctb" prefix every ctrbench link carries plus 8 hex digits of a hash of
+// the campaign ID (11 characters, under the kernel's 15).
+func BridgeName(campaign string) string {
+	sum := sha256.Sum256([]byte(campaign))
+	return platform.LinkPrefix + hex.EncodeToString(sum[:])[:8]
+}
+
+// NetworkName is the Docker network of a campaign.
+func NetworkName(campaign string) string { return "ctrbench-" + campaign }
+
+// CreateBridge makes the campaign's bridge network, or joins it when
+// another platform of the campaign on the same engine made it already (the
+// nested platform's parents share the docker platform's bridge). No subnet
+// is chosen here: Docker assigns one from its address pools, which avoids
+// clashing with networks this code cannot see.
+func (e *Engine) CreateBridge(ctx context.Context, campaign string, labels map[string]string, progress io.Writer) (Bridge, error) {
+	api := e.api
+	b := Bridge{Name: NetworkName(campaign), Link: BridgeName(campaign)}
+	resp, err := api.NetworkCreate(ctx, b.Name, network.CreateOptions{
+		Driver:  "bridge",
+		Labels:  labels,
+		Options: map[string]string{bridgeNameOption: b.Link},
+	})
+	verb := "created"
+	switch {
+	case cerrdefs.IsConflict(err):
+		n, ierr := api.NetworkInspect(ctx, b.Name, network.InspectOptions{})
+		if ierr != nil || n.Labels[platform.LabelCampaign] != campaign {
+			return Bridge{}, fmt.Errorf("creating network %s: %w", b.Name, err)
+		}
+		resp.ID, verb = n.ID, "joined"
+	case err != nil:
+		return Bridge{}, fmt.Errorf("creating network %s: %w", b.Name, err)
+	}
+	b.ID = resp.ID
+	n, err := api.NetworkInspect(ctx, resp.ID, network.InspectOptions{})
+	if err != nil {
+		return b, fmt.Errorf("inspecting network %s: %w", b.Name, err)
+	}
+	if len(n.IPAM.Config) > 0 {
+		b.Subnet = n.IPAM.Config[0].Subnet
+		b.Gateway = n.IPAM.Config[0].Gateway
+	}
+	if b.Gateway == "" {
+		return b, fmt.Errorf("network %s has no IPv4 gateway", b.Name)
+	}
+	fmt.Fprintf(progress, "docker: %s network %s (subnet %s, gateway %s, bridge %s)\n", verb, b.Name, b.Subnet, b.Gateway, b.Link)
+	return b, nil
+}
+
+// RemoveBridge deletes the network; one already gone is removed.
+func (e *Engine) RemoveBridge(ctx context.Context, b Bridge) error {
+	if b.ID == "" {
+		return nil
+	}
+	if err := e.api.NetworkRemove(ctx, b.ID); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("removing network %s: %w", b.Name, err)
+	}
+	return nil
+}
+
+// Describe adds the network to a campaign's environment record.
+func (b Bridge) Describe(info map[string]string) {
+	for k, v := range map[string]string{"docker.network": b.Name, "docker.network_subnet": b.Subnet, "docker.network_gateway": b.Gateway, "docker.network_bridge": b.Link} {
+		if v != "" {
+			info[k] = v
+		}
+	}
+}
+
+// DefaultGateway reads the gateway of Docker's own default bridge
+// (docker0), which ctrbench uses but never makes. Docker does not always
+// list it in the network's IPAM configuration (20.10 omits it for the
+// default bridge it found already configured); the bridge link's own
+// address is the gateway then.
+func (e *Engine) DefaultGateway(ctx context.Context) (string, error) {
+	n, err := e.api.NetworkInspect(ctx, "bridge", network.InspectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading Docker's default bridge network: %w", err)
+	}
+	if len(n.IPAM.Config) > 0 && n.IPAM.Config[0].Gateway != "" {
+		return n.IPAM.Config[0].Gateway, nil
+	}
+	if link := n.Options[bridgeNameOption]; link != "" {
+		if ip := linkIPv4(link); ip != "" {
+			return ip, nil
+		}
+	}
+	return "", errors.New("the default bridge network of Docker has no gateway (is the daemon running with --bridge=none?)")
+}
+
+// linkIPv4 is the first IPv4 address of a host link, "" if none.
+func linkIPv4(name string) string {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return ""
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+			return ipn.IP.String()
+		}
+	}
+	return ""
+}
+
+// CreateVolume creates a local volume.
+func (e *Engine) CreateVolume(ctx context.Context, name string, labels map[string]string) error {
+	_, err := e.api.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: labels})
+	return err
+}
+
+// RemoveVolume removes a volume, with force even one in use; one already
+// gone is removed.
+func (e *Engine) RemoveVolume(ctx context.Context, name string, force bool) error {
+	if err := e.api.VolumeRemove(ctx, name, force); err != nil && !cerrdefs.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
