@@ -29,7 +29,7 @@ func TestContainerConfigs(t *testing.T) {
 	binds := make([]string, 1, 4)
 	binds[0] = "/s:/ctb"
 	_, hc = ContainerSpec{Binds: binds, Tmpfs: map[string]string{"/run": "rw,exec"}, Sysctls: map[string]string{"net.ipv4.ip_forward": "1"},
-		Resources: Resources{ReadBps: []Throttle{{Path: "/dev/sda", Rate: 10}}},
+		Resources:  Resources{ReadBps: []Throttle{{Path: "/dev/sda", Rate: 10}}},
 		Privileges: &Privileges{Missing: []string{"CAP_SYS_RESOURCE"}}}.configs()
 	if !slices.Equal(hc.Binds, []string{"/s:/ctb", "/sys/fs/cgroup:/sys/fs/cgroup:rw"}) || len(binds) != 1 || binds[:2][1] != "" {
 		t.Errorf("binds %v (the caller's %v)", hc.Binds, binds[:2])
