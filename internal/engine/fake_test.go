@@ -24,15 +24,6 @@ func TestAvailableFake(t *testing.T) {
 	}
 }
 
-func fakeEngine(t *testing.T, f *enginetest.Fake) *engine.Engine {
-	t.Helper()
-	e, err := engine.New(engine.WithClient(f))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
 // A container already gone, or being removed by someone else, counts as
 // removed; any other failure is one.
 func TestRemoveTolerance(t *testing.T) {
@@ -42,13 +33,13 @@ func TestRemoveTolerance(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &enginetest.Fake{RemoveErr: rerr}
-			if err := fakeEngine(t, f).RemoveContainer(context.Background(), "c0ffee"); err != nil {
+			if err := f.Engine(t).RemoveContainer(context.Background(), "c0ffee"); err != nil {
 				t.Errorf("RemoveContainer = %v", err)
 			}
 		})
 	}
 	f := &enginetest.Fake{RemoveErr: errors.New("daemon busy")}
-	if err := fakeEngine(t, f).RemoveContainer(context.Background(), "c0ffee"); err == nil {
+	if err := f.Engine(t).RemoveContainer(context.Background(), "c0ffee"); err == nil {
 		t.Error("RemoveContainer hid a real failure")
 	}
 }
@@ -58,14 +49,14 @@ func TestRemoveTolerance(t *testing.T) {
 // removes both, and only a container that stays is an error.
 func TestRemoveDependents(t *testing.T) {
 	f := &enginetest.Fake{Dependents: map[string]string{"server": "client"}}
-	if failed := fakeEngine(t, f).RemoveContainers(context.Background(), []string{"server", "client"}); len(failed) != 0 {
+	if failed := f.Engine(t).RemoveContainers(context.Background(), []string{"server", "client"}); len(failed) != 0 {
 		t.Errorf("failed: %v", failed)
 	}
 	if !slices.Equal(f.Removed, []string{"client", "server"}) {
 		t.Errorf("removed %v", f.Removed)
 	}
 	f = &enginetest.Fake{Dependents: map[string]string{"server": "ghost"}}
-	failed := fakeEngine(t, f).RemoveContainers(context.Background(), []string{"server"})
+	failed := f.Engine(t).RemoveContainers(context.Background(), []string{"server"})
 	if err := failed["server"]; err == nil || !strings.Contains(err.Error(), "dependent containers") {
 		t.Errorf("a container that cannot go: %v", failed)
 	}

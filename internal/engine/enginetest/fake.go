@@ -11,6 +11,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"testing"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
@@ -77,4 +78,14 @@ func (f *Fake) ContainerRemove(_ context.Context, id string, o container.RemoveO
 	}
 	f.Removed = append(f.Removed, id)
 	return f.RemoveErr
+}
+
+// Engine is an engine whose client is f.
+func (f *Fake) Engine(t testing.TB) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(engine.WithClient(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -61,15 +61,6 @@ func TestBuildErrorReported(t *testing.T) {
 	}
 }
 
-func fakeEngine(t *testing.T, f *enginetest.Fake) *engine.Engine {
-	t.Helper()
-	e, err := engine.New(engine.WithClient(f))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
 func TestRemoveTolerance(t *testing.T) {
 	for name, rerr := range map[string]error{
 		"not found":   fmt.Errorf("no such container: %w", cerrdefs.ErrNotFound),
@@ -77,7 +68,7 @@ func TestRemoveTolerance(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &enginetest.Fake{RemoveErr: rerr}
-			inst := &instance{eng: fakeEngine(t, f), id: "c0ffee", name: "x"}
+			inst := &instance{eng: f.Engine(t), id: "c0ffee", name: "x"}
 			if err := inst.Remove(context.Background()); err != nil {
 				t.Errorf("Remove = %v", err)
 			}
@@ -87,7 +78,7 @@ func TestRemoveTolerance(t *testing.T) {
 		})
 	}
 	f := &enginetest.Fake{RemoveErr: errors.New("daemon busy")}
-	inst := &instance{eng: fakeEngine(t, f), id: "c0ffee", name: "x"}
+	inst := &instance{eng: f.Engine(t), id: "c0ffee", name: "x"}
 	if err := inst.Remove(context.Background()); err == nil {
 		t.Error("Remove hid a real failure")
 	}
