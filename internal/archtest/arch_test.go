@@ -23,7 +23,20 @@ const mod = "github.com/ctrbench/ctrbench/"
 // imports maps each package of the module to its direct imports.
 func imports(t *testing.T) map[string][]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
+	return goList(t, `{{.ImportPath}} {{join .Imports " "}}`)
+}
+
+// importsWithTests is imports with its tests' imports too.
+func importsWithTests(t *testing.T) map[string][]string {
+	t.Helper()
+	return goList(t, `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`)
+}
+
+// goList maps each package of the module to the fields after its path in
+// go list's lines of format.
+func goList(t *testing.T, format string) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", format, "./...")
 	cmd.Dir = testutil.ModuleRoot()
 	out, err := cmd.Output()
 	if err != nil {
@@ -154,19 +167,11 @@ func TestNobodyComparesPlatformNames(t *testing.T) {
 func TestSpecIsOnlyTheParser(t *testing.T) {
 	allowed := []string{"internal/cli", "internal/plan", "internal/campaign", "internal/orchestrator", "bench",
 		"internal/analysis", "internal/platform/platformtest"}
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
-	cmd.Dir = testutil.ModuleRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		pkg := strings.TrimPrefix(f[0], mod)
+	for pkg, imps := range importsWithTests(t) {
 		if pkg == "internal/spec" || slices.Contains(allowed, pkg) {
 			continue
 		}
-		if slices.Contains(f[1:], mod+"internal/spec") {
+		if slices.Contains(imps, mod+"internal/spec") {
 			t.Errorf("%s imports internal/spec (the experiment-file parser); the factor vocabulary is in internal/vocab, only %s parse", pkg, strings.Join(allowed, ", "))
 		}
 	}
@@ -178,10 +183,7 @@ func TestSpecIsOnlyTheParser(t *testing.T) {
 // above. The tests' packages get floor -1.
 func floors(t *testing.T) map[string]int {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(testutil.ModuleRoot(), "docs", "architecture.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := architectureDoc(t)
 	pkgRE := regexp.MustCompile(`^(internal/[a-z0-9/]+|cmd/[a-z]+|bench|e2e)$`)
 	out, floor, inMap := map[string]int{}, -1, false
 	for _, line := range strings.Split(string(doc), "\n") {
@@ -252,10 +254,7 @@ func TestArchitectureMapIsTrue(t *testing.T) {
 // Every package of the module under internal/ has its row in the table of
 // docs/architecture.md's "The pieces": a newcomer finds each one's job.
 func TestArchitectureNamesEveryPiece(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(testutil.ModuleRoot(), "docs", "architecture.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := architectureDoc(t)
 	named := map[string]bool{}
 	nameRE := regexp.MustCompile("`([a-z0-9/]+)`")
 	for _, line := range strings.Split(string(doc), "\n") {
@@ -270,4 +269,14 @@ func TestArchitectureNamesEveryPiece(t *testing.T) {
 			t.Errorf("internal/%s has no row in docs/architecture.md's table of pieces", name)
 		}
 	}
+}
+
+// architectureDoc is docs/architecture.md.
+func architectureDoc(t *testing.T) []byte {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(testutil.ModuleRoot(), "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }
