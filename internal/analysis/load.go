@@ -6,7 +6,6 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/baseline"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/stats"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
@@ -103,7 +102,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 	}
 	g := group(trials)
 	instances := factorVaries(cells, vocab.FInstances)
-	adaptive := spec.AdaptiveOf(camp.SpecText)
+	adaptive := camp.Adaptive
 	noise := map[string]float64{} // workload + metric key -> CV, percent
 	var cal *Calibration
 	if camp.Kind != result.KindCalibration {
@@ -197,7 +196,7 @@ func hasNeighbours(c result.Cell) bool {
 // decides reports whether id is the metric whose interval decided when an
 // adaptive campaign's cell c had enough trials: the one the file names,
 // else the workload's first, as the trial (or all pairs) measured it.
-func decides(a *spec.Adaptive, c result.Cell, id result.MetricID) bool {
+func decides(a *result.Adaptive, c result.Cell, id result.MetricID) bool {
 	m := a.Metric
 	if m == "" {
 		if ws, ok := workload.Lookup(c.WorkloadType); ok && len(ws.Metrics) > 0 {

@@ -161,12 +161,12 @@ func TestNobodyComparesPlatformNames(t *testing.T) {
 
 // spec is the parser of experiment files, not the dictionary: the factor
 // vocabulary is vocab's, and only what turns a file into a plan (or reads
-// one back to run it) imports spec — in tests too. analysis reads one fact
-// back from a stored campaign's file text (its adaptive repetition rule,
-// spec.AdaptiveOf): the one exception, until campaigns record the rule.
+// one back to run it) imports spec — in tests too. A campaign records its
+// adaptive rule (result.Campaign.Adaptive); cli reads it from the stored
+// text for campaigns older than that column.
 func TestSpecIsOnlyTheParser(t *testing.T) {
 	allowed := []string{"internal/cli", "internal/plan", "internal/campaign", "internal/orchestrator", "bench",
-		"internal/analysis", "internal/platform/platformtest"}
+		"internal/platform/platformtest"}
 	for pkg, imps := range importsWithTests(t) {
 		if pkg == "internal/spec" || slices.Contains(allowed, pkg) {
 			continue

@@ -184,7 +184,7 @@ func create(ctx context.Context, db *store.DB, o Options, e *spec.Experiment, ce
 	c := result.Campaign{
 		ID: newID(e.Name), Name: e.Name, SpecPath: e.Path, SpecText: e.Text, Seed: e.Seed,
 		Started: time.Now().UTC(), Status: StatusRunning, Env: sysinfo.Fingerprint(toolNames(cells)), Baseline: baseline,
-		Owner: sysinfo.Owner(), Kind: o.Kind,
+		Owner: sysinfo.Owner(), Kind: o.Kind, Adaptive: e.Adaptive,
 	}
 	if err := db.CreateCampaign(ctx, c); err != nil {
 		return c, err

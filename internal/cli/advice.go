@@ -84,7 +84,7 @@ func runAdvise(ctx context.Context, o adviseOptions, w io.Writer) error {
 			return usageError{err}
 		}
 	}
-	db, err := store.Open(ctx, o.DB)
+	db, err := openResults(ctx, o.DB)
 	if err != nil {
 		return err
 	}

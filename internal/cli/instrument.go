@@ -99,14 +99,14 @@ func newCompareCmd() *cobra.Command {
 			if format != "table" && format != "json" {
 				return usageError{fmt.Errorf("--format %q: table or json", format)}
 			}
-			a, err := store.Open(cmd.Context(), dbPath)
+			a, err := openResults(cmd.Context(), dbPath)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
 			b := a
 			if dbB != "" {
-				if b, err = store.Open(cmd.Context(), dbB); err != nil {
+				if b, err = openResults(cmd.Context(), dbB); err != nil {
 					return err
 				}
 				defer b.Close()

@@ -48,7 +48,7 @@ func newReportCmd() *cobra.Command {
 			if _, err := report.Lookup(o.Format); err != nil {
 				return usageError{err}
 			}
-			db, err := store.Open(cmd.Context(), o.DB)
+			db, err := openResults(cmd.Context(), o.DB)
 			if err != nil {
 				return err
 			}

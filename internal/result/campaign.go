@@ -24,6 +24,21 @@ type Campaign struct {
 	// Owner identifies the ctrbench process running the campaign ("pid
 	// start-time"), so a campaign whose owner died reads as interrupted.
 	Owner string `json:"owner,omitempty"`
+	// Adaptive is the rule the campaign repeated its cells by; nil for a
+	// fixed number of repetitions.
+	Adaptive *Adaptive `json:"adaptive,omitempty"`
+}
+
+// Adaptive is an adaptive repetition rule (Stein's two-stage procedure):
+// each cell gets at least Min and at most Max recorded trials, stopping
+// once the 95% interval of the deciding metric is within RCI of its mean.
+type Adaptive struct {
+	Min int     `json:"min"`
+	Max int     `json:"max"`
+	RCI float64 `json:"rci"` // a fraction: 0.02 for "2%"
+	// Metric decides for each cell: "" for each workload's headline (its
+	// first declared metric).
+	Metric string `json:"metric,omitempty"`
 }
 
 // KindCalibration marks a calibration campaign.

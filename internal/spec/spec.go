@@ -8,6 +8,7 @@ package spec
 import (
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -77,13 +78,7 @@ const (
 // Adaptive repetition: after Min recorded trials per cell, more rounds run
 // for the cells whose 95% interval half-width, relative to the mean, is
 // above RCI, until Max (or the experiment's Budget).
-type Adaptive struct {
-	Min, Max int
-	RCI      float64 // a fraction: 0.02 for "2%"
-	// Metric decides for each cell: "" for each workload's headline (its
-	// first declared metric).
-	Metric string
-}
+type Adaptive = result.Adaptive
 
 // Envelope is the emulated machine's size; zero values are not limited.
 type Envelope struct {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,7 +13,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 )
 
-const campaignCols = `id, name, spec_path, spec_text, seed, started, ended, status, env_json, baseline_json, kind, owner`
+const campaignCols = `id, name, spec_path, spec_text, seed, started, ended, status, env_json, baseline_json, kind, owner, adaptive_json`
 
 // CreateCampaign inserts a new campaign. Env and Baseline are stored as
 // JSON text.
@@ -28,10 +29,18 @@ func (d *DB) CreateCampaign(ctx context.Context, c result.Campaign) error {
 	if err != nil {
 		return fmt.Errorf("creating campaign %s: encoding baseline: %w", c.ID, err)
 	}
+	adaptive := ""
+	if c.Adaptive != nil {
+		b, err := json.Marshal(c.Adaptive)
+		if err != nil {
+			return fmt.Errorf("creating campaign %s: encoding adaptive rule: %w", c.ID, err)
+		}
+		adaptive = string(b)
+	}
 	_, err = d.db.ExecContext(ctx, `INSERT INTO campaigns (`+campaignCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.Name, c.SpecPath, c.SpecText, c.Seed,
-		encodeTime(c.Started), encodeTime(c.Ended), c.Status, env, baseline, c.Kind, c.Owner)
+		encodeTime(c.Started), encodeTime(c.Ended), c.Status, env, baseline, c.Kind, c.Owner, adaptive)
 	if err != nil {
 		return fmt.Errorf("creating campaign %s: %w", c.ID, err)
 	}
@@ -193,10 +202,17 @@ func scanCampaign(s scanner) (result.Campaign, error) {
 		c              result.Campaign
 		started, ended sql.NullString
 		env, baseline  string
+		adaptive       string
 	)
 	if err := s.Scan(&c.ID, &c.Name, &c.SpecPath, &c.SpecText, &c.Seed,
-		&started, &ended, &c.Status, &env, &baseline, &c.Kind, &c.Owner); err != nil {
+		&started, &ended, &c.Status, &env, &baseline, &c.Kind, &c.Owner, &adaptive); err != nil {
 		return c, err
+	}
+	if adaptive != "" {
+		c.Adaptive = new(result.Adaptive)
+		if err := json.Unmarshal([]byte(adaptive), c.Adaptive); err != nil {
+			return c, fmt.Errorf("campaign %s adaptive rule: %w", c.ID, err)
+		}
 	}
 	var err error
 	if c.Started, err = decodeTime(started); err != nil {

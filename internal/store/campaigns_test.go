@@ -23,6 +23,8 @@ func TestCampaignRoundTrip(t *testing.T) {
 			Started: base, Ended: base.Add(time.Hour), Status: "done"}},
 		{"odd text", result.Campaign{ID: "c4", Name: "ünïcode 'quote' \"dq\"", SpecText: "a\x00b\n",
 			Env: map[string]string{"": "empty key", "k": ""}}},
+		{"adaptive rule", result.Campaign{ID: "c5", Status: "done",
+			Adaptive: &result.Adaptive{Min: 3, Max: 30, RCI: 0.02, Metric: "ops_per_s"}}},
 	}
 	d, _ := openTest(t)
 	for _, tt := range tests {

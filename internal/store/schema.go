@@ -107,10 +107,15 @@ CREATE TABLE histograms (
 );
 CREATE INDEX histograms_trial ON histograms(trial_id);
 `},
+	// 6: the adaptive repetition rule a campaign ran by, as JSON ('' for a
+	// fixed number of repetitions). Campaigns stored before this version
+	// read '' here; their rule is still in spec_text, for a caller that
+	// can parse it (cli.results).
+	{sql: `ALTER TABLE campaigns ADD COLUMN adaptive_json TEXT NOT NULL DEFAULT '';`},
 }
 
 // SchemaVersion is the schema version this build writes.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 func init() {
 	if len(migrations) != SchemaVersion {
