@@ -31,7 +31,7 @@ seed: 9
 repetitions: 6
 factors:
   platform: [docker]
-  antagonist: [idle]
+  neighbour: [idle]
   packaging: [separate-containers]
 workloads:
   - {name: cpu, type: cpu.primes, params: {duration: 1s, max_prime: 5000}}
@@ -39,10 +39,10 @@ workloads:
 	var ir *irRow
 	overlap := 0.0
 	for i, x := range rows {
-		if x.Cell["antagonist"] == "idle" && x.Metric == "events_per_sec" {
+		if x.Cell["neighbour"] == "idle" && x.Metric == "events_per_sec" {
 			ir = &rows[i]
 		}
-		if x.Metric == "antagonist.overlap_pct" {
+		if x.Metric == "neighbour.overlap_pct" {
 			overlap = x.Mean
 		}
 	}
@@ -98,13 +98,13 @@ repetitions: 5
 factors:
   platform: [docker]
   cpuset: ["0"]
-  antagonist: [cpu]
+  neighbour: [cpu]
   packaging: [same-container]
 workloads:
   - {name: cpu, type: cpu.primes, params: {duration: 2s, max_prime: 5000, threads: 1}}
 `)
 	for _, x := range rows {
-		if x.Cell["antagonist"] != "cpu" || x.Metric != "events_per_sec" {
+		if x.Cell["neighbour"] != "cpu" || x.Metric != "events_per_sec" {
 			continue
 		}
 		if x.IR == nil {
@@ -154,12 +154,12 @@ const knownIRSlack = 0.03
 // irSamples reads the target's events_per_sec in each unflagged trial of a
 // co-location campaign (a trial whose neighbour covered too little of the
 // target's window is flagged and set apart): alone, and beside the
-// neighbour named antagonist.
-func irSamples(t *testing.T, db, campaign, antagonist string) (alone, beside []float64) {
+// neighbour named neighbour.
+func irSamples(t *testing.T, db, campaign, neighbour string) (alone, beside []float64) {
 	t.Helper()
 	trials := storedTrials(t, db, campaign)
 	cells := cellFactors(t, db, campaign)
-	alone = values(t, usable(t, trials, cellOf(t, cells, map[string]string{"antagonist": "none"})), "events_per_sec")
-	beside = values(t, usable(t, trials, cellOf(t, cells, map[string]string{"antagonist": antagonist})), "events_per_sec")
+	alone = values(t, usable(t, trials, cellOf(t, cells, map[string]string{"neighbour": "none"})), "events_per_sec")
+	beside = values(t, usable(t, trials, cellOf(t, cells, map[string]string{"neighbour": neighbour})), "events_per_sec")
 	return alone, beside
 }

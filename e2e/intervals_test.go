@@ -147,7 +147,7 @@ func usable(t *testing.T, trials []result.Trial, cell int) []result.Trial {
 
 // observed is a trial's value of the metric a report prints as name (e.g.
 // "events_per_sec", "instance2.events_per_sec",
-// "antagonist.telemetry.cpu_seconds").
+// "neighbour.telemetry.cpu_seconds").
 func observed(tr result.Trial, name string) (float64, bool) {
 	for _, o := range tr.Observations {
 		if o.ID().String() == name {

@@ -20,7 +20,7 @@ func meanRows(t *testing.T, src string) map[string]float64 {
 	mean := map[string]float64{}
 	for _, x := range rows {
 		k := x.Workload + " " + x.Metric
-		if a := x.Cell["antagonist"]; a != "" {
+		if a := x.Cell["neighbour"]; a != "" {
 			k = x.Workload + "+" + a + " " + x.Metric
 		}
 		mean[k] = x.Mean
@@ -71,17 +71,17 @@ seed: 6
 repetitions: 1
 factors:
   platform: [docker]
-  antagonist: [hog]
+  neighbour: [hog]
   packaging: [separate-containers]
   cpuset: ["0"]
-  antagonist.cpuset: ["1"]
+  neighbour.cpuset: ["1"]
 exclude:
   - {workload: hog}
 workloads:
   - {name: cpu, type: cpu.primes, params: {duration: 2s, max_prime: 5000, threads: 1}}
   - {name: hog, type: cpu.primes, params: {duration: 1s, max_prime: 5000, threads: 1}}
 `)
-	trials := measured(storedTrials(t, db, id), cellOf(t, cellFactors(t, db, id), map[string]string{"antagonist": "hog"}))
+	trials := measured(storedTrials(t, db, id), cellOf(t, cellFactors(t, db, id), map[string]string{"neighbour": "hog"}))
 	if len(trials) != 1 {
 		t.Fatalf("%d measured trials of the target beside the hog, want 1", len(trials))
 	}
@@ -92,7 +92,7 @@ workloads:
 		t.Fatalf("the target's window: %v %v", err1, err2)
 	}
 	span := end.Sub(start).Seconds() + 2*0.25 // one core over it: its most
-	v, ok := observed(tr, "antagonist.telemetry.cpu_seconds")
+	v, ok := observed(tr, "neighbour.telemetry.cpu_seconds")
 	t.Logf("the neighbour's cpu_seconds over the target's %.2f s window: %.3f (at most %.2f)", end.Sub(start).Seconds(), v, span)
 	if !ok || v < 0.05*span || v > 1.02*span {
 		t.Errorf("the neighbour's cpu_seconds over the target's window: %v (present %v), want more than a twentieth of its one core and at most all of it over %.2f s", v, ok, span)

@@ -107,7 +107,7 @@ type Advice struct {
 }
 
 // ErrNotColocation is returned for a campaign without neighbours.
-var ErrNotColocation = errors.New("the campaign has no co-location cells (factor antagonist with neighbours, packaging same-container and separate-containers): nothing to advise on")
+var ErrNotColocation = errors.New("the campaign has no co-location cells (factor neighbour with neighbours, packaging same-container and separate-containers): nothing to advise on")
 
 // InputError is advice asked for with options the campaign cannot
 // answer: a service of a kind it did not measure, a case that names no
@@ -133,8 +133,8 @@ func Advise(campaign string, rows []analysis.Row, o Options) (Advice, error) {
 		if !ok || !analysis.SameMetric(h.ID, r.ID) {
 			continue
 		}
-		ant := r.Cell[vocab.FAntagonist]
-		if ant == "" || ant == vocab.AntagonistNone || ant == vocab.AntagonistIdle || strings.Contains(ant, "+") {
+		ant := r.Cell[vocab.FNeighbour]
+		if ant == "" || ant == vocab.NeighbourNone || ant == vocab.NeighbourIdle || strings.Contains(ant, "+") {
 			continue
 		}
 		ck := analysis.CaseOf(r.Cell)

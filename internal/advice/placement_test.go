@@ -15,7 +15,7 @@ func ir(t, n, packaging string, mean, lo, hi float64) analysis.Row {
 	return analysis.Row{
 		Identity: analysis.Identity{
 			Workload: t, Metric: "m", ID: result.MetricID{Metric: "m", Scope: result.ScopeTrial, Kind: result.KindMeasure},
-			Cell: map[string]string{"antagonist": n, "packaging": packaging, "cpus": "none"},
+			Cell: map[string]string{"neighbour": n, "packaging": packaging, "cpus": "none"},
 		},
 		Trials:     analysis.Trials{N: 3},
 		VsBaseline: analysis.VsBaseline{IR: &m, IRCI95: &ci},

@@ -191,14 +191,14 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	var hists histograms
 	env.Histogram = hists.add
 	scope := o.scope()
-	neighbours, err := resolveNeighbours(o.Antagonists)
+	neighbours, err := resolveNeighbours(o.Neighbours)
 	if err != nil {
 		return result.Failf("%v", err)
 	}
 	var running *neighbour.Running
 	if len(neighbours) > 0 {
 		if running, err = neighbour.Start(ctx, neighbours, data, env.Log); err != nil {
-			return result.Failf("starting antagonists: %v", err)
+			return result.Failf("starting neighbours: %v", err)
 		}
 	}
 	if o.WaitGo {
@@ -315,17 +315,17 @@ func resolveNeighbours(specs []string) ([]neighbour.Spec, error) {
 		}
 		ws, ok := workload.Lookup(typ)
 		if !ok {
-			return nil, fmt.Errorf("antagonist: unknown workload type %q", typ)
+			return nil, fmt.Errorf("neighbour: unknown workload type %q", typ)
 		}
 		user := map[string]string{}
 		if params != "" {
 			if err := json.Unmarshal([]byte(params), &user); err != nil {
-				return nil, fmt.Errorf("antagonist %s: parameters are not a JSON object of strings: %v", typ, err)
+				return nil, fmt.Errorf("neighbour %s: parameters are not a JSON object of strings: %v", typ, err)
 			}
 		}
 		vals, errs := ws.Resolve(user)
 		if len(errs) > 0 {
-			return nil, fmt.Errorf("antagonist %s: bad parameters: %v", typ, errs)
+			return nil, fmt.Errorf("neighbour %s: bad parameters: %v", typ, errs)
 		}
 		out = append(out, neighbour.Spec{Type: typ, Params: vals})
 	}
@@ -339,7 +339,7 @@ func Loop(ctx context.Context, o Options) error {
 	trimText()
 	scope := o.scope()
 	em := &emitter{w: o.Stdout}
-	res := &result.Result{Workload: o.Workload, Role: "antagonist", Status: result.OK, Started: time.Now()}
+	res := &result.Result{Workload: o.Workload, Role: "neighbour", Status: result.OK, Started: time.Now()}
 	spec := o.Workload
 	if o.Params != "" {
 		spec += "=" + o.Params

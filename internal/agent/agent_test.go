@@ -154,9 +154,9 @@ func (n *notifyWriter) Write(p []byte) (int, error) {
 	return k, err
 }
 
-func TestAntagonistsInTheSameInstance(t *testing.T) {
+func TestNeighboursInTheSameInstance(t *testing.T) {
 	evs := runAgent(t, Options{Agent: invocation.Agent{Workload: "cpu.primes", Role: "main", Params: `{"duration":"500ms","max_prime":"2000"}`,
-		Antagonists: []string{`cpu.primes={"duration":"100ms","max_prime":"2000"}`, "idle"}}})
+		Neighbours: []string{`cpu.primes={"duration":"100ms","max_prime":"2000"}`, "idle"}}})
 	res := evs[len(evs)-1].Result
 	if res.Status != result.OK {
 		t.Fatalf("%+v", res)
@@ -165,19 +165,19 @@ func TestAntagonistsInTheSameInstance(t *testing.T) {
 	for _, o := range res.Observations {
 		m[o.ID().String()] = o.Value
 	}
-	if m["antagonist.overlap_pct"] < 95 || m["antagonist.iterations"] < 3 {
+	if m["neighbour.overlap_pct"] < 95 || m["neighbour.iterations"] < 3 {
 		t.Errorf("neighbours did not cover the target: %v", m)
 	}
-	if len(res.Neighbours) != 2 || res.Seen["antagonist.flag"] != "" {
-		t.Errorf("neighbours %+v, flag %q", res.Neighbours, res.Seen["antagonist.flag"])
+	if len(res.Neighbours) != 2 || res.Seen["neighbour.flag"] != "" {
+		t.Errorf("neighbours %+v, flag %q", res.Neighbours, res.Seen["neighbour.flag"])
 	}
 }
 
-func TestAntagonistThatNeverRunsFailsTheTrial(t *testing.T) {
+func TestNeighbourThatNeverRunsFailsTheTrial(t *testing.T) {
 	evs := runAgent(t, Options{Agent: invocation.Agent{Workload: "cpu.primes", Role: "main", Params: `{"duration":"300ms"}`,
-		Antagonists: []string{`net.tcp_stream={"duration":"100ms","message_size":"0"}`}}})
+		Neighbours: []string{`net.tcp_stream={"duration":"100ms","message_size":"0"}`}}})
 	res := evs[len(evs)-1].Result
-	if res.Status != result.Failed || !strings.Contains(res.Error, "antagonist net.tcp_stream: bad parameters") {
+	if res.Status != result.Failed || !strings.Contains(res.Error, "neighbour net.tcp_stream: bad parameters") {
 		t.Fatalf("%+v", res)
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // FactorRank orders factors the way a reader scans a placement: where it
-// runs (platform, network), its limits, anything else (antagonists,
+// runs (platform, network), its limits, anything else (neighbours,
 // bundles, pairs), the roles' own placements, and workload parameters
 // last. Tables order their columns by it and figures their factors.
 func FactorRank(name string) int {
@@ -51,7 +51,7 @@ func SortFactors(names []string) {
 func CaseOf(cell map[string]string) string {
 	var ks []string
 	for k := range cell {
-		if k != vocab.FAntagonist {
+		if k != vocab.FNeighbour {
 			ks = append(ks, k)
 		}
 	}

@@ -26,11 +26,11 @@ func TestFilterByIdentity(t *testing.T) {
 		f    Filter
 		want []string
 	}{
-		{Filter{}, []string{"throughput", "antagonist.overlap_pct", "pairs.jain", "throughput"}},
-		{Filter{Telemetry: true}, []string{"throughput", "telemetry.cpu_seconds", "antagonist2.telemetry.cpu_seconds", "antagonist.overlap_pct", "pairs.jain", "throughput"}},
-		{Filter{PerPair: true}, []string{"throughput", "antagonist.overlap_pct", "pair1.throughput", "pairs.jain", "throughput"}},
+		{Filter{}, []string{"throughput", "neighbour.overlap_pct", "pairs.jain", "throughput"}},
+		{Filter{Telemetry: true}, []string{"throughput", "telemetry.cpu_seconds", "neighbour2.telemetry.cpu_seconds", "neighbour.overlap_pct", "pairs.jain", "throughput"}},
+		{Filter{PerPair: true}, []string{"throughput", "neighbour.overlap_pct", "pair1.throughput", "pairs.jain", "throughput"}},
 		{Filter{Telemetry: true, PerPair: true}, []string{
-			"throughput", "telemetry.cpu_seconds", "antagonist2.telemetry.cpu_seconds", "antagonist.overlap_pct",
+			"throughput", "telemetry.cpu_seconds", "neighbour2.telemetry.cpu_seconds", "neighbour.overlap_pct",
 			"pair1.throughput", "pair2.server.telemetry.cpu_seconds", "pairs.jain", "throughput"}},
 	} {
 		if got := shown(c.f); !slices.Equal(got, c.want) {

@@ -187,10 +187,10 @@ func factorVaries(cells []result.Cell, f string) bool {
 	return false
 }
 
-// hasNeighbours reports whether a cell ran its target beside antagonists.
+// hasNeighbours reports whether a cell ran its target beside neighbours.
 func hasNeighbours(c result.Cell) bool {
-	a, ok := c.Factors[vocab.FAntagonist]
-	return ok && a != vocab.AntagonistNone
+	a, ok := c.Factors[vocab.FNeighbour]
+	return ok && a != vocab.NeighbourNone
 }
 
 // decides reports whether id is the metric whose interval decided when an

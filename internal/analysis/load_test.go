@@ -29,7 +29,7 @@ func pairsCampaign() *Memory {
 	warm := single(2, 1000, 1000)
 	warm.Warmup = true
 	flagged := single(2, 7, 2)
-	flagged.Flags = "antagonists covered 80%"
+	flagged.Flags = "neighbours covered 80%"
 	trials := []result.Trial{
 		single(1, 10, 1), warm, single(2, 5, 2), multi(3, 30), m.failed(2, "boom"),
 		multi(4, 15), single(1, 12, 1), flagged, multi(3, 34), multi(4, 17), single(2, 6, 2),
@@ -178,14 +178,14 @@ func TestAllFailedCell(t *testing.T) {
 func TestInterferenceAgainstTargetAlone(t *testing.T) {
 	var m trialMaker
 	cells := []result.Cell{
-		cell(1, map[string]string{"antagonist": "none"}),
-		cell(2, map[string]string{"antagonist": "cpu"}),
+		cell(1, map[string]string{"neighbour": "none"}),
+		cell(2, map[string]string{"neighbour": "cpu"}),
 	}
 	var trials []result.Trial
 	for _, v := range []float64{100, 101, 99} {
 		trials = append(trials, m.ok(1, ob(throughput, v)), m.ok(2, ob(throughput, v/2), ob(overlap, 99)))
 	}
-	l := load(t, NewMemory(result.Campaign{ID: "c", Baseline: map[string]string{"antagonist": "none"}}, cells, trials))
+	l := load(t, NewMemory(result.Campaign{ID: "c", Baseline: map[string]string{"neighbour": "none"}}, cells, trials))
 	if series(t, l, 1, throughput).Interference || !series(t, l, 2, throughput).Interference {
 		t.Error("only the cell with neighbours is marked")
 	}
@@ -193,7 +193,7 @@ func TestInterferenceAgainstTargetAlone(t *testing.T) {
 	if rows[1].IR == nil || math.Abs(*rows[1].IR-(-0.5)) > 1e-9 {
 		t.Errorf("halved beside a neighbour: IR %v, want -0.5", rows[1].IR)
 	}
-	if rows[2].Metric != "antagonist.overlap_pct" || rows[2].ID != overlap {
+	if rows[2].Metric != "neighbour.overlap_pct" || rows[2].ID != overlap {
 		t.Errorf("neighbour's row %+v", rows[2])
 	}
 }

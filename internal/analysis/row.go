@@ -50,7 +50,7 @@ type Trials struct {
 	N      int       `json:"n"`
 	Failed int       `json:"failed"`
 	// Flagged counts ok trials whose conditions were not as planned (e.g.
-	// antagonists covering under 95% of the window, pairs that did not run
+	// neighbours covering under 95% of the window, pairs that did not run
 	// together): set apart, in no statistic of the row. FlaggedMean is
 	// their mean and FlaggedSeqs their trials, for a reader to look at.
 	// CSV has always had Flagged after the interference ratio, and neither

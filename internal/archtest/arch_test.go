@@ -280,3 +280,18 @@ func architectureDoc(t *testing.T) []byte {
 	}
 	return doc
 }
+
+// "antagonist" is the old word for a neighbour: it stays only where old
+// files and stored campaigns are read (docs/architecture.md, Words).
+func TestOneWordForNeighbour(t *testing.T) {
+	allowed := []string{"internal/vocab/factors.go", "internal/result/metric.go", "internal/spec/parse.go",
+		"internal/store/cells.go", "internal/store/schema.go", "internal/store/metricnames.go"}
+	cmd := exec.Command("git", "grep", "-l", "-i", "antagonist", "--", "*.go", "*.yaml", ":!*_test.go", ":!*/testdata/*")
+	cmd.Dir = testutil.ModuleRoot()
+	out, _ := cmd.Output() // git grep exits 1 when nothing matches
+	for _, f := range strings.Fields(string(out)) {
+		if !slices.Contains(allowed, f) {
+			t.Errorf("%s says antagonist: the concept's word is neighbour (the old word is read only in %s)", f, strings.Join(allowed, ", "))
+		}
+	}
+}

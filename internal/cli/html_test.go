@@ -85,7 +85,7 @@ func TestMarkdownReport(t *testing.T) {
 	for _, want := range []string{
 		"**ctrbench campaign `golden-coloc-20261122-224331-8012`**",
 		"#### cpu (cpu.primes) — events\\_per\\_sec [events/s], higher is better",
-		"| platform | network | cpus | antagonist | packaging | n | mean |",
+		"| platform | network | cpus | neighbour | packaging | n | mean |",
 		"|---|---|",
 		"[exit 0]",
 	} {

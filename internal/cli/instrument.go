@@ -43,6 +43,7 @@ func newCalibrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			printNotes(cmd.ErrOrStderr(), e)
 			binary, err := os.Executable()
 			if err != nil {
 				return err

@@ -91,6 +91,7 @@ func runCampaign(ctx context.Context, o runOptions) error {
 		if err != nil {
 			return err
 		}
+		printNotes(o.Stderr, e)
 		if o.DryRun {
 			return plan.Describe(o.Stdout, e)
 		}
@@ -140,4 +141,11 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printNotes says where an experiment file used an accepted older spelling.
+func printNotes(w io.Writer, e *spec.Experiment) {
+	for _, n := range e.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
 }

@@ -463,8 +463,8 @@ func interference(rows []analysis.Row) (Section, bool) {
 		if !ok || !analysis.SameMetric(h.ID, r.ID) || r.IR == nil {
 			continue
 		}
-		ant := r.Cell[vocab.FAntagonist]
-		if ant == "" || ant == vocab.AntagonistNone {
+		ant := r.Cell[vocab.FNeighbour]
+		if ant == "" || ant == vocab.NeighbourNone {
 			continue
 		}
 		ck := analysis.CaseOf(r.Cell)
@@ -480,7 +480,7 @@ func interference(rows []analysis.Row) (Section, bool) {
 		return Section{}, false
 	}
 	sort.Strings(cases)
-	sec := Section{ID: "interference", Title: "Interference (S0's matrices)", Factors: []string{vocab.FAntagonist}}
+	sec := Section{ID: "interference", Title: "Interference (S0's matrices)", Factors: []string{vocab.FNeighbour}}
 	measured := map[string]bool{}
 	for k := range entries {
 		measured[k.target] = true

@@ -202,12 +202,12 @@ func TestHeatmapOverTwoNumbers(t *testing.T) {
 // entry with its interval and the mark where it excludes 0; a metric 0
 // everywhere is named, not drawn.
 func TestInterferenceMatrix(t *testing.T) {
-	alone := row("L", "gflops", 1, map[string]string{"antagonist": "none", "packaging": "same-container"}, 10)
+	alone := row("L", "gflops", 1, map[string]string{"neighbour": "none", "packaging": "same-container"}, 10)
 	alone.Baseline = true
-	withS := row("L", "gflops", 2, map[string]string{"antagonist": "S", "packaging": "same-container"}, 6)
+	withS := row("L", "gflops", 2, map[string]string{"neighbour": "S", "packaging": "same-container"}, 6)
 	ir, ci, ex := -0.4, [2]float64{-0.5, -0.3}, true
 	withS.IR, withS.IRCI95, withS.IRExcludes0 = &ir, &ci, &ex
-	zero := row("L", "errors", 1, map[string]string{"antagonist": "none", "packaging": "same-container"}, 0)
+	zero := row("L", "errors", 1, map[string]string{"neighbour": "none", "packaging": "same-container"}, 0)
 	zero.SD = 0
 	zero2 := zero
 	zero2.CellID, zero2.Cell = 2, withS.Cell

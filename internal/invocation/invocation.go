@@ -40,10 +40,10 @@ type Agent struct {
 	// DataDir is where disk workloads write; "" = the system's temporary
 	// directory. The platform sets it where it mounts storage.
 	DataDir string
-	// Antagonists are neighbours to loop beside the target in this same
+	// Neighbours are neighbours to loop beside the target in this same
 	// instance ("TYPE=PARAMS_JSON" or "idle"); run only.
-	Antagonists []string
-	Counters    Counters
+	Neighbours []string
+	Counters   Counters
 	// JoinCgroups are cgroup directories the agent enters before any work:
 	// how a platform without cgroups of its own applies limits.
 	JoinCgroups []string
@@ -72,7 +72,7 @@ const (
 	flagBind        = "bind"
 	flagTarget      = "target"
 	flagDataDir     = "data-dir"
-	flagAntagonist  = "antagonist"
+	flagNeighbour   = "neighbour"
 	flagTelemetry   = "telemetry"
 	flagJoinCgroups = "join-cgroups"
 	flagWaitNet     = "wait-net"
@@ -94,8 +94,8 @@ func (a Agent) Args() []string {
 	add(flagBind, a.Bind)
 	add(flagTarget, a.Target)
 	add(flagDataDir, a.DataDir)
-	for _, n := range a.Antagonists {
-		add(flagAntagonist, n)
+	for _, n := range a.Neighbours {
+		add(flagNeighbour, n)
 	}
 	add(flagTelemetry, a.Counters.String())
 	add(flagJoinCgroups, strings.Join(a.JoinCgroups, ","))
@@ -119,7 +119,7 @@ type Decoder struct {
 	kind            Kind
 	a               Agent
 	telemetry, join string
-	antagonists     []string
+	neighbours      []string
 }
 
 // Bind defines the flags of the kind's subcommand on fs; after fs has
@@ -135,7 +135,7 @@ func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
 		fs.StringVar(&d.a.Role, flagRole, "", "role, e.g. server or client (default main)")
 		fs.StringVar(&d.a.Bind, flagBind, "", "address a server listens on (default 127.0.0.1)")
 		fs.StringVar(&d.a.Target, flagTarget, "", "host:port of the server, for a client")
-		fs.StringArrayVar(&d.antagonists, flagAntagonist, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
+		fs.StringArrayVar(&d.neighbours, flagNeighbour, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
 		fs.BoolVar(&d.a.WaitNet, flagWaitNet, false, "wait until an interface besides loopback has an address (ctrbench wires the namespace from outside)")
 		fs.BoolVar(&d.a.WaitRoute, flagWaitRoute, false, "before the workload, wait until the target's host answers an ICMP echo (a cluster's overlay learns new addresses by gossip)")
 		fs.BoolVar(&d.a.WaitGo, flagWaitGo, false, "announce ready, then wait for SIGUSR1 before the measured run (copies begin together)")
@@ -159,7 +159,7 @@ func (d *Decoder) Decode() (Agent, error) {
 	if d.join != "" {
 		a.JoinCgroups = strings.Split(d.join, ",")
 	}
-	a.Antagonists = d.antagonists
+	a.Neighbours = d.neighbours
 	return a, nil
 }
 

@@ -13,7 +13,7 @@ func TestRoundTrip(t *testing.T) {
 		{Kind: Run, Workload: "net.tcp_stream", Role: "server", Params: `{"duration":"1s"}`, Bind: "0.0.0.0",
 			Counters: Counters{Cgroup: true, Netns: true}, WaitNet: true, DataDir: "/data", JoinCgroups: []string{"/sys/fs/cgroup/cpu/x", "/sys/fs/cgroup/memory/x"}},
 		{Kind: Run, Workload: "net.tcp_stream", Role: "client", Target: "10.0.0.2:5001", WaitGo: true, Linger: true,
-			Antagonists: []string{`cpu.primes={"duration":"1s"}`, "idle"}, Counters: Counters{Cgroup: true}},
+			Neighbours: []string{`cpu.primes={"duration":"1s"}`, "idle"}, Counters: Counters{Cgroup: true}},
 		{Kind: Loop, Workload: "idle"},
 		{Kind: Loop, Workload: "disk.fio", Params: `{"size":"64MiB"}`, DataDir: "/tmp/d", Counters: Counters{Netns: true}},
 	}

@@ -1,4 +1,4 @@
-// Package neighbour runs antagonists: workloads that loop beside a measured
+// Package neighbour runs neighbours: workloads that loop beside a measured
 // target for as long as it runs (S0 looped its neighbours for 90 minutes
 // because run times differ). It records when each neighbour was busy, so the
 // overlap with the target's measured window is a number, not an assumption.
@@ -232,7 +232,7 @@ func WindowTelemetry(samples []result.TelemetrySample, start, end time.Time) map
 
 // FlagKey is where Attach records, in the result's Seen, that the
 // neighbours did not cover the window; the trial is stored with that flag.
-const FlagKey = "antagonist.flag"
+const FlagKey = "neighbour.flag"
 
 // MinOverlap is the share of the target's window every neighbour must have
 // covered; below it the trial is flagged.
@@ -246,7 +246,7 @@ func Attach(res *result.Result, start, end time.Time) error {
 	minOverlap, iters := 1.0, 0
 	for _, n := range res.Neighbours {
 		if n.Iterations == 0 && n.Failures > 0 {
-			return fmt.Errorf("antagonist %s never ran: %s", n.Type, n.LastError)
+			return fmt.Errorf("neighbour %s never ran: %s", n.Type, n.LastError)
 		}
 		minOverlap = min(minOverlap, Overlap(start, end, n.Windows))
 		iters += n.Iterations
@@ -265,7 +265,7 @@ func Attach(res *result.Result, start, end time.Time) error {
 		if res.Seen == nil {
 			res.Seen = map[string]string{}
 		}
-		res.Seen[FlagKey] = fmt.Sprintf("antagonists covered only %.0f%% of the measured window (want %.0f%%)", 100*minOverlap, 100*MinOverlap)
+		res.Seen[FlagKey] = fmt.Sprintf("neighbours covered only %.0f%% of the measured window (want %.0f%%)", 100*minOverlap, 100*MinOverlap)
 	}
 	return nil
 }

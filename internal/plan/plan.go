@@ -23,7 +23,7 @@ import (
 
 // Role is one role of a cell, placed.
 type Role struct {
-	Name     string // server, client, main, pong…, or antagonist
+	Name     string // server, client, main, pong…, or neighbour
 	Platform string
 	Driver   platform.Driver
 	// Host is the emulated host the role runs on; 0 is the machine itself.
@@ -63,7 +63,7 @@ func (r Role) RootNS() bool {
 // namespace (InstanceSpec.NetNS).
 func (r Role) InHostNS() bool { return !r.Driver.Caps.OwnNetNS && r.Host > 0 }
 
-// Neighbours are the antagonists of a cell.
+// Neighbours are the neighbours of a cell.
 type Neighbours struct {
 	// Specs are the neighbours as the agent takes them: "TYPE=PARAMS_JSON"
 	// with their parameters from the file, or "idle".
@@ -210,14 +210,14 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 	return r, nil
 }
 
-// neighbours resolves a cell's antagonists.
+// neighbours resolves a cell's neighbours.
 func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 	var n Neighbours
-	level := c.Factors[vocab.FAntagonist]
-	if level == vocab.AntagonistIdle {
-		n.Specs = []string{vocab.AntagonistIdle}
+	level := c.Factors[vocab.FNeighbour]
+	if level == vocab.NeighbourIdle {
+		n.Specs = []string{vocab.NeighbourIdle}
 	}
-	for _, name := range vocab.Antagonists(level) {
+	for _, name := range vocab.NeighboursOf(level) {
 		w, ok := e.Workload(name)
 		if !ok {
 			continue
@@ -230,7 +230,7 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 	}
 	n.Separate = len(n.Specs) > 0 && c.Factors[vocab.FPackaging] == vocab.PackSeparate
 	if n.Separate {
-		r, err := place(c, vocab.RoleAntagonist, []string{vocab.RoleAntagonist})
+		r, err := place(c, vocab.RoleNeighbour, []string{vocab.RoleNeighbour})
 		if err != nil {
 			return n, err
 		}

@@ -153,23 +153,23 @@ func TestNeighboursAndNeeds(t *testing.T) {
 	_, cells := resolve(t, `name: n
 factors:
   platform: [docker]
-  antagonist: [none, cpu, io]
+  neighbour: [none, cpu, io]
   packaging: [same-container, separate-containers]
-  antagonist.cpuset: ["1"]
+  neighbour.cpuset: ["1"]
 workloads:
   - {name: cpu, type: cpu.primes, params: {duration: 1s}}
   - {name: io, type: disk.fio}
 `)
-	alone := find(t, cells, "workload=cpu.primes antagonist=none")
+	alone := find(t, cells, "workload=cpu.primes neighbour=none")
 	if len(alone.Neighbours.Specs) != 0 || alone.Neighbours.Separate {
 		t.Errorf("alone: %+v", alone.Neighbours)
 	}
-	same := find(t, cells, "workload=cpu.primes antagonist=io packaging=same-container")
+	same := find(t, cells, "workload=cpu.primes neighbour=io packaging=same-container")
 	if len(same.Neighbours.Specs) != 1 || !strings.HasPrefix(same.Neighbours.Specs[0], "disk.fio={") || same.Neighbours.Separate {
 		t.Errorf("same container: %+v", same.Neighbours)
 	}
-	apart := find(t, cells, "workload=cpu.primes antagonist=io packaging=separate-containers")
-	if !apart.Neighbours.Separate || apart.Neighbours.Role.Name != vocab.RoleAntagonist || apart.Neighbours.Role.Limits.Cpuset != "1" {
+	apart := find(t, cells, "workload=cpu.primes neighbour=io packaging=separate-containers")
+	if !apart.Neighbours.Separate || apart.Neighbours.Role.Name != vocab.RoleNeighbour || apart.Neighbours.Role.Limits.Cpuset != "1" {
 		t.Errorf("separate: %+v", apart.Neighbours)
 	}
 	// fio runs in the target's container with packaging same-container,

@@ -14,12 +14,12 @@ func TestInterferenceRows(t *testing.T) {
 	alone := []float64{100, 101, 99, 100, 100}
 	series := []analysis.Series{
 		{Campaign: "c", Workload: "L", ID: measure("gflops"), Unit: "GFLOPS", Better: result.Higher, CellID: 1,
-			Cell: map[string]string{"antagonist": "none"}, Values: alone, IsBaseline: true},
+			Cell: map[string]string{"neighbour": "none"}, Values: alone, IsBaseline: true},
 		{Campaign: "c", Workload: "L", ID: measure("gflops"), Unit: "GFLOPS", Better: result.Higher, CellID: 2,
-			Cell: map[string]string{"antagonist": "L", "packaging": "same-container"}, Values: []float64{50, 51, 49, 50, 50},
+			Cell: map[string]string{"neighbour": "L", "packaging": "same-container"}, Values: []float64{50, 51, 49, 50, 50},
 			Baseline: alone, Interference: true},
 		{Campaign: "c", Workload: "L", ID: measure("seconds"), Unit: "s", Better: result.Lower, CellID: 2,
-			Cell: map[string]string{"antagonist": "L", "packaging": "same-container"}, Values: []float64{2, 2.02, 1.98, 2, 2},
+			Cell: map[string]string{"neighbour": "L", "packaging": "same-container"}, Values: []float64{2, 2.02, 1.98, 2, 2},
 			Baseline: []float64{1, 1.01, 0.99, 1, 1}, Interference: true},
 	}
 	rows := analysis.Rows(series)
@@ -52,7 +52,7 @@ func TestInterferenceRows(t *testing.T) {
 func TestMatrix(t *testing.T) {
 	alone := []float64{100, 101, 99, 100, 100}
 	mk := func(w, ant, pack string, vals []float64, base bool) analysis.Series {
-		cell := map[string]string{"antagonist": ant, "cpus": "1"}
+		cell := map[string]string{"neighbour": ant, "cpus": "1"}
 		if pack != "" {
 			cell["packaging"] = pack
 		}
@@ -92,7 +92,7 @@ func TestMatrixHeadlineByIdentity(t *testing.T) {
 	alone := []float64{100, 101, 99}
 	mk := func(id result.MetricID, ant string, cellID int, vals []float64) analysis.Series {
 		s := analysis.Series{Campaign: "c", Workload: "L", ID: id, Better: result.Higher, CellID: cellID,
-			Cell: map[string]string{"antagonist": ant}, Values: vals, IsBaseline: ant == "none"}
+			Cell: map[string]string{"neighbour": ant}, Values: vals, IsBaseline: ant == "none"}
 		if ant != "none" {
 			s.Baseline, s.Interference = alone, true
 		}
@@ -124,12 +124,12 @@ func TestMatrixHeadlineByIdentity(t *testing.T) {
 }
 
 // Issue 10, item 1: the alone column was keyed by target only, so with a
-// cpus factor beside antagonist every case showed the last case's
+// cpus factor beside neighbour every case showed the last case's
 // baseline (the cpus=1 case showed 200 where its own was 100; its IR used
 // the right one). Each case shows its own.
 func TestMatrixAloneIsTheCasesOwn(t *testing.T) {
 	mk := func(cpus, ant string, vals, base []float64) analysis.Series {
-		cell := map[string]string{"antagonist": ant, "cpus": cpus}
+		cell := map[string]string{"neighbour": ant, "cpus": cpus}
 		s := analysis.Series{Campaign: "c", Workload: "L", ID: measure("rate"), Unit: "x/s", Better: result.Higher, Cell: cell, Values: vals}
 		if base == nil {
 			s.IsBaseline = true

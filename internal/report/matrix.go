@@ -21,15 +21,15 @@ import (
 // neither telemetry nor a neighbour's.
 func Matrix(w io.Writer, rows []analysis.Row) error {
 	targets, headline := analysis.Headlines(rows)
-	type key struct{ caseKey, target, antagonist string }
+	type key struct{ caseKey, target, neighbour string }
 	cells := map[key]analysis.Row{}
-	var cases, antagonists []string
+	var cases, neighbours []string
 	seenCase, seenAnt := map[string]bool{}, map[string]bool{}
 	for _, r := range rows {
 		if h, ok := headline[r.Workload]; !ok || !analysis.SameMetric(h.ID, r.ID) {
 			continue
 		}
-		ant, ok := r.Cell["antagonist"]
+		ant, ok := r.Cell["neighbour"]
 		if !ok {
 			continue
 		}
@@ -43,22 +43,22 @@ func Matrix(w io.Writer, rows []analysis.Row) error {
 		}
 		if !seenAnt[ant] {
 			seenAnt[ant] = true
-			antagonists = append(antagonists, ant)
+			neighbours = append(neighbours, ant)
 		}
 		cells[key{ck, r.Workload, ant}] = r
 	}
 	if len(cases) == 0 {
-		_, err := fmt.Fprintln(w, "no cell ran a target beside neighbours (factor antagonist): nothing to put in a matrix")
+		_, err := fmt.Fprintln(w, "no cell ran a target beside neighbours (factor neighbour): nothing to put in a matrix")
 		return err
 	}
 	sort.Strings(cases)
 	for _, ck := range cases {
 		fmt.Fprintf(w, "Interference ratio — %s\n(rows: target and its metric; columns: neighbours; IR [95%% CI], negative = worse, * = interval excludes 0)\n", ck)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "target\t%s\n", strings.Join(antagonists, "\t"))
+		fmt.Fprintf(tw, "target\t%s\n", strings.Join(neighbours, "\t"))
 		for _, t := range targets {
 			line := []string{t + " " + headline[t].Metric}
-			for _, a := range antagonists {
+			for _, a := range neighbours {
 				r, ok := cells[key{ck, t, a}]
 				if !ok {
 					line = append(line, "")
@@ -73,19 +73,19 @@ func Matrix(w io.Writer, rows []analysis.Row) error {
 		}
 		fmt.Fprintf(w, "\nMean [SD] — %s\n", ck)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "target\talone (baseline)\t%s\n", strings.Join(antagonists, "\t"))
+		fmt.Fprintf(tw, "target\talone (baseline)\t%s\n", strings.Join(neighbours, "\t"))
 		for _, t := range targets {
 			// The alone column is the case's own baseline (a cpus or
 			// platform factor beside the neighbour changes the target
 			// alone too), as its rows' IR were computed against.
 			line := []string{t + " " + headline[t].Metric, ""}
-			for _, a := range antagonists {
+			for _, a := range neighbours {
 				if r, ok := cells[key{ck, t, a}]; ok && r.Base != nil {
 					line[1] = summarySD(*r.Base)
 					break
 				}
 			}
-			for _, a := range antagonists {
+			for _, a := range neighbours {
 				if r, ok := cells[key{ck, t, a}]; ok {
 					line = append(line, meanSD(r))
 				} else {

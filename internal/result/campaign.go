@@ -87,7 +87,7 @@ type Trial struct {
 	Ended        time.Time     `json:"ended"`
 	Observations []Observation `json:"observations,omitempty"`
 	// Flags say why an ok trial's conditions were not as planned ("" when
-	// they were), e.g. antagonists that covered too little of its window.
+	// they were), e.g. neighbours that covered too little of its window.
 	Flags string `json:"flags,omitempty"`
 	// Seen is what the agents observed of their environment (interfaces,
 	// limits, filesystem); a server's keys are prefixed with its role.

@@ -14,7 +14,7 @@ const (
 	ScopePair      Scope = "pair"      // one client/server pair of several (Index)
 	ScopeInstance  Scope = "instance"  // one copy of several of a single-role workload (Index)
 	ScopeAggregate Scope = "aggregate" // all the pairs (or instances) of a trial together
-	ScopeNeighbour Scope = "neighbour" // an antagonist beside the target (Index; 0 = all of them)
+	ScopeNeighbour Scope = "neighbour" // a neighbour beside the target (Index; 0 = all of them)
 )
 
 // Kind says what an observation measures.
@@ -47,7 +47,7 @@ type MetricID struct {
 
 // String is the metric's name as reports print it, e.g. "throughput",
 // "server.telemetry.cpu_seconds", "pair3.throughput", "pairs.jain",
-// "antagonist2.telemetry.cpu_seconds". ParseMetricName reads it back.
+// "neighbour2.telemetry.cpu_seconds". ParseMetricName reads it back.
 func (id MetricID) String() string {
 	var b strings.Builder
 	switch {
@@ -74,10 +74,11 @@ func (id MetricID) String() string {
 }
 
 const (
-	neighbourName = "antagonist"
-	pairsName     = "pairs"
-	instanceName  = "instance"
-	telemetryName = "telemetry"
+	neighbourName    = "neighbour"
+	oldNeighbourName = "antagonist"
+	pairsName        = "pairs"
+	instanceName     = "instance"
+	telemetryName    = "telemetry"
 )
 
 // ParseMetricName reads a name as String prints it: the form in which
@@ -107,15 +108,15 @@ func ParseMetricName(name string, pairs bool) MetricID {
 		id.Scope = ScopePair
 		id.Index, _ = strconv.Atoi(first[len("pair"):])
 		first, rest, ok = strings.Cut(rest, ".")
-	case first == neighbourName:
+	case neighbourPrefix(first) == "":
 		id.Scope = ScopeNeighbour
 		first, rest, ok = strings.Cut(rest, ".")
 		if first == telemetryName && ok {
 			id.Index = 1 // the first neighbour's own counters
 		}
-	case strings.HasPrefix(first, neighbourName) && isIndex(first[len(neighbourName):]):
+	case isIndex(neighbourPrefix(first)):
 		id.Scope = ScopeNeighbour
-		id.Index, _ = strconv.Atoi(first[len(neighbourName):])
+		id.Index, _ = strconv.Atoi(neighbourPrefix(first))
 		first, rest, ok = strings.Cut(rest, ".")
 	}
 	if ok && first != telemetryName && first != string(KindLifecycle) {
@@ -131,6 +132,18 @@ func ParseMetricName(name string, pairs bool) MetricID {
 	}
 	id.Metric = first
 	return id
+}
+
+// neighbourPrefix is what follows "neighbour" at the start of s — or
+// "antagonist", the name files before the one word for the concept wrote
+// (schema 4's data step reads them) — and "-" when s starts with neither.
+func neighbourPrefix(s string) string {
+	for _, p := range []string{neighbourName, oldNeighbourName} {
+		if rest, ok := strings.CutPrefix(s, p); ok {
+			return rest
+		}
+	}
+	return "-"
 }
 
 func isIndex(s string) bool {

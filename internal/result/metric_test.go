@@ -20,10 +20,10 @@ func TestMetricNamesRoundTrip(t *testing.T) {
 		{"server.telemetry.cpu_seconds", true, MetricID{Metric: "cpu_seconds", Scope: ScopeAggregate, Kind: KindTelemetry, Role: "server"}},
 		{"pairs.jain", true, MetricID{Metric: "jain", Scope: ScopeAggregate, Kind: KindPairs}},
 		{"pairs.overlap_pct", true, MetricID{Metric: "overlap_pct", Scope: ScopeAggregate, Kind: KindPairs}},
-		{"antagonist.overlap_pct", false, MetricID{Metric: "overlap_pct", Scope: ScopeNeighbour, Kind: KindMeasure}},
-		{"antagonist.iterations", false, MetricID{Metric: "iterations", Scope: ScopeNeighbour, Kind: KindMeasure}},
-		{"antagonist.telemetry.cpu_seconds", false, MetricID{Metric: "cpu_seconds", Scope: ScopeNeighbour, Kind: KindTelemetry, Index: 1}},
-		{"antagonist2.telemetry.cpu_seconds", false, MetricID{Metric: "cpu_seconds", Scope: ScopeNeighbour, Kind: KindTelemetry, Index: 2}},
+		{"neighbour.overlap_pct", false, MetricID{Metric: "overlap_pct", Scope: ScopeNeighbour, Kind: KindMeasure}},
+		{"neighbour.iterations", false, MetricID{Metric: "iterations", Scope: ScopeNeighbour, Kind: KindMeasure}},
+		{"neighbour.telemetry.cpu_seconds", false, MetricID{Metric: "cpu_seconds", Scope: ScopeNeighbour, Kind: KindTelemetry, Index: 1}},
+		{"neighbour2.telemetry.cpu_seconds", false, MetricID{Metric: "cpu_seconds", Scope: ScopeNeighbour, Kind: KindTelemetry, Index: 2}},
 		{"server.lifecycle.start", false, MetricID{Metric: "start", Scope: ScopeTrial, Kind: KindLifecycle, Role: "server"}},
 	}
 	for _, c := range cases {

@@ -72,7 +72,7 @@ type Result struct {
 	// Seen records what the agent observed about its own environment
 	// (cgroup limits, hostname, ...), for the record and for tests.
 	Seen map[string]string `json:"seen,omitempty"`
-	// Neighbours are the antagonists this agent ran beside the target, or,
+	// Neighbours are the neighbours this agent ran beside the target, or,
 	// for `agent loop`, the one it ran on its own.
 	Neighbours []NeighbourReport `json:"neighbours,omitempty"`
 	// Histograms are the distributions the run recorded, from which its
@@ -102,7 +102,7 @@ type Window struct {
 	End   time.Time `json:"end"`
 }
 
-// NeighbourReport is what one antagonist did.
+// NeighbourReport is what one neighbour did.
 type NeighbourReport struct {
 	Type       string   `json:"type"`
 	Iterations int      `json:"iterations"`

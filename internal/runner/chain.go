@@ -105,7 +105,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 	driverAgent := func(p int) invocation.Agent {
 		inv := agent(drv.Name, pairs[p].target)
 		if !c.Neighbours.Separate {
-			inv.Antagonists = c.Neighbours.Specs
+			inv.Neighbours = c.Neighbours.Specs
 		}
 		return inv
 	}

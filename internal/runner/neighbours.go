@@ -10,7 +10,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 )
 
-// startNeighbours starts each antagonist of a separate-packaging cell in an
+// startNeighbours starts each neighbour of a separate-packaging cell in an
 // instance of its own and returns once each is under way, so the target
 // never starts alone.
 func startNeighbours(ctx context.Context, in *instances, c *plan.Cell, nameOf func(role string) string) ([]*watched, error) {
@@ -18,36 +18,36 @@ func startNeighbours(ctx context.Context, in *instances, c *plan.Cell, nameOf fu
 	for i, nb := range c.Neighbours.Specs {
 		typ, params := neighbour.Parse(nb)
 		var none string
-		r, err := in.start(ctx, c.Neighbours.Role, nameOf(fmt.Sprintf("antagonist%d", i+1)),
+		r, err := in.start(ctx, c.Neighbours.Role, nameOf(fmt.Sprintf("neighbour%d", i+1)),
 			invocation.Agent{Kind: invocation.Loop, Workload: typ, Params: params}, &none)
 		if err != nil {
 			return nil, err
 		}
 		if _, err := r.awaitReady(ctx); err != nil {
-			return nil, fmt.Errorf("antagonist %s: %w", typ, err)
+			return nil, fmt.Errorf("neighbour %s: %w", typ, err)
 		}
 		loops = append(loops, r.watched)
 	}
 	return loops, nil
 }
 
-// stopNeighbours ends antagonists that ran in their own instances and adds
+// stopNeighbours ends neighbours that ran in their own instances and adds
 // what they did to the target's result.
 func stopNeighbours(ctx context.Context, loops []*watched, target *result.Result) error {
 	sctx, cancel := context.WithTimeout(ctx, serverGrace)
 	defer cancel()
 	for _, r := range loops {
 		if err := r.inst.Stop(sctx); err != nil {
-			return fmt.Errorf("stopping an antagonist: %w", err)
+			return fmt.Errorf("stopping a neighbour: %w", err)
 		}
 	}
 	for _, r := range loops {
 		res, err := r.await(sctx)
 		if err != nil {
-			return fmt.Errorf("antagonist: %w", err)
+			return fmt.Errorf("neighbour: %w", err)
 		}
 		if res.Status != result.OK {
-			return fmt.Errorf("antagonist %s: %s", res.Workload, res.Error)
+			return fmt.Errorf("neighbour %s: %s", res.Workload, res.Error)
 		}
 		target.Neighbours = append(target.Neighbours, res.Neighbours...)
 	}

@@ -25,7 +25,7 @@ func relevant(name string, w Workload) bool {
 		return ok
 	}
 	role, _ := splitFactor(name)
-	return role == "" || role == vocab.RoleAntagonist || w.Spec.HasRole(role)
+	return role == "" || role == vocab.RoleNeighbour || w.Spec.HasRole(role)
 }
 
 // combinations enumerates the full factorial in file order, the first factor
@@ -122,11 +122,11 @@ func (e *Experiment) Cells() []result.Cell {
 				continue
 			}
 			for _, combo := range combos {
-				if combo[vocab.FAntagonist] != w.Name || excluded(t.Name, combo) {
+				if combo[vocab.FNeighbour] != w.Name || excluded(t.Name, combo) {
 					continue
 				}
 				mirror := maps.Clone(combo)
-				mirror[vocab.FAntagonist] = t.Name
+				mirror[vocab.FNeighbour] = t.Name
 				n := len(wcells)
 				add(mirror)
 				mirrored = mirrored || len(wcells) > n
@@ -218,8 +218,8 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 		}
 	}
 	p.checkNetworks(e, cells, root, factorNodes)
-	if findFactor(e.Factors, vocab.FPackaging) != nil && findFactor(e.Factors, vocab.FAntagonist) == nil {
-		p.addf(factorNodes[vocab.FPackaging], "factor packaging says how neighbours are packaged, but there is no antagonist factor naming them")
+	if findFactor(e.Factors, vocab.FPackaging) != nil && findFactor(e.Factors, vocab.FNeighbour) == nil {
+		p.addf(factorNodes[vocab.FPackaging], "factor packaging says how neighbours are packaged, but there is no neighbour factor naming them")
 	}
 	if len(e.Baseline) > 0 {
 		for _, w := range e.Workloads {
@@ -292,15 +292,15 @@ func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.No
 		loop, chain := 0, 0
 		for _, role := range roles {
 			r.checkRole(c, role, roles)
-			if role != vocab.RoleAntagonist {
+			if role != vocab.RoleNeighbour {
 				chain++
 				if PlacementFor(c.Factors, role).Network == vocab.Loopback {
 					loop++
 				}
 			}
 		}
-		if Pairs(c.Factors) > 1 && c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone {
-			r.add(c, roles[0], vocab.FPairs, "pairs and antagonists do not combine: neighbours load one measured target, pairs are several")
+		if Pairs(c.Factors) > 1 && c.Factors[vocab.FNeighbour] != "" && c.Factors[vocab.FNeighbour] != vocab.NeighbourNone {
+			r.add(c, roles[0], vocab.FPairs, "pairs and neighbours do not combine: neighbours load one measured target, pairs are several")
 		}
 		r.checkPlatformFactors(c, roles)
 		r.checkShape(c, roles, chain)
@@ -409,8 +409,8 @@ func (r *cellReport) checkShape(c result.Cell, roles []string, chain int) {
 		switch {
 		case Pairs(c.Factors) > 1:
 			r.add(c, roles[0], vocab.FPairs, fmt.Sprintf("%s times the lives of its hosting entities: give their number as instances, not pairs", c.WorkloadType))
-		case c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone:
-			r.add(c, roles[0], vocab.FAntagonist, fmt.Sprintf("%s times the lives of its hosting entities: it has no measured run for antagonists to load", c.WorkloadType))
+		case c.Factors[vocab.FNeighbour] != "" && c.Factors[vocab.FNeighbour] != vocab.NeighbourNone:
+			r.add(c, roles[0], vocab.FNeighbour, fmt.Sprintf("%s times the lives of its hosting entities: it has no measured run for neighbours to load", c.WorkloadType))
 		}
 	}
 	if n := Instances(c.Factors); n > 1 {
@@ -419,8 +419,8 @@ func (r *cellReport) checkShape(c result.Cell, roles []string, chain int) {
 			r.add(c, roles[0], vocab.FInstances, fmt.Sprintf("instances copies a single-role workload; %s is a chain of %d roles: use pairs for several client/server chains", c.WorkloadType, chain))
 		case Pairs(c.Factors) > 1:
 			r.add(c, roles[0], vocab.FInstances, "instances and pairs do not combine: instances are copies of a single-role workload, pairs of a client/server chain")
-		case c.Factors[vocab.FAntagonist] != "" && c.Factors[vocab.FAntagonist] != vocab.AntagonistNone:
-			r.add(c, roles[0], vocab.FInstances, "instances and antagonists do not combine: neighbours load one measured target, instances are several")
+		case c.Factors[vocab.FNeighbour] != "" && c.Factors[vocab.FNeighbour] != vocab.NeighbourNone:
+			r.add(c, roles[0], vocab.FInstances, "instances and neighbours do not combine: neighbours load one measured target, instances are several")
 		}
 	}
 }
@@ -442,7 +442,7 @@ func workloadRoles(c result.Cell) []string {
 		roles = ws.RoleList()
 	}
 	if c.Factors[vocab.FPackaging] == vocab.PackSeparate {
-		roles = append(roles, vocab.RoleAntagonist)
+		roles = append(roles, vocab.RoleNeighbour)
 	}
 	return roles
 }

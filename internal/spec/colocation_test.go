@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,25 +12,25 @@ import (
 const jhaLike = `name: jha
 factors:
   platform: [docker]
-  antagonist: [L, S, "L+S", idle]
+  neighbour: [L, S, "L+S", idle]
   packaging: [same-container, separate-containers]
   cpus: ["1"]
-  antagonist.cpuset: ["1"]
+  neighbour.cpuset: ["1"]
 workloads:
   - {name: L, type: cpu.primes}
   - {name: S, type: cpu.primes, params: {max_prime: 2000}}
 `
 
-func TestAntagonistCells(t *testing.T) {
+func TestNeighbourCells(t *testing.T) {
 	e, err := Parse("jha.yaml", []byte(jhaLike), nil, Machine{CPUs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := findFactor(e.Factors, vocab.FAntagonist)
-	if f == nil || f.Levels[0] != vocab.AntagonistNone {
+	f := findFactor(e.Factors, vocab.FNeighbour)
+	if f == nil || f.Levels[0] != vocab.NeighbourNone {
 		t.Fatalf("solo (none) must be added first: %+v", f)
 	}
-	if e.Baseline[vocab.FAntagonist] != vocab.AntagonistNone {
+	if e.Baseline[vocab.FNeighbour] != vocab.NeighbourNone {
 		t.Fatalf("baseline %v", e.Baseline)
 	}
 	cells := e.Cells()
@@ -39,7 +41,7 @@ func TestAntagonistCells(t *testing.T) {
 	}
 	for _, c := range cells {
 		_, hasPack := c.Factors[vocab.FPackaging]
-		if (c.Factors[vocab.FAntagonist] == vocab.AntagonistNone) == hasPack {
+		if (c.Factors[vocab.FNeighbour] == vocab.NeighbourNone) == hasPack {
 			t.Errorf("cell %s: packaging must be present exactly when there is a neighbour", c.Key())
 		}
 		base, ok := e.BaselineOf(c, cells)
@@ -47,23 +49,23 @@ func TestAntagonistCells(t *testing.T) {
 			t.Fatalf("cell %s has no baseline", c.Key())
 		}
 		b := cells[base-1]
-		if b.Workload != c.Workload || b.Factors[vocab.FAntagonist] != vocab.AntagonistNone || b.Factors[vocab.FCPUs] != "1" {
+		if b.Workload != c.Workload || b.Factors[vocab.FNeighbour] != vocab.NeighbourNone || b.Factors[vocab.FCPUs] != "1" {
 			t.Errorf("baseline of %s is %s, want %s solo under the same limits", c.Key(), b.Key(), c.Workload)
 		}
 	}
-	if got := vocab.Antagonists("L+S"); len(got) != 2 || got[0] != "L" || got[1] != "S" {
-		t.Errorf("Antagonists(L+S) = %v", got)
+	if got := vocab.NeighboursOf("L+S"); len(got) != 2 || got[0] != "L" || got[1] != "S" {
+		t.Errorf("Neighbours(L+S) = %v", got)
 	}
-	if pl := PlacementFor(cells[3].Factors, vocab.RoleAntagonist); pl.Cpuset != "1" || pl.CPUs != "1" {
-		t.Errorf("antagonist placement %+v", pl)
+	if pl := PlacementFor(cells[3].Factors, vocab.RoleNeighbour); pl.Cpuset != "1" || pl.CPUs != "1" {
+		t.Errorf("neighbour placement %+v", pl)
 	}
 }
 
-func TestAntagonistProblems(t *testing.T) {
+func TestNeighbourProblems(t *testing.T) {
 	for name, c := range map[string]struct{ src, want string }{
-		"unknown neighbour": {strings.Replace(jhaLike, `"L+S"`, `"L+X"`, 1), `jha.yaml:4:22: level "L+X" of antagonist: "X" is not a workload of this file; allowed: none, idle, L, S, or several joined by +`},
+		"unknown neighbour": {strings.Replace(jhaLike, `"L+S"`, `"L+X"`, 1), `jha.yaml:4:21: level "L+X" of neighbour: "X" is not a workload of this file; allowed: none, idle, L, S, or several joined by +`},
 		"bad packaging":     {strings.Replace(jhaLike, "same-container,", "same-pod,", 1), `jha.yaml:5:15: level "same-pod" of packaging: allowed: same-container, separate-containers`},
-		"packaging alone":   {"name: x\nfactors:\n  packaging: [same-container]\nworkloads: [{type: cpu.primes}]\n", "x.yaml:3:3: factor packaging says how neighbours are packaged, but there is no antagonist factor"},
+		"packaging alone":   {"name: x\nfactors:\n  packaging: [same-container]\nworkloads: [{type: cpu.primes}]\n", "x.yaml:3:3: factor packaging says how neighbours are packaged, but there is no neighbour factor"},
 	} {
 		file := "jha.yaml"
 		if strings.HasPrefix(c.want, "x.yaml") {
@@ -82,7 +84,7 @@ func TestNeighbourOnlyWorkload(t *testing.T) {
 	src := `name: aa
 factors:
   platform: [docker]
-  antagonist: [noisy]
+  neighbour: [noisy]
   packaging: [separate-containers]
 exclude:
   - {workload: noisy}
@@ -106,7 +108,7 @@ func TestSymmetric(t *testing.T) {
 symmetric: true
 factors:
   platform: [docker]
-  antagonist: [noisy]
+  neighbour: [noisy]
   packaging: [separate-containers]
   cpus: ["1"]
 exclude:
@@ -126,7 +128,7 @@ workloads:
 	}
 	var mirror bool
 	for _, c := range cells {
-		if c.Workload == "noisy" && c.Factors[vocab.FAntagonist] == "target" {
+		if c.Workload == "noisy" && c.Factors[vocab.FNeighbour] == "target" {
 			mirror = true
 			if _, ok := e.BaselineOf(c, cells); !ok {
 				t.Errorf("mirrored cell %s has no baseline", c.Key())
@@ -143,7 +145,7 @@ workloads:
 	}
 	_, err = Parse("x.yaml", []byte("name: x\nsymmetric: true\nworkloads: [{type: cpu.primes}]\n"), nil, Machine{CPUs: 2})
 	if err == nil || !strings.Contains(err.Error(), "x.yaml:2:12: symmetric measures both sides") {
-		t.Errorf("symmetric without antagonist: %v", err)
+		t.Errorf("symmetric without neighbour: %v", err)
 	}
 }
 
@@ -227,14 +229,14 @@ func TestNetworkValidation(t *testing.T) {
 	m := Machine{CPUs: 2}
 	base := "name: n\nfactors:\n  platform: [docker]\n%s\nworkloads: [{name: tcp, type: net.tcp_stream}]\n"
 	for name, c := range map[string]struct{ factors, want string }{
-		"overlay needs hosts":    {"  network: [overlay]", "n.yaml:4:3: network overlay joins emulated hosts: it needs hosts 2 or more"},
-		"ovs on emulated hosts":  {"  hosts: [2]\n  network: [ovs]", "n.yaml:5:3: network ovs is on the machine itself"},
-		"docker host on hosts":   {"  hosts: [2]\n  network: [host]", "n.yaml:5:3: a Docker container cannot share an emulated host's namespace"},
-		"host beyond hosts":      {"  hosts: [2]\n  network: [bridge]\n  server.host: [3]", "n.yaml:6:3: server is placed on emulated host 3, but the cell has hosts 2"},
-		"half loopback":          {"  network: [bridge]\n  client.network: [loopback]", "network loopback puts every role of the workload in one container's namespace"},
-		"bad underlay":           {"  underlay: [fast]", `n.yaml:4:14: level "fast" of underlay: want none or a rate such as 100mbit`},
-		"too many pairs":         {"  pairs: [500]", `n.yaml:4:11: level "500" of pairs: want a whole number from 1 to 100`},
-		"pairs with antagonists": {"  pairs: [2]\n  antagonist: [tcp]\n  packaging: [separate-containers]", "pairs and antagonists do not combine"},
+		"overlay needs hosts":   {"  network: [overlay]", "n.yaml:4:3: network overlay joins emulated hosts: it needs hosts 2 or more"},
+		"ovs on emulated hosts": {"  hosts: [2]\n  network: [ovs]", "n.yaml:5:3: network ovs is on the machine itself"},
+		"docker host on hosts":  {"  hosts: [2]\n  network: [host]", "n.yaml:5:3: a Docker container cannot share an emulated host's namespace"},
+		"host beyond hosts":     {"  hosts: [2]\n  network: [bridge]\n  server.host: [3]", "n.yaml:6:3: server is placed on emulated host 3, but the cell has hosts 2"},
+		"half loopback":         {"  network: [bridge]\n  client.network: [loopback]", "network loopback puts every role of the workload in one container's namespace"},
+		"bad underlay":          {"  underlay: [fast]", `n.yaml:4:14: level "fast" of underlay: want none or a rate such as 100mbit`},
+		"too many pairs":        {"  pairs: [500]", `n.yaml:4:11: level "500" of pairs: want a whole number from 1 to 100`},
+		"pairs with neighbours": {"  pairs: [2]\n  neighbour: [tcp]\n  packaging: [separate-containers]", "pairs and neighbours do not combine"},
 	} {
 		src := strings.Replace(base, "%s", c.factors, 1)
 		_, err := Parse("n.yaml", []byte(src), nil, m)
@@ -247,5 +249,46 @@ func TestNetworkValidation(t *testing.T) {
 	ok = strings.Replace(ok, "  platform: [docker]\n", "", 1)
 	if _, err := Parse("n.yaml", []byte(ok), nil, m); err != nil {
 		t.Errorf("host process to a container: %v", err)
+	}
+}
+
+// "antagonist", the old word for a neighbour, is still read — in the file,
+// in --set and in the baseline — as "neighbour", with a note saying where.
+func TestOldWordForNeighbour(t *testing.T) {
+	now, err := Parse("jha.yaml", []byte(jhaLike), nil, Machine{CPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(now.Notes) != 0 {
+		t.Errorf("notes on a file in the one vocabulary: %q", now.Notes)
+	}
+	old := strings.ReplaceAll(jhaLike, "neighbour", "antagonist") + "baseline: {antagonist: none}\n"
+	then, err := Parse("jha.yaml", []byte(old), []string{"factors.antagonist.cpuset=[\"0\"]"}, Machine{CPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`jha.yaml:4: "antagonist" is the old word for "neighbour"; read as "neighbour"`,
+		`jha.yaml:7: "antagonist.cpuset" is the old word for "neighbour"; read as "neighbour.cpuset"`,
+		`jha.yaml:11: "antagonist" is the old word for "neighbour"; read as "neighbour"`,
+	}
+	if !slices.Equal(then.Notes, want) {
+		t.Errorf("notes\n%q\nwant\n%q", then.Notes, want)
+	}
+	if then.Baseline[vocab.FNeighbour] != vocab.NeighbourNone {
+		t.Errorf("baseline %v", then.Baseline)
+	}
+	a, b := now.Cells(), then.Cells()
+	if len(a) != len(b) || len(a) == 0 {
+		t.Fatalf("%d cells from the old word, %d from the new", len(b), len(a))
+	}
+	for i := range a {
+		want := maps.Clone(a[i].Factors)
+		if _, ok := want["neighbour.cpuset"]; ok {
+			want["neighbour.cpuset"] = "0" // the --set
+		}
+		if !maps.Equal(b[i].Factors, want) {
+			t.Errorf("cell %d: %v, want %v", i, b[i].Factors, want)
+		}
 	}
 }

@@ -20,8 +20,8 @@ func (p *parser) design(e *Experiment, f map[string]*yaml.Node, root *yaml.Node,
 	}
 	// With neighbours, the target alone (S0's Case 1) is always run: added
 	// when missing, before exclusions and the baseline may name it.
-	if af := findFactor(e.Factors, vocab.FAntagonist); af != nil && !contains(af.Levels, vocab.AntagonistNone) {
-		af.Levels = append([]string{vocab.AntagonistNone}, af.Levels...)
+	if af := findFactor(e.Factors, vocab.FNeighbour); af != nil && !contains(af.Levels, vocab.NeighbourNone) {
+		af.Levels = append([]string{vocab.NeighbourNone}, af.Levels...)
 	}
 	if n, ok := f["exclude"]; ok {
 		e.Exclude = p.excludes(n, e.Factors)
@@ -30,16 +30,16 @@ func (p *parser) design(e *Experiment, f map[string]*yaml.Node, root *yaml.Node,
 		e.Baseline = p.levelMap(n, "baseline", e.Factors)
 	}
 	// ... and it is what every interference ratio compares with.
-	if findFactor(e.Factors, vocab.FAntagonist) != nil {
+	if findFactor(e.Factors, vocab.FNeighbour) != nil {
 		if e.Baseline == nil {
 			e.Baseline = map[string]string{}
 		}
-		if _, ok := e.Baseline[vocab.FAntagonist]; !ok {
-			e.Baseline[vocab.FAntagonist] = vocab.AntagonistNone
+		if _, ok := e.Baseline[vocab.FNeighbour]; !ok {
+			e.Baseline[vocab.FNeighbour] = vocab.NeighbourNone
 		}
 	}
-	if n, ok := f["symmetric"]; ok && e.Symmetric && findFactor(e.Factors, vocab.FAntagonist) == nil {
-		p.addf(n, "symmetric measures both sides of a pairing, but there is no antagonist factor naming neighbours")
+	if n, ok := f["symmetric"]; ok && e.Symmetric && findFactor(e.Factors, vocab.FNeighbour) == nil {
+		p.addf(n, "symmetric measures both sides of a pairing, but there is no neighbour factor naming neighbours")
 	}
 	if combos := factorial(e.Factors) * len(e.Workloads); combos > MaxCombinations {
 		node := f["factors"]
@@ -173,7 +173,7 @@ func (p *parser) bundle(k, v *yaml.Node, wls []Workload, m Machine) (Factor, boo
 		set := map[string]string{}
 		for j := 0; j+1 < len(lv.Content); j += 2 {
 			fk, fv := lv.Content[j], lv.Content[j+1]
-			if fk.Value == vocab.FAntagonist || fk.Value == vocab.FPackaging {
+			if fk.Value == vocab.FNeighbour || fk.Value == vocab.FPackaging {
 				p.addf(fk, "level %q of %s: %s cannot be set by a bundle; make it a factor of its own", ln.Value, k.Value, fk.Value)
 				ok = false
 				continue

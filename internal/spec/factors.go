@@ -35,7 +35,7 @@ func splitFactor(name string) (role, base string) {
 	if strings.HasPrefix(name, vocab.ParamPrefix) {
 		return "", name
 	}
-	for _, r := range append(workload.RoleNames(), vocab.RoleAntagonist) {
+	for _, r := range append(workload.RoleNames(), vocab.RoleNeighbour) {
 		if strings.HasPrefix(name, r+".") {
 			return r, strings.TrimPrefix(name, r+".")
 		}
@@ -47,7 +47,7 @@ func splitFactor(name string) (role, base string) {
 func knownFactorNames() string {
 	names := append([]string{}, placementFactors...)
 	names = append(names, "<role>.<"+strings.Join(placementFactors, "|")+"> (roles: "+strings.Join(workload.RoleNames(), ", ")+")")
-	names = append(names, vocab.FAntagonist, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning)
+	names = append(names, vocab.FNeighbour, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning)
 	seen := map[string]bool{}
 	for _, d := range platform.Drivers() {
 		for _, f := range d.Caps.Factors {
@@ -57,7 +57,7 @@ func knownFactorNames() string {
 			}
 		}
 	}
-	names = append(names, vocab.RoleAntagonist+".<placement>", vocab.ParamPrefix+"<parameter>")
+	names = append(names, vocab.RoleNeighbour+".<placement>", vocab.ParamPrefix+"<parameter>")
 	return strings.Join(names, ", ")
 }
 
@@ -75,7 +75,7 @@ func checkFactorName(name string, wls []Workload) error {
 		return fmt.Errorf("factor %q: no workload of this file has a parameter %q", name, p)
 	}
 	switch name {
-	case vocab.FAntagonist, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning:
+	case vocab.FNeighbour, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning:
 		return nil
 	}
 	if _, _, ok := platform.FactorOf(name); ok {
@@ -84,7 +84,7 @@ func checkFactorName(name string, wls []Workload) error {
 	role, base := splitFactor(name)
 	for _, f := range placementFactors {
 		if base == f {
-			if role != "" && role != vocab.RoleAntagonist && !anyHasRole(wls, role) {
+			if role != "" && role != vocab.RoleNeighbour && !anyHasRole(wls, role) {
 				return fmt.Errorf("factor %q places the %s role, but no workload of this file has one", name, role)
 			}
 			return nil

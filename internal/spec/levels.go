@@ -20,10 +20,10 @@ var wholeChecks, baseChecks map[string]levelCheck
 func init() {
 	wholeChecks = map[string]levelCheck{
 		vocab.FHosts: checkCount(vocab.MaxHosts), vocab.FPairs: checkCount(vocab.MaxPairs), vocab.FInstances: checkCount(vocab.MaxInstances),
-		vocab.FUnderlay:   checkUnderlay,
-		vocab.FPackaging:  checkOneOf(func() []string { return vocab.Packagings }),
-		vocab.FPinning:    checkOneOf(func() []string { return vocab.Strings(vocab.Pinnings) }),
-		vocab.FAntagonist: checkAntagonist,
+		vocab.FUnderlay:  checkUnderlay,
+		vocab.FPackaging: checkOneOf(func() []string { return vocab.Packagings }),
+		vocab.FPinning:   checkOneOf(func() []string { return vocab.Strings(vocab.Pinnings) }),
+		vocab.FNeighbour: checkNeighbour,
 	}
 	baseChecks = map[string]levelCheck{
 		vocab.FPlatform:    checkOneOf(platform.Names),
@@ -106,18 +106,18 @@ func checkUnderlay(name, level string, _ []Workload, _ Machine) (string, error) 
 	return level, nil
 }
 
-// checkAntagonist is none, idle, or workloads of the file joined by "+".
-func checkAntagonist(name, level string, wls []Workload, _ Machine) (string, error) {
-	if level == vocab.AntagonistNone || level == vocab.AntagonistIdle {
+// checkNeighbour is none, idle, or workloads of the file joined by "+".
+func checkNeighbour(name, level string, wls []Workload, _ Machine) (string, error) {
+	if level == vocab.NeighbourNone || level == vocab.NeighbourIdle {
 		return level, nil
 	}
-	for _, a := range vocab.Antagonists(level) {
+	for _, a := range vocab.NeighboursOf(level) {
 		found := false
 		for _, w := range wls {
 			found = found || w.Name == a
 		}
 		if !found {
-			names := []string{vocab.AntagonistNone, vocab.AntagonistIdle}
+			names := []string{vocab.NeighbourNone, vocab.NeighbourIdle}
 			for _, w := range wls {
 				names = append(names, w.Name)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -35,6 +36,8 @@ type parser struct {
 	wls []Workload
 	// origin maps a node that came from --set to its expression.
 	origin map[*yaml.Node]string
+	// notes are what the file spelt in an accepted older way.
+	notes []string
 }
 
 func (p *parser) addf(n *yaml.Node, format string, a ...any) {
@@ -70,11 +73,12 @@ func Parse(path string, data []byte, sets []string, m Machine) (*Experiment, err
 			p.problems = append(p.problems, Problem{File: path, Set: s, Msg: err.Error()})
 		}
 	}
+	p.renameOldWords(root)
 	e := p.experiment(root, m)
 	if len(p.problems) > 0 {
 		return nil, p.problems
 	}
-	e.Path = path
+	e.Path, e.Notes = path, p.notes
 	var text bytes.Buffer
 	text.Write(data)
 	if len(sets) > 0 {
@@ -85,6 +89,34 @@ func Parse(path string, data []byte, sets []string, m Machine) (*Experiment, err
 	}
 	e.Text = text.String()
 	return e, nil
+}
+
+// renameOldWords reads the factor names of factors, exclude and baseline
+// in the one vocabulary (vocab.CanonicalFactor: "antagonist" is the old
+// word for a neighbour), noting each place a file used an old word.
+func (p *parser) renameOldWords(root *yaml.Node) {
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		for i, c := range n.Content {
+			if n.Kind == yaml.MappingNode && i%2 == 0 {
+				if name, renamed := vocab.CanonicalFactor(c.Value); renamed {
+					where := fmt.Sprintf("%s:%d", p.file, c.Line)
+					if s, ok := p.origin[c]; ok {
+						where = "--set " + s
+					}
+					p.notes = append(p.notes, fmt.Sprintf("%s: %q is the old word for %q; read as %q", where, c.Value, vocab.FNeighbour, name))
+					c.Value = name
+				}
+			}
+			walk(c)
+		}
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		switch root.Content[i].Value {
+		case "factors", "exclude", "baseline":
+			walk(root.Content[i+1])
+		}
+	}
 }
 
 // Parse appends the overrides to Experiment.Text after setMarker, one per

@@ -50,7 +50,7 @@ func pinningProblem(factors map[string]string, roles []string, ncpu int) string 
 	if pin == vocab.PinSeparate {
 		chain := 0
 		for _, r := range roles {
-			if r != vocab.RoleAntagonist {
+			if r != vocab.RoleNeighbour {
 				chain++
 			}
 		}

@@ -18,6 +18,9 @@ type Experiment struct {
 	Description string
 	Seed        int64
 	SeedGiven   bool // false when the file had no seed and one was drawn
+	// Notes say where the file used an accepted older spelling (the old
+	// word for a neighbour), for the command to print.
+	Notes []string
 	// Repetitions is the number of recorded trials per cell; with
 	// Adaptive, the minimum.
 	Repetitions int

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 const campaignCols = `id, name, spec_path, spec_text, seed, started, ended, status, env_json, baseline_json, kind, owner, adaptive_json`
@@ -227,5 +228,6 @@ func scanCampaign(s scanner) (result.Campaign, error) {
 	if c.Baseline, err = decodeMap(baseline); err != nil {
 		return c, fmt.Errorf("campaign %s baseline: %w", c.ID, err)
 	}
+	vocab.CanonicalFactors(c.Baseline) // as the cells' factors
 	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // AddCells stores a campaign's cells in one transaction, so a campaign never
@@ -60,6 +61,9 @@ func (d *DB) Cells(ctx context.Context, campaignID string) ([]result.Cell, error
 		if c.Factors, err = decodeMap(factors); err != nil {
 			return nil, fmt.Errorf("reading cell %d factors: %w", c.ID, err)
 		}
+		// Campaigns stored before the neighbour had one name read in the
+		// one vocabulary ("antagonist" is "neighbour").
+		vocab.CanonicalFactors(c.Factors)
 		if c.Params, err = decodeMap(params); err != nil {
 			return nil, fmt.Errorf("reading cell %d params: %w", c.ID, err)
 		}

@@ -22,11 +22,11 @@ const (
 	FBlkioWeight = "blkio_weight"
 	FReadBps     = "read_bps"
 	FWriteBps    = "write_bps"
-	// FAntagonist names the neighbours that run beside the measured
+	// FNeighbour names the neighbours that run beside the measured
 	// workload (the target): none, idle, a workload of the file, or several
 	// joined by "+". FPackaging says how they are packaged with it.
-	FAntagonist = "antagonist"
-	FPackaging  = "packaging"
+	FNeighbour = "neighbour"
+	FPackaging = "packaging"
 	// FHosts is the number of emulated hosts (network namespaces joined by
 	// an underlay link); FHost places a role on one of them (1-based);
 	// FUnderlay rate-limits the underlay ("none" or a tc rate, "1gbit").
@@ -60,24 +60,55 @@ const (
 // host processes, the bare-metal reference.
 const DefaultPlatform = "native"
 
-// Antagonist and packaging levels.
+// Neighbour and packaging levels.
 const (
-	AntagonistNone = "none" // the target alone: S0's Case 1, the baseline of every IR
-	AntagonistIdle = "idle" // a neighbour that sleeps: the A/A check of the instrument
-	PackSame       = "same-container"
-	PackSeparate   = "separate-containers"
-	// RoleAntagonist qualifies placement factors for the neighbours:
-	// antagonist.cpuset: ["1"] pins them away from the target.
-	RoleAntagonist = "antagonist"
+	NeighbourNone = "none" // the target alone: S0's Case 1, the baseline of every IR
+	NeighbourIdle = "idle" // a neighbour that sleeps: the A/A check of the instrument
+	PackSame      = "same-container"
+	PackSeparate  = "separate-containers"
+	// RoleNeighbour qualifies placement factors for the neighbours:
+	// neighbour.cpuset: ["1"] pins them away from the target.
+	RoleNeighbour = "neighbour"
 )
+
+// OldNeighbour is the word experiment files and stored campaigns used for
+// a neighbour before the concept had one name ("antagonist: [L, S]",
+// "antagonist.cpuset"). Files may still spell it so; the parser and the
+// store read it as FNeighbour.
+const OldNeighbour = "antagonist"
+
+// CanonicalFactor is name in the one vocabulary: the neighbour factor and
+// its placement factors spelt with OldNeighbour become FNeighbour's
+// ("antagonist.cpuset" is "neighbour.cpuset"); renamed says it was.
+func CanonicalFactor(name string) (canonical string, renamed bool) {
+	if name == OldNeighbour {
+		return FNeighbour, true
+	}
+	if rest, ok := strings.CutPrefix(name, OldNeighbour+"."); ok {
+		return RoleNeighbour + "." + rest, true
+	}
+	return name, false
+}
+
+// CanonicalFactors renames m's keys as CanonicalFactor does, in place.
+func CanonicalFactors(m map[string]string) {
+	for k, v := range m {
+		if c, renamed := CanonicalFactor(k); renamed {
+			delete(m, k)
+			if _, taken := m[c]; !taken {
+				m[c] = v
+			}
+		}
+	}
+}
 
 // Packagings are the levels of the packaging factor.
 var Packagings = []string{PackSame, PackSeparate}
 
-// Antagonists splits an antagonist level into workload names; nil for
+// NeighboursOf splits a neighbour level into workload names; nil for
 // none and idle.
-func Antagonists(level string) []string {
-	if level == "" || level == AntagonistNone || level == AntagonistIdle {
+func NeighboursOf(level string) []string {
+	if level == "" || level == NeighbourNone || level == NeighbourIdle {
 		return nil
 	}
 	return strings.Split(level, "+")
@@ -91,10 +122,10 @@ const Previous = "previous"
 // DropIrrelevant removes factors that the other levels make meaningless:
 // the packaging and placement of neighbours when there is none.
 func DropIrrelevant(levels map[string]string) {
-	if a, ok := levels[FAntagonist]; !ok || a == AntagonistNone {
+	if a, ok := levels[FNeighbour]; !ok || a == NeighbourNone {
 		delete(levels, FPackaging)
 		for k := range levels {
-			if strings.HasPrefix(k, RoleAntagonist+".") {
+			if strings.HasPrefix(k, RoleNeighbour+".") {
 				delete(levels, k)
 			}
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
-func prepared(t *testing.T, f *enginetest.Fake) *Platform {
+func preparedPlatform(t *testing.T, f *enginetest.Fake) *Platform {
 	t.Helper()
 	p, err := New(WithEngine(engine.WithClient(f)), WithBinary(staticStandin(t)))
 	if err != nil {
@@ -30,7 +30,7 @@ func prepared(t *testing.T, f *enginetest.Fake) *Platform {
 
 func TestStartFailureRemovesContainer(t *testing.T) {
 	f := &enginetest.Fake{StartErr: errors.New("OCI runtime create failed")}
-	p := prepared(t, f)
+	p := preparedPlatform(t, f)
 	_, err := p.Start(context.Background(), platform.InstanceSpec{Name: "x"})
 	if err == nil || !strings.Contains(err.Error(), "OCI runtime create failed") {
 		t.Errorf("Start = %v", err)

@@ -73,7 +73,7 @@ func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tw
 // containerSpec is the container an instance of the campaign is: its
 // image and agent, labels, network, limits and storage; ipOn is the
 // network whose address is the instance's ("" for none).
-func containerSpec(camp campaign, spec platform.InstanceSpec) (engine.ContainerSpec, string, error) {
+func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerSpec, string, error) {
 	mode, ipOn, err := networkMode(camp, spec)
 	if err != nil {
 		return engine.ContainerSpec{}, "", err
@@ -113,7 +113,7 @@ func containerSpec(camp campaign, spec platform.InstanceSpec) (engine.ContainerS
 
 // networkMode is the engine's network mode of an instance, and the
 // network whose address is the instance's ("" for none).
-func networkMode(camp campaign, spec platform.InstanceSpec) (mode, ipOn string, err error) {
+func networkMode(camp prepared, spec platform.InstanceSpec) (mode, ipOn string, err error) {
 	netName := camp.bridge.Name
 	switch {
 	case spec.ShareNetworkWith != "":
@@ -135,7 +135,7 @@ func networkMode(camp campaign, spec platform.InstanceSpec) (mode, ipOn string, 
 
 // campaignResources are an instance's limits, block I/O limits on the
 // daemon's data root's disk, below the campaign's cgroup parent.
-func campaignResources(camp campaign, spec platform.InstanceSpec) (engine.Resources, error) {
+func campaignResources(camp prepared, spec platform.InstanceSpec) (engine.Resources, error) {
 	res, err := resources(spec.Limits)
 	if err != nil {
 		return res, fmt.Errorf("instance %s: %w", spec.Name, err)

@@ -68,13 +68,13 @@ type Platform struct {
 	preset string // WithImage: the agent image is already in the engine
 
 	mu     sync.Mutex // serialises Prepare and Close; guards the two below
-	camp   *campaign  // nil until Prepare
+	camp   *prepared  // nil until Prepare
 	closed bool
 }
 
-// campaign is what Prepare made for one campaign. Prepare replaces it with
+// prepared is what Prepare made for one campaign. Prepare replaces it with
 // a fuller copy when called again (more networks); Start reads a snapshot.
-type campaign struct {
+type prepared struct {
 	id       string
 	labels   map[string]string // put on every object of the campaign
 	cgParent string            // Setup.CgroupParent as Docker takes it ("/..."), or ""
@@ -107,14 +107,14 @@ func New(opts ...Option) (*Platform, error) {
 func (p *Platform) Name() string { return "docker" }
 
 // current is the campaign as Prepare left it, or why there is none.
-func (p *Platform) current() (campaign, error) {
+func (p *Platform) current() (prepared, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case p.closed:
-		return campaign{}, errors.New("docker platform: Start after Close")
+		return prepared{}, errors.New("docker platform: Start after Close")
 	case p.camp == nil || p.camp.image.Tag == "":
-		return campaign{}, errNoPrepare
+		return prepared{}, errNoPrepare
 	}
 	return *p.camp, nil
 }
@@ -138,7 +138,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	ctx, cancel := engine.WithTimeout(ctx, prepareTimeout)
 	defer cancel()
 
-	c := campaign{id: s.CampaignID, labels: engine.Labels(s.CampaignID, s.Labels)}
+	c := prepared{id: s.CampaignID, labels: engine.Labels(s.CampaignID, s.Labels)}
 	if p.camp != nil {
 		c = *p.camp
 	}

@@ -39,7 +39,7 @@ var RuntimeFactor = platform.Factor{
 // checkRuntimes refuses runtimes the daemon lacks and, by starting a
 // container with each that is not the default, those that cannot run here
 // (crun 1.8 on a host with hybrid cgroups).
-func (p *Platform) checkRuntimes(ctx context.Context, c *campaign, levels []string) error {
+func (p *Platform) checkRuntimes(ctx context.Context, c *prepared, levels []string) error {
 	for _, rt := range levels {
 		if slices.Contains(c.runtimes, rt) {
 			continue
@@ -59,7 +59,7 @@ func (p *Platform) checkRuntimes(ctx context.Context, c *campaign, levels []stri
 }
 
 // probeRuntime runs the agent's version command in a container of runtime rt.
-func (p *Platform) probeRuntime(ctx context.Context, c *campaign, rt string) error {
+func (p *Platform) probeRuntime(ctx context.Context, c *prepared, rt string) error {
 	id, err := p.eng.CreateContainer(ctx, engine.ContainerSpec{Name: engine.NetworkName(c.id) + "-probe-" + rt,
 		Image: c.image.Tag, Cmd: []string{"version"}, Labels: c.labels, Runtime: rt, Network: "none"})
 	if err != nil {
