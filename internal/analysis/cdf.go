@@ -63,12 +63,11 @@ func LoadCDFs(ctx context.Context, src Source, q Query) ([]CDF, error) {
 	}
 	var out []CDF
 	for _, c := range cells {
-		ws, ok := workload.Lookup(c.WorkloadType)
-		if !ok || len(byCell[c.ID]) == 0 {
+		if len(byCell[c.ID]) == 0 {
 			continue
 		}
 		done := map[histKey]bool{}
-		for _, m := range ws.Metrics {
+		for _, m := range workload.MetricsOf(c.WorkloadType, c.Params) {
 			if m.Combine.How != workload.CombinePercentile {
 				continue
 			}

@@ -122,8 +122,8 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 		if len(metrics) == 0 && g.failed[c.ID] > 0 {
 			// Every trial failed: still show the cell, with its failures,
 			// under the workload's first metric.
-			if ws, ok := workload.Lookup(c.WorkloadType); ok && len(ws.Metrics) > 0 {
-				m := ws.Metrics[0]
+			if ms := workload.MetricsOf(c.WorkloadType, c.Params); len(ms) > 0 {
+				m := ms[0]
 				g.meta[cellMetric{c.ID, declared(m)}] = result.Observation{Metric: m.Name, Unit: m.Unit, Better: m.Better}
 				metrics = []result.MetricID{declared(m)}
 			}
@@ -199,8 +199,8 @@ func hasNeighbours(c result.Cell) bool {
 func decides(a *result.Adaptive, c result.Cell, id result.MetricID) bool {
 	m := a.Metric
 	if m == "" {
-		if ws, ok := workload.Lookup(c.WorkloadType); ok && len(ws.Metrics) > 0 {
-			m = ws.Metrics[0].Name
+		if ms := workload.MetricsOf(c.WorkloadType, c.Params); len(ms) > 0 {
+			m = ms[0].Name
 		}
 	}
 	return id.Metric == m && id.Kind == result.KindMeasure && id.Role == "" &&

@@ -35,12 +35,10 @@ func metricOrder(c result.Cell, seen []result.MetricID) []result.MetricID {
 		have[m] = true
 	}
 	var out []result.MetricID
-	if ws, ok := workload.Lookup(c.WorkloadType); ok {
-		for _, m := range ws.Metrics {
-			if k := declared(m); have[k] {
-				out = append(out, k)
-				delete(have, k)
-			}
+	for _, m := range workload.MetricsOf(c.WorkloadType, c.Params) {
+		if k := declared(m); have[k] {
+			out = append(out, k)
+			delete(have, k)
 		}
 	}
 	for _, m := range seen {

@@ -212,7 +212,7 @@ func toolNames(cells []result.Cell) []string {
 	var out []string
 	for _, c := range cells {
 		ws, _ := workload.Lookup(c.WorkloadType)
-		for _, t := range ws.Tools {
+		for _, t := range ws.ToolsFor(c.Params) {
 			if !seen[t.Binary] {
 				seen[t.Binary] = true
 				out = append(out, t.Binary)

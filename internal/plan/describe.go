@@ -117,8 +117,8 @@ func DecidingMetric(e *spec.Experiment, c result.Cell) string {
 	if e.Adaptive != nil && e.Adaptive.Metric != "" {
 		return e.Adaptive.Metric
 	}
-	if ws, ok := workload.Lookup(c.WorkloadType); ok && len(ws.Metrics) > 0 {
-		return ws.Metrics[0].Name
+	if ms := workload.MetricsOf(c.WorkloadType, c.Params); len(ms) > 0 {
+		return ms[0].Name
 	}
 	return ""
 }

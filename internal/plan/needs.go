@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"slices"
 	"sort"
 	"strings"
@@ -84,12 +85,15 @@ func Collect(cells []*Cell) Needs {
 		}
 		var nb []*workload.Spec
 		for _, s := range c.Neighbours.Specs {
-			if ws, ok := workload.Lookup(neighbourType(s)); ok {
-				nb = append(nb, ws)
+			typ, params, _ := strings.Cut(s, "=")
+			if ws, ok := workload.Lookup(typ); ok {
+				var p map[string]string
+				_ = json.Unmarshal([]byte(params), &p)
+				nb = append(nb, ws.For(p))
 			}
 		}
 		for i, r := range c.Chain {
-			ws := []*workload.Spec{c.Workload}
+			ws := []*workload.Spec{c.Workload.For(c.Cell.Params)}
 			// Neighbours in the same instance run in the driver's.
 			if i == len(c.Chain)-1 && !c.Neighbours.Separate {
 				ws = append(ws, nb...)
@@ -101,12 +105,6 @@ func Collect(cells []*Cell) Needs {
 		}
 	}
 	return n
-}
-
-// neighbourType is the workload type of a neighbour spec "TYPE=PARAMS".
-func neighbourType(s string) string {
-	typ, _, _ := strings.Cut(s, "=")
-	return typ
 }
 
 func addSorted[T ~string](s []T, v T) []T {

@@ -15,6 +15,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
 // serverGrace is how long a server may take to finish after its client.
@@ -69,8 +70,13 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 		}
 		return nameOf(role)
 	}
+	// {trial} and {cell.<factor>} in the parameters that take them.
+	params, err := c.Workload.Bind(c.Params, workload.PlaceholderVars(t.Seq, c.Factors))
+	if err != nil {
+		return out, err
+	}
 	agent := func(role, target string) invocation.Agent {
-		return invocation.Agent{Kind: invocation.Run, Workload: c.WorkloadType, Role: role, Params: c.Params, Target: target}
+		return invocation.Agent{Kind: invocation.Run, Workload: c.WorkloadType, Role: role, Params: params, Target: target}
 	}
 
 	var loops []*watched
@@ -292,7 +298,7 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 	}
 	var err error
 	cp := copiesOf(c)
-	if out.Observations, out.Histograms, err = aggregatePairs(c.Workload, cp, perPair, hists, windows); err != nil {
+	if out.Observations, out.Histograms, err = aggregatePairs(c.Workload.For(c.Cell.Params), cp, perPair, hists, windows); err != nil {
 		return *out, err
 	}
 	for _, ob := range out.Observations {

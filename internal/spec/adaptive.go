@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workload"
 	"gopkg.in/yaml.v3"
 )
 
@@ -21,9 +22,9 @@ func (p *parser) checkAdaptiveMetric(e *Experiment, node *yaml.Node) {
 		if w.Spec == nil {
 			continue
 		}
-		if _, ok := w.Spec.Metric(a.Metric); !ok {
+		if _, ok := workload.MetricOf(w.Type, w.Params, a.Metric); !ok {
 			var names []string
-			for _, m := range w.Spec.Metrics {
+			for _, m := range w.Spec.MetricsFor(w.Params) {
 				names = append(names, m.Name)
 			}
 			p.addf(node, "repetitions.metric %q decides when each cell has enough trials, but workload %s (%s) has no such metric; its metrics: %s",

@@ -283,6 +283,7 @@ func (p *parser) experiment(root *yaml.Node, m Machine) *Experiment {
 	}
 	p.checkAdaptiveMetric(e, f["repetitions"])
 	factorNodes := p.design(e, f, root, m)
+	p.checkPlaceholders(e)
 	if len(p.problems) == 0 {
 		p.checkCells(e, root, factorNodes, f["baseline"])
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/workload"
+	"gopkg.in/yaml.v3"
 )
 
 // Experiment is a validated experiment file.
@@ -67,6 +68,9 @@ type Workload struct {
 	Type   string
 	Params workload.Values // resolved: defaults filled, values normalised
 	Spec   *workload.Spec
+	// nodes are the file's parameter nodes by name, for problems found
+	// once the factors are known (placeholders).
+	nodes map[string]*yaml.Node
 }
 
 // Defaults for keys an experiment file may omit.

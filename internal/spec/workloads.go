@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -50,7 +51,11 @@ func (p *parser) workloads(n *yaml.Node) []Workload {
 		userNodes := map[string]*yaml.Node{}
 		if pn, ok := f["params"]; ok {
 			for name, v := range p.fields(pn, "params of "+w.Name, nil) {
-				if s, ok := p.scalar(v, "parameter "+name); ok {
+				if par, ok := spec.Param(name); ok && par.Kind.Structured() {
+					if s, ok := p.structured(v, par, w.Name); ok {
+						user[name], userNodes[name] = s, v
+					}
+				} else if s, ok := p.scalar(v, "parameter "+name); ok {
 					user[name], userNodes[name] = s, v
 				}
 			}
@@ -74,6 +79,7 @@ func (p *parser) workloads(n *yaml.Node) []Workload {
 			p.addf(node, "%s", msg)
 		}
 		w.Params = vals
+		w.nodes = userNodes
 		out = append(out, w)
 	}
 	return out
@@ -94,4 +100,87 @@ func (p *parser) workloadNames() string {
 		n[i] = w.Name
 	}
 	return strings.Join(n, ", ")
+}
+
+// structured reads a list or mapping parameter as the JSON its kind takes
+// (workload.List, Mapping, Object): a mapping's keys in the file's order.
+func (p *parser) structured(n *yaml.Node, par workload.Param, wname string) (string, bool) {
+	want := yaml.MappingNode
+	if par.Kind == workload.List {
+		want = yaml.SequenceNode
+	}
+	if n.Kind != want {
+		p.addf(n, "parameter %s of %s: want %s", par.Name, wname, par.Describe())
+		return "", false
+	}
+	var b strings.Builder
+	if err := writeJSON(&b, n, par.Kind != workload.Object); err != nil {
+		p.addf(n, "parameter %s of %s: %v; want %s", par.Name, wname, err, par.Describe())
+		return "", false
+	}
+	return b.String(), true
+}
+
+// writeJSON writes a YAML node as JSON, mappings' keys in order; with
+// flat, only scalars may be items or values (a list or mapping of strings).
+func writeJSON(b *strings.Builder, n *yaml.Node, flat bool) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		v, _ := json.Marshal(n.Value)
+		b.Write(v)
+	case yaml.SequenceNode, yaml.MappingNode:
+		open, end, step := "[", "]", 1
+		if n.Kind == yaml.MappingNode {
+			open, end, step = "{", "}", 2
+		}
+		b.WriteString(open)
+		for i := 0; i < len(n.Content); i += step {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			if step == 2 {
+				k, _ := json.Marshal(n.Content[i].Value)
+				b.Write(k)
+				b.WriteString(":")
+			}
+			item := n.Content[i+step-1]
+			if flat && item.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d holds a nested list or mapping", item.Line)
+			}
+			if err := writeJSON(b, item, flat); err != nil {
+				return err
+			}
+		}
+		b.WriteString(end)
+	case yaml.AliasNode:
+		return writeJSON(b, n.Alias, flat)
+	default:
+		return fmt.Errorf("line %d: not a value", n.Line)
+	}
+	return nil
+}
+
+// checkPlaceholders refuses a placeholder no trial binds: {trial} and
+// {cell.<factor>} of the file's factors are bound (workload.Bind).
+func (p *parser) checkPlaceholders(e *Experiment) {
+	var factors []string
+	for _, f := range e.Factors {
+		factors = append(factors, f.Name)
+	}
+	for _, w := range e.Workloads {
+		if w.Spec == nil || len(w.Spec.TakesPlaceholders) == 0 {
+			continue
+		}
+		if bad := w.Spec.UnknownPlaceholders(w.Params, factors); len(bad) > 0 {
+			node := w.nodes[w.Spec.TakesPlaceholders[0]]
+			for _, name := range w.Spec.TakesPlaceholders {
+				if n := w.nodes[name]; n != nil && len(w.Spec.UnknownPlaceholders(workload.Values{name: w.Params[name]}, factors)) > 0 {
+					node = n
+					break
+				}
+			}
+			p.addf(node, "workload %s: unknown placeholder %s; allowed: {trial} (the trial's number), {cell.<factor>} for a factor of this file (%s), {{ for a literal {",
+				w.Name, strings.Join(bad, ", "), strings.Join(factors, ", "))
+		}
+	}
 }

@@ -40,6 +40,10 @@ type Param struct {
 	// value must match; PatternDoc says in words what it accepts.
 	Pattern    string
 	PatternDoc string
+	// Check, for an Object parameter, validates its JSON and returns its
+	// canonical text; CheckDoc says in words what it accepts.
+	Check    func(string) (string, error)
+	CheckDoc string
 }
 
 // Matching returns p restricted to values matching the regular expression
@@ -78,6 +82,12 @@ func (p Param) Describe() string {
 		s = "true or false"
 	case Enum:
 		return "one of " + strings.Join(p.Allowed, ", ")
+	case List:
+		return "a list of strings, e.g. [redis-server, --port, \"6379\"]"
+	case Mapping:
+		return "a mapping of names to strings, e.g. {GOMAXPROCS: \"2\"}"
+	case Object:
+		return p.CheckDoc
 	}
 	lo, hi := !math.IsNaN(p.Min), !math.IsNaN(p.Max)
 	switch {
@@ -106,6 +116,9 @@ func (p Param) fmtBound(v float64) string {
 // says what is allowed.
 func (p Param) Normalize(v string) (string, error) {
 	v = strings.TrimSpace(v)
+	if p.Kind.Structured() {
+		return p.normalizeStructured(v)
+	}
 	var num float64
 	var canon string
 	switch p.Kind {

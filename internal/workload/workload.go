@@ -85,6 +85,19 @@ type Spec struct {
 	// rather than the chain's measured run: its metrics come from the
 	// lifecycle runner, the role's own result is each entity's.
 	Lifecycle bool
+	// Declared, for a workload whose file declares its metrics (exec),
+	// reads them from the parameters; Metrics is then empty.
+	Declared func(params map[string]string) []Metric
+	// NamedTools, for a workload whose parameters name programs of the
+	// machine (exec's command), lists them: they go into the agent image
+	// with their shared libraries, as Tools do.
+	NamedTools func(params map[string]string) []Tool
+	// TakesPlaceholders names the parameters whose {trial} and
+	// {cell.<factor>} placeholders each trial binds (Bind).
+	TakesPlaceholders []string
+	// Validate checks the parameters together, after each is valid alone
+	// (a metrics contract against its format); errors by parameter name.
+	Validate func(v Values) map[string]error
 }
 
 // RoleList returns the roles, Main when none are declared.
@@ -140,6 +153,12 @@ func (s *Spec) Resolve(user map[string]string) (Values, map[string]error) {
 			continue
 		}
 		out[p.Name] = v
+	}
+	if s.Validate != nil && len(errs) == 0 {
+		errs = s.Validate(out)
+		if errs == nil {
+			errs = map[string]error{}
+		}
 	}
 	for name := range user {
 		if _, ok := s.Param(name); !ok {

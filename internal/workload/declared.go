@@ -1,0 +1,238 @@
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Structured parameters: a value the file writes as a YAML list or mapping.
+// The parser hands it over as JSON (a mapping's keys in the file's order)
+// and the value stays JSON text, so Values remain a map of strings that
+// travel to the agent unchanged.
+const (
+	List    Kind = "list"    // a list of strings: ["redis-server", "--port", "6379"]
+	Mapping Kind = "mapping" // string keys to strings: {GOMAXPROCS: "2"}
+	// Object is any mapping: Param.Check validates it (a metrics contract).
+	Object Kind = "object"
+)
+
+// Structured reports whether k's values are written as YAML lists or
+// mappings rather than scalars.
+func (k Kind) Structured() bool { return k == List || k == Mapping || k == Object }
+
+// normalizeStructured checks v, JSON of p's kind, and returns its
+// canonical text.
+func (p Param) normalizeStructured(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	switch p.Kind {
+	case List:
+		var l []string
+		if err := json.Unmarshal([]byte(v), &l); err != nil {
+			return "", fmt.Errorf("want %s, got %s", p.Describe(), v)
+		}
+		b, _ := json.Marshal(l)
+		return string(b), nil
+	case Mapping:
+		var m map[string]string
+		if err := json.Unmarshal([]byte(v), &m); err != nil {
+			return "", fmt.Errorf("want %s, got %s", p.Describe(), v)
+		}
+		b, _ := json.Marshal(m)
+		return string(b), nil
+	}
+	if p.Check == nil {
+		return "", fmt.Errorf("parameter %s has no check for its values", p.Name)
+	}
+	return p.Check(v)
+}
+
+// List returns a List parameter; nil when it is not set.
+func (v Values) List(name string) []string {
+	var l []string
+	_ = json.Unmarshal([]byte(v[name]), &l)
+	return l
+}
+
+// Mapping returns a Mapping parameter; nil when it is not set.
+func (v Values) Mapping(name string) map[string]string {
+	var m map[string]string
+	_ = json.Unmarshal([]byte(v[name]), &m)
+	return m
+}
+
+// MetricsFor is what a workload of this type with these parameters
+// reports: the spec's metrics, or, for a workload whose file declares its
+// metrics (exec), the declared ones, in the file's order (the first is the
+// headline).
+func (s *Spec) MetricsFor(params map[string]string) []Metric {
+	if s.Declared != nil {
+		return s.Declared(params)
+	}
+	return s.Metrics
+}
+
+// For is the spec as a workload with these parameters sees it: itself, or
+// for a workload whose file declares its metrics or names its tools, a
+// copy whose Metrics and Tools are those (MetricsFor, ToolsFor).
+func (s *Spec) For(params map[string]string) *Spec {
+	if s.Declared == nil && s.NamedTools == nil {
+		return s
+	}
+	c := *s
+	c.Metrics, c.Tools = s.MetricsFor(params), s.ToolsFor(params)
+	return &c
+}
+
+// MetricsOf is MetricsFor of the registered type typ; nil for an unknown
+// type.
+func MetricsOf(typ string, params map[string]string) []Metric {
+	s, ok := Lookup(typ)
+	if !ok {
+		return nil
+	}
+	return s.MetricsFor(params)
+}
+
+// MetricOf is the named metric of MetricsOf.
+func MetricOf(typ string, params map[string]string, name string) (Metric, bool) {
+	for _, m := range MetricsOf(typ, params) {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Metric{}, false
+}
+
+// ToolsFor is the external programs a workload of this type with these
+// parameters runs: the spec's, and those its parameters name (an exec
+// workload's command found on the machine).
+func (s *Spec) ToolsFor(params map[string]string) []Tool {
+	if s.NamedTools == nil {
+		return s.Tools
+	}
+	return append(append([]Tool(nil), s.Tools...), s.NamedTools(params)...)
+}
+
+// placeholderRE finds {name} placeholders: {trial}, {cell.<factor>},
+// {server.host}, {server.port}. "{{" writes a literal "{".
+var placeholderRE = regexp.MustCompile(`\{\{|\{([a-z][a-z0-9_]*(?:\.[a-z0-9_.]+)?)\}`)
+
+// Placeholders lists the placeholders s names, in order, each once.
+func Placeholders(s string) []string {
+	var out []string
+	for _, m := range placeholderRE.FindAllStringSubmatch(s, -1) {
+		if m[1] != "" && !contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// Expand replaces s's placeholders with vars' values; a placeholder vars
+// does not have stays as written, "{{" becomes "{".
+func Expand(s string, vars map[string]string) string {
+	return placeholderRE.ReplaceAllStringFunc(s, func(m string) string {
+		if m == "{{" {
+			return "{"
+		}
+		if v, ok := vars[m[1:len(m)-1]]; ok {
+			return v
+		}
+		return m
+	})
+}
+
+// Bind expands the placeholders of the spec's placeholder-taking
+// parameters in params (JSON, as the agent takes them) with vars. Other
+// parameters, and other workloads' parameters, are returned unchanged.
+func (s *Spec) Bind(params string, vars map[string]string) (string, error) {
+	if len(s.TakesPlaceholders) == 0 || params == "" {
+		return params, nil
+	}
+	var v map[string]string
+	if err := json.Unmarshal([]byte(params), &v); err != nil {
+		return "", fmt.Errorf("parameters of %s: %w", s.Type, err)
+	}
+	for _, name := range s.TakesPlaceholders {
+		raw, ok := v[name]
+		if !ok {
+			continue
+		}
+		p, _ := s.Param(name)
+		if p.Kind == List {
+			l := Values(v).List(name)
+			for i := range l {
+				l[i] = Expand(l[i], vars)
+			}
+			b, _ := json.Marshal(l)
+			v[name] = string(b)
+			continue
+		}
+		v[name] = Expand(raw, vars)
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// PlaceholderVars are the placeholders a trial of a cell binds: {trial},
+// and {cell.<factor>} for each of the cell's factors.
+func PlaceholderVars(seq int, factors map[string]string) map[string]string {
+	vars := map[string]string{"trial": fmt.Sprint(seq)}
+	for k, v := range factors {
+		vars["cell."+k] = v
+	}
+	return vars
+}
+
+// placeholdersIn lists the placeholders of the spec's placeholder-taking
+// parameters, sorted: what the parser checks against the cell's factors.
+func (s *Spec) placeholdersIn(v Values) []string {
+	var out []string
+	for _, name := range s.TakesPlaceholders {
+		p, _ := s.Param(name)
+		vals := []string{v[name]}
+		if p.Kind == List {
+			vals = v.List(name)
+		}
+		for _, x := range vals {
+			for _, ph := range Placeholders(x) {
+				if !contains(out, ph) {
+					out = append(out, ph)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// UnknownPlaceholders lists the placeholders in v that no trial binds:
+// neither {trial} nor {cell.<f>} for a factor f in factors (nor, for a
+// client, {server.host} and {server.port}).
+func (s *Spec) UnknownPlaceholders(v Values, factors []string) []string {
+	var bad []string
+	for _, ph := range s.placeholdersIn(v) {
+		f, isCell := strings.CutPrefix(ph, "cell.")
+		switch {
+		case ph == "trial":
+		case isCell && contains(factors, f):
+		default:
+			bad = append(bad, "{"+ph+"}")
+		}
+	}
+	return bad
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
