@@ -56,6 +56,7 @@ func readBenchfmt(out []byte, sels []selector) *reading {
 	}
 	for i, s := range sels {
 		switch {
+		case r.accs[i].n > 0:
 		case units[i] != "":
 			r.why[i] = fmt.Sprintf("benchmark %s has no unit %s; its units: %s", s.bench, s.unit, units[i])
 		case seen.n == 0:

@@ -162,34 +162,3 @@ func isNumber(s string) bool {
 	_, err := number(s)
 	return err == nil
 }
-
-// names collects the names of records or benchmarks an output has, for a
-// message that says which ones a selector may name.
-type names struct {
-	what string // what they are the names of, plural
-	n    int
-	some []string // the first distinct ones, at most maxNames
-	more bool     // there are more than maxNames distinct ones
-}
-
-const maxNames = 12
-
-func (ns *names) add(name string) {
-	ns.n++
-	switch {
-	case slices.Contains(ns.some, name):
-	case len(ns.some) < maxNames:
-		ns.some = append(ns.some, name)
-	default:
-		ns.more = true
-	}
-}
-
-// String lists the names for a message.
-func (ns *names) String() string {
-	more := ""
-	if ns.more {
-		more = ", …"
-	}
-	return "the output's " + ns.what + ": " + strings.Join(ns.some, ", ") + more
-}

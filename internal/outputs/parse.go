@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -159,6 +160,37 @@ func (a acc) result(g Aggregate) float64 {
 		return float64(a.n)
 	}
 	return a.last
+}
+
+// names collects the names of records or benchmarks an output has, for a
+// message that says which ones a selector may name.
+type names struct {
+	what string // what they are the names of, plural
+	n    int
+	some []string // the first distinct ones, at most maxNames
+	more bool     // there are more than maxNames distinct ones
+}
+
+const maxNames = 12
+
+func (ns *names) add(name string) {
+	ns.n++
+	switch {
+	case slices.Contains(ns.some, name):
+	case len(ns.some) < maxNames:
+		ns.some = append(ns.some, name)
+	default:
+		ns.more = true
+	}
+}
+
+// String lists the names for a message.
+func (ns *names) String() string {
+	more := ""
+	if ns.more {
+		more = ", …"
+	}
+	return "the output's " + ns.what + ": " + strings.Join(ns.some, ", ") + more
 }
 
 // number reads s as a value: a decimal number, white space around it
