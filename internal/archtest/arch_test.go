@@ -86,7 +86,7 @@ func TestOnlyOnePackageImports(t *testing.T) {
 func TestComputeDoesNotImportAct(t *testing.T) {
 	compute := []string{"internal/stats", "internal/analysis", "internal/report", "internal/spec", "internal/result", "internal/workload",
 		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform", "internal/hdr",
-		"internal/figure", "internal/htmlreport", "internal/advice", "internal/physics"}
+		"internal/figure", "internal/htmlreport", "internal/advice", "internal/physics", "internal/outputs"}
 	act := []string{"internal/orchestrator", "internal/runner", "internal/campaign", "internal/store", "internal/platform/",
 		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/netns", "internal/nestedparent", "internal/workdir", "internal/engine"}
 	all := imports(t)
