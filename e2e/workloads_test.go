@@ -21,6 +21,10 @@ func smokeExperiment(name, factors string, types []string) string {
 		s, _ := workload.Lookup(typ)
 		var params []string
 		for _, k := range sortedKeys(s.Smoke) {
+			if p, _ := s.Param(k); p.Kind.Structured() {
+				params = append(params, fmt.Sprintf("%s: %s", k, s.Smoke[k])) // JSON is YAML
+				continue
+			}
 			params = append(params, fmt.Sprintf("%s: %q", k, s.Smoke[k]))
 		}
 		fmt.Fprintf(&b, "  - {name: %s, type: %s, params: {%s}}\n", typ, typ, strings.Join(params, ", "))

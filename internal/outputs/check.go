@@ -22,6 +22,18 @@ func (p Problem) Error() string {
 	return fmt.Sprintf("metric %q: %s", p.Metric, p.Msg)
 }
 
+// At is where in the file's metrics mapping the problem is: the metric's
+// name, then the key at fault (none for the contract's own problems).
+func (p Problem) At() []string {
+	switch {
+	case p.Metric == "":
+		return nil
+	case p.Key == "" || p.Key == "name" || p.Key == "format" || p.Key == "metrics":
+		return []string{p.Metric}
+	}
+	return []string{p.Metric, p.Key}
+}
+
 // Check returns every problem of c that can be known before its command
 // runs, in the order of its metrics; none when Parse can read c.
 func (c Contract) Check() []Problem {

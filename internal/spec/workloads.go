@@ -49,12 +49,15 @@ func (p *parser) workloads(n *yaml.Node) []Workload {
 		seen[w.Name] = item
 		user := map[string]string{}
 		userNodes := map[string]*yaml.Node{}
+		unread := false // a parameter the file wrote in the wrong shape
 		if pn, ok := f["params"]; ok {
 			for name, v := range p.fields(pn, "params of "+w.Name, nil) {
 				if par, ok := spec.Param(name); ok && par.Kind.Structured() {
-					if s, ok := p.structured(v, par, w.Name); ok {
+					s, ok := p.structured(v, par, w.Name)
+					if ok {
 						user[name], userNodes[name] = s, v
 					}
+					unread = unread || !ok
 				} else if s, ok := p.scalar(v, "parameter "+name); ok {
 					user[name], userNodes[name] = s, v
 				}
@@ -67,16 +70,20 @@ func (p *parser) workloads(n *yaml.Node) []Workload {
 			}
 		}
 		vals, errs := spec.Resolve(user)
+		if unread {
+			errs = nil // what Resolve says of a parameter it lacks adds nothing
+		}
 		for _, name := range sortedKeys(errs) {
 			node := userNodes[name]
 			if node == nil {
 				node = item
 			}
-			msg := errs[name].Error()
-			if _, known := spec.Param(name); known {
-				msg = fmt.Sprintf("parameter %s of %s: %s", name, w.Name, msg)
-			}
-			p.addf(node, "%s", msg)
+			p.paramProblems(node, errs[name], func(msg string) string {
+				if _, known := spec.Param(name); known {
+					return fmt.Sprintf("parameter %s of %s: %s", name, w.Name, msg)
+				}
+				return msg
+			})
 		}
 		w.Params = vals
 		w.nodes = userNodes
@@ -183,4 +190,42 @@ func (p *parser) checkPlaceholders(e *Experiment) {
 				w.Name, strings.Join(bad, ", "), strings.Join(factors, ", "))
 		}
 	}
+}
+
+// paramProblems reports a parameter's error at its node; each of several
+// joined errors on its own, one about a place inside a structured
+// parameter (workload.Located) at that place's line.
+func (p *parser) paramProblems(node *yaml.Node, err error, say func(string) string) {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		at := node
+		if l, ok := e.(workload.Located); ok {
+			at = lookup(node, l.At())
+		}
+		p.addf(at, "%s", say(e.Error()))
+	}
+}
+
+// lookup follows keys through mappings from n, as far as they go: the
+// node of the last key found (its key node, where a user looks).
+func lookup(n *yaml.Node, keys []string) *yaml.Node {
+	at := n
+	for _, k := range keys {
+		found := false
+		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				at, n, found = n.Content[i], n.Content[i+1], true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return at
 }

@@ -51,6 +51,14 @@ func (p Param) normalizeStructured(v string) (string, error) {
 	return p.Check(v)
 }
 
+// Located is an error about one place inside a structured parameter: At
+// is the keys leading to it (a metric's name, then its key), so the
+// parser can point at that line of the file.
+type Located interface {
+	error
+	At() []string
+}
+
 // List returns a List parameter; nil when it is not set.
 func (v Values) List(name string) []string {
 	var l []string

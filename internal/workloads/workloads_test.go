@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"math"
 	"net"
@@ -243,10 +244,16 @@ func TestRegistryDocumented(t *testing.T) {
 				t.Errorf("%s: parameter %s undocumented", typ, p.Name)
 			}
 		}
-		if len(s.Metrics) == 0 {
+		// A workload whose file declares its metrics has those of its
+		// smoke parameters (exec: the wall time at least).
+		metrics := s.MetricsFor(s.Smoke)
+		if len(metrics) == 0 {
 			t.Errorf("%s: no metrics", typ)
 		}
-		for _, m := range s.Metrics {
+		if s.Declared != nil && len(s.Metrics) > 0 {
+			t.Errorf("%s declares its metrics in the file and in the spec", typ)
+		}
+		for _, m := range metrics {
 			if m.Doc == "" || m.Unit == "" {
 				t.Errorf("%s: metric %s lacks doc or unit", typ, m.Name)
 			}
@@ -280,4 +287,22 @@ func TestMetricUnitsFollowSuffixes(t *testing.T) {
 			}
 		}
 	}
+}
+
+func mustJSON(t *testing.T, v workload.Values) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func jsonValues(t *testing.T, s string) workload.Values {
+	t.Helper()
+	var v workload.Values
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

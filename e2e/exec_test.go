@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"math"
+	"testing"
+)
+
+// execExperiment runs a real tool nobody here wrote (sysbench) through
+// exec, its numbers read from its own text by regular expressions, and a
+// shell that prints the trial's number through the {trial} placeholder:
+// as a host process, in Docker on the host and bridge networks, in podman
+// and in LXC. The programs come from this machine, put into the agent
+// image with their libraries.
+const execExperiment = `name: e2e-exec
+seed: 5
+repetitions: 2
+timeout: 60s
+factors:
+  platform: [native, docker, podman, lxc]
+  network: [host, bridge]
+exclude:
+  - {platform: native, network: bridge}
+  - {platform: podman, network: bridge}
+workloads:
+  - name: sb
+    type: exec
+    params:
+      command: [sysbench, cpu, --cpu-max-prime=5000, --time=1, --events=0, run]
+      format: regex
+      metrics:
+        eps: {pattern: 'events per second:\s+(?P<value>[0-9.]+)', unit: events/s, better: higher}
+        events: {pattern: 'total number of events:\s+(?P<value>[0-9]+)', unit: events, better: higher}
+        total: {pattern: 'total time:\s+(?P<value>[0-9.]+)s', unit: s, better: lower}
+  - name: tag
+    type: exec
+    params:
+      command: [sh, -c, 'echo "{\"trial\": {trial}}"']
+      metrics:
+        trial: {path: trial, unit: n, better: higher}
+`
+
+func TestExecEverywhere(t *testing.T) {
+	requireDocker(t)
+	db, id := runStored(t, execExperiment)
+	cells := cellFactors(t, db, id)
+	seen := map[string]int{}
+	for _, tr := range storedTrials(t, db, id) {
+		f := cells[tr.CellID]
+		where := f["platform"] + "/" + f["network"]
+		if tr.Status != "ok" {
+			t.Errorf("trial %d (%s): %s %s", tr.Seq, where, tr.Status, tr.Error)
+			continue
+		}
+		m := map[string]float64{}
+		for _, o := range tr.Observations {
+			if o.Scope == "trial" && o.Kind == "measure" && o.Role == "" {
+				m[o.Metric] = o.Value
+			}
+		}
+		if _, ok := m["trial"]; ok {
+			// The placeholder was bound to this trial's own number.
+			if m["trial"] != float64(tr.Seq) {
+				t.Errorf("trial %d (%s) printed trial %v", tr.Seq, where, m["trial"])
+			}
+		} else {
+			// sysbench's events per second is its events over its total
+			// time, each as it printed them (4 and 2 decimals).
+			if m["events"] <= 0 || m["total"] < 0.9 || math.Abs(m["eps"]*m["total"]/m["events"]-1) > 0.01 {
+				t.Errorf("trial %d (%s): eps %v, events %v, total %v s disagree", tr.Seq, where, m["eps"], m["events"], m["total"])
+			}
+		}
+		if m["wall_time"] <= 0 {
+			t.Errorf("trial %d (%s): no wall time", tr.Seq, where)
+		}
+		seen[where]++
+	}
+	for _, where := range []string{"native/host", "docker/host", "docker/bridge", "podman/host", "lxc/host", "lxc/bridge"} {
+		if seen[where] != 4 { // 2 workloads x 2 repetitions
+			t.Errorf("%s: %d ok trials, want 4", where, seen[where])
+		}
+	}
+}
