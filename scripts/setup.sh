@@ -34,6 +34,13 @@ PKGS=(
 	"qemu-system-x86_64:qemu-system-x86"
 	"mkfs.ext4:e2fsprogs"
 	"/boot/vmlinuz-*-cloud-amd64:linux-image-cloud-amd64"
+	# Real servers nobody here wrote, for users' services in the tests and
+	# in experiments/own-service.yaml (scripts/images.sh packs them).
+	"/usr/sbin/nginx:nginx-light"
+	"redis-server:redis-server"
+	"redis-benchmark:redis-tools"
+	"/bin/busybox:busybox-static"
+	"skopeo:skopeo"
 )
 
 missing_pkgs() {
@@ -63,8 +70,18 @@ install_pkgs() {
 	log "installing: $pkgs"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
+	# Servers' packages start their service when installed (nginx on port
+	# 80, redis on 6379): a policy of "no" keeps anything from running
+	# that ctrbench did not start.
+	local policy=/usr/sbin/policy-rc.d made=""
+	if [ ! -e $policy ]; then
+		printf '#!/bin/sh\nexit 101\n' >$policy
+		chmod 755 $policy
+		made=1
+	fi
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+	if [ -n "$made" ]; then rm -f $policy; fi
 }
 
 docker_answers() {

@@ -79,7 +79,8 @@ func (v Values) Mapping(name string) map[string]string {
 // headline).
 func (s *Spec) MetricsFor(params map[string]string) []Metric {
 	if s.Declared != nil {
-		return s.Declared(params)
+		m, _ := s.Declared(params)
+		return m
 	}
 	return s.Metrics
 }
@@ -92,7 +93,10 @@ func (s *Spec) For(params map[string]string) *Spec {
 		return s
 	}
 	c := *s
-	c.Metrics, c.Tools = s.MetricsFor(params), s.ToolsFor(params)
+	if s.Declared != nil {
+		c.Metrics, c.Histograms = s.Declared(params)
+	}
+	c.Tools = s.ToolsFor(params)
 	return &c
 }
 
@@ -181,6 +185,15 @@ func (s *Spec) Bind(params string, vars map[string]string) (string, error) {
 			v[name] = string(b)
 			continue
 		}
+		if p.Kind == Object || p.Kind == Mapping { // JSON text: values escaped
+			esc := make(map[string]string, len(vars))
+			for k, x := range vars {
+				b, _ := json.Marshal(x)
+				esc[k] = string(b[1 : len(b)-1])
+			}
+			v[name] = Expand(raw, esc)
+			continue
+		}
 		v[name] = Expand(raw, vars)
 	}
 	b, err := json.Marshal(v)
@@ -224,15 +237,21 @@ func (s *Spec) placeholdersIn(v Values) []string {
 // client, {server.host} and {server.port}).
 func (s *Spec) UnknownPlaceholders(v Values, factors []string) []string {
 	var bad []string
-	for _, ph := range s.placeholdersIn(v) {
-		f, isCell := strings.CutPrefix(ph, "cell.")
-		switch {
-		case ph == "trial":
-		case isCell && contains(factors, f):
-		default:
-			bad = append(bad, "{"+ph+"}")
+	for _, name := range s.TakesPlaceholders {
+		for _, ph := range s.placeholdersIn(Values{name: v[name]}) {
+			f, isCell := strings.CutPrefix(ph, "cell.")
+			switch {
+			case ph == "trial":
+			case isCell && contains(factors, f):
+			case contains(s.BoundByRun[name], ph):
+			default:
+				if !contains(bad, "{"+ph+"}") {
+					bad = append(bad, "{"+ph+"}")
+				}
+			}
 		}
 	}
+	sort.Strings(bad)
 	return bad
 }
 

@@ -85,9 +85,10 @@ type Spec struct {
 	// rather than the chain's measured run: its metrics come from the
 	// lifecycle runner, the role's own result is each entity's.
 	Lifecycle bool
-	// Declared, for a workload whose file declares its metrics (exec),
-	// reads them from the parameters; Metrics is then empty.
-	Declared func(params map[string]string) []Metric
+	// Declared, for a workload whose file declares its metrics (exec,
+	// service), reads them, and the histograms they are read from, from
+	// the parameters; Metrics and Histograms are then empty.
+	Declared func(params map[string]string) ([]Metric, []Histogram)
 	// NamedTools, for a workload whose parameters name programs of the
 	// machine (exec's command), lists them: they go into the agent image
 	// with their shared libraries, as Tools do.
@@ -95,6 +96,9 @@ type Spec struct {
 	// TakesPlaceholders names the parameters whose {trial} and
 	// {cell.<factor>} placeholders each trial binds (Bind).
 	TakesPlaceholders []string
+	// BoundByRun names, by parameter, more placeholders that the role
+	// running it binds itself ({server.host} in a service's client).
+	BoundByRun map[string][]string
 	// Validate checks the parameters together, after each is valid alone
 	// (a metrics contract against its format); errors by parameter name.
 	Validate func(v Values) map[string]error
@@ -197,7 +201,7 @@ func Register(s *Spec) {
 			panic(fmt.Sprintf("workload %s: metric %s has no direction", s.Type, m.Name))
 		}
 	}
-	if err := s.checkCombine(); err != nil {
+	if err := s.For(s.Smoke).checkCombine(); err != nil {
 		panic(fmt.Sprintf("workload %s: %v", s.Type, err))
 	}
 	registry[s.Type] = s

@@ -132,12 +132,12 @@ func validateExec(v workload.Values) map[string]error {
 }
 
 // execMetrics are the declared metrics, then the wall time.
-func execMetrics(params map[string]string) []workload.Metric {
+func execMetrics(params map[string]string) ([]workload.Metric, []workload.Histogram) {
 	var out []workload.Metric
 	for _, m := range contractOf(params).Metrics {
 		out = append(out, workload.Metric{Name: m.Name, Unit: m.Unit, Better: m.Better, Doc: "declared by the experiment file"})
 	}
-	return append(out, workload.Metric{Name: execWallTime, Unit: "s", Better: result.Lower, Doc: "the command's wall time, start to exit"})
+	return append(out, workload.Metric{Name: execWallTime, Unit: "s", Better: result.Lower, Doc: "the command's wall time, start to exit"}), nil
 }
 
 // execTools is the command's program when it is one of this machine's: it

@@ -232,26 +232,33 @@ func loadGenerator(ctx context.Context, p workload.Values, env workload.Env, via
 	if err != nil {
 		return nil, "", err
 	}
-	all, ok, bytes, errs, lastErr := t.lat, t.ok, t.bytes, t.errs, t.lastErr
+	ok, errs := t.ok, t.errs
 	// Tell ping (and through it pong) that the run is over; their counts
 	// must match what the client saw.
 	rep, err := finish(ctx, &http.Client{Timeout: timeout}, "http://"+env.Target+"/done")
 	if err != nil {
 		return nil, "", fmt.Errorf("ending the run: %w", err)
 	}
-	if ok == 0 {
-		return nil, "", fmt.Errorf("no correct response in %s (%d errors; last: %s)", dur, errs, lastErr)
-	}
-	if errs*100 > ok+errs {
-		return nil, "", fmt.Errorf("validation: %d of %d requests failed (last: %s)", errs, ok+errs, lastErr)
-	}
 	// Every correct response went through ping and pong once; a failed
 	// one may or may not have reached them.
 	if !viaPing {
 		rep.Pong = rep.Served
 	}
-	if rep.Served < ok || rep.Served > ok+errs || rep.Pong < rep.Served || rep.Pong > ok+errs {
+	if ok > 0 && (rep.Served < ok || rep.Served > ok+errs || rep.Pong < rep.Served || rep.Pong > ok+errs) {
 		return nil, "", fmt.Errorf("validation: client got %d correct responses (%d errors), ping served %d, pong served %d", ok, errs, rep.Served, rep.Pong)
+	}
+	return httpObservations(env, t, elapsed, dur)
+}
+
+// httpObservations are the load generator's metrics from its tally, after
+// checking that it got correct responses and at most 1% errors.
+func httpObservations(env workload.Env, t loadTally, elapsed, dur time.Duration) ([]result.Observation, string, error) {
+	all, ok, bytes, errs, lastErr := t.lat, t.ok, t.bytes, t.errs, t.lastErr
+	if ok == 0 {
+		return nil, "", fmt.Errorf("no correct response in %s (%d errors; last: %s)", dur, errs, lastErr)
+	}
+	if errs*100 > ok+errs {
+		return nil, "", fmt.Errorf("validation: %d of %d requests failed (last: %s)", errs, ok+errs, lastErr)
 	}
 	if err := keepHistogram(env, httpLatency, all.h); err != nil {
 		return nil, "", err

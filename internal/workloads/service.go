@@ -1,0 +1,457 @@
+package workloads
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/tailbuf"
+	"github.com/ctrbench/ctrbench/internal/workload"
+)
+
+// A service is a user's long-running server — their command, on their
+// port — as the server role of a chain, and a client that drives it:
+// ctrbench's HTTP generator or a command of the user's. The server's agent
+// starts the command, waits until it answers (the ready probe), and then
+// announces a control address of its own: the client reads the service's
+// host from it, drives host:port, and says "done" there, and the server's
+// agent stops the command and returns its log.
+
+// serviceLogTail is how much of the server's output a trial keeps.
+const serviceLogTail = 8 << 10
+
+// serviceStopGrace is how long a server has between SIGTERM and SIGKILL.
+const serviceStopGrace = 5 * time.Second
+
+// Client types a service may be driven by.
+const (
+	clientHTTP = "http.get"
+	clientExec = "exec"
+)
+
+func init() {
+	workload.Register(&workload.Spec{
+		Type:    "service",
+		Summary: "a server of yours (its command, its port), made ready by a probe and driven by ctrbench's HTTP generator or by a client command of yours",
+		Params: []workload.Param{
+			workload.P("command", workload.List, "", "the server's program and arguments, run in the foreground, e.g. [redis-server, --port, \"6379\", --save, \"\"]; found as exec's command is. Takes {trial} and {cell.<factor>}"),
+			workload.P("tools", workload.List, "", "more programs of this machine the server or the client runs, put into the agent image"),
+			workload.P("env", workload.Mapping, "", "environment variables of the server"),
+			workload.P("workdir", workload.String, "", "the server's working directory (default: the trial's data directory)"),
+			workload.P("port", workload.Int, "0", "the TCP port the server listens on (on every address of its hosting entity)").Range(0, 65535),
+			{Name: "ready", Kind: workload.Object, Doc: "when the server is ready: {tcp: true} (a connection is accepted, the default) or {http: /path} (a GET answers with a status below 500), with timeout (default 20s)", Check: checkReady, CheckDoc: "a mapping such as {tcp: true}, {http: /health, timeout: 30s}"},
+			{Name: "client", Kind: workload.Object, Doc: "what drives the server: {type: http.get, params: {path, concurrency, duration, rate, request_timeout}} or {type: exec, params: {command, format, metrics, …}} whose command may name {server.host} and {server.port}", Check: checkClient, CheckDoc: "a mapping {type: http.get or exec, params: {…}}"},
+		},
+		Roles:             []string{workload.Server, workload.Client},
+		Declared:          serviceMetrics,
+		NamedTools:        serviceTools,
+		TakesPlaceholders: []string{"command", "env", "workdir", "client"},
+		BoundByRun:        map[string][]string{"client": {"server.host", "server.port"}},
+		Validate:          validateService,
+		Run:               map[string]workload.RunFunc{workload.Server: serviceServer, workload.Client: serviceClient},
+		// Redis (scripts/setup.sh installs it) driven by its own
+		// benchmark: a real server and client nobody here wrote.
+		Smoke: map[string]string{
+			"command": `["redis-server","--port","16379","--save","","--appendonly","no","--protected-mode","no"]`,
+			"port":    "16379",
+			"client": `{"type":"exec","params":{"command":["redis-benchmark","-h","{server.host}","-p","{server.port}","-n","2000","-c","4","-t","ping","-q","--csv"],` +
+				`"format":"csv","metrics":{"ping_rps":{"select":"PING_INLINE,rps","unit":"req/s","better":"higher"}}}}`,
+		},
+	})
+}
+
+// readyProbe is the ready parameter.
+type readyProbe struct {
+	TCP     bool          `json:"tcp,omitempty"`
+	HTTP    string        `json:"http,omitempty"`
+	Timeout time.Duration `json:"timeout"`
+}
+
+func checkReady(v string) (string, error) {
+	var raw map[string]string
+	if err := json.Unmarshal([]byte(v), &raw); err != nil {
+		return "", errors.New("want {tcp: true} or {http: /path}, each with an optional timeout")
+	}
+	r := readyProbe{Timeout: 20 * time.Second}
+	for k, x := range raw {
+		switch k {
+		case "tcp":
+			b, err := strconv.ParseBool(x)
+			if err != nil {
+				return "", fmt.Errorf("tcp: %q is not true or false", x)
+			}
+			r.TCP = b
+		case "http":
+			if !strings.HasPrefix(x, "/") {
+				return "", fmt.Errorf("http: %q is not a path starting with /", x)
+			}
+			r.HTTP = x
+		case "timeout":
+			d, err := time.ParseDuration(x)
+			if err != nil || d <= 0 {
+				return "", fmt.Errorf("timeout: %q is not a positive duration such as 20s", x)
+			}
+			r.Timeout = d
+		default:
+			return "", fmt.Errorf("unknown key %q; allowed: tcp, http, timeout", k)
+		}
+	}
+	if r.TCP && r.HTTP != "" {
+		return "", errors.New("one probe: tcp or http, not both")
+	}
+	b, _ := json.Marshal(r)
+	return string(b), nil
+}
+
+func readyOf(p workload.Values) readyProbe {
+	r := readyProbe{TCP: true, Timeout: 20 * time.Second}
+	if s := p.String("ready"); s != "" {
+		_ = json.Unmarshal([]byte(s), &r)
+		r.TCP = r.HTTP == ""
+	}
+	return r
+}
+
+// serviceClientSpec is the client parameter: a generator or a command.
+type serviceClientSpec struct {
+	Type   string          `json:"type"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// httpClientParams are http.get's parameters against a user's server:
+// path instead of pong's size.
+var httpClientParams = &workload.Spec{Type: "service client http.get", Params: []workload.Param{
+	workload.P("path", workload.String, "/", "the path every request GETs; every response must be the one the first GET got (status 200, the same body)").Matching(`/[^ ]*`, "a path starting with /"),
+	httpParams[1], httpParams[2], httpParams[3], httpParams[4],
+}}
+
+func checkClient(v string) (string, error) {
+	var c serviceClientSpec
+	if err := json.Unmarshal([]byte(v), &c); err != nil {
+		return "", errors.New("want {type: http.get or exec, params: {…}}")
+	}
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(v), &keys)
+	for k := range keys {
+		if k != "type" && k != "params" {
+			return "", fmt.Errorf("unknown key %q; allowed: type, params", k)
+		}
+	}
+	if _, _, err := clientValues(c); err != nil {
+		return "", err
+	}
+	b, _ := json.Marshal(c)
+	return string(b), nil
+}
+
+// clientValues resolves a client's parameters with its type's own rules.
+func clientValues(c serviceClientSpec) (*workload.Spec, workload.Values, error) {
+	var spec *workload.Spec
+	switch c.Type {
+	case clientHTTP:
+		spec = httpClientParams
+	case clientExec:
+		spec, _ = workload.Lookup(clientExec)
+	default:
+		return nil, nil, fmt.Errorf("client type %q: allowed: %s (ctrbench's HTTP generator), %s (a command of yours)", c.Type, clientHTTP, clientExec)
+	}
+	user := map[string]string{}
+	if len(c.Params) > 0 {
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(c.Params, &raw); err != nil {
+			return nil, nil, errors.New("client params: want a mapping")
+		}
+		for k, x := range raw {
+			var s string
+			if json.Unmarshal(x, &s) == nil {
+				user[k] = s
+			} else {
+				user[k] = string(x) // a list or mapping, as JSON
+			}
+		}
+	}
+	v, errs := spec.Resolve(user)
+	if errs != nil {
+		var msgs []string
+		for _, k := range sortedErrKeys(errs) {
+			msgs = append(msgs, fmt.Sprintf("%s: %v", k, errs[k]))
+		}
+		return nil, nil, fmt.Errorf("client %s: %s", c.Type, strings.Join(msgs, "; "))
+	}
+	return spec, v, nil
+}
+
+func sortedErrKeys(m map[string]error) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	for i := range k {
+		for j := i + 1; j < len(k); j++ {
+			if k[j] < k[i] {
+				k[i], k[j] = k[j], k[i]
+			}
+		}
+	}
+	return k
+}
+
+func clientOf(p map[string]string) (serviceClientSpec, *workload.Spec, workload.Values, error) {
+	var c serviceClientSpec
+	if err := json.Unmarshal([]byte(p["client"]), &c); err != nil {
+		return c, nil, nil, errors.New("service: no client")
+	}
+	spec, v, err := clientValues(c)
+	return c, spec, v, err
+}
+
+func validateService(v workload.Values) map[string]error {
+	errs := map[string]error{}
+	if cmd := v.List("command"); len(cmd) == 0 || cmd[0] == "" {
+		errs["command"] = errors.New("a service needs the command that runs its server in the foreground, e.g. command: [redis-server, --port, \"6379\"]")
+	}
+	if v.Int("port") == 0 {
+		errs["port"] = errors.New("a service needs the port its server listens on, 1 to 65535")
+	}
+	if v.String("client") == "" {
+		errs["client"] = fmt.Errorf("a service needs a client: {type: %s, params: {path: /}} or {type: %s, params: {command: […], metrics: {…}}}", clientHTTP, clientExec)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+// serviceMetrics are the client's.
+func serviceMetrics(params map[string]string) ([]workload.Metric, []workload.Histogram) {
+	c, spec, v, err := clientOf(params)
+	if err != nil {
+		return nil, nil
+	}
+	if c.Type == clientHTTP {
+		return httpMetrics, []workload.Histogram{httpLatency}
+	}
+	return spec.Declared(v)
+}
+
+func serviceTools(params map[string]string) []workload.Tool {
+	tools := execTools(params)
+	if _, spec, v, err := clientOf(params); err == nil && spec.NamedTools != nil {
+		tools = append(tools, spec.NamedTools(v)...)
+	}
+	return tools
+}
+
+// serviceServer starts the user's server, announces it once the probe
+// passes, and stops it when the client says done.
+func serviceServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	argv := p.List("command")
+	path, err := execPath(argv[0])
+	if err != nil {
+		return nil, "", err
+	}
+	logs := tailbuf.New(serviceLogTail)
+	cmd := toolCommand(context.WithoutCancel(ctx), path, argv[1:]...)
+	cmd.Dir = p.String("workdir")
+	if cmd.Dir == "" {
+		cmd.Dir = env.DataDir
+	}
+	cmd.Env = os.Environ()
+	for k, v := range p.Mapping("env") {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("starting the server %s: %w", argv[0], err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() error { return stopGroup(cmd, exited) }
+
+	probeHost := env.Bind
+	if probeHost == "" || probeHost == "0.0.0.0" {
+		probeHost = "127.0.0.1"
+	}
+	addr := net.JoinHostPort(probeHost, p.String("port"))
+	if err := awaitReady(ctx, readyOf(p), addr, exited); err != nil {
+		stop()
+		return nil, logs.String(), fmt.Errorf("the server %s never became ready on %s: %w; its log ends: %s", argv[0], addr, err, quoteTail(logs.String()))
+	}
+	ln, err := listen(ctx, env)
+	if err != nil {
+		stop()
+		return nil, logs.String(), err
+	}
+	done := make(chan struct{})
+	var once sync.Once
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/done" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, "{}")
+			once.Do(func() { close(done) })
+		}
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	env.Ready(ln.Addr().String())
+	select {
+	case <-done:
+		if err := stop(); err != nil {
+			return nil, logs.String(), err
+		}
+		return nil, logs.String(), nil
+	case err := <-exited:
+		return nil, logs.String(), fmt.Errorf("the server %s exited before its client was done: %v; its log ends: %s", argv[0], exitText(err), quoteTail(logs.String()))
+	case <-ctx.Done():
+		stop()
+		return nil, logs.String(), ctx.Err()
+	}
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// stopGroup ends a server: SIGTERM to its process group, SIGKILL after
+// the grace. A server that ends by the signal it was sent ended well.
+func stopGroup(cmd *exec.Cmd, exited chan error) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(serviceStopGrace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		return nil
+	}
+}
+
+// awaitReady probes addr until it answers, the probe's timeout passes or
+// the server exits.
+func awaitReady(ctx context.Context, r readyProbe, addr string, exited chan error) error {
+	deadline := time.Now().Add(r.Timeout)
+	client := &http.Client{Timeout: time.Second}
+	var last error
+	for {
+		select {
+		case err := <-exited:
+			exited <- err // for the caller's stop
+			return fmt.Errorf("it exited (%s)", exitText(err))
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if r.HTTP != "" {
+			resp, err := client.Get("http://" + addr + r.HTTP)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode < 500 {
+					return nil
+				}
+				err = fmt.Errorf("GET %s: status %d", r.HTTP, resp.StatusCode)
+			}
+			last = err
+		} else {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+				return nil
+			}
+			last = err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no answer within %s (last: %v)", r.Timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// serviceClient drives the service: env.Target is the server agent's
+// control address, whose host is the service's.
+func serviceClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	host, _, err := net.SplitHostPort(env.Target)
+	if err != nil {
+		return nil, "", fmt.Errorf("service client: bad target %q: %w", env.Target, err)
+	}
+	port := p.String("port")
+	c, spec, v, err := clientOf(p)
+	if err != nil {
+		return nil, "", err
+	}
+	var obs []result.Observation
+	var raw string
+	switch c.Type {
+	case clientHTTP:
+		obs, raw, err = httpAgainst(ctx, v, env, net.JoinHostPort(host, port))
+	default:
+		bound, berr := spec.Bind(mustMarshal(v), map[string]string{"server.host": host, "server.port": port})
+		if berr != nil {
+			return nil, "", berr
+		}
+		var bv workload.Values
+		_ = json.Unmarshal([]byte(bound), &bv)
+		obs, raw, err = runExec(ctx, bv, env)
+	}
+	if _, derr := finish(ctx, &http.Client{Timeout: 10 * time.Second}, "http://"+env.Target+"/done"); derr != nil && err == nil {
+		err = fmt.Errorf("telling the server's agent the run is over: %w", derr)
+	}
+	return obs, raw, err
+}
+
+func mustMarshal(v workload.Values) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// httpAgainst runs ctrbench's HTTP generator against a user's server: the
+// first GET of the path sets what every response must be (status 200 and
+// that body), then the load engine drives it as it drives pong.
+func httpAgainst(ctx context.Context, p workload.Values, env workload.Env, target string) ([]result.Observation, string, error) {
+	timeout := p.Duration("request_timeout")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+target+p.String("path"), nil)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("the first GET %s: %w", p.String("path"), err)
+	}
+	want, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return nil, "", fmt.Errorf("the first GET %s: %w", p.String("path"), err)
+	case resp.StatusCode != 200:
+		return nil, "", fmt.Errorf("the first GET %s: status %d, want 200", p.String("path"), resp.StatusCode)
+	case len(want) == 0:
+		return nil, "", fmt.Errorf("the first GET %s: an empty body; give a path with content", p.String("path"))
+	}
+	dur := p.Duration("duration")
+	t, elapsed, err := runLoad(ctx, loadPlan{
+		target: target, path: p.String("path"), size: len(want), want: want, conns: int(p.Int("concurrency")), dur: dur,
+		rate: p.Float("rate"), timeout: timeout,
+		newLat: func() *latencies { return newLatencies(p) },
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return httpObservations(env, t, elapsed, dur)
+}
