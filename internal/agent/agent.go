@@ -286,7 +286,9 @@ func resolve(o Options) (*workload.Spec, workload.RunFunc, workload.Values, *res
 		}
 		return nil, nil, nil, result.Failf("bad parameters: %s", strings.Join(msgs, "; "))
 	}
-	return spec, runFn, vals, nil
+	// A workload whose file declares its metrics has the histograms of
+	// those parameters.
+	return spec.For(vals), runFn, vals, nil
 }
 
 // waitGo announces readiness and waits for the go signal (SIGUSR1) that

@@ -74,9 +74,9 @@ func init() {
 
 // readyProbe is the ready parameter.
 type readyProbe struct {
-	TCP     bool          `json:"tcp,omitempty"`
-	HTTP    string        `json:"http,omitempty"`
-	Timeout time.Duration `json:"timeout"`
+	TCP     bool
+	HTTP    string
+	Timeout time.Duration
 }
 
 func checkReady(v string) (string, error) {
@@ -111,14 +111,25 @@ func checkReady(v string) (string, error) {
 	if r.TCP && r.HTTP != "" {
 		return "", errors.New("one probe: tcp or http, not both")
 	}
-	b, _ := json.Marshal(r)
+	// The canonical form is one this check reads again (the agent does).
+	canon := map[string]string{"timeout": r.Timeout.String()}
+	if r.HTTP != "" {
+		canon["http"] = r.HTTP
+	} else {
+		canon["tcp"] = "true"
+	}
+	b, _ := json.Marshal(canon)
 	return string(b), nil
 }
 
 func readyOf(p workload.Values) readyProbe {
 	r := readyProbe{TCP: true, Timeout: 20 * time.Second}
-	if s := p.String("ready"); s != "" {
-		_ = json.Unmarshal([]byte(s), &r)
+	var raw map[string]string
+	if json.Unmarshal([]byte(p.String("ready")), &raw) == nil {
+		if d, err := time.ParseDuration(raw["timeout"]); err == nil {
+			r.Timeout = d
+		}
+		r.HTTP = raw["http"]
 		r.TCP = r.HTTP == ""
 	}
 	return r

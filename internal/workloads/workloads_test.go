@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"os/exec"
@@ -305,4 +306,27 @@ func jsonValues(t *testing.T, s string) workload.Values {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// The agent resolves the parameters the parser resolved: a canonical
+// value must read back as itself, for every kind (a structured one too).
+func TestResolvedParamsResolveAgain(t *testing.T) {
+	extra := map[string]map[string]string{
+		"service": {"ready": `{"http":"/x","timeout":"3s"}`},
+		"exec":    {"env": `{"B":"1","A":"2"}`, "format": "csv", "metrics": `{"z":{"select":"a,b","unit":"u","better":"lower"},"a":{"select":"*,2","unit":"u","better":"higher","aggregate":"mean"}}`},
+	}
+	for _, typ := range workload.Types() {
+		s, _ := workload.Lookup(typ)
+		user := maps.Clone(s.Smoke)
+		maps.Copy(user, extra[typ])
+		once, errs := s.Resolve(user)
+		if errs != nil {
+			t.Errorf("%s: %v", typ, errs)
+			continue
+		}
+		twice, errs := s.Resolve(once)
+		if errs != nil || !maps.Equal(once, twice) {
+			t.Errorf("%s: resolved again %v, %v\nonce  %v\ntwice %v", typ, errs, errs, once, twice)
+		}
+	}
 }

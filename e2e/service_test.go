@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"testing"
+)
+
+// serviceExperiment runs real servers nobody here wrote as users'
+// services: redis driven by redis-benchmark (an exec client), and busybox
+// httpd driven by ctrbench's HTTP generator; the server in Docker on the
+// campaign's bridge or as a host process, the client as a host process or
+// in Docker — "my server in Docker, the load generator on the host" is one
+// factor.
+const serviceExperiment = `name: e2e-service
+seed: 9
+repetitions: 2
+timeout: 90s
+factors:
+  server.platform: [native, docker]
+  server.network: [host, bridge]
+  client.platform: [native, docker]
+exclude:
+  - {server.platform: native, server.network: bridge}
+workloads:
+  - name: kv
+    type: service
+    params:
+      command: [redis-server, --port, "16379", --save, "", --appendonly, "no", --protected-mode, "no"]
+      port: 16379
+      client:
+        type: exec
+        params:
+          command: [redis-benchmark, -h, "{server.host}", -p, "{server.port}", -n, "20000", -c, "8", -t, "set,get", -q, --csv]
+          format: csv
+          metrics:
+            set_rps: {select: 'SET,rps', unit: req/s, better: higher}
+            get_rps: {select: 'GET,rps', unit: req/s, better: higher}
+  - name: web
+    type: service
+    params:
+      command: [sh, -c, 'printf "hello from a user server\n%.0s" $(seq 50) > index.html && exec busybox httpd -f -p 18080 -h .']
+      tools: [busybox, seq]
+      port: 18080
+      ready: {http: /index.html}
+      client: {type: http.get, params: {path: /index.html, concurrency: 4, duration: 500ms}}
+`
+
+func TestServiceAcrossPlacements(t *testing.T) {
+	requireDocker(t)
+	db, id := runStored(t, serviceExperiment)
+	cells := cellFactors(t, db, id)
+	seen := map[string]int{}
+	for _, tr := range storedTrials(t, db, id) {
+		f := cells[tr.CellID]
+		where := f["server.platform"] + "/" + f["server.network"] + " <- " + f["client.platform"]
+		if tr.Status != "ok" {
+			t.Errorf("trial %d (%s): %s %s", tr.Seq, where, tr.Status, tr.Error)
+			continue
+		}
+		m := map[string]float64{}
+		for _, o := range tr.Observations {
+			if o.Scope == "trial" && o.Kind == "measure" && o.Role == "" {
+				m[o.Metric] = o.Value
+			}
+		}
+		if _, ok := m["set_rps"]; ok {
+			// 20000 SETs then 20000 GETs at the rates redis-benchmark
+			// printed take at least that long by the agent's clock.
+			if least := 20000/m["set_rps"] + 20000/m["get_rps"]; m["wall_time"] < 0.9*least {
+				t.Errorf("trial %d (%s): wall time %.3f s, but the printed rates need %.3f s", tr.Seq, where, m["wall_time"], least)
+			}
+		} else if m["requests_per_sec"] <= 0 || m["errors"] != 0 || m["transfer_rate"]*1e6/m["requests_per_sec"] < 1000 {
+			t.Errorf("trial %d (%s): implausible HTTP metrics %v", tr.Seq, where, m)
+		}
+		seen[where]++
+	}
+	for _, where := range []string{"native/host <- native", "native/host <- docker", "docker/host <- native", "docker/host <- docker", "docker/bridge <- native", "docker/bridge <- docker"} {
+		if seen[where] != 4 { // 2 services x 2 repetitions
+			t.Errorf("%s: %d ok trials, want 4", where, seen[where])
+		}
+	}
+}
