@@ -34,6 +34,12 @@ PKGS=(
 	"qemu-system-x86_64:qemu-system-x86"
 	"mkfs.ext4:e2fsprogs"
 	"/boot/vmlinuz-*-cloud-amd64:linux-image-cloud-amd64"
+	# Third-party servers for the example images scripts/images.sh builds.
+	"/bin/busybox:busybox-static"
+	"/usr/sbin/nginx:nginx-light"
+	"redis-server:redis-server"
+	"redis-benchmark:redis-tools"
+	"skopeo:skopeo"
 )
 
 missing_pkgs() {
