@@ -9,7 +9,8 @@
 #
 # --out DIR  where the archives go (default: images/ at the repository root)
 # --keep     leave the images in the Docker Engine (for `image: NAME:TAG`);
-#            without it the engine holds nothing of this script afterwards
+#            without it, the images this run put into the engine are removed
+#            on exit (tags found there before the run are left alone)
 #
 # Idempotent and fast on a second run: an archive is rebuilt only when what
 # would go into it changed (see inputs_hash), so a rerun copies a few
@@ -23,7 +24,7 @@ die() {
 }
 
 usage() {
-	sed -n '2,16s/^# \{0,1\}//p' "$0"
+	sed -n '2,17s/^# \{0,1\}//p' "$0"
 }
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,7 +49,7 @@ INPUTS_LABEL=org.ctrbench.example.inputs
 
 # The legacy builder: BuildKit (through buildx) keeps a build cache in the
 # engine that `docker rmi` does not remove, and this script promises to leave
-# nothing behind. The CLI prints a deprecation note for it; harmless.
+# nothing behind. (The CLI notes that the legacy builder is deprecated.)
 export DOCKER_BUILDKIT=0
 
 # Files each image is made from, with the Debian package that installs them.
