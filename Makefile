@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/ctrbench/ctrbench/internal/sysinfo.Version=$(VERSION)
 GOFILES := $(shell find . -name '*.go' -not -path './.git/*') go.mod go.sum
 
-.PHONY: all build setup demo test test-short vet lint bench fuzz clean-leftovers kernels
+.PHONY: all build setup images demo test test-short vet lint bench fuzz clean-leftovers kernels
 
 all: build
 
@@ -18,6 +18,11 @@ build: $(BIN)
 # Installs Docker Engine and the benchmark tools when missing, starts dockerd.
 setup:
 	bash scripts/setup.sh
+
+# The example images of docs/own-services.md (busybox httpd, nginx, redis),
+# built offline from Debian packages into images/.
+images: setup
+	bash scripts/images.sh
 
 # The main job on a fresh machine: set up, build, run the quickstart, report.
 demo: setup build
