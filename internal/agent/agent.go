@@ -182,6 +182,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	defer os.RemoveAll(data)
 	env := workload.Env{
 		DataDir: data,
+		Root:    o.Root,
 		Role:    o.Role,
 		Bind:    o.Bind,
 		Target:  o.Target,

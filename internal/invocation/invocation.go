@@ -28,6 +28,11 @@ type Counters struct {
 	Netns  bool
 }
 
+// ImageWorkdirEnv is the variable in which a platform that runs a user's
+// image's commands as host processes (Agent.Root) gives the agent the
+// image's working directory.
+const ImageWorkdirEnv = "CTRBENCH_IMAGE_WORKDIR"
+
 // Agent is one invocation of `ctrbench agent run|loop`.
 type Agent struct {
 	Kind     Kind
@@ -40,6 +45,10 @@ type Agent struct {
 	// DataDir is where disk workloads write; "" = the system's temporary
 	// directory. The platform sets it where it mounts storage.
 	DataDir string
+	// Root is the unpacked root filesystem of a user's image that the
+	// workload's commands run in (chroot): a host process running the
+	// same binaries as the image's containers. Run only.
+	Root string
 	// Neighbours are neighbours to loop beside the target in this same
 	// instance ("TYPE=PARAMS_JSON" or "idle"); run only.
 	Neighbours []string
@@ -72,6 +81,7 @@ const (
 	flagBind        = "bind"
 	flagTarget      = "target"
 	flagDataDir     = "data-dir"
+	flagRoot        = "root"
 	flagNeighbour   = "neighbour"
 	flagTelemetry   = "telemetry"
 	flagJoinCgroups = "join-cgroups"
@@ -94,6 +104,7 @@ func (a Agent) Args() []string {
 	add(flagBind, a.Bind)
 	add(flagTarget, a.Target)
 	add(flagDataDir, a.DataDir)
+	add(flagRoot, a.Root)
 	for _, n := range a.Neighbours {
 		add(flagNeighbour, n)
 	}
@@ -133,6 +144,7 @@ func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
 	fs.StringVar(&d.join, flagJoinCgroups, "", "cgroup directories to enter before any work (comma-separated)")
 	if kind == Run {
 		fs.StringVar(&d.a.Role, flagRole, "", "role, e.g. server or client (default main)")
+		fs.StringVar(&d.a.Root, flagRoot, "", "root filesystem of a user's image the workload's commands run in (chroot)")
 		fs.StringVar(&d.a.Bind, flagBind, "", "address a server listens on (default 127.0.0.1)")
 		fs.StringVar(&d.a.Target, flagTarget, "", "host:port of the server, for a client")
 		fs.StringArrayVar(&d.neighbours, flagNeighbour, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")

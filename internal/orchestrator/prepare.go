@@ -66,6 +66,7 @@ func (c *running) prepare(ctx context.Context) error {
 			Labels:       labels(cfg.CampaignID),
 			Networks:     need.Networks,
 			Tools:        need.Tools,
+			Images:       need.Images,
 			Storages:     need.Storages,
 			Options:      need.Options,
 			Progress:     cfg.Progress.Notes(),

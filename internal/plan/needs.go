@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
@@ -24,7 +25,8 @@ type Needs struct {
 type PlatformNeeds struct {
 	Networks []vocab.Network // as Provision asks the platform
 	Storages []vocab.Storage
-	Tools    []string // binaries the workloads run there
+	Tools    []string         // binaries the workloads run there
+	Images   []platform.Image // users' images instances run from there
 	// Hosts is the most nodes a cell asks of a cluster platform.
 	Hosts int
 	// Options are the levels of the platform's own factors the cells use:
@@ -62,6 +64,9 @@ func Collect(cells []*Cell) Needs {
 			pn.Options[k] = addSorted(pn.Options[k], v)
 		}
 		pn.Storages = addSorted(pn.Storages, r.Storage)
+		if r.Image != nil && !slices.Contains(pn.Images, *r.Image) {
+			pn.Images = append(pn.Images, *r.Image)
+		}
 		for _, w := range ws {
 			for _, t := range w.Tools {
 				pn.Tools = addSorted(pn.Tools, t.Binary)

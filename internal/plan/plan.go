@@ -41,6 +41,9 @@ type Role struct {
 	// (a platform giving each instance one) and its network namespace (one
 	// of its own, not the host's network).
 	Counters invocation.Counters
+	// Image is the user's image the role runs from (a workload's image or
+	// image_archive parameter); nil: the agent image.
+	Image *platform.Image
 }
 
 // RootNS reports whether the role shares the machine's own network
@@ -147,11 +150,13 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 		pc.Pairs, pc.Instances = n, true
 	}
 	roles := ws.RoleList()
+	img := userImage(c.Params)
 	for _, name := range roles {
 		r, err := place(c, name, roles)
 		if err != nil {
 			return nil, err
 		}
+		r.Image = img
 		pc.Chain = append(pc.Chain, r)
 	}
 	for i := range pc.Chain[:len(pc.Chain)-1] {
@@ -237,4 +242,14 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 		n.Role = r
 	}
 	return n, nil
+}
+
+// userImage is the user's image a workload's parameters name; nil for
+// none.
+func userImage(params map[string]string) *platform.Image {
+	ref, archive := params[workload.ParamImage], params[workload.ParamImageArchive]
+	if ref == "" && archive == "" {
+		return nil
+	}
+	return &platform.Image{Ref: ref, Archive: archive}
 }

@@ -43,6 +43,9 @@ type Capabilities struct {
 	// Tools: instances see only the tools the platform brought (an image),
 	// so it needs Setup.Tools; a host process sees the machine's.
 	Tools bool
+	// UserImages: it runs an instance from a user's image
+	// (InstanceSpec.Image), the agent put into it.
+	UserImages bool
 	// Factors are placement factors only this platform understands (the
 	// nested platform's children per parent, its parents' network and
 	// limits). Validation asks the drivers for them; an instance gets the
@@ -364,6 +367,18 @@ func Names() []string {
 	var out []string
 	for _, d := range Drivers() {
 		out = append(out, d.Name)
+	}
+	return out
+}
+
+// NamesWhere lists, in Drivers' order, the platforms whose driver has
+// what ok asks.
+func NamesWhere(ok func(Driver) bool) []string {
+	var out []string
+	for _, d := range Drivers() {
+		if ok(d) {
+			out = append(out, d.Name)
+		}
 	}
 	return out
 }

@@ -77,6 +77,33 @@ type InstanceSpec struct {
 	// Options are the levels of the platform's own factors
 	// (Capabilities.Factors), defaults filled.
 	Options map[string]string
+	// Image, when set, is the user's image the instance runs from, with
+	// ctrbench's agent put into it (Capabilities.UserImages); nil: the
+	// agent image.
+	Image *Image
+}
+
+// Image is a user's image: one in the machine's engine (Ref) or an
+// archive (a docker save or OCI layout tar, an absolute path).
+type Image struct {
+	Ref     string
+	Archive string
+}
+
+// Key names the image among a campaign's, e.g. "archive:/srv/redis.tar".
+func (i Image) Key() string {
+	if i.Archive != "" {
+		return "archive:" + i.Archive
+	}
+	return "ref:" + i.Ref
+}
+
+// String is the image as a user wrote it.
+func (i Image) String() string {
+	if i.Archive != "" {
+		return i.Archive
+	}
+	return i.Ref
 }
 
 // Exit is how an instance ended.
@@ -211,6 +238,9 @@ type Setup struct {
 	// "ctrbench/<campaign>/machine") that every instance is placed under:
 	// the experiment's emulated machine size, limits set by the caller.
 	CgroupParent string
+	// Images are the users' images the campaign's instances run from on
+	// this platform (InstanceSpec.Image), to bring there once.
+	Images []Image
 }
 
 // Notes is where a platform writes its human-readable notes: Progress,

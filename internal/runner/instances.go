@@ -39,7 +39,7 @@ type started struct {
 // its network (wired by the lab after it starts, or joining the first
 // instance of its pair — *loopOwner — for loopback).
 func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string) (*started, error) {
-	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options}
+	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options, Image: r.Image}
 	if r.Driver.Caps.Nodes != nil {
 		isp.Host, isp.Node = r.Host, r.Node
 	}

@@ -362,6 +362,9 @@ func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
 			r.add(c, role, lim.factor, fmt.Sprintf("platform %s cannot apply %s %s: %s", pl.Platform, lim.factor, lim.level, why))
 		}
 	}
+	if ok && !d.Caps.UserImages && (c.Params[workload.ParamImage] != "" || c.Params[workload.ParamImageArchive] != "") {
+		r.add(c, role, vocab.FPlatform, fmt.Sprintf("platform %s cannot run a user's image yet (image, image_archive); platforms that can: %s", pl.Platform, strings.Join(platform.NamesWhere(func(d platform.Driver) bool { return d.Caps.UserImages }), ", ")))
+	}
 	if !ok || !d.Caps.OwnNetNS {
 		return // processes in their host's namespace: checkCells
 	}

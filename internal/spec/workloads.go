@@ -3,10 +3,13 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ctrbench/ctrbench/internal/userimage"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -69,6 +72,7 @@ func (p *parser) workloads(n *yaml.Node) []Workload {
 				}
 			}
 		}
+		p.filePaths(spec, user, userNodes, w.Name)
 		vals, errs := spec.Resolve(user)
 		if unread {
 			errs = nil // what Resolve says of a parameter it lacks adds nothing
@@ -84,6 +88,9 @@ func (p *parser) workloads(n *yaml.Node) []Workload {
 				}
 				return msg
 			})
+		}
+		if len(errs) == 0 && !unread {
+			p.checkArchive(vals, userNodes, w.Name)
 		}
 		w.Params = vals
 		w.nodes = userNodes
@@ -228,4 +235,64 @@ func lookup(n *yaml.Node, keys []string) *yaml.Node {
 		}
 	}
 	return at
+}
+
+// filePaths makes the file parameters (an image archive) absolute from the
+// experiment file's directory and refuses one that cannot be read.
+func (p *parser) filePaths(spec *workload.Spec, user map[string]string, nodes map[string]*yaml.Node, wname string) {
+	for _, par := range spec.Params {
+		v, ok := user[par.Name]
+		if !par.File || !ok || v == "" {
+			continue
+		}
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(filepath.Dir(p.file), v)
+		}
+		if _, err := os.Stat(v); err != nil {
+			p.addf(nodes[par.Name], "parameter %s of %s: %v (a path is relative to the experiment file's directory)", par.Name, wname, err)
+			delete(user, par.Name)
+			continue
+		}
+		user[par.Name] = v
+	}
+}
+
+// checkArchive opens a workload's image archive, as ctrbench will when it
+// runs, and checks that the image holds the programs its command (and a
+// client command) name: a missing one is refused now, not in a trial.
+func (p *parser) checkArchive(v workload.Values, nodes map[string]*yaml.Node, wname string) {
+	path := v[workload.ParamImageArchive]
+	if path == "" {
+		return
+	}
+	node := nodes[workload.ParamImageArchive]
+	im, err := userimage.Open(path)
+	if err != nil {
+		p.addf(node, "parameter image_archive of %s: %v", wname, err)
+		return
+	}
+	defer im.Close()
+	for _, cmd := range commandsOf(v) {
+		if _, err := im.LookPath(cmd, ""); err != nil {
+			p.addf(nodes["command"], "workload %s: the image %s has no program %s: %v", wname, path, cmd, err)
+		}
+	}
+}
+
+// commandsOf lists the programs a workload's parameters run: its command,
+// and its client's (a service's exec client).
+func commandsOf(v workload.Values) []string {
+	var out []string
+	if cmd := v.List("command"); len(cmd) > 0 && !strings.Contains(cmd[0], "{") {
+		out = append(out, cmd[0])
+	}
+	var client struct {
+		Params struct {
+			Command []string `json:"command"`
+		} `json:"params"`
+	}
+	if json.Unmarshal([]byte(v["client"]), &client) == nil && len(client.Params.Command) > 0 && !strings.Contains(client.Params.Command[0], "{") {
+		out = append(out, client.Params.Command[0])
+	}
+	return out
 }

@@ -8,6 +8,15 @@ import (
 	"strings"
 )
 
+// A workload runs from a user's image when its parameters name one: in the
+// machine's engine (ParamImage) or an archive (ParamImageArchive, a path
+// relative to the experiment file). Every role of the workload runs from
+// it, the agent put into it.
+const (
+	ParamImage        = "image"
+	ParamImageArchive = "image_archive"
+)
+
 // Structured parameters: a value the file writes as a YAML list or mapping.
 // The parser hands it over as JSON (a mapping's keys in the file's order)
 // and the value stays JSON text, so Values remain a map of strings that

@@ -40,6 +40,9 @@ type Param struct {
 	// value must match; PatternDoc says in words what it accepts.
 	Pattern    string
 	PatternDoc string
+	// File: the value is a path, which the parser makes absolute from the
+	// experiment file's directory and checks is readable.
+	File bool
 	// Check, for an Object parameter, validates its JSON and returns its
 	// canonical text; CheckDoc says in words what it accepts.
 	Check    func(string) (string, error)

@@ -54,6 +54,9 @@ type Env struct {
 	// writable layer, a volume or a tmpfs, as the storage factor says. It
 	// exists and is empty at the start of the trial.
 	DataDir string
+	// Root, when set, is the unpacked root filesystem of a user's image
+	// that commands of the user's run in (chroot), as host processes.
+	Root string
 	// Histogram receives, before Run returns, each histogram the role
 	// recorded (one the spec declares, encoded), to return with its
 	// result: the observations are read from it, and the pairs of a trial

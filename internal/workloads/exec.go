@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/outputs"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
@@ -35,6 +37,7 @@ func init() {
 		Params: []workload.Param{
 			workload.P("command", workload.List, "", "the program and its arguments, e.g. [sysbench, cpu, run]; a name without / is looked up in PATH, and on a container platform the program (with its shared libraries) goes into the agent image. Takes {trial} and {cell.<factor>} placeholders"),
 			workload.P("tools", workload.List, "", "more programs of this machine the command runs (a script's), put into the agent image with their shared libraries on container platforms, e.g. [sysbench]"),
+			imageParam, imageArchiveParam,
 			workload.P("env", workload.Mapping, "", "environment variables added to the agent's, e.g. {GOMAXPROCS: \"2\"}"),
 			workload.P("workdir", workload.String, "", "the directory the command runs in (default: the trial's data directory)"),
 			workload.P("timeout", workload.Duration, "0s", "kills the command (its whole process group) after this long and fails the trial; 0 leaves it to the trial's timeout").Range(0, 86400),
@@ -49,6 +52,13 @@ func init() {
 		Smoke:             map[string]string{"command": `["true"]`},
 	})
 }
+
+// A user's image to run from, instead of this machine's programs.
+var (
+	imageParam        = workload.P(workload.ParamImage, workload.String, "", "an image in the machine's Docker engine (e.g. local/httpd:1) to run from: every role runs in it, ctrbench's agent put into it; the command is the image's")
+	imageArchiveParam = workload.Param{Name: workload.ParamImageArchive, Kind: workload.String, File: true,
+		Doc: "a docker save or OCI-layout archive (a path relative to the experiment file) to run from, as image"}
+)
 
 func formatNames() []string {
 	var out []string
@@ -110,6 +120,9 @@ func validateExec(v workload.Values) map[string]error {
 	if len(cmd) == 0 || cmd[0] == "" {
 		errs["command"] = errors.New("exec needs a command: the program and its arguments, e.g. command: [sysbench, cpu, run]")
 	}
+	if v.String(workload.ParamImage) != "" && v.String(workload.ParamImageArchive) != "" {
+		errs[workload.ParamImage] = errors.New("one of image and image_archive, not both")
+	}
 	c := contractOf(v)
 	var problems []error
 	if len(c.Metrics) > 0 { // none: the wall time is the headline
@@ -144,6 +157,9 @@ func execMetrics(params map[string]string) ([]workload.Metric, []workload.Histog
 // goes into the agent image, so the same binary runs on every platform.
 func execTools(params map[string]string) []workload.Tool {
 	v := workload.Values(params)
+	if v.String(workload.ParamImage) != "" || v.String(workload.ParamImageArchive) != "" {
+		return nil // the image's programs run
+	}
 	var out []workload.Tool
 	names := v.List("tools")
 	if cmd := v.List("command"); len(cmd) > 0 {
@@ -165,23 +181,14 @@ func runExec(ctx context.Context, p workload.Values, env workload.Env) ([]result
 	if len(argv) == 0 {
 		return nil, "", errors.New("exec: no command")
 	}
-	path, err := execPath(argv[0])
-	if err != nil {
-		return nil, "", err
-	}
 	if d := p.Duration("timeout"); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	cmd := toolCommand(ctx, path, argv[1:]...)
-	cmd.Dir = p.String("workdir")
-	if cmd.Dir == "" {
-		cmd.Dir = env.DataDir
-	}
-	cmd.Env = os.Environ()
-	for k, v := range p.Mapping("env") {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	cmd, err := userCommand(ctx, argv, p, env)
+	if err != nil {
+		return nil, "", err
 	}
 	out := outputs.NewCapture(maxExecOutput)
 	errTail := tailbuf.New(execStderrTail)
@@ -213,6 +220,58 @@ func runExec(ctx context.Context, p workload.Values, env workload.Env) ([]result
 	}
 	obs = append(obs, result.Observation{Metric: execWallTime, Value: wall.Seconds(), Unit: "s", Better: result.Lower})
 	return obs, raw, nil
+}
+
+// userCommand is a user's command as its hosting entity runs it: found
+// beside ctrbench or in PATH and run in the workdir parameter (default
+// the trial's data directory); or, for a user's image unpacked for a host
+// process (env.Root), found in the image and run chrooted there, in the
+// image's working directory. Its environment is the agent's (a platform
+// running an image gives the agent the image's) and the env parameter.
+func userCommand(ctx context.Context, argv []string, p workload.Values, env workload.Env) (*exec.Cmd, error) {
+	dir := p.String("workdir")
+	var path string
+	var err error
+	if env.Root == "" {
+		path, err = execPath(argv[0])
+		if dir == "" {
+			dir = env.DataDir
+		}
+	} else {
+		path, err = lookIn(env.Root, argv[0])
+		if dir == "" {
+			dir = cmp.Or(os.Getenv(invocation.ImageWorkdirEnv), "/")
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	cmd := toolCommand(ctx, path, argv[1:]...)
+	cmd.SysProcAttr.Chroot = env.Root
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	for k, v := range p.Mapping("env") {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return cmd, nil
+}
+
+// lookIn finds a program in the root filesystem of an image, through the
+// PATH the agent has (the image's): the path inside the image.
+func lookIn(root, name string) (string, error) {
+	if strings.Contains(name, "/") {
+		if _, err := os.Lstat(filepath.Join(root, name)); err != nil {
+			return "", fmt.Errorf("exec: %s is not in the image", name)
+		}
+		return name, nil
+	}
+	path := cmp.Or(os.Getenv("PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	for _, d := range filepath.SplitList(path) {
+		if _, err := os.Lstat(filepath.Join(root, d, name)); err == nil {
+			return filepath.Join(d, name), nil
+		}
+	}
+	return "", fmt.Errorf("exec: %s not found in the image's PATH (%s)", name, path)
 }
 
 // execPath finds the command's program: beside ctrbench or in PATH for a

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -48,6 +47,7 @@ func init() {
 		Params: []workload.Param{
 			workload.P("command", workload.List, "", "the server's program and arguments, run in the foreground, e.g. [redis-server, --port, \"6379\", --save, \"\"]; found as exec's command is. Takes {trial} and {cell.<factor>}"),
 			workload.P("tools", workload.List, "", "more programs of this machine the server or the client runs, put into the agent image"),
+			imageParam, imageArchiveParam,
 			workload.P("env", workload.Mapping, "", "environment variables of the server"),
 			workload.P("workdir", workload.String, "", "the server's working directory (default: the trial's data directory)"),
 			workload.P("port", workload.Int, "0", "the TCP port the server listens on (on every address of its hosting entity)").Range(0, 65535),
@@ -233,6 +233,9 @@ func validateService(v workload.Values) map[string]error {
 	if cmd := v.List("command"); len(cmd) == 0 || cmd[0] == "" {
 		errs["command"] = errors.New("a service needs the command that runs its server in the foreground, e.g. command: [redis-server, --port, \"6379\"]")
 	}
+	if v.String(workload.ParamImage) != "" && v.String(workload.ParamImageArchive) != "" {
+		errs[workload.ParamImage] = errors.New("one of image and image_archive, not both")
+	}
 	if v.Int("port") == 0 {
 		errs["port"] = errors.New("a service needs the port its server listens on, 1 to 65535")
 	}
@@ -269,20 +272,11 @@ func serviceTools(params map[string]string) []workload.Tool {
 // passes, and stops it when the client says done.
 func serviceServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
 	argv := p.List("command")
-	path, err := execPath(argv[0])
+	cmd, err := userCommand(context.WithoutCancel(ctx), argv, p, env)
 	if err != nil {
 		return nil, "", err
 	}
 	logs := tailbuf.New(serviceLogTail)
-	cmd := toolCommand(context.WithoutCancel(ctx), path, argv[1:]...)
-	cmd.Dir = p.String("workdir")
-	if cmd.Dir == "" {
-		cmd.Dir = env.DataDir
-	}
-	cmd.Env = os.Environ()
-	for k, v := range p.Mapping("env") {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("starting the server %s: %w", argv[0], err)

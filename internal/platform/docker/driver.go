@@ -24,6 +24,7 @@ var Caps = platform.Capabilities{
 	Limits:      true,
 	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:       true,
+	UserImages:  true,
 	Factors:     []platform.Factor{RuntimeFactor},
 	// Docker 20.10 deadlocks when many containers exit at once.
 	EndOneAtATime: true,

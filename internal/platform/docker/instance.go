@@ -82,9 +82,17 @@ func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerS
 	if err != nil {
 		return engine.ContainerSpec{}, "", err
 	}
+	tag := camp.image.Tag
+	if spec.Image != nil {
+		u, ok := camp.users[spec.Image.Key()]
+		if !ok {
+			return engine.ContainerSpec{}, "", fmt.Errorf("instance %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
+		}
+		tag = u.Tag
+	}
 	cs := engine.ContainerSpec{
 		Name:      spec.Name,
-		Image:     camp.image.Tag,
+		Image:     tag,
 		Labels:    engine.Labels(camp.id, camp.labels, spec.Labels),
 		Network:   mode,
 		Runtime:   spec.Options[FactorRuntime],

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/userimage"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -85,6 +87,8 @@ type prepared struct {
 	defaultGW string
 	volume    string   // the campaign's data volume, when storage volume is used
 	runtimes  []string // OCI runtimes checked for the campaign
+	// users are the users' images made runnable, by platform.Image.Key.
+	users map[string]engine.UserImage
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -174,6 +178,9 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		c.image = img
 	}
 	if err := p.checkRuntimes(ctx, &c, s.Options[FactorRuntime]); err != nil {
+		return err
+	}
+	if err := p.userImages(ctx, &c, s.Images, progress); err != nil {
 		return err
 	}
 	if slices.Contains(s.Networks, vocab.Bridge) && c.bridge.ID == "" {
@@ -290,4 +297,31 @@ func (p *Platform) Close(ctx context.Context) error {
 	}
 	p.closed = true
 	return p.eng.Close()
+}
+
+// userImages makes each user's image runnable, once per campaign.
+func (p *Platform) userImages(ctx context.Context, c *prepared, imgs []platform.Image, progress io.Writer) error {
+	for _, img := range imgs {
+		if _, done := c.users[img.Key()]; done {
+			continue
+		}
+		src := engine.UserImageSource{Ref: img.Ref, Archive: img.Archive}
+		if img.Archive != "" {
+			im, err := userimage.Open(img.Archive)
+			if err != nil {
+				return err
+			}
+			src.ID, src.Tags = im.Digest(), im.RepoTags()
+			im.Close()
+		}
+		u, err := p.eng.EnsureUserImage(ctx, src, p.binary, c.labels, progress)
+		if err != nil {
+			return err
+		}
+		if c.users == nil {
+			c.users = map[string]engine.UserImage{}
+		}
+		c.users[img.Key()] = u
+	}
+	return nil
 }

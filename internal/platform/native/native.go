@@ -11,16 +11,20 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
+	"github.com/ctrbench/ctrbench/internal/userimage"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -30,7 +34,17 @@ type Platform struct {
 	campaign string
 	parent   string // cgroup every instance's group is created in
 	machine  bool   // parent is an emulated machine (Setup.CgroupParent)
+	// images are the users' images unpacked, by platform.Image.Key.
+	images map[string]unpacked
 }
+
+// unpacked is a user's image unpacked for host processes.
+type unpacked struct {
+	dir    string // removed at Close; the root filesystem is dir/rootfs
+	config userimage.Config
+}
+
+func (u unpacked) root() string { return filepath.Join(u.dir, "rootfs") }
 
 // New returns a native platform running binary (the ctrbench executable).
 func New(binary string) *Platform { return &Platform{binary: binary} }
@@ -43,6 +57,9 @@ var Caps = platform.Capabilities{
 	Storages: []vocab.Storage{vocab.Layer},
 	Limits:   true,
 	Phases:   []vocab.Phase{vocab.Start, vocab.Exit, vocab.Remove},
+	// An image archive is unpacked and its commands run chrooted in it:
+	// the same binaries and libraries as in the image's containers.
+	UserImages: true,
 }
 
 func init() {
@@ -79,6 +96,39 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if _, err := os.Stat(p.binary); err != nil {
 		return fmt.Errorf("agent binary: %w", err)
 	}
+	return p.unpack(s.Images, s.Notes())
+}
+
+// unpack makes each user's image a root filesystem for host processes.
+func (p *Platform) unpack(imgs []platform.Image, notes io.Writer) error {
+	for _, img := range imgs {
+		if _, done := p.images[img.Key()]; done {
+			continue
+		}
+		if img.Archive == "" {
+			return fmt.Errorf("native platform: image %s: host processes run an image from its archive only (image_archive: the file `docker save %s` writes)", img.Ref, img.Ref)
+		}
+		im, err := userimage.Open(img.Archive)
+		if err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp("", "ctrbench-image-")
+		if err != nil {
+			im.Close()
+			return err
+		}
+		if p.images == nil {
+			p.images = map[string]unpacked{}
+		}
+		u := unpacked{dir: dir, config: im.Config()}
+		p.images[img.Key()] = u // removed at Close, whatever happens next
+		sum, err := im.Unpack(u.root())
+		im.Close()
+		if err != nil {
+			return fmt.Errorf("unpacking %s: %w", img.Archive, err)
+		}
+		fmt.Fprintf(notes, "native: unpacked %s (%d files, %.1f MiB) for host processes\n", img.Archive, sum.Files, float64(sum.Bytes)/(1<<20))
+	}
 	return nil
 }
 
@@ -93,7 +143,12 @@ func (p *Platform) Close(context.Context) error {
 	if p.campaign != "" {
 		cgroup.RemoveTree(cgroup.CampaignTree(p.campaign))
 	}
-	return nil
+	var errs []error
+	for k, u := range p.images {
+		errs = append(errs, userimage.RemoveUnpacked(u.dir))
+		delete(p.images, k)
+	}
+	return errors.Join(errs...)
 }
 
 type instance struct {
@@ -153,9 +208,24 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, fmt.Errorf("making a data directory for %s: %w", spec.Name, err)
 	}
 	inv.DataDir = dataDir
+	env := os.Environ()
+	if spec.Image != nil {
+		// The user's commands run chrooted in the unpacked image, with
+		// the image's environment, as in its containers.
+		u, ok := p.images[spec.Image.Key()]
+		if !ok {
+			os.RemoveAll(dataDir)
+			return nil, fmt.Errorf("instance %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
+		}
+		inv.Root = u.root()
+		env = append(slices.Clone(u.config.Env), invocation.ImageWorkdirEnv+"="+u.config.WorkingDir)
+		if !slices.ContainsFunc(env, func(s string) bool { return strings.HasPrefix(s, "PATH=") }) {
+			env = append(env, "PATH="+userimage.DefaultPath)
+		}
+	}
 	cmd := exec.Command(p.binary, inv.Args()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	cmd.Env = append(os.Environ(), "CTRBENCH_INSTANCE="+spec.Name)
+	cmd.Env = append(env, "CTRBENCH_INSTANCE="+spec.Name)
 	// An os.Pipe we own, not cmd.StdoutPipe: Wait would close that one as
 	// soon as the process exits, losing output not yet read.
 	out, w, err := os.Pipe()
