@@ -23,6 +23,7 @@ type ContainerSpec struct {
 	Name     string
 	Image    string
 	Cmd      []string
+	Env      []string // added to the image's environment
 	Labels   map[string]string
 	Hostname string // "" for Docker's default, its short ID
 	// Network is the container's network mode: "host", "none", "bridge"
@@ -74,7 +75,7 @@ func throttles(ts []Throttle) []*blkiodev.ThrottleDevice {
 
 // configs are the spec as the Engine API takes it.
 func (s ContainerSpec) configs() (*container.Config, *container.HostConfig) {
-	cfg := &container.Config{Image: s.Image, Cmd: s.Cmd, Labels: s.Labels, AttachStdout: s.Attach, AttachStderr: s.Attach, Hostname: s.Hostname}
+	cfg := &container.Config{Image: s.Image, Cmd: s.Cmd, Env: s.Env, Labels: s.Labels, AttachStdout: s.Attach, AttachStderr: s.Attach, Hostname: s.Hostname}
 	r := s.Resources
 	hc := &container.HostConfig{NetworkMode: container.NetworkMode(s.Network), Runtime: s.Runtime, Resources: container.Resources{
 		NanoCPUs: r.NanoCPUs, CpusetCpus: r.CpusetCpus, Memory: r.Memory, MemorySwap: r.MemorySwap, BlkioWeight: r.BlkioWeight,

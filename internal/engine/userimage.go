@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ import (
 type UserImage struct {
 	Tag    string
 	BaseID string
+	// Command is the image's own: ENTRYPOINT then CMD.
+	Command []string
 }
 
 // UserImageSource is where a user's image comes from: a reference in the
@@ -60,7 +63,14 @@ func (e *Engine) EnsureUserImage(ctx context.Context, src UserImageSource, binar
 	if err != nil {
 		return UserImage{}, err
 	}
+	base, err := e.api.ImageInspect(ctx, id)
+	if err != nil {
+		return UserImage{}, fmt.Errorf("inspecting image %s: %w", id, err)
+	}
 	u := UserImage{Tag: plan.Tag, BaseID: id}
+	if base.Config != nil {
+		u.Command = append(slices.Clone(base.Config.Entrypoint), base.Config.Cmd...)
+	}
 	if _, err := e.api.ImageInspect(ctx, plan.Tag); cerrdefs.IsNotFound(err) {
 		start := time.Now()
 		if err := buildImage(ctx, e.api, plan, labels); err != nil {

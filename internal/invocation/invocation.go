@@ -33,6 +33,11 @@ type Counters struct {
 // image's working directory.
 const ImageWorkdirEnv = "CTRBENCH_IMAGE_WORKDIR"
 
+// ImageCommandEnv is the variable in which a platform running an instance
+// from a user's image gives the agent the image's own command (its
+// ENTRYPOINT then CMD, as JSON): what runs when the file names none.
+const ImageCommandEnv = "CTRBENCH_IMAGE_COMMAND"
+
 // Agent is one invocation of `ctrbench agent run|loop`.
 type Agent struct {
 	Kind     Kind

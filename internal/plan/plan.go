@@ -150,13 +150,12 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 		pc.Pairs, pc.Instances = n, true
 	}
 	roles := ws.RoleList()
-	img := userImage(c.Params)
 	for _, name := range roles {
 		r, err := place(c, name, roles)
 		if err != nil {
 			return nil, err
 		}
-		r.Image = img
+		r.Image = userImage(ws.ImageOf(c.Params, name))
 		pc.Chain = append(pc.Chain, r)
 	}
 	for i := range pc.Chain[:len(pc.Chain)-1] {
@@ -244,10 +243,8 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 	return n, nil
 }
 
-// userImage is the user's image a workload's parameters name; nil for
-// none.
-func userImage(params map[string]string) *platform.Image {
-	ref, archive := params[workload.ParamImage], params[workload.ParamImageArchive]
+// userImage is a user's image a role runs from; nil for none.
+func userImage(ref, archive string) *platform.Image {
 	if ref == "" && archive == "" {
 		return nil
 	}

@@ -90,7 +90,7 @@ func (p *parser) workloads(n *yaml.Node) []Workload {
 			})
 		}
 		if len(errs) == 0 && !unread {
-			p.checkArchive(vals, userNodes, w.Name)
+			p.checkArchive(spec, vals, userNodes, w.Name)
 		}
 		w.Params = vals
 		w.nodes = userNodes
@@ -127,6 +127,9 @@ func (p *parser) structured(n *yaml.Node, par workload.Param, wname string) (str
 		p.addf(n, "parameter %s of %s: want %s", par.Name, wname, par.Describe())
 		return "", false
 	}
+	// An image archive named inside (a service's client's) is a path
+	// relative to the experiment file, as a workload's own is.
+	p.archivePaths(n)
 	var b strings.Builder
 	if err := writeJSON(&b, n, par.Kind != workload.Object); err != nil {
 		p.addf(n, "parameter %s of %s: %v; want %s", par.Name, wname, err, par.Describe())
@@ -257,42 +260,80 @@ func (p *parser) filePaths(spec *workload.Spec, user map[string]string, nodes ma
 	}
 }
 
-// checkArchive opens a workload's image archive, as ctrbench will when it
-// runs, and checks that the image holds the programs its command (and a
-// client command) name: a missing one is refused now, not in a trial.
-func (p *parser) checkArchive(v workload.Values, nodes map[string]*yaml.Node, wname string) {
-	path := v[workload.ParamImageArchive]
-	if path == "" {
-		return
-	}
-	node := nodes[workload.ParamImageArchive]
-	im, err := userimage.Open(path)
-	if err != nil {
-		p.addf(node, "parameter image_archive of %s: %v", wname, err)
-		return
-	}
-	defer im.Close()
-	for _, cmd := range commandsOf(v) {
-		if _, err := im.LookPath(cmd, ""); err != nil {
-			p.addf(nodes["command"], "workload %s: the image %s has no program %s: %v", wname, path, cmd, err)
+// archivePaths makes every image_archive inside n absolute from the
+// experiment file's directory.
+func (p *parser) archivePaths(n *yaml.Node) {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == workload.ParamImageArchive && v.Kind == yaml.ScalarNode && v.Value != "" && !filepath.IsAbs(v.Value) {
+			v.Value = filepath.Join(filepath.Dir(p.file), v.Value)
 		}
+		p.archivePaths(v)
 	}
 }
 
-// commandsOf lists the programs a workload's parameters run: its command,
-// and its client's (a service's exec client).
-func commandsOf(v workload.Values) []string {
-	var out []string
-	if cmd := v.List("command"); len(cmd) > 0 && !strings.Contains(cmd[0], "{") {
-		out = append(out, cmd[0])
+// checkArchive opens the image archive each role of a workload runs from,
+// as ctrbench will when it runs, and checks that the image holds the
+// program the role runs: a missing one is refused now, not in a trial.
+func (p *parser) checkArchive(spec *workload.Spec, v workload.Values, nodes map[string]*yaml.Node, wname string) {
+	for _, role := range spec.RoleList() {
+		_, path := spec.ImageOf(v, role)
+		if path == "" {
+			continue
+		}
+		node := nodes[workload.ParamImageArchive]
+		if node == nil {
+			node = nodes["client"]
+		}
+		im, err := userimage.Open(path)
+		if err != nil {
+			p.addf(node, "workload %s (%s): %v", wname, role, err)
+			continue
+		}
+		cmd, named := commandOf(v, role)
+		if !named { // the image's own command runs
+			if argv, err := im.Config().Command(nil); err != nil {
+				p.addf(node, "workload %s: the image %s has neither ENTRYPOINT nor CMD; give the %s's command", wname, path, role)
+			} else {
+				cmd = argv[0]
+			}
+		}
+		if cmd != "" {
+			if _, err := im.LookPath(cmd, ""); err != nil {
+				p.addf(cmdNode(nodes, role), "workload %s: the image %s has no program %s to run the %s: %v", wname, path, cmd, role, err)
+			}
+		}
+		im.Close()
 	}
-	var client struct {
-		Params struct {
-			Command []string `json:"command"`
-		} `json:"params"`
+}
+
+// commandOf is the program a role runs by the parameters: a client's is
+// its own command (a service's exec client), every other role's the
+// workload's command; "" when a placeholder names it. named is false when
+// the parameters name no command (the image's own runs).
+func commandOf(v workload.Values, role string) (program string, named bool) {
+	cmd := v.List("command")
+	if role == workload.Client {
+		var client struct {
+			Params struct {
+				Command []string `json:"command"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal([]byte(v["client"]), &client)
+		cmd = client.Params.Command
 	}
-	if json.Unmarshal([]byte(v["client"]), &client) == nil && len(client.Params.Command) > 0 && !strings.Contains(client.Params.Command[0], "{") {
-		out = append(out, client.Params.Command[0])
+	if len(cmd) == 0 {
+		return "", false
 	}
-	return out
+	if strings.Contains(cmd[0], "{") {
+		return "", true
+	}
+	return cmd[0], true
+}
+
+func cmdNode(nodes map[string]*yaml.Node, role string) *yaml.Node {
+	if n := nodes["client"]; role == workload.Client && n != nil {
+		return n
+	}
+	return nodes["command"]
 }

@@ -17,6 +17,15 @@ const (
 	ParamImageArchive = "image_archive"
 )
 
+// ImageOf is the user's image role runs from, by the parameters: ref in
+// the machine's engine or an archive; both "" for ctrbench's agent image.
+func (s *Spec) ImageOf(params map[string]string, role string) (ref, archive string) {
+	if s.RoleImage != nil {
+		return s.RoleImage(params, role)
+	}
+	return params[ParamImage], params[ParamImageArchive]
+}
+
 // Structured parameters: a value the file writes as a YAML list or mapping.
 // The parser hands it over as JSON (a mapping's keys in the file's order)
 // and the value stays JSON text, so Values remain a map of strings that

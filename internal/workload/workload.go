@@ -99,6 +99,11 @@ type Spec struct {
 	// TakesPlaceholders names the parameters whose {trial} and
 	// {cell.<factor>} placeholders each trial binds (Bind).
 	TakesPlaceholders []string
+	// RoleImage, for a workload whose roles run from different users'
+	// images (a service's client from its own), says which image a role
+	// runs from; by default every role runs from the image the
+	// parameters name (ImageOf).
+	RoleImage func(params map[string]string, role string) (ref, archive string)
 	// BoundByRun names, by parameter, more placeholders that the role
 	// running it binds itself ({server.host} in a service's client).
 	BoundByRun map[string][]string

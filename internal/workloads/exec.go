@@ -117,8 +117,9 @@ func checkMetricsParam(v string) (string, error) {
 func validateExec(v workload.Values) map[string]error {
 	errs := map[string]error{}
 	cmd := v.List("command")
-	if len(cmd) == 0 || cmd[0] == "" {
-		errs["command"] = errors.New("exec needs a command: the program and its arguments, e.g. command: [sysbench, cpu, run]")
+	fromImage := v.String(workload.ParamImage) != "" || v.String(workload.ParamImageArchive) != ""
+	if (len(cmd) == 0 && !fromImage) || (len(cmd) > 0 && cmd[0] == "") {
+		errs["command"] = errors.New("exec needs a command: the program and its arguments, e.g. command: [sysbench, cpu, run] (with image or image_archive, the image's own by default)")
 	}
 	if v.String(workload.ParamImage) != "" && v.String(workload.ParamImageArchive) != "" {
 		errs[workload.ParamImage] = errors.New("one of image and image_archive, not both")
@@ -177,9 +178,9 @@ func execTools(params map[string]string) []workload.Tool {
 }
 
 func runExec(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
-	argv := p.List("command")
-	if len(argv) == 0 {
-		return nil, "", errors.New("exec: no command")
+	argv, err := commandLine(p)
+	if err != nil {
+		return nil, "", err
 	}
 	if d := p.Duration("timeout"); d > 0 {
 		var cancel context.CancelFunc
@@ -220,6 +221,23 @@ func runExec(ctx context.Context, p workload.Values, env workload.Env) ([]result
 	}
 	obs = append(obs, result.Observation{Metric: execWallTime, Value: wall.Seconds(), Unit: "s", Better: result.Lower})
 	return obs, raw, nil
+}
+
+// commandLine is the command the parameters name, or, from a user's image
+// when they name none, the image's own (ENTRYPOINT then CMD, which the
+// platform hands the agent).
+func commandLine(p workload.Values) ([]string, error) {
+	if argv := p.List("command"); len(argv) > 0 {
+		return argv, nil
+	}
+	var argv []string
+	if s := os.Getenv(invocation.ImageCommandEnv); s != "" {
+		_ = json.Unmarshal([]byte(s), &argv)
+	}
+	if len(argv) == 0 {
+		return nil, errors.New("no command: the file names none and the image has neither ENTRYPOINT nor CMD")
+	}
+	return argv, nil
 }
 
 // userCommand is a user's command as its hosting entity runs it: found

@@ -59,6 +59,7 @@ func init() {
 		NamedTools:        serviceTools,
 		TakesPlaceholders: []string{"command", "env", "workdir", "client"},
 		BoundByRun:        map[string][]string{"client": {"server.host", "server.port"}},
+		RoleImage:         serviceImage,
 		Validate:          validateService,
 		Run:               map[string]workload.RunFunc{workload.Server: serviceServer, workload.Client: serviceClient},
 		// Redis (scripts/setup.sh installs it) driven by its own
@@ -230,8 +231,9 @@ func clientOf(p map[string]string) (serviceClientSpec, *workload.Spec, workload.
 
 func validateService(v workload.Values) map[string]error {
 	errs := map[string]error{}
-	if cmd := v.List("command"); len(cmd) == 0 || cmd[0] == "" {
-		errs["command"] = errors.New("a service needs the command that runs its server in the foreground, e.g. command: [redis-server, --port, \"6379\"]")
+	fromImage := v.String(workload.ParamImage) != "" || v.String(workload.ParamImageArchive) != ""
+	if cmd := v.List("command"); (len(cmd) == 0 && !fromImage) || (len(cmd) > 0 && cmd[0] == "") {
+		errs["command"] = errors.New("a service needs the command that runs its server in the foreground, e.g. command: [redis-server, --port, \"6379\"] (with image or image_archive, the image's own by default)")
 	}
 	if v.String(workload.ParamImage) != "" && v.String(workload.ParamImageArchive) != "" {
 		errs[workload.ParamImage] = errors.New("one of image and image_archive, not both")
@@ -271,7 +273,10 @@ func serviceTools(params map[string]string) []workload.Tool {
 // serviceServer starts the user's server, announces it once the probe
 // passes, and stops it when the client says done.
 func serviceServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
-	argv := p.List("command")
+	argv, err := commandLine(p)
+	if err != nil {
+		return nil, "", err
+	}
 	cmd, err := userCommand(context.WithoutCancel(ctx), argv, p, env)
 	if err != nil {
 		return nil, "", err
@@ -459,4 +464,17 @@ func httpAgainst(ctx context.Context, p workload.Values, env workload.Env, targe
 		return nil, "", err
 	}
 	return httpObservations(env, t, elapsed, dur)
+}
+
+// serviceImage: the server runs from the service's image, the client from
+// its own (an exec client's image or image_archive), else from ctrbench's
+// agent image with this machine's programs (wrk, a benchmark of yours).
+func serviceImage(params map[string]string, role string) (ref, archive string) {
+	if role == workload.Server {
+		return params[workload.ParamImage], params[workload.ParamImageArchive]
+	}
+	if _, _, v, err := clientOf(params); err == nil {
+		return v[workload.ParamImage], v[workload.ParamImageArchive]
+	}
+	return "", ""
 }

@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
+	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
@@ -83,16 +85,22 @@ func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerS
 		return engine.ContainerSpec{}, "", err
 	}
 	tag := camp.image.Tag
+	var env []string
 	if spec.Image != nil {
 		u, ok := camp.users[spec.Image.Key()]
 		if !ok {
 			return engine.ContainerSpec{}, "", fmt.Errorf("instance %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
 		}
 		tag = u.Tag
+		if len(u.Command) > 0 {
+			b, _ := json.Marshal(u.Command)
+			env = append(env, invocation.ImageCommandEnv+"="+string(b))
+		}
 	}
 	cs := engine.ContainerSpec{
 		Name:      spec.Name,
 		Image:     tag,
+		Env:       env,
 		Labels:    engine.Labels(camp.id, camp.labels, spec.Labels),
 		Network:   mode,
 		Runtime:   spec.Options[FactorRuntime],

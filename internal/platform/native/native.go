@@ -6,6 +6,7 @@ package native
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -219,6 +220,10 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		}
 		inv.Root = u.root()
 		env = append(slices.Clone(u.config.Env), invocation.ImageWorkdirEnv+"="+u.config.WorkingDir)
+		if argv, err := u.config.Command(nil); err == nil {
+			b, _ := json.Marshal(argv)
+			env = append(env, invocation.ImageCommandEnv+"="+string(b))
+		}
 		if !slices.ContainsFunc(env, func(s string) bool { return strings.HasPrefix(s, "PATH=") }) {
 			env = append(env, "PATH="+userimage.DefaultPath)
 		}
