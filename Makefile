@@ -41,7 +41,9 @@ lint:
 	$(STATICCHECK) ./...
 
 # Every test, against the real Docker Engine (setup starts it when needed).
-test: setup build vet lint
+# The example images are inputs of the tests: experiments/own-service.yaml
+# runs from them (scripts/images.sh skips what is built already).
+test: setup build images vet lint
 	CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout 25m ./...
 
 # The experiment-file parser and --set under Go's fuzzer, seeded with every

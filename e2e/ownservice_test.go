@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/testutil"
+)
+
+// exampleImages builds the example images (scripts/images.sh: nginx,
+// redis, busybox httpd FROM scratch, offline) and returns their directory;
+// a second build is skipped by the script, and it leaves nothing in the
+// engine.
+func exampleImages(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(testutil.ModuleRoot(), "images")
+	cmd := exec.Command("bash", filepath.Join(testutil.ModuleRoot(), "scripts", "images.sh"), "--out", dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/images.sh: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// TestOwnServiceFromImages measures real servers nobody here wrote from
+// their own images — nginx driven by http.get and by wrk, redis by
+// redis-benchmark from the redis image — as a host process running the
+// same binary (the image unpacked, chrooted) and in Docker on the host
+// network and a bridge, and checks each trial's numbers against what the
+// tools and the files say.
+func TestOwnServiceFromImages(t *testing.T) {
+	requireDocker(t)
+	img := exampleImages(t)
+	exp := strings.ReplaceAll(`name: e2e-own-service
+seed: 3
+repetitions: 2
+timeout: 90s
+factors:
+  platform: [native, docker]
+  network: [host, bridge]
+exclude: [{platform: native, network: bridge}]
+workloads:
+  - name: web
+    type: service
+    params:
+      image_archive: IMAGES/nginx.tar
+      port: 8080
+      ready: {http: /index.html}
+      client: {type: http.get, params: {path: /4k.bin, concurrency: 4, duration: 500ms}}
+  - name: web-wrk
+    type: service
+    params:
+      image_archive: IMAGES/nginx.tar
+      port: 8080
+      client:
+        type: exec
+        params:
+          command: [wrk, -t1, -c4, -d1s, "http://{server.host}:{server.port}/4k.bin"]
+          format: regex
+          metrics:
+            rps: {pattern: 'Requests/sec:\s+(?P<value>[0-9.]+)', unit: req/s, better: higher}
+            requests: {pattern: '(?P<value>[0-9]+) requests in', unit: requests, better: higher}
+  - name: kv
+    type: service
+    params:
+      image_archive: IMAGES/redis.tar
+      port: 6379
+      client:
+        type: exec
+        params:
+          image_archive: IMAGES/redis.tar
+          command: [redis-benchmark, -h, "{server.host}", -p, "{server.port}", -n, "20000", -c, "4", -t, "set,get", -q, --csv]
+          format: csv
+          metrics:
+            set_rps: {select: 'SET,rps', unit: req/s, better: higher}
+            get_rps: {select: 'GET,rps', unit: req/s, better: higher}
+`, "IMAGES", img)
+	db, id := runStored(t, exp)
+	cells := cellFactors(t, db, id)
+	seen := map[string]int{}
+	for _, tr := range storedTrials(t, db, id) {
+		f := cells[tr.CellID]
+		where := f["platform"] + "/" + f["network"]
+		if tr.Status != "ok" {
+			t.Errorf("trial %d (%s): %s %s", tr.Seq, where, tr.Status, tr.Error)
+			continue
+		}
+		m := map[string]float64{}
+		for _, o := range tr.Observations {
+			if o.Scope == "trial" && o.Kind == "measure" && o.Role == "" {
+				m[o.Metric] = o.Value
+			}
+		}
+		switch {
+		case m["set_rps"] > 0:
+			if least := 20000/m["set_rps"] + 20000/m["get_rps"]; m["wall_time"] < 0.9*least {
+				t.Errorf("trial %d (%s): wall time %.3f s, the printed rates need %.3f s", tr.Seq, where, m["wall_time"], least)
+			}
+		case m["rps"] > 0:
+			// wrk's rate is its requests over its 1 s run.
+			if r := m["requests"] / m["rps"]; r < 0.9 || r > 1.2 {
+				t.Errorf("trial %d (%s): wrk says %v requests at %v/s (%.2f s)", tr.Seq, where, m["requests"], m["rps"], r)
+			}
+		default:
+			// Every correct response was the 4 KiB file, whole.
+			if per := m["transfer_rate"] * 1e6 / m["requests_per_sec"]; m["errors"] != 0 || per < 4095.5 || per > 4096.5 {
+				t.Errorf("trial %d (%s): %.1f bytes per response (want 4096), %v errors", tr.Seq, where, per, m["errors"])
+			}
+		}
+		seen[where]++
+	}
+	for _, where := range []string{"native/host", "docker/host", "docker/bridge"} {
+		if seen[where] != 6 { // 3 services x 2 repetitions
+			t.Errorf("%s: %d ok trials, want 6", where, seen[where])
+		}
+	}
+}
+
+// An image without the command, or an archive that is no image, is
+// refused before anything starts: exit 2, file:line, no campaign.
+func TestOwnServiceBadImages(t *testing.T) {
+	img := exampleImages(t)
+	bad := filepath.Join(t.TempDir(), "bad.tar")
+	if err := os.WriteFile(bad, []byte("not a tar at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct{ params, want, line string }{
+		"missing command": {"image_archive: " + img + "/httpd.tar\n      command: [nginx, -g, daemon off;]", "has no program nginx", ":6:"},
+		"corrupt archive": {"image_archive: " + bad + "\n      command: [x]", "not a tar archive", ":5:"},
+		"missing archive": {"image_archive: nowhere.tar\n      command: [x]", "nowhere.tar: no such file", ":5:"},
+	} {
+		exp := writeExperiment(t, "name: bad\nworkloads:\n  - type: exec\n    params:\n      "+c.params+"\n")
+		db := filepath.Join(t.TempDir(), "r.db")
+		r := ctrbench(t, time.Minute, "run", exp, "--db", db)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || !strings.Contains(r.stderr, "exp.yaml"+c.line) {
+			t.Errorf("%s: exit %d, want 2 and %q at exp.yaml%s\n%s", name, r.code, c.want, c.line, r.stderr)
+		}
+		if _, err := os.Stat(db); err == nil {
+			t.Errorf("%s: a results file was created", name)
+		}
+	}
+}
