@@ -209,25 +209,12 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, fmt.Errorf("making a data directory for %s: %w", spec.Name, err)
 	}
 	inv.DataDir = dataDir
-	env := os.Environ()
-	if spec.Image != nil {
-		// The user's commands run chrooted in the unpacked image, with
-		// the image's environment, as in its containers.
-		u, ok := p.images[spec.Image.Key()]
-		if !ok {
-			os.RemoveAll(dataDir)
-			return nil, fmt.Errorf("instance %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
-		}
-		inv.Root = u.root()
-		env = append(slices.Clone(u.config.Env), invocation.ImageWorkdirEnv+"="+u.config.WorkingDir)
-		if argv, err := u.config.Command(nil); err == nil {
-			b, _ := json.Marshal(argv)
-			env = append(env, invocation.ImageCommandEnv+"="+string(b))
-		}
-		if !slices.ContainsFunc(env, func(s string) bool { return strings.HasPrefix(s, "PATH=") }) {
-			env = append(env, "PATH="+userimage.DefaultPath)
-		}
+	env, root, err := p.imageEnv(spec)
+	if err != nil {
+		os.RemoveAll(dataDir)
+		return nil, err
 	}
+	inv.Root = root
 	cmd := exec.Command(p.binary, inv.Args()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cmd.Env = append(env, "CTRBENCH_INSTANCE="+spec.Name)
@@ -331,4 +318,27 @@ func (i *instance) NetNSPath() string {
 		return i.netns
 	}
 	return fmt.Sprintf("/proc/%d/ns/net", i.cmd.Process.Pid)
+}
+
+// imageEnv is the agent's environment, and the root its workload's
+// commands run in: the machine's, or, for an instance of a user's image,
+// the unpacked image's — its environment, working directory and own
+// command, as in its containers.
+func (p *Platform) imageEnv(spec platform.InstanceSpec) (env []string, root string, err error) {
+	if spec.Image == nil {
+		return os.Environ(), "", nil
+	}
+	u, ok := p.images[spec.Image.Key()]
+	if !ok {
+		return nil, "", fmt.Errorf("instance %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
+	}
+	env = append(slices.Clone(u.config.Env), invocation.ImageWorkdirEnv+"="+u.config.WorkingDir)
+	if argv, err := u.config.Command(nil); err == nil {
+		b, _ := json.Marshal(argv)
+		env = append(env, invocation.ImageCommandEnv+"="+string(b))
+	}
+	if !slices.ContainsFunc(env, func(s string) bool { return strings.HasPrefix(s, "PATH=") }) {
+		env = append(env, "PATH="+userimage.DefaultPath)
+	}
+	return env, u.root(), nil
 }
