@@ -51,12 +51,7 @@ func TestExecEverywhere(t *testing.T) {
 			t.Errorf("trial %d (%s): %s %s", tr.Seq, where, tr.Status, tr.Error)
 			continue
 		}
-		m := map[string]float64{}
-		for _, o := range tr.Observations {
-			if o.Scope == "trial" && o.Kind == "measure" && o.Role == "" {
-				m[o.Metric] = o.Value
-			}
-		}
+		m := trialMeasures(tr)
 		if _, ok := m["trial"]; ok {
 			// The placeholder was bound to this trial's own number.
 			if m["trial"] != float64(tr.Seq) {

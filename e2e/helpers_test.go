@@ -221,3 +221,15 @@ func cellFactors(t *testing.T, db, id string) map[int]map[string]string {
 	}
 	return out
 }
+
+// trialMeasures are a trial's own measurements by metric name: what its
+// workload reported, without qualifiers (no role, pair or telemetry).
+func trialMeasures(tr result.Trial) map[string]float64 {
+	m := map[string]float64{}
+	for _, o := range tr.Observations {
+		if o.Scope == result.ScopeTrial && o.Kind == result.KindMeasure && o.Role == "" {
+			m[o.Metric] = o.Value
+		}
+	}
+	return m
+}

@@ -88,12 +88,7 @@ workloads:
 			t.Errorf("trial %d (%s): %s %s", tr.Seq, where, tr.Status, tr.Error)
 			continue
 		}
-		m := map[string]float64{}
-		for _, o := range tr.Observations {
-			if o.Scope == "trial" && o.Kind == "measure" && o.Role == "" {
-				m[o.Metric] = o.Value
-			}
-		}
+		m := trialMeasures(tr)
 		switch {
 		case m["set_rps"] > 0:
 			if least := 20000/m["set_rps"] + 20000/m["get_rps"]; m["wall_time"] < 0.9*least {

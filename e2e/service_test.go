@@ -56,12 +56,7 @@ func TestServiceAcrossPlacements(t *testing.T) {
 			t.Errorf("trial %d (%s): %s %s", tr.Seq, where, tr.Status, tr.Error)
 			continue
 		}
-		m := map[string]float64{}
-		for _, o := range tr.Observations {
-			if o.Scope == "trial" && o.Kind == "measure" && o.Role == "" {
-				m[o.Metric] = o.Value
-			}
-		}
+		m := trialMeasures(tr)
 		if _, ok := m["set_rps"]; ok {
 			// 20000 SETs then 20000 GETs at the rates redis-benchmark
 			// printed take at least that long by the agent's clock.

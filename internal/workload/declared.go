@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -156,7 +157,7 @@ var placeholderRE = regexp.MustCompile(`\{\{|\{([a-z][a-z0-9_]*(?:\.[a-z0-9_.]+)
 func Placeholders(s string) []string {
 	var out []string
 	for _, m := range placeholderRE.FindAllStringSubmatch(s, -1) {
-		if m[1] != "" && !contains(out, m[1]) {
+		if m[1] != "" && !slices.Contains(out, m[1]) {
 			out = append(out, m[1])
 		}
 	}
@@ -240,7 +241,7 @@ func (s *Spec) placeholdersIn(v Values) []string {
 		}
 		for _, x := range vals {
 			for _, ph := range Placeholders(x) {
-				if !contains(out, ph) {
+				if !slices.Contains(out, ph) {
 					out = append(out, ph)
 				}
 			}
@@ -260,10 +261,10 @@ func (s *Spec) UnknownPlaceholders(v Values, factors []string) []string {
 			f, isCell := strings.CutPrefix(ph, "cell.")
 			switch {
 			case ph == "trial":
-			case isCell && contains(factors, f):
-			case contains(s.BoundByRun[name], ph):
+			case isCell && slices.Contains(factors, f):
+			case slices.Contains(s.BoundByRun[name], ph):
 			default:
-				if !contains(bad, "{"+ph+"}") {
+				if !slices.Contains(bad, "{"+ph+"}") {
 					bad = append(bad, "{"+ph+"}")
 				}
 			}
@@ -271,13 +272,4 @@ func (s *Spec) UnknownPlaceholders(v Values, factors []string) []string {
 	}
 	sort.Strings(bad)
 	return bad
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

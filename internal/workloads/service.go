@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -197,27 +199,12 @@ func clientValues(c serviceClientSpec) (*workload.Spec, workload.Values, error) 
 	v, errs := spec.Resolve(user)
 	if errs != nil {
 		var msgs []string
-		for _, k := range sortedErrKeys(errs) {
+		for _, k := range slices.Sorted(maps.Keys(errs)) {
 			msgs = append(msgs, fmt.Sprintf("%s: %v", k, errs[k]))
 		}
 		return nil, nil, fmt.Errorf("client %s: %s", c.Type, strings.Join(msgs, "; "))
 	}
 	return spec, v, nil
-}
-
-func sortedErrKeys(m map[string]error) []string {
-	var k []string
-	for x := range m {
-		k = append(k, x)
-	}
-	for i := range k {
-		for j := i + 1; j < len(k); j++ {
-			if k[j] < k[i] {
-				k[i], k[j] = k[j], k[i]
-			}
-		}
-	}
-	return k
 }
 
 func clientOf(p map[string]string) (serviceClientSpec, *workload.Spec, workload.Values, error) {
