@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +53,9 @@ func TestExecEverywhere(t *testing.T) {
 			continue
 		}
 		m := trialMeasures(tr)
+		if !strings.HasPrefix(tr.Seen["command"], `["sysbench"`) && !strings.HasPrefix(tr.Seen["command"], `["sh"`) {
+			t.Errorf("trial %d (%s): the command that ran is not recorded: %q", tr.Seq, where, tr.Seen["command"])
+		}
 		if _, ok := m["trial"]; ok {
 			// The placeholder was bound to this trial's own number.
 			if m["trial"] != float64(tr.Seq) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
@@ -89,6 +90,11 @@ workloads:
 			continue
 		}
 		m := trialMeasures(tr)
+		// Every trial records the image its server ran from, by ID, and
+		// the command that ran.
+		if id := tr.Seen["server.platform."+platform.SeenImageID]; !strings.HasPrefix(id, "sha256:") || tr.Seen["server.command"] == "" {
+			t.Errorf("trial %d (%s): server image %q, command %q not recorded", tr.Seq, where, id, tr.Seen["server.command"])
+		}
 		switch {
 		case m["set_rps"] > 0:
 			if least := 20000/m["set_rps"] + 20000/m["get_rps"]; m["wall_time"] < 0.9*least {

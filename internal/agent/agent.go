@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
@@ -191,6 +192,9 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	}
 	var hists histograms
 	env.Histogram = hists.add
+	noted := map[string]string{}
+	var notedMu sync.Mutex
+	env.See = func(k, v string) { notedMu.Lock(); noted[k] = v; notedMu.Unlock() }
 	scope := o.scope()
 	neighbours, err := resolveNeighbours(o.Neighbours)
 	if err != nil {
@@ -213,6 +217,9 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		obs = append(obs, telemetryObservations(telemetry.Diff(before, telemetry.Read(scope)))...)
 	}
 	res = &result.Result{Status: result.OK, Observations: obs, Seen: seen(data)}
+	notedMu.Lock()
+	maps.Copy(res.Seen, noted)
+	notedMu.Unlock()
 	// The measured window is the workload's run, not the agent's start-up.
 	defer func() { res.Started, res.Ended = runStart, runEnd }()
 	if running != nil {

@@ -206,6 +206,13 @@ type Seer interface {
 	Seen() map[string]string
 }
 
+// Keys a platform's Seen records for an instance of a user's image: the
+// image as the file named it and its ID (the config digest, sha256:…).
+const (
+	SeenImage   = "image"
+	SeenImageID = "image.id"
+)
+
 // Shaper is a platform whose hosts are its own (a cluster platform's
 // emulated nodes): it shapes the links between them as the network lab
 // shapes its underlay, before each trial whose cell names a rate ("" or

@@ -48,6 +48,9 @@ type Env struct {
 	// Ready is called by a server once it accepts connections, with the
 	// host:port it listens on.
 	Ready func(addr string)
+	// See records what the role saw of how it ran, with the trial (the
+	// command a user's workload ran): a key and its value.
+	See func(key, value string)
 	// Log receives diagnostics; never the result.
 	Log func(format string, a ...any)
 	// DataDir is where disk workloads put their files: the container's

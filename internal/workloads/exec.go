@@ -191,6 +191,7 @@ func runExec(ctx context.Context, p workload.Values, env workload.Env) ([]result
 	if err != nil {
 		return nil, "", err
 	}
+	seeCommand(env, argv)
 	out := outputs.NewCapture(maxExecOutput)
 	errTail := tailbuf.New(execStderrTail)
 	cmd.Stdout, cmd.Stderr = out, errTail
@@ -221,6 +222,17 @@ func runExec(ctx context.Context, p workload.Values, env workload.Env) ([]result
 	}
 	obs = append(obs, result.Observation{Metric: execWallTime, Value: wall.Seconds(), Unit: "s", Better: result.Lower})
 	return obs, raw, nil
+}
+
+// SeenCommand is the key under which a user's workload records the
+// command it ran (as JSON), with each trial.
+const SeenCommand = "command"
+
+func seeCommand(env workload.Env, argv []string) {
+	if env.See != nil {
+		b, _ := json.Marshal(argv)
+		env.See(SeenCommand, string(b))
+	}
 }
 
 // commandLine is the command the parameters name, or, from a user's image

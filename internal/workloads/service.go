@@ -268,6 +268,7 @@ func serviceServer(ctx context.Context, p workload.Values, env workload.Env) ([]
 	if err != nil {
 		return nil, "", err
 	}
+	seeCommand(env, argv)
 	logs := tailbuf.New(serviceLogTail)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -56,6 +56,10 @@ func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tw
 	if err != nil {
 		return nil, err
 	}
+	var seen map[string]string
+	if spec.Image != nil {
+		seen = map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: camp.users[spec.Image.Key()].BaseID}
+	}
 	if tweak != nil {
 		tweak(&cs)
 	}
@@ -65,6 +69,7 @@ func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tw
 	if err != nil {
 		return nil, err
 	}
+	inst.seen = seen
 	if err := p.run(ctx, inst, cs.Network, ipOn); err != nil {
 		inst.Remove(ctx)
 		return nil, err
@@ -260,6 +265,7 @@ func resources(l platform.Limits) (engine.Resources, error) {
 
 // instance is one agent container.
 type instance struct {
+	seen map[string]string // what Seen reports: the user's image it runs
 	eng  *engine.Engine
 	id   string
 	name string
@@ -493,3 +499,6 @@ func (i *instance) EngineTimings(ctx context.Context) (map[vocab.Phase]time.Time
 	}
 	return out, nil
 }
+
+// Seen implements platform.Seer: the user's image an instance runs from.
+func (in *instance) Seen() map[string]string { return maps.Clone(in.seen) }

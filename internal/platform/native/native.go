@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +44,7 @@ type Platform struct {
 type unpacked struct {
 	dir    string // removed at Close; the root filesystem is dir/rootfs
 	config userimage.Config
+	digest string
 }
 
 func (u unpacked) root() string { return filepath.Join(u.dir, "rootfs") }
@@ -121,7 +123,7 @@ func (p *Platform) unpack(imgs []platform.Image, notes io.Writer) error {
 		if p.images == nil {
 			p.images = map[string]unpacked{}
 		}
-		u := unpacked{dir: dir, config: im.Config()}
+		u := unpacked{dir: dir, config: im.Config(), digest: im.Digest()}
 		p.images[img.Key()] = u // removed at Close, whatever happens next
 		sum, err := im.Unpack(u.root())
 		im.Close()
@@ -154,6 +156,7 @@ func (p *Platform) Close(context.Context) error {
 
 type instance struct {
 	*platform.Clock
+	seen    map[string]string // the user's image it runs, for Seen
 	netns   string
 	dataDir string // removed with the instance
 	cmd     *exec.Cmd
@@ -215,6 +218,10 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, err
 	}
 	inv.Root = root
+	var seen map[string]string
+	if spec.Image != nil {
+		seen = map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: p.images[spec.Image.Key()].digest}
+	}
 	cmd := exec.Command(p.binary, inv.Args()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cmd.Env = append(env, "CTRBENCH_INSTANCE="+spec.Name)
@@ -244,7 +251,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		}
 		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)
 	}
-	in := &instance{Clock: platform.NewClock(requested), netns: spec.NetNS, dataDir: dataDir, cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
+	in := &instance{Clock: platform.NewClock(requested), seen: seen, netns: spec.NetNS, dataDir: dataDir, cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
 	in.Mark(vocab.Start)
 	go func() {
 		in.err = cmd.Wait()
@@ -342,3 +349,6 @@ func (p *Platform) imageEnv(spec platform.InstanceSpec) (env []string, root stri
 	}
 	return env, u.root(), nil
 }
+
+// Seen implements platform.Seer: the user's image an instance runs from.
+func (in *instance) Seen() map[string]string { return maps.Clone(in.seen) }
