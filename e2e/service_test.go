@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // serviceExperiment runs real servers nobody here wrote as users'
@@ -72,5 +76,53 @@ func TestServiceAcrossPlacements(t *testing.T) {
 		if seen[where] != 4 { // 2 services x 2 repetitions
 			t.Errorf("%s: %d ok trials, want 4", where, seen[where])
 		}
+	}
+}
+
+// A server that dies mid-trial fails the trial with its own exit status
+// and log first, the client's errors after; the campaign goes on, and
+// nothing is left running.
+func TestServiceServerDiesMidTrial(t *testing.T) {
+	exp := writeExperiment(t, `name: e2e-service-dies
+seed: 1
+repetitions: 1
+timeout: 60s
+workloads:
+  - name: dies
+    type: service
+    params:
+      command: [sh, -c, 'echo hello > index.html; busybox httpd -f -p 18086 -h . & P=$!; sleep 1; echo giving up; kill $P; exit 9']
+      tools: [busybox]
+      port: 18086
+      client: {type: http.get, params: {path: /index.html, duration: 3s, concurrency: 2}}
+  - name: lives
+    type: exec
+    params:
+      command: ["true"]
+`)
+	db := filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 2*time.Minute, "run", exp, "--db", db, "--no-report")
+	id := campaignID(t, r.stderr)
+	assertNothingLeft(t, id)
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3 (trials failed)\n%s", r.code, r.stderr)
+	}
+	var ok, failed int
+	for _, tr := range storedTrials(t, db, id) {
+		switch tr.Status {
+		case "ok":
+			ok++
+		default:
+			failed++
+			if !strings.HasPrefix(tr.Error, "the server failed: ") || !strings.Contains(tr.Error, "exit status 9") || !strings.Contains(tr.Raw+tr.Error, "giving up") {
+				t.Errorf("the failed trial says: %s\nraw: %s", tr.Error, tr.Raw)
+			}
+		}
+	}
+	if ok != 1 || failed != 1 {
+		t.Errorf("%d ok, %d failed: want the exec trial ok and the service's failed", ok, failed)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "httpd -f -p 18086").Output(); len(out) > 0 {
+		t.Errorf("the dead server's child is still running: %s", out)
 	}
 }

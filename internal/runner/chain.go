@@ -238,7 +238,12 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 		obs, raw, err := observations(pr.res)
 		if err != nil {
 			// Servers may wait for a client that never came; they are
-			// removed with the trial rather than waited for.
+			// removed with the trial rather than waited for. One that
+			// failed first is the cause, the client's error its symptom.
+			if srv, sres := failedServer(ctx, pr); sres != nil {
+				err = fmt.Errorf("the %s failed: %s (then the %s: %w)", srv, sres.Error, pr.driver.role.Name, err)
+				raw = strings.TrimSpace(sres.Raw + "\n" + raw)
+			}
 			out.Raw = raw
 			return *out, pairErr(copiesOf(c), npairs, p, err)
 		}
@@ -392,4 +397,22 @@ func recordPlacement(c *plan.Cell, pairs []*pair, out *Outcome) error {
 		return platformErr(fmt.Errorf("pinning %s was not applied: %s", c.Pinning, strings.Join(wrong, "; ")))
 	}
 	return nil
+}
+
+// failedServer is a server of the pair that ended failed, and its result;
+// "" and nil when none did within a moment (healthy servers wait for
+// their client's "done").
+func failedServer(ctx context.Context, pr *pair) (string, *result.Result) {
+	wctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for _, srv := range pr.servers {
+		res, err := srv.await(wctx)
+		switch {
+		case err != nil && wctx.Err() == nil:
+			return srv.role.Name, &result.Result{Status: result.Failed, Error: err.Error()}
+		case err == nil && res.Status != result.OK:
+			return srv.role.Name, res
+		}
+	}
+	return "", nil
 }
