@@ -29,9 +29,9 @@ func exampleImages(t *testing.T) string {
 // TestOwnServiceFromImages measures real servers nobody here wrote from
 // their own images — nginx driven by http.get and by wrk, redis by
 // redis-benchmark from the redis image — as a host process running the
-// same binary (the image unpacked, chrooted) and in Docker on the host
-// network and a bridge, and checks each trial's numbers against what the
-// tools and the files say.
+// same binary (the image unpacked, chrooted), in Docker on the host
+// network and a bridge, and in podman, and checks each trial's numbers
+// against what the tools and the files say.
 func TestOwnServiceFromImages(t *testing.T) {
 	requireDocker(t)
 	img := exampleImages(t)
@@ -40,9 +40,9 @@ seed: 3
 repetitions: 2
 timeout: 90s
 factors:
-  platform: [native, docker]
+  platform: [native, docker, podman]
   network: [host, bridge]
-exclude: [{platform: native, network: bridge}]
+exclude: [{platform: native, network: bridge}, {platform: podman, network: bridge}]
 workloads:
   - name: web
     type: service
@@ -113,7 +113,7 @@ workloads:
 		}
 		seen[where]++
 	}
-	for _, where := range []string{"native/host", "docker/host", "docker/bridge"} {
+	for _, where := range []string{"native/host", "docker/host", "docker/bridge", "podman/host"} {
 		if seen[where] != 6 { // 3 services x 2 repetitions
 			t.Errorf("%s: %d ok trials, want 6", where, seen[where])
 		}

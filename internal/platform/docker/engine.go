@@ -35,6 +35,17 @@ func (p *Platform) StartEngine(ctx context.Context, spec platform.InstanceSpec, 
 // of it (another image built, the agent image saved or loaded).
 func (p *Platform) Engine() *engine.Engine { return p.eng }
 
+// UserImages are the users' images Prepare made runnable, by
+// platform.Image.Key.
+func (p *Platform) UserImages() map[string]engine.UserImage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.camp == nil {
+		return nil
+	}
+	return maps.Clone(p.camp.users)
+}
+
 // AgentImage is the campaign's agent image tag ("" before Prepare).
 func (p *Platform) AgentImage() string {
 	p.mu.Lock()

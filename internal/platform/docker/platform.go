@@ -42,6 +42,7 @@ type Option func(*options)
 type options struct {
 	binary string
 	image  string // an agent image already in the engine: nothing is built
+	users  map[string]engine.UserImage
 	engine []engine.Option
 }
 
@@ -53,6 +54,13 @@ func WithBinary(path string) Option { return func(o *options) { o.binary = path 
 // a nested parent's daemon, or in its preloaded store): Prepare checks it
 // is there and builds nothing.
 func WithImage(tag string) Option { return func(o *options) { o.image = tag } }
+
+// WithUserImages says users' images are runnable in the engine already
+// (brought into podman's storage), by platform.Image.Key: Prepare makes
+// none of them.
+func WithUserImages(m map[string]engine.UserImage) Option {
+	return func(o *options) { o.users = maps.Clone(m) }
+}
 
 // WithEngine drives the engine the options name (engine.WithHost: a
 // nested parent's, podman's) rather than the one the environment names.
@@ -68,6 +76,8 @@ type Platform struct {
 	eng    *engine.Engine
 	binary string
 	preset string // WithImage: the agent image is already in the engine
+	// presetUsers: WithUserImages, users' images already runnable there.
+	presetUsers map[string]engine.UserImage
 
 	mu     sync.Mutex // serialises Prepare and Close; guards the two below
 	camp   *prepared  // nil until Prepare
@@ -104,7 +114,7 @@ func New(opts ...Option) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{eng: eng, binary: o.binary, preset: o.image}, nil
+	return &Platform{eng: eng, binary: o.binary, preset: o.image, presetUsers: o.users}, nil
 }
 
 // Name implements platform.Platform.
@@ -142,7 +152,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	ctx, cancel := engine.WithTimeout(ctx, prepareTimeout)
 	defer cancel()
 
-	c := prepared{id: s.CampaignID, labels: engine.Labels(s.CampaignID, s.Labels)}
+	c := prepared{id: s.CampaignID, labels: engine.Labels(s.CampaignID, s.Labels), users: maps.Clone(p.presetUsers)}
 	if p.camp != nil {
 		c = *p.camp
 	}

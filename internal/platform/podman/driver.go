@@ -27,6 +27,7 @@ var Caps = platform.Capabilities{
 	Limits:      true,
 	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:       true,
+	UserImages:  true,
 	// No runtime factor: podman 4.3's Docker-compatible API ignores
 	// HostConfig.Runtime (a container asked for crun is created with the
 	// configured runc; measured), so the choice cannot be honoured here.

@@ -109,16 +109,24 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err := awaitService(ctx, loader); err != nil {
 		return err
 	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(p.outer.Engine().SaveImage(ctx, p.outer.AgentImage(), pw)) }()
-	err = loader.LoadImage(ctx, pr)
-	pr.Close()
+	err = p.bring(ctx, loader, p.outer.AgentImage())
+	// Users' images: the outer engine put the agent into each; podman
+	// runs them as the outer engine made them.
+	users := map[string]engine.UserImage{}
+	for key, u := range p.outer.UserImages() {
+		if err == nil {
+			err = p.bring(ctx, loader, u.Tag)
+		}
+		u.Tag = "localhost/" + u.Tag
+		users[key] = u
+	}
 	_ = loader.Close()
 	if err != nil {
-		return fmt.Errorf("loading the agent image into podman: %w", err)
+		return err
 	}
 	// podman names an image it loads without a registry localhost/….
-	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+sock), engine.WithLocalHost()), docker.WithImage("localhost/"+p.outer.AgentImage()))
+	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+sock), engine.WithLocalHost()), docker.WithImage("localhost/"+p.outer.AgentImage()),
+		docker.WithUserImages(users))
 	if err != nil {
 		return err
 	}
@@ -239,6 +247,18 @@ func removeWork(work string) error {
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("removing %s: %w", dir, err)
 		}
+	}
+	return nil
+}
+
+// bring copies an image of the machine's engine into podman's storage.
+func (p *Platform) bring(ctx context.Context, loader *engine.Engine, tag string) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(p.outer.Engine().SaveImage(ctx, tag, pw)) }()
+	err := loader.LoadImage(ctx, pr)
+	pr.Close()
+	if err != nil {
+		return fmt.Errorf("loading image %s into podman: %w", tag, err)
 	}
 	return nil
 }
