@@ -30,7 +30,7 @@ func exampleImages(t *testing.T) string {
 // their own images — nginx driven by http.get and by wrk, redis by
 // redis-benchmark from the redis image — as a host process running the
 // same binary (the image unpacked, chrooted), in Docker on the host
-// network and a bridge, and in podman, and checks each trial's numbers
+// network and a bridge, in podman and in LXC, and checks each trial's numbers
 // against what the tools and the files say.
 func TestOwnServiceFromImages(t *testing.T) {
 	requireDocker(t)
@@ -40,7 +40,7 @@ seed: 3
 repetitions: 2
 timeout: 90s
 factors:
-  platform: [native, docker, podman]
+  platform: [native, docker, podman, lxc]
   network: [host, bridge]
 exclude: [{platform: native, network: bridge}, {platform: podman, network: bridge}]
 workloads:
@@ -113,7 +113,7 @@ workloads:
 		}
 		seen[where]++
 	}
-	for _, where := range []string{"native/host", "docker/host", "docker/bridge", "podman/host"} {
+	for _, where := range []string{"native/host", "docker/host", "docker/bridge", "podman/host", "lxc/host", "lxc/bridge"} {
 		if seen[where] != 6 { // 3 services x 2 repetitions
 			t.Errorf("%s: %d ok trials, want 6", where, seen[where])
 		}

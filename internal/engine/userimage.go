@@ -21,8 +21,10 @@ import (
 type UserImage struct {
 	Tag    string
 	BaseID string
-	// Command is the image's own: ENTRYPOINT then CMD.
-	Command []string
+	// Command is the image's own: ENTRYPOINT then CMD; WorkingDir its
+	// WORKDIR.
+	Command    []string
+	WorkingDir string
 }
 
 // UserImageSource is where a user's image comes from: a reference in the
@@ -70,6 +72,7 @@ func (e *Engine) EnsureUserImage(ctx context.Context, src UserImageSource, binar
 	u := UserImage{Tag: plan.Tag, BaseID: id}
 	if base.Config != nil {
 		u.Command = append(slices.Clone(base.Config.Entrypoint), base.Config.Cmd...)
+		u.WorkingDir = base.Config.WorkingDir
 	}
 	if _, err := e.api.ImageInspect(ctx, plan.Tag); cerrdefs.IsNotFound(err) {
 		start := time.Now()

@@ -5,7 +5,9 @@
 package invocation
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -37,6 +39,22 @@ const ImageWorkdirEnv = "CTRBENCH_IMAGE_WORKDIR"
 // from a user's image gives the agent the image's own command (its
 // ENTRYPOINT then CMD, as JSON): what runs when the file names none.
 const ImageCommandEnv = "CTRBENCH_IMAGE_COMMAND"
+
+// ImageEnv is the environment of an agent running a user's image's
+// commands where the platform, not an engine, sets it (a host process,
+// an LXC container): the image's own environment (PATH as a container's
+// when it sets none), its WORKDIR and its own command.
+func ImageEnv(env []string, workdir string, command []string, defaultPath string) []string {
+	out := append(slices.Clone(env), ImageWorkdirEnv+"="+workdir)
+	if len(command) > 0 {
+		b, _ := json.Marshal(command)
+		out = append(out, ImageCommandEnv+"="+string(b))
+	}
+	if !slices.ContainsFunc(out, func(s string) bool { return strings.HasPrefix(s, "PATH=") }) {
+		out = append(out, "PATH="+defaultPath)
+	}
+	return out
+}
 
 // Agent is one invocation of `ctrbench agent run|loop`.
 type Agent struct {

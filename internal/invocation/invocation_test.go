@@ -2,6 +2,7 @@ package invocation
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,19 @@ func TestParseRejects(t *testing.T) {
 		if _, err := Parse(args); err == nil {
 			t.Errorf("%s: accepted", strings.Join(args, " "))
 		}
+	}
+}
+
+// A user's image's environment, as a host process or LXC container gets
+// it: the image's own, its WORKDIR and command for the agent, PATH as a
+// container's when the image sets none.
+func TestImageEnv(t *testing.T) {
+	got := ImageEnv([]string{"A=1"}, "/data", []string{"redis-server", "--port", "6379"}, "/usr/bin:/bin")
+	want := []string{"A=1", ImageWorkdirEnv + "=/data", ImageCommandEnv + `=["redis-server","--port","6379"]`, "PATH=/usr/bin:/bin"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ImageEnv = %q, want %q", got, want)
+	}
+	if got := ImageEnv([]string{"PATH=/opt/bin"}, "", nil, "/bin"); !slices.Equal(got, []string{"PATH=/opt/bin", ImageWorkdirEnv + "="}) {
+		t.Errorf("an image's own PATH and no command: %q", got)
 	}
 }

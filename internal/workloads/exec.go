@@ -39,7 +39,7 @@ func init() {
 			workload.P("tools", workload.List, "", "more programs of this machine the command runs (a script's), put into the agent image with their shared libraries on container platforms, e.g. [sysbench]"),
 			imageParam, imageArchiveParam,
 			workload.P("env", workload.Mapping, "", "environment variables added to the agent's, e.g. {GOMAXPROCS: \"2\"}"),
-			workload.P("workdir", workload.String, "", "the directory the command runs in (default: the trial's data directory)"),
+			workload.P("workdir", workload.String, "", "the directory the command runs in (default: the trial's data directory; from a user's image, its WORKDIR)"),
 			workload.P("timeout", workload.Duration, "0s", "kills the command (its whole process group) after this long and fails the trial; 0 leaves it to the trial's timeout").Range(0, 86400),
 			workload.P("format", workload.Enum, string(outputs.JSON), "how the standard output carries the metrics").OneOf(formatNames()...),
 			{Name: "metrics", Kind: workload.Object, Doc: "the metrics the output carries, in order (the first is the headline): name -> {path | select | pattern, unit, better: higher|lower, aggregate}", Check: checkMetricsParam, CheckDoc: "a mapping of metric names to {path|select|pattern, unit, better}, e.g. {ops: {path: result.ops, unit: ops/s, better: higher}}"},
@@ -253,13 +253,17 @@ func commandLine(p workload.Values) ([]string, error) {
 }
 
 // userCommand is a user's command as its hosting entity runs it: found
-// beside ctrbench or in PATH and run in the workdir parameter (default
-// the trial's data directory); or, for a user's image unpacked for a host
-// process (env.Root), found in the image and run chrooted there, in the
-// image's working directory. Its environment is the agent's (a platform
-// running an image gives the agent the image's) and the env parameter.
+// beside ctrbench or in PATH, or, for a user's image unpacked for a host
+// process (env.Root), in the image and run chrooted there. It runs in the
+// workdir parameter, by default the image's WORKDIR when it runs from one
+// (the platform gives it) and else the trial's data directory. Its
+// environment is the agent's (a platform running an image gives the agent
+// the image's) and the env parameter.
 func userCommand(ctx context.Context, argv []string, p workload.Values, env workload.Env) (*exec.Cmd, error) {
 	dir := p.String("workdir")
+	if wd, fromImage := os.LookupEnv(invocation.ImageWorkdirEnv); fromImage && dir == "" {
+		dir = cmp.Or(wd, "/") // the image's WORKDIR, as in its containers
+	}
 	var path string
 	var err error
 	if env.Root == "" {
@@ -269,9 +273,6 @@ func userCommand(ctx context.Context, argv []string, p workload.Values, env work
 		}
 	} else {
 		path, err = lookIn(env.Root, argv[0])
-		if dir == "" {
-			dir = cmp.Or(os.Getenv(invocation.ImageWorkdirEnv), "/")
-		}
 	}
 	if err != nil {
 		return nil, err

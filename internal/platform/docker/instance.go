@@ -97,6 +97,7 @@ func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerS
 			return engine.ContainerSpec{}, "", fmt.Errorf("instance %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
 		}
 		tag = u.Tag
+		env = append(env, invocation.ImageWorkdirEnv+"="+u.WorkingDir)
 		if len(u.Command) > 0 {
 			b, _ := json.Marshal(u.Command)
 			env = append(env, invocation.ImageCommandEnv+"="+string(b))

@@ -2,6 +2,7 @@ package lxc
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,9 @@ type containerConfig struct {
 	Device    string // "major:minor" of the disk the bps limits apply to
 	// AppArmor: the profile, "unconfined" when AppArmor is off.
 	AppArmor string
+	// Env is the container's environment (a user's image's); nil: PATH
+	// as in the agent image.
+	Env []string
 }
 
 // dataMount is where the data directory of a tmpfs or volume is mounted.
@@ -60,7 +64,12 @@ func (c containerConfig) Config() string {
 	set("lxc.pty.max", "0")
 	set("lxc.console.path", "none")
 	set("lxc.apparmor.profile", c.AppArmor)
-	set("lxc.environment", "PATH="+envPath)
+	if !slices.ContainsFunc(c.Env, func(s string) bool { return strings.HasPrefix(s, "PATH=") }) {
+		set("lxc.environment", "PATH="+envPath)
+	}
+	for _, e := range c.Env {
+		set("lxc.environment", e)
+	}
 	// The container's processes in exactly Cgroup (as Docker places a
 	// container in its cgroup parent); LXC's monitor apart, so it is not
 	// counted against the container's limits.

@@ -29,6 +29,7 @@ var Caps = platform.Capabilities{
 	Limits:      true,
 	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:       true,
+	UserImages:  true,
 }
 
 func init() {

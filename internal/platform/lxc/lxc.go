@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +73,10 @@ type Platform struct {
 	version   string
 	apparmor  string
 
+	// users are the root file systems of users' images, by
+	// platform.Image.Key, with the environment their containers get.
+	users map[string]userRootfs
+
 	mu        sync.Mutex
 	instances map[string]*instance
 }
@@ -110,6 +115,9 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		if err := p.writeRootfs(s.Tools, progress); err != nil {
 			return err
 		}
+	}
+	if err := p.userImages(s.Images, progress); err != nil {
+		return err
 	}
 	for _, n := range s.Networks {
 		if n == vocab.Bridge && p.bridge == nil {
@@ -190,6 +198,11 @@ func WriteRootfs(dir string, plan *image.Context) error {
 			return err
 		}
 	}
+	return makeMountPoints(dir)
+}
+
+// makeMountPoints makes the directories LXC mounts on below dir.
+func makeMountPoints(dir string) error {
 	for d, mode := range mountPoints {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return err
@@ -277,9 +290,19 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, errors.New("lxc platform: Start before Prepare")
 	}
 	dir := filepath.Join(p.work, "c", spec.Name)
-	c := containerConfig{Name: spec.Name, Rootfs: p.rootfs, Delta: filepath.Join(dir, "delta"),
+	rootfs, env := p.rootfs, []string(nil)
+	var seen map[string]string
+	if spec.Image != nil {
+		u, ok := p.users[spec.Image.Key()]
+		if !ok {
+			return nil, fmt.Errorf("lxc container %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
+		}
+		rootfs, env = u.dir, u.env
+		seen = map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: u.digest}
+	}
+	c := containerConfig{Name: spec.Name, Rootfs: rootfs, Env: env, Delta: filepath.Join(dir, "delta"),
 		Cgroup: p.parent + "/" + spec.Name, Monitor: cgroup.CampaignTree(p.campaign) + "/lxc.monitor/" + spec.Name, V2: cgroup.V2(), Limits: spec.Limits, AppArmor: p.apparmor}
-	in := &instance{p: p, name: spec.Name, dir: dir, cgroup: c.Cgroup, monitor: c.Monitor, done: make(chan struct{}), stderr: tailbuf.New(8 << 10),
+	in := &instance{seen: seen, p: p, name: spec.Name, dir: dir, cgroup: c.Cgroup, monitor: c.Monitor, done: make(chan struct{}), stderr: tailbuf.New(8 << 10),
 		Clock: platform.NewClock(requested)}
 	fail := func(err error) (platform.Instance, error) {
 		p.release(in.addr)
@@ -415,6 +438,7 @@ func (p *Platform) release(n int) {
 }
 
 type instance struct {
+	seen    map[string]string // the user's image it runs, for Seen
 	p       *Platform
 	name    string
 	dir     string
@@ -569,3 +593,6 @@ func runWithin(cmd *exec.Cmd, d time.Duration) error {
 		return <-done
 	}
 }
+
+// Seen implements platform.Seer: the user's image an instance runs from.
+func (in *instance) Seen() map[string]string { return maps.Clone(in.seen) }

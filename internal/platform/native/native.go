@@ -6,7 +6,6 @@ package native
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -339,15 +337,8 @@ func (p *Platform) imageEnv(spec platform.InstanceSpec) (env []string, root stri
 	if !ok {
 		return nil, "", fmt.Errorf("instance %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
 	}
-	env = append(slices.Clone(u.config.Env), invocation.ImageWorkdirEnv+"="+u.config.WorkingDir)
-	if argv, err := u.config.Command(nil); err == nil {
-		b, _ := json.Marshal(argv)
-		env = append(env, invocation.ImageCommandEnv+"="+string(b))
-	}
-	if !slices.ContainsFunc(env, func(s string) bool { return strings.HasPrefix(s, "PATH=") }) {
-		env = append(env, "PATH="+userimage.DefaultPath)
-	}
-	return env, u.root(), nil
+	argv, _ := u.config.Command(nil)
+	return invocation.ImageEnv(u.config.Env, u.config.WorkingDir, argv, userimage.DefaultPath), u.root(), nil
 }
 
 // Seen implements platform.Seer: the user's image an instance runs from.
