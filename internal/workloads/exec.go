@@ -312,13 +312,7 @@ func execPath(name string) (string, error) {
 	if strings.Contains(name, "/") {
 		return name, nil
 	}
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath(name)
+	p, err := findProgram(name)
 	if err != nil {
 		return "", fmt.Errorf("exec: %s not found in PATH (%s) of the hosting entity", name, os.Getenv("PATH"))
 	}

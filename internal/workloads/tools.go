@@ -18,13 +18,7 @@ import (
 // (ctrbench's own C kernels, built by the Makefile), then in PATH — or says
 // which package provides it.
 func lookTool(t workload.Tool) (string, error) {
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), t.Binary)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	path, err := exec.LookPath(t.Binary)
+	path, err := findProgram(t.Binary)
 	if err != nil {
 		if t.Package == "" {
 			return "", fmt.Errorf("%s not found beside ctrbench or in PATH: build it with `make build`", t.Binary)
@@ -32,6 +26,18 @@ func lookTool(t workload.Tool) (string, error) {
 		return "", fmt.Errorf("%s not found: install the Debian package %s (scripts/setup.sh does), then rebuild the image with `ctrbench image build`", t.Binary, t.Package)
 	}
 	return path, nil
+}
+
+// findProgram finds a program by name beside the ctrbench executable (in an
+// agent image, the tools sit there), then in PATH.
+func findProgram(name string) (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return exec.LookPath(name)
 }
 
 // runTool runs a tool to completion and returns stdout and stderr joined for
