@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -79,8 +78,6 @@ func tcpRRServer(ctx context.Context, p workload.Values, env workload.Env) ([]re
 	defer bs.Close()
 	stop := context.AfterFunc(ctx, bs.Shutdown)
 	defer stop()
-	runtime.LockOSThread() // one thread answers, as netperf's server does
-	defer runtime.UnlockOSThread()
 
 	r := bufio.NewReaderSize(bs, rrBufSize(p.Int("request_size")))
 	req := make([]byte, p.Int("request_size"))
@@ -89,7 +86,9 @@ func tcpRRServer(ctx context.Context, p workload.Values, env workload.Env) ([]re
 		resp[i] = byte(i)
 	}
 	var n uint64
+	var y yielder
 	for {
+		y.tick(time.Now())
 		if _, err := io.ReadFull(r, req); err != nil {
 			if errors.Is(err, io.EOF) { // the client half-closed between requests: done
 				break
@@ -154,8 +153,6 @@ func tcpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 	for i := range rr.req {
 		rr.req[i] = byte(i)
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	start := time.Now()
 	var end time.Time
 	if burst == 1 {
@@ -227,11 +224,13 @@ func (t *tcpRR) readResponse(sent uint64) error {
 // pingPong is burst 1, netperf's TCP_RR: one goroutine writes a request
 // and reads its response, nothing in between.
 func (t *tcpRR) pingPong(deadline time.Time) (end time.Time, err error) {
+	var y yielder
 	for {
 		t0 := time.Now()
 		if !t0.Before(deadline) {
 			return end, nil
 		}
+		y.tick(t0)
 		putSeq(t.req, t.done)
 		if _, err := t.sock.Write(t.req); err != nil {
 			return end, fmt.Errorf("sending request %d: %w", t.done, err)

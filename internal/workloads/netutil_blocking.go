@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -140,4 +141,28 @@ func (b *blockingSock) Close() error {
 	}
 	b.closed = true
 	return syscall.Close(b.fd)
+}
+
+// yielder hands the scheduler a turn (runtime.Gosched) every 5 ms from a
+// goroutine that otherwise never gives one: a ping-pong loop only goes in
+// and out of system calls, and a system call is not a turn. After 10 ms on
+// one turn, the runtime's monitor (sysmon) preempts the goroutine and,
+// finding it in a read, takes its processor away — another thread woken
+// to hold it, the read returning into the scheduler's slow path — and
+// starts polling every 20 µs again instead of every 10 ms. With client and
+// server pinned to one CPU, perf (sched_switch with call graphs) showed
+// each process's monitor waking about 2,500 times a second (runtime.retake
+// → handoffp every 10 ms, then runtime.sysmon → usleep), each wake-up
+// taking the CPU from the transaction in flight: net.tcp_rr's p99 was 2.2×
+// sockperf's. With a turn every 5 ms the monitor backs off to 100 wake-ups
+// a second. The loop must not be locked to its thread (LockOSThread): a
+// locked goroutine's turn hands its processor to another thread and back,
+// two futex wake-ups each time.
+type yielder struct{ last time.Time }
+
+func (y *yielder) tick(now time.Time) {
+	if now.Sub(y.last) >= 5*time.Millisecond {
+		y.last = now
+		runtime.Gosched()
+	}
 }
