@@ -54,8 +54,9 @@ type selector struct {
 
 	bench, unit string // benchfmt: the benchmark's name and unit
 
-	re    *regexp.Regexp // regex, in multi-line mode
-	group int            // regex: the index of the group holding the value
+	re        *regexp.Regexp // regex, in multi-line mode
+	group     int            // regex: the index of the group holding the value
+	unitGroup int            // regex: the index of the group named unit, or -1
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -164,7 +165,10 @@ func compileSelector(f Format, s *selector) error {
 	case Benchfmt:
 		s.bench, s.unit, err = parseBenchSelect(s.Select)
 	case Regex:
-		s.re, s.group, err = compilePattern(s.Pattern, s.Name)
+		s.re, s.group, s.unitGroup, err = compilePattern(s.Pattern, s.Name)
+		if err == nil && s.unitGroup >= 0 && timeUnits[s.Unit] == 0 {
+			err = fmt.Errorf("has a group named unit, so the number is converted to the metric's unit, which must then be a time unit (%s), not %q", timeUnitList, s.Unit)
+		}
 	}
 	return err
 }

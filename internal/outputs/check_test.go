@@ -72,6 +72,8 @@ func TestCheckProblems(t *testing.T) {
 			[]string{"has two groups named value or rps", "exactly one"}},
 		{"regex empty value", in(Regex, m("rps", `rps=(?P<value>[0-9]*)`, "")), "rps", "pattern",
 			[]string{"can match empty text", "(?P<value>[0-9.]+)"}},
+		{"regex unit group, unit not of time", in(Regex, m("p99", `99%\s+(?P<value>[0-9.]+)(?P<unit>us|ms)`, "")), "p99", "pattern",
+			[]string{"has a group named unit", "must then be a time unit (ns, us", `not "u"`}},
 		{"regex value maybe absent", in(Regex, m("rps", `rps=(?P<value>\d+|)`, "")), "rps", "pattern", []string{"can match empty text"}},
 		{"regex value of anchors", in(Regex, m("rps", `rps=(?P<value>^$)`, "")), "rps", "pattern", []string{"can match empty text"}},
 	}

@@ -94,8 +94,11 @@
 // cannot match empty text; other groups may be present. Each match is a
 // value, combined by the aggregate. wrk's "Requests/sec:  12345.67" is
 // read by 'Requests/sec:\s+(?P<value>[0-9.]+)'. The number is taken as it
-// is: a pattern for a tool that scales its units (wrk prints 812.00us or
-// 1.23ms) pins the unit it reads, e.g. 'Latency\s+(?P<value>[0-9.]+)ms'.
+// is, unless the pattern also has a group named unit: then the metric's
+// unit must be a time unit (ns, us, µs, ms, s, m, min, h) and the number
+// is converted from the unit the group matched, for a tool that scales
+// its units as it prints them (wrk prints 812.00us or 1.23ms):
+// '99%\s+(?P<value>[0-9.]+)(?P<unit>us|ms|s)\b' with unit: ms.
 package outputs
 
 import (

@@ -233,6 +233,34 @@ func lastLine(s string) string {
 }
 
 // A contract with problems is not read, whatever the output.
+// A unit group converts each match from the unit it printed into the
+// metric's: wrk scales its latencies as it prints them.
+func TestParseRegexUnitGroup(t *testing.T) {
+	c := Contract{Format: Regex, Metrics: []Metric{
+		{Name: "p50", Unit: "ms", Better: result.Lower, Pattern: `^\s+50%\s+(?P<value>[0-9.]+)(?P<unit>us|ms|s)\b`},
+		{Name: "p99", Unit: "ms", Better: result.Lower, Pattern: `^\s+99%\s+(?P<value>[0-9.]+)(?P<unit>us|ms|s)\b`},
+		{Name: "max_us", Unit: "us", Better: result.Lower, Pattern: `^\s+Latency.*\s(?P<value>[0-9.]+)(?P<unit>us|ms|s)\s+[0-9.]+%$`},
+	}}
+	if ps := c.Check(); len(ps) > 0 {
+		t.Fatalf("Check: %v", ps)
+	}
+	out := "    Latency   412.00us  101.00us   1.20s    91.24%\n     50%  812.00us\n     99%    1.23s\n"
+	got, err := c.Parse([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{0.812, 1230, 1.2e6} {
+		if math.Abs(got[i].Value-want) > 1e-9*want {
+			t.Errorf("%s = %v, want %v", got[i].Name, got[i].Value, want)
+		}
+	}
+	// A unit the conversion does not know fails the metric, saying so.
+	bad := Contract{Format: Regex, Metrics: []Metric{{Name: "p99", Unit: "ms", Better: result.Lower, Pattern: `99%\s+(?P<value>[0-9.]+)(?P<unit>[a-z]+)`}}}
+	if _, err := bad.Parse([]byte("99% 3.00kb\n")); err == nil || !strings.Contains(err.Error(), `"kb", which is not a time unit`) {
+		t.Fatalf("unknown unit: got %v", err)
+	}
+}
+
 func TestParseRefusesABadContract(t *testing.T) {
 	_, err := in(Regex, m("rps", `(`, "")).Parse([]byte("rps 1"))
 	if err == nil || !strings.Contains(err.Error(), "contract cannot be read") || !strings.Contains(err.Error(), `metric "rps"`) {
