@@ -96,5 +96,5 @@ bin/ctb-stream: kernels/stream.c | kernel-cc
 
 # Side by side with the reference tools (iperf3, sockperf, wrk): prints ratios
 # with 95% intervals against the targets. A few minutes on 2 cores.
-bench: setup build
+bench: setup build images
 	$(GO) run ./bench -bin $(BIN)

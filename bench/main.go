@@ -39,6 +39,9 @@ type comparison struct {
 	// pinned: compared with both tools' roles on fixed CPUs, one case
 	// with client and server on one CPU and one with each on its own.
 	pinned bool
+	// nginx: both drive the same nginx, a service from the example image
+	// (skipped when there is no image archive to run it from).
+	nginx bool
 }
 
 var comparisons = []comparison{
@@ -46,6 +49,8 @@ var comparisons = []comparison{
 	{name: "net.tcp_rr vs sockperf ping-pong (p50 latency)", ours: "tcp_rr", ref: "sockperf", metric: "latency_p50", refMetric: "latency_p50", max: 1.0, pinned: true},
 	{name: "net.tcp_rr vs sockperf ping-pong (p99 latency)", ours: "tcp_rr", ref: "sockperf", metric: "latency_p99", refMetric: "latency_p99", max: 1.5, pinned: true},
 	{name: "http.get vs wrk (requests/s, same pong)", ours: "http_get", ref: "wrk", metric: "requests_per_sec", refMetric: "requests_per_sec", min: 1.0},
+	{name: "http.get vs wrk (requests/s, same nginx)", ours: "nginx_get", ref: "nginx_wrk", metric: "requests_per_sec", refMetric: "requests_per_sec", min: 1.0, nginx: true},
+	{name: "http.get vs wrk (p99 latency, same nginx; reported)", ours: "nginx_get", ref: "nginx_wrk", metric: "latency_p99", refMetric: "latency_p99", nginx: true},
 }
 
 // pinning places a pinned comparison's two roles on CPUs. Unpinned, on a
@@ -74,7 +79,8 @@ const unpinned = "none"
 // their cross product excluded); the pinned comparisons' workloads in each
 // pinning, the others unpinned. Ours and the reference always share their
 // cells' settings.
-func experimentText(reps int, dur string, placements []string, cpus int) (string, error) {
+// nginx is the example nginx image's archive ("": no nginx comparisons).
+func experimentText(reps int, dur string, placements []string, cpus int, nginx string) (string, error) {
 	var plats, nets []string
 	pairs := map[string]bool{}
 	for _, pn := range placements {
@@ -104,6 +110,9 @@ func experimentText(reps int, dur string, placements []string, cpus int) (string
 		pin = append(pin, fmt.Sprintf("    %s: {server.cpuset: %q, client.cpuset: %q}", p.name, p.server, p.client))
 	}
 	for _, cmp := range comparisons {
+		if cmp.nginx && nginx == "" {
+			continue
+		}
 		for _, w := range []string{cmp.ours, cmp.ref} {
 			if !cmp.pinned {
 				for _, p := range pins {
@@ -127,12 +136,12 @@ exclude:
 %s
 workloads:
 %s
-`, reps, strings.Join(plats, ", "), strings.Join(nets, ", "), strings.Join(pin, "\n"), strings.Join(excl, "\n"), strings.Join(workloads(dur), "\n")), nil
+`, reps, strings.Join(plats, ", "), strings.Join(nets, ", "), strings.Join(pin, "\n"), strings.Join(excl, "\n"), strings.Join(workloads(dur, nginx), "\n")), nil
 }
 
 // workloads: the same parameters for ours and the reference.
-func workloads(dur string) []string {
-	return []string{
+func workloads(dur, nginx string) []string {
+	w := []string{
 		"  - {name: tcp_stream, type: net.tcp_stream, params: {duration: " + dur + ", message_size: 128KiB}}",
 		"  - {name: iperf3, type: net.iperf3, params: {duration: " + dur + ", length: 128KiB}}",
 		"  - {name: http_get, type: http.get, params: {duration: " + dur + ", size: 1KiB, concurrency: 8}}",
@@ -140,12 +149,29 @@ func workloads(dur string) []string {
 		"  - {name: tcp_rr, type: net.tcp_rr, params: {duration: " + dur + ", request_size: 64, response_size: 64}}",
 		"  - {name: sockperf, type: net.sockperf, params: {mode: ping-pong, protocol: tcp, msg_size: 64, duration: " + dur + "}}",
 	}
+	if nginx == "" {
+		return w
+	}
+	// The same nginx, its 4 KiB file, 8 connections: driven by http.get
+	// and by wrk (on this machine), whose p99 is read from --latency.
+	d, _ := time.ParseDuration(dur)
+	secs := strconv.Itoa(max(1, int(d.Round(time.Second).Seconds())))
+	server := fmt.Sprintf("image_archive: %q, port: 8080, ready: {http: /index.html}", nginx)
+	return append(w,
+		"  - {name: nginx_get, type: service, params: {"+server+", client: {type: http.get, params: {path: /4k.bin, concurrency: 8, duration: "+secs+"s}}}}",
+		"  - {name: nginx_wrk, type: service, params: {"+server+", client: {type: exec, params: {"+
+			`command: [wrk, -t2, -c8, -d`+secs+`s, --latency, "http://{server.host}:{server.port}/4k.bin"], format: regex, metrics: {`+
+			`requests_per_sec: {pattern: 'Requests/sec:\s+(?P<value>[0-9.]+)', unit: req/s, better: higher}, `+
+			`latency_p99: {pattern: '^\s+99%\s+(?P<value>[0-9.]+)(?P<unit>us|ms|s)\b', unit: ms, better: lower}}}}}}`)
 }
 
 func main() {
 	reps := flag.Int("reps", 5, "repetitions per cell")
 	dur := flag.String("duration", "3s", "duration of each trial")
 	bin := flag.String("bin", "bin/ctrbench", "the static ctrbench binary (agent)")
+	execReps := flag.Int("exec-reps", 10, "exec trials of a trivial command in Docker, against as many docker run --rm, twice each (0: skip)")
+	httpd := flag.String("httpd", "images/httpd.tar", "the example busybox image (scripts/images.sh) the exec comparison runs")
+	nginx := flag.String("nginx", "images/nginx.tar", "the example nginx image (scripts/images.sh) that http.get and wrk both drive (empty: skip)")
 	places := flag.String("placements", "native/host,docker/bridge", "comma-separated platform/network pairs")
 	adaptiveMax := flag.Int("adaptive-max", 20, "adaptive repetition: the fixed run's repetitions and the adaptive run's max (0: skip)")
 	adaptiveRCI := flag.String("adaptive-rci", "3%", "adaptive repetition: the target half-width")
@@ -160,7 +186,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if *compare {
-		if err := run(ctx, *reps, *dur, *bin, strings.Split(*places, ",")); err != nil {
+		if err := run(ctx, *reps, *dur, *bin, *nginx, strings.Split(*places, ",")); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -185,6 +211,7 @@ func main() {
 			}
 			return scale(ctx, abs, sizes, *scaleDur)
 		}},
+		{*execReps > 0, func() error { return execCost(ctx, abs, *httpd, *execReps) }},
 		{*fan > 0, func() error { return fanOut(ctx, abs, *fan, *fanReps) }},
 		{true, func() error { return idleRSS(ctx, abs) }},
 		{*children > 0, func() error { return mostChildren(ctx, abs, *children) }},
@@ -210,12 +237,20 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, reps int, dur, bin string, placements []string) error {
+func run(ctx context.Context, reps int, dur, bin, nginx string, placements []string) error {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return err
 	}
-	text, err := experimentText(reps, dur, placements, runtime.NumCPU())
+	if nginx != "" {
+		if nginx, err = filepath.Abs(nginx); err != nil {
+			return err
+		}
+		if _, err := os.Stat(nginx); err != nil {
+			return fmt.Errorf("-nginx: %w (scripts/images.sh builds it; make bench runs it)", err)
+		}
+	}
+	text, err := experimentText(reps, dur, placements, runtime.NumCPU(), nginx)
 	if err != nil {
 		return err
 	}
@@ -290,15 +325,15 @@ func print(ctx context.Context, cells []result.Cell, trials []result.Trial, took
 			if c, ok := stats.Compare(ours.Values, ref.Values); ok {
 				ci = fmt.Sprintf("[%.3f, %.3f]", 1+c.CI95[0]/100, 1+c.CI95[1]/100)
 			}
-			target, verdict := "", "met"
+			target, verdict := "-", "reported"
 			switch {
 			case cmp.min > 0:
-				target = fmt.Sprintf(">= %.2f", cmp.min)
+				target, verdict = fmt.Sprintf(">= %.2f", cmp.min), "met"
 				if ratio < cmp.min {
 					verdict = fmt.Sprintf("MISSED by %.1f%%", 100*(cmp.min-ratio)/cmp.min)
 				}
 			case cmp.max > 0:
-				target = fmt.Sprintf("<= %.2f", cmp.max)
+				target, verdict = fmt.Sprintf("<= %.2f", cmp.max), "met"
 				if ratio > cmp.max {
 					verdict = fmt.Sprintf("MISSED by %.1f%%", 100*(ratio-cmp.max)/cmp.max)
 				}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +19,15 @@ import (
 // scheduler put the two ends, and the ratio would compare the scheduler's
 // choices, not the tools.
 func TestComparisonsLikeForLike(t *testing.T) {
-	text, err := experimentText(5, "3s", []string{"native/host", "docker/bridge"}, 2)
+	// The example nginx image: make test builds it (scripts/images.sh).
+	nginx, err := filepath.Abs("../images/nginx.tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(nginx); err != nil {
+		t.Fatalf("%v: run scripts/images.sh (make test does)", err)
+	}
+	text, err := experimentText(5, "3s", []string{"native/host", "docker/bridge"}, 2, nginx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +83,7 @@ func TestComparisonsLikeForLike(t *testing.T) {
 		}
 	}
 	// One CPU: no cross-core case to make.
-	text, err = experimentText(5, "3s", []string{"native/host"}, 1)
+	text, err = experimentText(5, "3s", []string{"native/host"}, 1, "")
 	if err != nil {
 		t.Fatal(err)
 	}

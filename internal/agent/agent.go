@@ -7,8 +7,10 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"os"
@@ -176,7 +178,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	if failed != nil {
 		return failed
 	}
-	data, err := os.MkdirTemp(o.DataDir, "ctrbench-data-")
+	data, err := dataDir(o.DataDir)
 	if err != nil {
 		return result.Failf("making the data directory in %q: %v", o.DataDir, err)
 	}
@@ -452,4 +454,23 @@ func seen(dataDir string) map[string]string {
 		s["data.dir"], s["data.fstype"] = dataDir, name
 	}
 	return s
+}
+
+// dataDir makes the trial's data directory in dir, by default the temporary
+// directory, which a user's FROM-scratch image may not have: then /tmp is
+// made as an image would have it (sticky, writable by all), in the
+// entity's own root (a container's writable layer, an unpacked copy).
+func dataDir(dir string) (string, error) {
+	if dir == "" {
+		dir = os.TempDir()
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			if err := os.Mkdir(dir, 0o777); err != nil {
+				return "", err
+			}
+			if err := os.Chmod(dir, 0o777|fs.ModeSticky); err != nil {
+				return "", err
+			}
+		}
+	}
+	return os.MkdirTemp(dir, "ctrbench-data-")
 }
