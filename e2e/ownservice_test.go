@@ -120,6 +120,94 @@ workloads:
 	}
 }
 
+// TestOwnServiceNestedAndSwarm runs users' images where the image must
+// travel further: into each nested parent's engine (loaded there, as the
+// agent image is) and into each node of an emulated swarm. A service from
+// one image is driven by a client from another (redis-benchmark from the
+// redis image), and an exec from a third reads its number; each trial
+// records the image it ran from by ID.
+func TestOwnServiceNestedAndSwarm(t *testing.T) {
+	requireDocker(t)
+	img := exampleImages(t)
+	exp := strings.ReplaceAll(`name: e2e-own-nested-swarm
+seed: 5
+repetitions: 1
+timeout: 3m
+factors:
+  platform: [nested, swarm]
+  network: [host, bridge, overlay]
+exclude: [{platform: nested, network: overlay}, {platform: swarm, network: bridge}]
+workloads:
+  - name: web
+    type: service
+    params:
+      image_archive: IMAGES/nginx.tar
+      port: 8080
+      ready: {http: /index.html}
+      client: {type: http.get, params: {path: /4k.bin, concurrency: 4, duration: 500ms}}
+  - name: kv
+    type: service
+    params:
+      image_archive: IMAGES/redis.tar
+      port: 6379
+      client:
+        type: exec
+        params:
+          image_archive: IMAGES/redis.tar
+          command: [redis-benchmark, -h, "{server.host}", -p, "{server.port}", -n, "5000", -c, "4", -t, "set", -q, --csv]
+          format: csv
+          metrics:
+            set_rps: {select: 'SET,rps', unit: req/s, better: higher}
+  - name: job
+    type: exec
+    params:
+      image_archive: IMAGES/httpd.tar
+      command: [/bin/busybox, sh, -c, "echo value=$((6*7))"]
+      format: regex
+      metrics:
+        v: {pattern: 'value=(?P<value>[0-9]+)', unit: count, better: higher}
+`, "IMAGES", img)
+	db, id := runStored(t, exp)
+	cells := cellFactors(t, db, id)
+	seen := map[string]int{}
+	for _, tr := range storedTrials(t, db, id) {
+		f := cells[tr.CellID]
+		where := f["platform"] + "/" + f["network"]
+		if tr.Status != "ok" {
+			t.Errorf("trial %d (%s): %s %s", tr.Seq, where, tr.Status, tr.Error)
+			continue
+		}
+		m := trialMeasures(tr)
+		key := "server.platform." + platform.SeenImageID
+		if m["v"] > 0 { // the exec has no server
+			key = "platform." + platform.SeenImageID
+		}
+		if id := tr.Seen[key]; !strings.HasPrefix(id, "sha256:") {
+			t.Errorf("trial %d (%s): image ID %q not recorded (%s)", tr.Seq, where, id, key)
+		}
+		switch {
+		case m["v"] > 0:
+			if m["v"] != 42 {
+				t.Errorf("trial %d (%s): the command printed value=42, read %v", tr.Seq, where, m["v"])
+			}
+		case m["set_rps"] > 0:
+			if m["wall_time"] < 0.9*5000/m["set_rps"] {
+				t.Errorf("trial %d (%s): wall time %.3f s, the printed rate needs %.3f s", tr.Seq, where, m["wall_time"], 5000/m["set_rps"])
+			}
+		default:
+			if per := m["transfer_rate"] * 1e6 / m["requests_per_sec"]; m["errors"] != 0 || per < 4095.5 || per > 4096.5 {
+				t.Errorf("trial %d (%s): %.1f bytes per response (want 4096), %v errors", tr.Seq, where, per, m["errors"])
+			}
+		}
+		seen[where]++
+	}
+	for _, where := range []string{"nested/host", "nested/bridge", "swarm/host", "swarm/overlay"} {
+		if seen[where] != 3 {
+			t.Errorf("%s: %d ok trials, want 3", where, seen[where])
+		}
+	}
+}
+
 // An image without the command, or an archive that is no image, is
 // refused before anything starts: exit 2, file:line, no campaign.
 func TestOwnServiceBadImages(t *testing.T) {

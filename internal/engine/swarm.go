@@ -218,6 +218,7 @@ type ServiceSpec struct {
 	Name    string
 	Image   string // an image ID ("sha256:…"): the nodes never pull
 	Args    []string
+	Env     []string
 	Labels  map[string]string
 	Network string // a network ID, or "host"
 	// Constraints place the task ("node.id==…", "node.labels.k==v").
@@ -233,7 +234,7 @@ type ServiceSpec struct {
 func (s *Swarm) CreateService(ctx context.Context, sp ServiceSpec) (string, error) {
 	one := uint64(1)
 	grace := 10 * time.Second
-	cs := &swarm.ContainerSpec{Image: sp.Image, Args: sp.Args, Labels: sp.Labels, StopGracePeriod: &grace}
+	cs := &swarm.ContainerSpec{Image: sp.Image, Args: sp.Args, Env: sp.Env, Labels: sp.Labels, StopGracePeriod: &grace}
 	if sp.Tmpfs != "" {
 		cs.Mounts = []mount.Mount{{Type: mount.TypeTmpfs, Target: sp.Tmpfs}}
 	}

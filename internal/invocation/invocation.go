@@ -45,13 +45,21 @@ const ImageCommandEnv = "CTRBENCH_IMAGE_COMMAND"
 // an LXC container): the image's own environment (PATH as a container's
 // when it sets none), its WORKDIR and its own command.
 func ImageEnv(env []string, workdir string, command []string, defaultPath string) []string {
-	out := append(slices.Clone(env), ImageWorkdirEnv+"="+workdir)
+	out := append(slices.Clone(env), HandOver(workdir, command)...)
+	if !slices.ContainsFunc(out, func(s string) bool { return strings.HasPrefix(s, "PATH=") }) {
+		out = append(out, "PATH="+defaultPath)
+	}
+	return out
+}
+
+// HandOver is what a platform hands the agent of a user's image in its
+// environment: the image's WORKDIR and its own command (ENTRYPOINT then
+// CMD), where the image's own environment is the container's already.
+func HandOver(workdir string, command []string) []string {
+	out := []string{ImageWorkdirEnv + "=" + workdir}
 	if len(command) > 0 {
 		b, _ := json.Marshal(command)
 		out = append(out, ImageCommandEnv+"="+string(b))
-	}
-	if !slices.ContainsFunc(out, func(s string) bool { return strings.HasPrefix(s, "PATH=") }) {
-		out = append(out, "PATH="+defaultPath)
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package docker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -96,12 +95,7 @@ func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerS
 		if !ok {
 			return engine.ContainerSpec{}, "", fmt.Errorf("instance %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
 		}
-		tag = u.Tag
-		env = append(env, invocation.ImageWorkdirEnv+"="+u.WorkingDir)
-		if len(u.Command) > 0 {
-			b, _ := json.Marshal(u.Command)
-			env = append(env, invocation.ImageCommandEnv+"="+string(b))
-		}
+		tag, env = u.Tag, invocation.HandOver(u.WorkingDir, u.Command)
 	}
 	cs := engine.ContainerSpec{
 		Name:      spec.Name,

@@ -309,20 +309,30 @@ func (p *Platform) Close(ctx context.Context) error {
 	return p.eng.Close()
 }
 
+// UserImageSource is where a user's image comes from, as the engine takes
+// it: a reference, or an archive with its ID and tags read from it.
+func UserImageSource(img platform.Image) (engine.UserImageSource, error) {
+	src := engine.UserImageSource{Ref: img.Ref, Archive: img.Archive}
+	if img.Archive != "" {
+		im, err := userimage.Open(img.Archive)
+		if err != nil {
+			return src, err
+		}
+		src.ID, src.Tags = im.Digest(), im.RepoTags()
+		im.Close()
+	}
+	return src, nil
+}
+
 // userImages makes each user's image runnable, once per campaign.
 func (p *Platform) userImages(ctx context.Context, c *prepared, imgs []platform.Image, progress io.Writer) error {
 	for _, img := range imgs {
 		if _, done := c.users[img.Key()]; done {
 			continue
 		}
-		src := engine.UserImageSource{Ref: img.Ref, Archive: img.Archive}
-		if img.Archive != "" {
-			im, err := userimage.Open(img.Archive)
-			if err != nil {
-				return err
-			}
-			src.ID, src.Tags = im.Digest(), im.RepoTags()
-			im.Close()
+		src, err := UserImageSource(img)
+		if err != nil {
+			return err
 		}
 		u, err := p.eng.EnsureUserImage(ctx, src, p.binary, c.labels, progress)
 		if err != nil {

@@ -42,14 +42,15 @@ var parentNetworks = []vocab.Network{vocab.Bridge, vocab.Host}
 // bridges and overlays across emulated hosts) are wired into the parent's
 // namespace, which the child then shares (S1's OVS parents).
 var Caps = platform.Capabilities{
-	Networks:  []vocab.Network{vocab.Host, vocab.Bridge},
-	OwnNetNS:  true,
-	Wireable:  true,
-	Storages:  []vocab.Storage{vocab.Layer, vocab.Tmpfs},
-	OwnCgroup: true,
-	Limits:    true,
-	Phases:    []vocab.Phase{vocab.Create, vocab.Start, vocab.DaemonReady, vocab.ImageReady, vocab.ChildStart, vocab.Exit, vocab.Remove},
-	Tools:     true,
+	Networks:   []vocab.Network{vocab.Host, vocab.Bridge},
+	OwnNetNS:   true,
+	Wireable:   true,
+	Storages:   []vocab.Storage{vocab.Layer, vocab.Tmpfs},
+	OwnCgroup:  true,
+	Limits:     true,
+	Phases:     []vocab.Phase{vocab.Create, vocab.Start, vocab.DaemonReady, vocab.ImageReady, vocab.ChildStart, vocab.Exit, vocab.Remove},
+	Tools:      true,
+	UserImages: true,
 	Factors: []platform.Factor{
 		{Name: FImage, Default: ImageLoad, Doc: "how the agent image reaches a parent's engine: load (the saved image loaded as the parent starts, S1's 6.2 s) or preloaded (a read-only image store prepared once per campaign, mounted by every parent)",
 			Check: oneOf(ImageLoad, ImagePreloaded)},

@@ -19,11 +19,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,11 +68,16 @@ type Platform struct {
 	outer  *docker.Platform
 	priv   engine.Privileges
 
-	mu          sync.Mutex
-	setup       platform.Setup
-	root        string // WorkRoot, or another platform's root for its engine containers
-	work        string // root/<campaign>
-	agentTar    string // the saved agent image
+	mu       sync.Mutex
+	setup    platform.Setup
+	root     string // WorkRoot, or another platform's root for its engine containers
+	work     string // root/<campaign>
+	agentTar string // the saved agent image
+	// userTars are the users' images as the machine's engine made them
+	// runnable (the agent put in), saved for the parents to load, by
+	// platform.Image.Key; users are those images, by the same key.
+	userTars    map[string]string
+	users       map[string]engine.UserImage
 	parentImage string
 	store       *storeOnce
 	groups      map[string]*parent // per trial and options: the parent taking children
@@ -155,21 +163,49 @@ func (p *Platform) prepare(ctx context.Context, s platform.Setup) error {
 	}
 	if p.agentTar == "" {
 		tar := filepath.Join(p.work, "agent.tar")
-		if err := saveTo(ctx, p.outer, tar); err != nil {
+		if err := saveTo(ctx, p.outer, p.outer.AgentImage(), tar); err != nil {
 			return err
 		}
 		p.agentTar = tar
 		fmt.Fprintf(progress, "nested: saved the agent image %s for the parents to load\n", p.outer.AgentImage())
 	}
+	return p.saveUserImages(ctx, progress)
+}
+
+// UserImages are the users' images every parent loads, by
+// platform.Image.Key (the tags as the machine's engine made them).
+func (p *Platform) UserImages() map[string]engine.UserImage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.users)
+}
+
+// saveUserImages saves each user's image the machine's engine made
+// runnable, once, for every parent to load into its own engine.
+func (p *Platform) saveUserImages(ctx context.Context, progress io.Writer) error {
+	for key, u := range p.outer.UserImages() {
+		if _, done := p.userTars[key]; done {
+			continue
+		}
+		tar := filepath.Join(p.work, "user-"+strings.ReplaceAll(strings.TrimPrefix(u.Tag, image.UserRepository+":"), "/", "_")+".tar")
+		if err := saveTo(ctx, p.outer, u.Tag, tar); err != nil {
+			return err
+		}
+		if p.userTars == nil {
+			p.userTars, p.users = map[string]string{}, map[string]engine.UserImage{}
+		}
+		p.userTars[key], p.users[key] = tar, u
+		fmt.Fprintf(progress, "nested: saved the user's image %s for the parents to load\n", u.Tag)
+	}
 	return nil
 }
 
-func saveTo(ctx context.Context, d *docker.Platform, path string) error {
+func saveTo(ctx context.Context, d *docker.Platform, tag, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := d.Engine().SaveImage(ctx, d.AgentImage(), f); err != nil {
+	if err := d.Engine().SaveImage(ctx, tag, f); err != nil {
 		f.Close()
 		return err
 	}

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +87,7 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 	}
 	p.mu.Lock()
 	work, parentImage, agentTar, setup := p.work, p.parentImage, p.agentTar, p.setup
+	userTars, users := maps.Clone(p.userTars), maps.Clone(p.users)
 	p.mu.Unlock()
 	// A unix socket's path is short (108 bytes): the name's hash.
 	sum := sha256.Sum256([]byte(pr.name))
@@ -118,7 +121,8 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 
 	// The agent image is loaded below (a seed loads it into the store it
 	// makes), or is in the preloaded store: never built in the parent.
-	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+filepath.Join(pr.sock, "docker.sock"))), docker.WithImage(p.outer.AgentImage()))
+	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+filepath.Join(pr.sock, "docker.sock"))), docker.WithImage(p.outer.AgentImage()),
+		docker.WithUserImages(users))
 	if err != nil {
 		fail(err)
 		return
@@ -129,15 +133,17 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 		return
 	}
 	pr.at[vocab.DaemonReady] = time.Now()
+	var tars []string
 	if !pr.preloaded {
-		f, err := os.Open(agentTar)
-		if err != nil {
-			fail(err)
-			return
-		}
-		err = inner.Engine().LoadImage(ctx, f)
-		f.Close()
-		if err != nil {
+		tars = append(tars, agentTar)
+	}
+	// Users' images are loaded into every parent, preloaded or not: the
+	// store holds the agent image alone.
+	for _, key := range slices.Sorted(maps.Keys(userTars)) {
+		tars = append(tars, userTars[key])
+	}
+	for _, tar := range tars {
+		if err := loadInto(ctx, inner, tar); err != nil {
 			fail(err)
 			return
 		}
@@ -155,6 +161,16 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 	if err := routeTo(pr); err != nil {
 		fail(err)
 	}
+}
+
+// loadInto loads a saved image into a parent's engine.
+func loadInto(ctx context.Context, inner *docker.Platform, tar string) error {
+	f, err := os.Open(tar)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return inner.Engine().LoadImage(ctx, f)
 }
 
 // engineSpec is the parent container: the parent image running its
@@ -369,7 +385,11 @@ func (c *instance) EngineTimings(context.Context) (map[vocab.Phase]time.Time, er
 // the limits its cgroups really have (they bound the child).
 func (c *instance) Seen() map[string]string {
 	pr := c.parent
-	m := map[string]string{"parent": pr.name, "parent.network": string(pr.network), "parent.ip": pr.ip, "parent.image": ImageLoad}
+	m := map[string]string{}
+	if s, ok := c.Instance.(platform.Seer); ok { // the child's own: the user's image it runs
+		maps.Copy(m, s.Seen())
+	}
+	maps.Copy(m, map[string]string{"parent": pr.name, "parent.network": string(pr.network), "parent.ip": pr.ip, "parent.image": ImageLoad})
 	if pr.preloaded {
 		m["parent.image"] = ImagePreloaded
 	}

@@ -58,6 +58,7 @@ var Caps = platform.Capabilities{
 	},
 	Phases:       []vocab.Phase{vocab.Create, vocab.Assigned, vocab.Preparing, vocab.Starting, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:        true,
+	UserImages:   true,
 	Nodes:        &platform.Nodes{Max: MaxNodes},
 	RoutesSettle: true,
 	Refuse:       refuse,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
+	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -113,6 +114,11 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		in.ip, _, _ = strings.Cut(t.Addrs[overlay.ID], "/")
 	}
 	in.seen = seen(spec, sp.Name, in, t, overlay, vxlan)
+	if spec.Image != nil {
+		p.mu.Lock()
+		in.seen[platform.SeenImage], in.seen[platform.SeenImageID] = spec.Image.String(), p.users[spec.Image.Key()].BaseID
+		p.mu.Unlock()
+	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	in.cancel = cancel
 	go in.watch(wctx)
@@ -132,6 +138,14 @@ func (p *Platform) serviceSpec(spec platform.InstanceSpec) (sp engine.ServiceSpe
 	maps.Copy(labels, p.setup.Labels)
 	maps.Copy(labels, spec.Labels)
 	sp = engine.ServiceSpec{Name: swarmName(spec.Name), Image: p.imageID, Labels: labels}
+	if spec.Image != nil {
+		u, ok := p.users[spec.Image.Key()]
+		if !ok {
+			p.mu.Unlock()
+			return engine.ServiceSpec{}, node{}, engine.Overlay{}, 0, fmt.Errorf("swarm: %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
+		}
+		sp.Image, sp.Env = p.userIDs[spec.Image.Key()], invocation.HandOver(u.WorkingDir, u.Command)
+	}
 	switch {
 	case spec.Node != "":
 		k, v, isLabel := strings.Cut(spec.Node, "=")

@@ -14,6 +14,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
@@ -45,6 +46,10 @@ type Platform struct {
 	nodes    []node // node i+1
 	byID     map[string]node
 	imageID  string // the agent image, by ID: nodes never pull
+	// users are the users' images with the agent put in, by
+	// platform.Image.Key, each with its ID in userIDs: on every node.
+	users    map[string]engine.UserImage
+	userIDs  map[string]string
 	networks map[vocab.Network]engine.Overlay
 	live     map[*instance]bool
 	services []string // every service made, for Close to see them gone
@@ -242,6 +247,12 @@ func (p *Platform) emulate(ctx context.Context, s platform.Setup, want int) erro
 	if p.imageID, err = p.mgr.ImageID(ctx, nodes[0].Engine.AgentImage()); err != nil {
 		return fmt.Errorf("swarm: the agent image in node 1: %w", err)
 	}
+	// Each node's engine loaded the users' images as a nested parent does.
+	for key, u := range p.emu.UserImages() {
+		if err := p.addUser(ctx, key, u); err != nil {
+			return err
+		}
+	}
 	secs := time.Since(start).Seconds()
 	p.info["swarm.cluster"] = fmt.Sprintf("emulated: %d nodes, each a Docker Engine in a container of this machine's engine (own network namespace, data root on tmpfs, containerd), on the campaign's bridge", want)
 	p.info["swarm.setup_seconds"] = strconv.FormatFloat(secs, 'f', 1, 64)
@@ -380,20 +391,63 @@ func (p *Platform) bringImage(ctx context.Context, s platform.Setup) error {
 	// `version`, by image ID, so no node pulls.
 	var missing []string
 	for _, n := range p.nodes {
-		if err := p.probe(ctx, n); err != nil {
+		if err := p.probe(ctx, n, p.imageID); err != nil {
 			missing = append(missing, fmt.Sprintf("%s (%v)", n.hostname, err))
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("swarm: the agent image %s (%s) is not on every node: %s. ctrbench uses no registry: load it on each node, e.g. `docker -H %s save %s | docker -H <node> load`", img.Tag, shortID(p.imageID), strings.Join(missing, "; "), p.mgr.Host, img.Tag)
 	}
+	return p.bringUserImages(ctx, s)
+}
+
+// bringUserImages makes each user's image runnable in the manager's engine
+// (the agent put in, as on docker) and checks every node holds it: on a
+// user's swarm, the user loads it on the workers.
+func (p *Platform) bringUserImages(ctx context.Context, s platform.Setup) error {
+	for _, img := range s.Images {
+		src, err := docker.UserImageSource(img)
+		if err != nil {
+			return err
+		}
+		u, err := p.build.EnsureUserImage(ctx, src, p.binary, s.Labels, s.Notes())
+		if err != nil {
+			return fmt.Errorf("swarm: the user's image %s in %s: %w", img, p.mgr.Host, err)
+		}
+		if err := p.addUser(ctx, img.Key(), u); err != nil {
+			return err
+		}
+		var missing []string
+		for _, n := range p.nodes {
+			if err := p.probe(ctx, n, p.userIDs[img.Key()]); err != nil {
+				missing = append(missing, fmt.Sprintf("%s (%v)", n.hostname, err))
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("swarm: the image %s, with ctrbench's agent put in (%s), is not on every node: %s. ctrbench uses no registry: load it on each node, e.g. `docker -H %s save %s | docker -H <node> load`", img, u.Tag, strings.Join(missing, "; "), p.mgr.Host, u.Tag)
+		}
+	}
 	return nil
 }
 
-// probe runs the agent's version on node n and waits for it to end well.
-func (p *Platform) probe(ctx context.Context, n node) error {
+// addUser records a user's image the nodes hold, with its ID there.
+func (p *Platform) addUser(ctx context.Context, key string, u engine.UserImage) error {
+	id, err := p.mgr.ImageID(ctx, u.Tag)
+	if err != nil {
+		return fmt.Errorf("swarm: the user's image %s: %w", u.Tag, err)
+	}
+	if p.users == nil {
+		p.users, p.userIDs = map[string]engine.UserImage{}, map[string]string{}
+	}
+	p.users[key], p.userIDs[key] = u, id
+	return nil
+}
+
+// probe runs the agent's version from image (an ID) on node n and waits
+// for it to end well.
+func (p *Platform) probe(ctx context.Context, n node, image string) error {
 	name := swarmName(fmt.Sprintf("ctrbench-%s-probe-%s", p.setup.CampaignID, n.id[:min(12, len(n.id))]))
-	id, err := p.mgr.CreateService(ctx, engine.ServiceSpec{Name: name, Image: p.imageID, Args: []string{"version"}, Labels: p.setup.Labels,
+	id, err := p.mgr.CreateService(ctx, engine.ServiceSpec{Name: name, Image: image, Args: []string{"version"}, Labels: p.setup.Labels,
 		Network: "host", Constraints: []string{"node.id==" + n.id}})
 	if err != nil {
 		return err
