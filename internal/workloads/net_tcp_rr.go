@@ -19,23 +19,29 @@ func init() {
 	workload.Register(&workload.Spec{
 		Type:    "net.tcp_rr",
 		Summary: "request/response over one TCP connection (netperf TCP_RR, with burst mode); transaction rate and round-trip latency",
-		Params: []workload.Param{
-			workload.P("duration", workload.Duration, "5s", "how long the client starts new transactions").Range(0.05, 86400),
-			workload.P("request_size", workload.Size, "1B", "bytes per request").Range(1, 16<<20),
-			workload.P("response_size", workload.Size, "1B", "bytes per response").Range(1, 16<<20),
-			workload.P("burst", workload.Int, "1", "transactions in flight: the client keeps this many requests outstanding, pipelined (netperf's burst mode); 1 is plain ping-pong").Range(1, 1024),
-			workload.P("socket_buffer", workload.Size, "0", "SO_SNDBUF and SO_RCVBUF on both sides (S1 used 256KiB); 0 keeps the kernel's autotuning. The kernel caps it at net.core.wmem_max/rmem_max").Range(0, 1<<30),
-			workload.P("nodelay", workload.Bool, "true", "TCP_NODELAY on both sides (netperf's -D); false lets Nagle's algorithm coalesce"),
-		},
-		Metrics: append([]workload.Metric{
-			{Name: "transactions_per_sec", Unit: "transactions/s", Better: result.Higher, Doc: "completed transactions per second, first request to last response"},
-		}, rttMetrics("round trip of one transaction: from the request's write to its whole response read")...),
+		Params:     tcpRRParams,
+		Metrics:    tcpRRMetrics,
 		Histograms: []workload.Histogram{rttHistogram},
 		Roles:      []string{workload.Server, workload.Client},
 		Run:        map[string]workload.RunFunc{workload.Server: tcpRRServer, workload.Client: tcpRRClient},
 		Smoke:      map[string]string{"duration": "300ms"},
 	})
 }
+
+// tcpRRParams are net.tcp_rr's parameters; a service's echo client takes
+// some of them (clientParams).
+var tcpRRParams = []workload.Param{
+	workload.P("duration", workload.Duration, "5s", "how long the client starts new transactions").Range(0.05, 86400),
+	workload.P("request_size", workload.Size, "1B", "bytes per request").Range(1, 16<<20),
+	workload.P("response_size", workload.Size, "1B", "bytes per response").Range(1, 16<<20),
+	workload.P("burst", workload.Int, "1", "transactions in flight: the client keeps this many requests outstanding, pipelined (netperf's burst mode); 1 is plain ping-pong").Range(1, 1024),
+	workload.P("socket_buffer", workload.Size, "0", "SO_SNDBUF and SO_RCVBUF on both sides (S1 used 256KiB); 0 keeps the kernel's autotuning. The kernel caps it at net.core.wmem_max/rmem_max").Range(0, 1<<30),
+	workload.P("nodelay", workload.Bool, "true", "TCP_NODELAY on both sides (netperf's -D); false lets Nagle's algorithm coalesce"),
+}
+
+var tcpRRMetrics = append([]workload.Metric{
+	{Name: "transactions_per_sec", Unit: "transactions/s", Better: result.Higher, Doc: "completed transactions per second, first request to last response"},
+}, rttMetrics("round trip of one transaction: from the request's write to its whole response read")...)
 
 // rrGrace is how long the client waits past the test time for responses
 // still outstanding and the server's count before calling them lost; a
@@ -114,12 +120,35 @@ func tcpRRServer(ctx context.Context, p workload.Values, env workload.Env) ([]re
 }
 
 func tcpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
+	return tcpRRAgainst(ctx, p, env, env.Target, readRRCount)
+}
+
+// readRRCount is the end of a run against net.tcp_rr's own server: its
+// count of the transactions it answered, then nothing.
+func readRRCount(r *bufio.Reader, _ *blockingSock, done uint64) error {
+	var answered uint64
+	if err := binary.Read(r, binary.BigEndian, &answered); err != nil {
+		return fmt.Errorf("validation: reading the server's count of transactions: %w", err)
+	}
+	if extra, _ := r.Read(make([]byte, 1)); extra > 0 {
+		return fmt.Errorf("validation: the server sent more than %d responses and its count", done)
+	}
+	if answered != done {
+		return fmt.Errorf("validation: server answered %d transactions, client completed %d", answered, done)
+	}
+	return nil
+}
+
+// tcpRRAgainst runs the transactions against the server at target and,
+// once the client has half-closed, checks the server's end with ended
+// (given the reader past the last response and the transactions done).
+func tcpRRAgainst(ctx context.Context, p workload.Values, env workload.Env, target string, ended func(r *bufio.Reader, bs *blockingSock, done uint64) error) ([]result.Observation, string, error) {
 	dur := p.Duration("duration")
-	burst := int(p.Int("burst"))
+	burst := max(1, int(p.Int("burst")))
 	d := net.Dialer{Control: sockBufControl(int(p.Int("socket_buffer")))}
-	conn, err := d.DialContext(ctx, "tcp", env.Target)
+	conn, err := d.DialContext(ctx, "tcp", target)
 	if err != nil {
-		return nil, "", fmt.Errorf("connecting to %s: %w", env.Target, err)
+		return nil, "", fmt.Errorf("connecting to %s: %w", target, err)
 	}
 	defer conn.Close()
 	tc := conn.(*net.TCPConn)
@@ -170,15 +199,8 @@ func tcpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 	if err := bs.CloseWrite(); err != nil {
 		return nil, "", fmt.Errorf("closing the send side: %w", err)
 	}
-	var answered uint64
-	if err := binary.Read(rr.r, binary.BigEndian, &answered); err != nil {
-		return nil, "", fmt.Errorf("validation: reading the server's count of transactions: %w", err)
-	}
-	if extra, _ := rr.r.Read(make([]byte, 1)); extra > 0 {
-		return nil, "", fmt.Errorf("validation: the server sent more than %d responses and its count", rr.done)
-	}
-	if answered != rr.done {
-		return nil, "", fmt.Errorf("validation: server answered %d transactions, client completed %d", answered, rr.done)
+	if err := ended(rr.r, bs, rr.done); err != nil {
+		return nil, "", err
 	}
 	if rr.done == 0 || !end.After(start) {
 		return nil, "", fmt.Errorf("validation: no transaction completed in %s", dur)

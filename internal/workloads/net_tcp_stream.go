@@ -17,10 +17,7 @@ func init() {
 	workload.Register(&workload.Spec{
 		Type:    "net.tcp_stream",
 		Summary: "bulk TCP from client to server (netperf TCP_STREAM); throughput measured at the receiver",
-		Params: []workload.Param{
-			workload.P("duration", workload.Duration, "5s", "how long the client sends").Range(0.05, 86400),
-			workload.P("message_size", workload.Size, "128KiB", "bytes per write() call").Range(1, 64<<20),
-		},
+		Params: tcpStreamParams,
 		Metrics: []workload.Metric{
 			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes received by the server over its receive window (first to last byte)"},
 			{Name: "sender_throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes sent over the client's send window"},
@@ -29,6 +26,11 @@ func init() {
 		Run:   map[string]workload.RunFunc{workload.Server: tcpStreamServer, workload.Client: tcpStreamClient},
 		Smoke: map[string]string{"duration": "300ms", "message_size": "64KiB"},
 	})
+}
+
+var tcpStreamParams = []workload.Param{
+	workload.P("duration", workload.Duration, "5s", "how long the client sends").Range(0.05, 86400),
+	workload.P("message_size", workload.Size, "128KiB", "bytes per write() call").Range(1, 64<<20),
 }
 
 // The server answers the client with the bytes it received and the time from
@@ -110,6 +112,28 @@ func tcpStreamServer(ctx context.Context, p workload.Values, env workload.Env) (
 	return nil, "", nil
 }
 
+// streamSend writes msg again and again for dur, then half-closes: the
+// bytes sent, when the first write began and how long the writes took.
+func streamSend(ctx context.Context, bs *blockingSock, msg []byte, dur time.Duration) (sent uint64, start time.Time, took time.Duration, err error) {
+	start = time.Now()
+	deadline := start.Add(dur)
+	for time.Now().Before(deadline) {
+		n, err := bs.Write(msg)
+		sent += uint64(n)
+		if err != nil {
+			if ctx.Err() != nil {
+				return sent, start, 0, ctx.Err()
+			}
+			return sent, start, 0, fmt.Errorf("sending: %w", err)
+		}
+	}
+	took = time.Since(start)
+	if err := bs.CloseWrite(); err != nil {
+		return sent, start, took, fmt.Errorf("closing the send side: %w", err)
+	}
+	return sent, start, took, nil
+}
+
 func tcpStreamClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
 	dur := p.Duration("duration")
 	msg := make([]byte, p.Int("message_size"))
@@ -130,22 +154,9 @@ func tcpStreamClient(ctx context.Context, p workload.Values, env workload.Env) (
 	stop := context.AfterFunc(ctx, bs.Shutdown)
 	defer stop()
 
-	var sent uint64
-	start := time.Now()
-	deadline := start.Add(dur)
-	for time.Now().Before(deadline) {
-		n, err := bs.Write(msg)
-		sent += uint64(n)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, "", ctx.Err()
-			}
-			return nil, "", fmt.Errorf("sending: %w", err)
-		}
-	}
-	sendElapsed := time.Since(start)
-	if err := bs.CloseWrite(); err != nil {
-		return nil, "", fmt.Errorf("closing the send side: %w", err)
+	sent, _, sendElapsed, err := streamSend(ctx, bs, msg, dur)
+	if err != nil {
+		return nil, "", err
 	}
 	var rep streamReport
 	if err := bs.SetRecvTimeout(30 * time.Second); err != nil {

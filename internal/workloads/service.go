@@ -38,14 +38,20 @@ const serviceStopGrace = 5 * time.Second
 
 // Client types a service may be driven by.
 const (
-	clientHTTP = "http.get"
-	clientExec = "exec"
+	clientHTTP      = "http.get"
+	clientTCPRR     = "net.tcp_rr"     // against an echo server
+	clientTCPStream = "net.tcp_stream" // against a sink
+	clientExec      = "exec"
 )
+
+// clientTypes are the client types, as a message lists them.
+const clientTypes = clientHTTP + " (ctrbench's HTTP generator), " + clientTCPRR + " (request/response against an echo server), " +
+	clientTCPStream + " (bulk send to a sink), " + clientExec + " (a command of yours)"
 
 func init() {
 	workload.Register(&workload.Spec{
 		Type:    "service",
-		Summary: "a server of yours (its command, its port), made ready by a probe and driven by ctrbench's HTTP generator or by a client command of yours",
+		Summary: "a server of yours (its command, its port), made ready by a probe and driven by one of ctrbench's generators (HTTP, request/response to an echo, bulk to a sink) or by a client command of yours",
 		Params: []workload.Param{
 			workload.P("command", workload.List, "", "the server's program and arguments, run in the foreground, e.g. [redis-server, --port, \"6379\", --save, \"\"]; found as exec's command is. Takes {trial} and {cell.<factor>}"),
 			workload.P("tools", workload.List, "", "more programs of this machine the server or the client runs, put into the agent image"),
@@ -54,7 +60,7 @@ func init() {
 			workload.P("workdir", workload.String, "", "the server's working directory (default: the trial's data directory)"),
 			workload.P("port", workload.Int, "0", "the TCP port the server listens on (on every address of its hosting entity)").Range(0, 65535),
 			{Name: "ready", Kind: workload.Object, Doc: "when the server is ready: {tcp: true} (a connection is accepted, the default) or {http: /path} (a GET answers with a status below 500), with timeout (default 20s)", Check: checkReady, CheckDoc: "a mapping such as {tcp: true}, {http: /health, timeout: 30s}"},
-			{Name: "client", Kind: workload.Object, Doc: "what drives the server: {type: http.get, params: {path, concurrency, duration, rate, request_timeout}} or {type: exec, params: {command, format, metrics, …}} whose command may name {server.host} and {server.port}", Check: checkClient, CheckDoc: "a mapping {type: http.get or exec, params: {…}}"},
+			{Name: "client", Kind: workload.Object, Doc: "what drives the server: {type: http.get, params: {path, concurrency, duration, rate, request_timeout}}, {type: net.tcp_rr, params: {duration, request_size, burst, socket_buffer, nodelay}} against an echo server, {type: net.tcp_stream, params: {duration, message_size}} against a sink, or {type: exec, params: {command, format, metrics, …}} whose command may name {server.host} and {server.port}", Check: checkClient, CheckDoc: "a mapping {type: http.get, net.tcp_rr, net.tcp_stream or exec, params: {…}}"},
 		},
 		Roles:             []string{workload.Server, workload.Client},
 		Declared:          serviceMetrics,
@@ -154,7 +160,7 @@ var httpClientParams = &workload.Spec{Type: "service client http.get", Params: [
 func checkClient(v string) (string, error) {
 	var c serviceClientSpec
 	if err := json.Unmarshal([]byte(v), &c); err != nil {
-		return "", errors.New("want {type: http.get or exec, params: {…}}")
+		return "", errors.New("want {type: T, params: {…}} with T one of " + clientTypes)
 	}
 	var keys map[string]json.RawMessage
 	_ = json.Unmarshal([]byte(v), &keys)
@@ -176,10 +182,14 @@ func clientValues(c serviceClientSpec) (*workload.Spec, workload.Values, error) 
 	switch c.Type {
 	case clientHTTP:
 		spec = httpClientParams
+	case clientTCPRR:
+		spec = echoClientParams
+	case clientTCPStream:
+		spec = sinkClientParams
 	case clientExec:
 		spec, _ = workload.Lookup(clientExec)
 	default:
-		return nil, nil, fmt.Errorf("client type %q: allowed: %s (ctrbench's HTTP generator), %s (a command of yours)", c.Type, clientHTTP, clientExec)
+		return nil, nil, fmt.Errorf("client type %q: allowed: %s", c.Type, clientTypes)
 	}
 	user := map[string]string{}
 	if len(c.Params) > 0 {
@@ -243,8 +253,13 @@ func serviceMetrics(params map[string]string) ([]workload.Metric, []workload.His
 	if err != nil {
 		return nil, nil
 	}
-	if c.Type == clientHTTP {
+	switch c.Type {
+	case clientHTTP:
 		return httpMetrics, []workload.Histogram{httpLatency}
+	case clientTCPRR:
+		return tcpRRMetrics, []workload.Histogram{rttHistogram}
+	case clientTCPStream:
+		return sinkMetrics, nil
 	}
 	return spec.Declared(v)
 }
@@ -399,6 +414,10 @@ func serviceClient(ctx context.Context, p workload.Values, env workload.Env) ([]
 	switch c.Type {
 	case clientHTTP:
 		obs, raw, err = httpAgainst(ctx, v, env, net.JoinHostPort(host, port))
+	case clientTCPRR:
+		obs, raw, err = tcpRREcho(ctx, v, env, net.JoinHostPort(host, port))
+	case clientTCPStream:
+		obs, raw, err = tcpStreamSink(ctx, v, net.JoinHostPort(host, port))
 	default:
 		bound, berr := spec.Bind(mustMarshal(v), map[string]string{"server.host": host, "server.port": port})
 		if berr != nil {

@@ -109,6 +109,52 @@ func TestServiceHTTP(t *testing.T) {
 	}
 }
 
+// net.tcp_rr against busybox nc echoing through cat, and net.tcp_stream
+// into busybox nc writing to /dev/null: real servers that speak none of
+// ctrbench's protocols. Every echo is checked (its sequence number), and
+// the stream's bytes are the ones the server's TCP acknowledged.
+func TestServiceEchoAndSink(t *testing.T) {
+	if _, err := exec.LookPath("busybox"); err != nil {
+		t.Skip("busybox not installed (scripts/setup.sh installs it)")
+	}
+	obs, raw, err, srvRaw, srvErr := runService(t, map[string]string{
+		"command": `["busybox","nc","-ll","-p","18084","-e","cat"]`,
+		"port":    "18084",
+		"client":  `{"type":"net.tcp_rr","params":{"duration":"300ms","request_size":"64B"}}`,
+	})
+	if err != nil || srvErr != nil {
+		t.Fatalf("echo: client: %v\n%s\nserver: %v\n%s", err, raw, srvErr, srvRaw)
+	}
+	m := obsMap(obs)
+	if m["transactions_per_sec"] < 100 || m["latency_p50"] <= 0 || m["latency_p99"] < m["latency_p50"] {
+		t.Errorf("echo: implausible %v", m)
+	}
+	obs, raw, err, srvRaw, srvErr = runService(t, map[string]string{
+		"command": `["busybox","nc","-ll","-p","18085","-e","sh","-c","cat >/dev/null"]`,
+		"port":    "18085",
+		"client":  `{"type":"net.tcp_stream","params":{"duration":"300ms","message_size":"64KiB"}}`,
+	})
+	if err != nil || srvErr != nil {
+		t.Fatalf("sink: client: %v\n%s\nserver: %v\n%s", err, raw, srvErr, srvRaw)
+	}
+	m = obsMap(obs)
+	// The acknowledgements end after the writes: the receiver's rate is
+	// at most the sender's.
+	if m["throughput"] <= 0 || m["throughput"] > m["sender_throughput"]*1.0001 {
+		t.Errorf("sink: implausible %v", m)
+	}
+	// A server that is no echo (it answers with something else) fails
+	// the run, naming the transaction.
+	_, _, err, _, _ = runService(t, map[string]string{
+		"command": `["busybox","nc","-ll","-p","18086","-e","sh","-c","yes | head -c 100000"]`,
+		"port":    "18086",
+		"client":  `{"type":"net.tcp_rr","params":{"duration":"300ms","request_size":"64B"}}`,
+	})
+	if err == nil || !strings.Contains(err.Error(), "response 0 carries sequence number") {
+		t.Errorf("a server that is no echo: %v", err)
+	}
+}
+
 // A server that never answers fails the trial with its log; one that
 // dies mid-run says so.
 func TestServiceFailures(t *testing.T) {
@@ -140,7 +186,8 @@ func TestServiceValidation(t *testing.T) {
 	}{
 		"no port":        {map[string]string{"command": `["x"]`, "client": `{"type":"http.get"}`}, "port", "port"},
 		"no client":      {map[string]string{"command": `["x"]`, "port": "80"}, "client", "needs a client"},
-		"unknown client": {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"net.tcp_rr"}`}, "client", "allowed: http.get"},
+		"unknown client": {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"net.udp_rr"}`}, "client", "allowed: http.get (ctrbench's HTTP generator), net.tcp_rr (request/response against an echo server)"},
+		"echo has no response size": {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"net.tcp_rr","params":{"response_size":"1KiB"}}`}, "client", "response_size"},
 		"bad client arg": {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"http.get","params":{"path":"index"}}`}, "client", "path"},
 		"bad ready":      {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"http.get"}`, "ready": `{"udp":"true"}`}, "ready", "allowed: tcp, http, timeout"},
 	} {
