@@ -232,3 +232,79 @@ func TestOwnServiceBadImages(t *testing.T) {
 		}
 	}
 }
+
+// Users' services as neighbours (S0's matrix as "my API beside my
+// database"): nginx measured beside redis driven by redis-benchmark, in one
+// container (the generator's instance runs from redis's image) and in
+// containers of their own; a neighbour that needs another image than the
+// target's instance is refused before anything starts, saying why.
+func TestOwnServiceNeighbours(t *testing.T) {
+	requireDocker(t)
+	img := exampleImages(t)
+	exp := strings.ReplaceAll(`name: e2e-own-neighbours
+seed: 9
+repetitions: 1
+timeout: 2m
+factors:
+  platform: [docker]
+  network: [bridge]
+  neighbour: [kv]
+  packaging: [same-container, separate-containers]
+exclude: [{workload: kv}]
+workloads:
+  - name: web
+    type: service
+    params:
+      image_archive: IMAGES/nginx.tar
+      port: 8080
+      ready: {http: /index.html}
+      client: {type: http.get, params: {path: /4k.bin, concurrency: 4, duration: 1s}}
+  - name: kv
+    type: service
+    params:
+      image_archive: IMAGES/redis.tar
+      port: 6379
+      client:
+        type: exec
+        params:
+          image_archive: IMAGES/redis.tar
+          command: [redis-benchmark, -h, "{server.host}", -p, "{server.port}", -n, "5000", -c, "2", -t, "set", -q, --csv]
+          format: csv
+          metrics:
+            set_rps: {select: 'SET,rps', unit: req/s, better: higher}
+`, "IMAGES", img)
+	db, id := runStored(t, exp)
+	cells := cellFactors(t, db, id)
+	seen := map[string]bool{}
+	for _, tr := range storedTrials(t, db, id) {
+		f := cells[tr.CellID]
+		where := f["neighbour"] + "/" + f["packaging"]
+		if tr.Status != "ok" {
+			t.Errorf("trial %d (%s): %s %s", tr.Seq, where, tr.Status, tr.Error)
+			continue
+		}
+		if f["neighbour"] == "kv" {
+			// The neighbour ran, over the whole measured window.
+			it, _ := observed(tr, "neighbour.iterations")
+			ov, _ := observed(tr, "neighbour.overlap_pct")
+			if it < 1 || ov < 90 {
+				t.Errorf("trial %d (%s): neighbour %v iterations, overlap %v%%", tr.Seq, where, it, ov)
+			}
+		}
+		seen[where] = true
+	}
+	for _, where := range []string{"none/", "kv/same-container", "kv/separate-containers"} {
+		if !seen[where] {
+			t.Errorf("no ok trial of %s", where)
+		}
+	}
+	// A neighbour from the machine's programs cannot share the instance of
+	// a client that runs from redis's image.
+	bad := strings.Replace(strings.Replace(exp, "neighbour: [kv]", "neighbour: [job]", 1), "exclude: [{workload: kv}]", "exclude: [{workload: web}, {workload: job}]", 1) +
+		"  - {name: job, type: exec, params: {command: [sh, -c, \"echo 1\"]}}\n"
+	r := ctrbench(t, time.Minute, "run", writeExperiment(t, bad), "--dry-run")
+	if r.code != 2 || !strings.Contains(r.stderr, "packaging same-container runs the neighbours in the instance of the target's client") ||
+		!strings.Contains(r.stderr, "redis.tar and the neighbour job from ctrbench's agent image") {
+		t.Errorf("same-container across images: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -107,6 +107,11 @@ func Collect(cells []*Cell) Needs {
 		}
 		if c.Neighbours.Separate {
 			need(c.Neighbours.Role, nb...)
+			for _, img := range c.Neighbours.Images {
+				r := c.Neighbours.Role
+				r.Image = img
+				need(r)
+			}
 		}
 	}
 	return n

@@ -71,10 +71,12 @@ type Neighbours struct {
 	// Specs are the neighbours as the agent takes them: "TYPE=PARAMS_JSON"
 	// with their parameters from the file, or "idle".
 	Specs []string
-	// Separate: each runs in an instance of its own, placed as Role; else
-	// all run in the measured role's instance.
+	// Separate: each runs in an instance of its own, placed as Role, from
+	// Images[i] (nil: ctrbench's agent image); else all run in the
+	// measured role's instance.
 	Separate bool
 	Role     Role
+	Images   []*platform.Image
 }
 
 // Cell is a cell resolved for running.
@@ -167,6 +169,16 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 	}
 	if pc.Neighbours, err = neighbours(e, c); err != nil {
 		return nil, err
+	}
+	host, each, err := e.NeighbourImages(c)
+	if err != nil {
+		return nil, err
+	}
+	if img := userImage(host.Ref, host.Archive); img != nil {
+		pc.Chain[len(pc.Chain)-1].Image = img
+	}
+	for _, n := range each {
+		pc.Neighbours.Images = append(pc.Neighbours.Images, userImage(n.Ref, n.Archive))
 	}
 	return pc, nil
 }

@@ -18,7 +18,11 @@ func startNeighbours(ctx context.Context, in *instances, c *plan.Cell, nameOf fu
 	for i, nb := range c.Neighbours.Specs {
 		typ, params := neighbour.Parse(nb)
 		var none string
-		r, err := in.start(ctx, c.Neighbours.Role, nameOf(fmt.Sprintf("neighbour%d", i+1)),
+		role := c.Neighbours.Role
+		if i < len(c.Neighbours.Images) {
+			role.Image = c.Neighbours.Images[i]
+		}
+		r, err := in.start(ctx, role, nameOf(fmt.Sprintf("neighbour%d", i+1)),
 			invocation.Agent{Kind: invocation.Loop, Workload: typ, Params: params}, &none)
 		if err != nil {
 			return nil, err

@@ -304,6 +304,9 @@ func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.No
 		}
 		r.checkPlatformFactors(c, roles)
 		r.checkShape(c, roles, chain)
+		if _, _, err := e.NeighbourImages(c); err != nil {
+			r.add(c, roles[0], vocab.FPackaging, err.Error())
+		}
 		if loop > 0 && loop < chain {
 			r.add(c, roles[0], vocab.FNetwork, "network loopback puts every role of the workload in one container's namespace: give all its roles network loopback")
 		}

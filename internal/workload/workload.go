@@ -107,6 +107,11 @@ type Spec struct {
 	// runs from; by default every role runs from the image the
 	// parameters name (ImageOf).
 	RoleImage func(params map[string]string, role string) (ref, archive string)
+	// Portable, when set, says whether a role runs in any image the agent
+	// is put in (ctrbench's own generator driving a user's server); by
+	// default a role without an image of its own is portable when the
+	// workload names no program of the machine (NeedOf).
+	Portable func(params map[string]string, role string) bool
 	// BoundByRun names, by parameter, more placeholders that the role
 	// running it binds itself ({server.host} in a service's client).
 	BoundByRun map[string][]string

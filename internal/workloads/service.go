@@ -68,6 +68,7 @@ func init() {
 		TakesPlaceholders: []string{"command", "env", "workdir", "client"},
 		BoundByRun:        map[string][]string{"client": {"server.host", "server.port"}},
 		RoleImage:         serviceImage,
+		Portable:          servicePortable,
 		Validate:          validateService,
 		Run:               map[string]workload.RunFunc{workload.Server: serviceServer, workload.Client: serviceClient},
 		// Redis (scripts/setup.sh installs it) driven by its own
@@ -471,6 +472,14 @@ func httpAgainst(ctx context.Context, p workload.Values, env workload.Env, targe
 		return nil, "", err
 	}
 	return httpObservations(env, t, elapsed, dur)
+}
+
+// servicePortable: a client that is one of ctrbench's generators runs in
+// any image the agent is in; the server and an exec client need their
+// programs.
+func servicePortable(params map[string]string, role string) bool {
+	c, _, _, err := clientOf(params)
+	return role == workload.Client && err == nil && c.Type != clientExec
 }
 
 // serviceImage: the server runs from the service's image, the client from
