@@ -298,6 +298,11 @@ workloads:
 			t.Errorf("no ok trial of %s", where)
 		}
 	}
+	// advise packs the user's own kinds of service from what was measured.
+	if r := ctrbench(t, time.Minute, "advise", "--db", db, "--campaign", id, "--services", "front=web,back=web"); r.code != 0 ||
+		!strings.Contains(r.stdout, "kinds: web (requests_per_sec)") || !strings.Contains(r.stdout, "front (web") || !strings.Contains(r.stdout, "back (web") {
+		t.Errorf("advise --services: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 	// A neighbour from the machine's programs cannot share the instance of
 	// a client that runs from redis's image.
 	bad := strings.Replace(strings.Replace(exp, "neighbour: [kv]", "neighbour: [job]", 1), "exclude: [{workload: kv}]", "exclude: [{workload: web}, {workload: job}]", 1) +
@@ -306,5 +311,56 @@ workloads:
 	if r.code != 2 || !strings.Contains(r.stderr, "packaging same-container runs the neighbours in the instance of the target's client") ||
 		!strings.Contains(r.stderr, "redis.tar and the neighbour job from ctrbench's agent image") {
 		t.Errorf("same-container across images: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// An image named in the machine's engine (image:, not an archive) runs on
+// every platform, those that unpack images too (host processes, LXC): the
+// engine saves it for them, and the saved copy goes when they are done.
+func TestOwnImageFromEngine(t *testing.T) {
+	requireDocker(t)
+	img := exampleImages(t)
+	const tag, example = "ctrbench-e2e/httpd:from-engine", "ctrbench-example/httpd:1"
+	had := exec.Command("docker", "image", "inspect", example).Run() == nil
+	if out, err := exec.Command("docker", "load", "-i", filepath.Join(img, "httpd.tar")).CombinedOutput(); err != nil {
+		t.Fatalf("docker load: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("docker", "tag", example, tag).CombinedOutput(); err != nil {
+		t.Fatalf("docker tag: %v\n%s", err, out)
+	}
+	if !had { // the example's tag is someone's when it was there before
+		exec.Command("docker", "rmi", example).Run()
+	}
+	t.Cleanup(func() { exec.Command("docker", "rmi", tag).Run() })
+	db, id := runStored(t, `name: e2e-image-ref
+seed: 1
+repetitions: 1
+timeout: 1m
+factors:
+  platform: [native, docker, lxc]
+workloads:
+  - name: job
+    type: exec
+    params:
+      image: `+tag+`
+      command: [/bin/busybox, sh, -c, "echo value=$((6*7))"]
+      format: regex
+      metrics:
+        v: {pattern: 'value=(?P<value>[0-9]+)', unit: count, better: higher}
+`)
+	cells := cellFactors(t, db, id)
+	seen := map[string]bool{}
+	for _, tr := range storedTrials(t, db, id) {
+		pl := cells[tr.CellID]["platform"]
+		if tr.Status != "ok" || trialMeasures(tr)["v"] != 42 || !strings.HasPrefix(tr.Seen["platform."+platform.SeenImageID], "sha256:") {
+			t.Errorf("%s: %s %s, %v, image %q", pl, tr.Status, tr.Error, trialMeasures(tr), tr.Seen["platform."+platform.SeenImageID])
+		}
+		seen[pl] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("ran on %v, want native, docker and lxc", seen)
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "ctrbench-save-*")); len(left) > 0 {
+		t.Errorf("saved copies left behind: %v", left)
 	}
 }

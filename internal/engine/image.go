@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -202,4 +203,28 @@ func (e *Engine) LoadImage(ctx context.Context, r io.Reader) error {
 		return fmt.Errorf("loading image: %s", strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// SaveImageTemp writes ref, an image in the engine the environment names,
+// as a `docker save` archive into a temporary file, for a platform that
+// unpacks images (host processes, LXC); the caller removes the file.
+func SaveImageTemp(ctx context.Context, ref string) (string, error) {
+	e, err := New()
+	if err != nil {
+		return "", err
+	}
+	defer e.Close()
+	f, err := os.CreateTemp("", "ctrbench-save-*.tar")
+	if err != nil {
+		return "", err
+	}
+	err = e.SaveImage(ctx, ref, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }

@@ -15,6 +15,7 @@
 package userimage
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -32,6 +33,7 @@ type Image struct {
 	tags   []string
 	config Config
 	tmp    string // a temporary copy of an OCI archive's layout, removed by Close
+	saved  string // an archive OpenSource had saved, removed by Close
 
 	// The image's flattened files, read once by the first LookPath.
 	filesOnce sync.Once
@@ -92,6 +94,26 @@ func Open(path string, opts ...Option) (*Image, error) {
 	return open(func() (io.ReadCloser, error) { return os.Open(path) }, path, o)
 }
 
+// OpenSource opens a user's image from its archive or, when only ref (an
+// image in an engine) is given, from the archive save writes for it
+// (package engine's SaveImageTemp), which Close removes.
+func OpenSource(ctx context.Context, ref, archive string, save func(context.Context, string) (string, error)) (*Image, error) {
+	if archive != "" {
+		return Open(archive)
+	}
+	path, err := save(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	im, err := Open(path)
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	im.saved, im.source = path, ref
+	return im, nil
+}
+
 // FromOpener reads the image in a `docker save` stream, as package engine
 // hands one over for an image of a local engine (an OCI layout stream is
 // accepted too). opener is called once for each pass over the stream —
@@ -124,6 +146,10 @@ func newImage(img v1.Image, tags []string, source string) (*Image, error) {
 // Close removes the temporary copy of an OCI archive's layout, if the
 // image has one. The Image is unusable after it.
 func (im *Image) Close() error {
+	if im.saved != "" {
+		os.Remove(im.saved)
+		im.saved = ""
+	}
 	if im.tmp == "" {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package lxc
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/image"
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -25,22 +27,19 @@ type userRootfs struct {
 
 // userImages unpacks each user's image (an archive) into a root file
 // system, once per image and agent binary.
-func (p *Platform) userImages(imgs []platform.Image, progress io.Writer) error {
+func (p *Platform) userImages(ctx context.Context, imgs []platform.Image, progress io.Writer) error {
 	for _, img := range imgs {
 		if _, done := p.users[img.Key()]; done {
 			continue
 		}
-		if img.Archive == "" {
-			return fmt.Errorf("lxc platform: image %s: LXC runs an image from its archive only (image_archive: the file `docker save %s` writes)", img.Ref, img.Ref)
-		}
-		im, err := userimage.Open(img.Archive)
+		im, err := userimage.OpenSource(ctx, img.Ref, img.Archive, engine.SaveImageTemp)
 		if err != nil {
-			return err
+			return fmt.Errorf("lxc platform: %w", err)
 		}
 		u, err := p.userRootfs(im, progress)
 		im.Close()
 		if err != nil {
-			return fmt.Errorf("lxc platform: image %s: %w", img.Archive, err)
+			return fmt.Errorf("lxc platform: image %s: %w", img, err)
 		}
 		if p.users == nil {
 			p.users = map[string]userRootfs{}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -97,21 +98,18 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if _, err := os.Stat(p.binary); err != nil {
 		return fmt.Errorf("agent binary: %w", err)
 	}
-	return p.unpack(s.Images, s.Notes())
+	return p.unpack(ctx, s.Images, s.Notes())
 }
 
 // unpack makes each user's image a root filesystem for host processes.
-func (p *Platform) unpack(imgs []platform.Image, notes io.Writer) error {
+func (p *Platform) unpack(ctx context.Context, imgs []platform.Image, notes io.Writer) error {
 	for _, img := range imgs {
 		if _, done := p.images[img.Key()]; done {
 			continue
 		}
-		if img.Archive == "" {
-			return fmt.Errorf("native platform: image %s: host processes run an image from its archive only (image_archive: the file `docker save %s` writes)", img.Ref, img.Ref)
-		}
-		im, err := userimage.Open(img.Archive)
+		im, err := userimage.OpenSource(ctx, img.Ref, img.Archive, engine.SaveImageTemp)
 		if err != nil {
-			return err
+			return fmt.Errorf("native platform: %w", err)
 		}
 		dir, err := os.MkdirTemp("", "ctrbench-image-")
 		if err != nil {
@@ -126,9 +124,9 @@ func (p *Platform) unpack(imgs []platform.Image, notes io.Writer) error {
 		sum, err := im.Unpack(u.root())
 		im.Close()
 		if err != nil {
-			return fmt.Errorf("unpacking %s: %w", img.Archive, err)
+			return fmt.Errorf("unpacking %s: %w", img, err)
 		}
-		fmt.Fprintf(notes, "native: unpacked %s (%d files, %.1f MiB) for host processes\n", img.Archive, sum.Files, float64(sum.Bytes)/(1<<20))
+		fmt.Fprintf(notes, "native: unpacked %s (%d files, %.1f MiB) for host processes\n", img, sum.Files, float64(sum.Bytes)/(1<<20))
 	}
 	return nil
 }
