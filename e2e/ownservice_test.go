@@ -4,11 +4,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/vm"
 	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
@@ -95,12 +97,25 @@ workloads:
 		if id := tr.Seen["server.platform."+platform.SeenImageID]; !strings.HasPrefix(id, "sha256:") || tr.Seen["server.command"] == "" {
 			t.Errorf("trial %d (%s): server image %q, command %q not recorded", tr.Seq, where, id, tr.Seen["server.command"])
 		}
+		// A user's client keeps the output its numbers were read from:
+		// every number is the one the tool printed in this trial.
+		for name, want := range printed(tr.Raw) {
+			if m[name] != want {
+				t.Errorf("trial %d (%s): %s = %v, the tool printed %v", tr.Seq, where, name, m[name], want)
+			}
+		}
 		switch {
 		case m["set_rps"] > 0:
+			if p := printed(tr.Raw); len(p) != 2 {
+				t.Errorf("trial %d (%s): the kept output shows %v, want SET and GET\n%s", tr.Seq, where, p, tr.Raw)
+			}
 			if least := 20000/m["set_rps"] + 20000/m["get_rps"]; m["wall_time"] < 0.9*least {
 				t.Errorf("trial %d (%s): wall time %.3f s, the printed rates need %.3f s", tr.Seq, where, m["wall_time"], least)
 			}
 		case m["rps"] > 0:
+			if p := printed(tr.Raw); len(p) != 2 {
+				t.Errorf("trial %d (%s): the kept output shows %v, want wrk's rate and requests\n%s", tr.Seq, where, p, tr.Raw)
+			}
 			// wrk's rate is its requests over its 1 s run.
 			if r := m["requests"] / m["rps"]; r < 0.9 || r > 1.2 {
 				t.Errorf("trial %d (%s): wrk says %v requests at %v/s (%.2f s)", tr.Seq, where, m["requests"], m["rps"], r)
@@ -118,6 +133,28 @@ workloads:
 			t.Errorf("%s: %d ok trials, want 6", where, seen[where])
 		}
 	}
+}
+
+// printed reads, from a trial's kept output, the numbers wrk and
+// redis-benchmark printed, by the metric names the experiment gives them:
+// wrk's "Requests/sec:" and "N requests in", redis-benchmark's CSV rows.
+func printed(raw string) map[string]float64 {
+	out := map[string]float64{}
+	for _, l := range strings.Split(raw, "\n") {
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "|"))
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 2 && f[0] == "Requests/sec:":
+			out["rps"], _ = strconv.ParseFloat(f[1], 64)
+		case len(f) > 2 && f[1] == "requests" && f[2] == "in":
+			out["requests"], _ = strconv.ParseFloat(f[0], 64)
+		case strings.HasPrefix(l, `"SET","`), strings.HasPrefix(l, `"GET","`):
+			cols := strings.Split(l, ",")
+			v, _ := strconv.ParseFloat(strings.Trim(cols[1], `"`), 64)
+			out[strings.ToLower(strings.Trim(cols[0], `"`))+"_rps"] = v
+		}
+	}
+	return out
 }
 
 // TestOwnServiceNestedAndSwarm runs users' images where the image must
@@ -362,5 +399,60 @@ workloads:
 	}
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "ctrbench-save-*")); len(left) > 0 {
 		t.Errorf("saved copies left behind: %v", left)
+	}
+}
+
+// A user's image as a virtual machine: its files, flattened, are the
+// initramfs with the agent as init and the image's environment, so nginx
+// serves from its own image in the machine and busybox's sh computes there.
+func TestOwnImageOnVM(t *testing.T) {
+	if err := vm.Available(); err != nil {
+		t.Skip(err)
+	}
+	img := exampleImages(t)
+	db, id := runStored(t, strings.ReplaceAll(`name: e2e-own-vm
+seed: 2
+repetitions: 1
+timeout: 3m
+factors:
+  platform: [vm]
+  network: [bridge]
+workloads:
+  - name: web
+    type: service
+    params:
+      image_archive: IMAGES/nginx.tar
+      port: 8080
+      ready: {http: /index.html, timeout: 60s}
+      client: {type: http.get, params: {path: /4k.bin, concurrency: 2, duration: 1s}}
+  - name: job
+    type: exec
+    params:
+      image_archive: IMAGES/httpd.tar
+      command: [/bin/busybox, sh, -c, "echo value=$((6*7))"]
+      format: regex
+      metrics:
+        v: {pattern: 'value=(?P<value>[0-9]+)', unit: count, better: higher}
+`, "IMAGES", img))
+	ok := 0
+	for _, tr := range storedTrials(t, db, id) {
+		m := trialMeasures(tr)
+		key := "server.platform." + platform.SeenImageID
+		if _, isJob := m["v"]; isJob {
+			key = "platform." + platform.SeenImageID
+		}
+		switch {
+		case tr.Status != "ok":
+			t.Errorf("trial %d: %s %s", tr.Seq, tr.Status, tr.Error)
+		case !strings.HasPrefix(tr.Seen[key], "sha256:"):
+			t.Errorf("trial %d: image ID %q not recorded (%s)", tr.Seq, tr.Seen[key], key)
+		case m["v"] != 42 && m["requests_per_sec"] <= 0:
+			t.Errorf("trial %d: %v", tr.Seq, m)
+		default:
+			ok++
+		}
+	}
+	if ok != 2 {
+		t.Errorf("%d ok trials, want 2", ok)
 	}
 }

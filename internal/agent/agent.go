@@ -247,6 +247,12 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	if res.Histograms, err = hists.declared(spec); err != nil {
 		return result.Failf("workload %s: %v", o.Workload, err)
 	}
+	// A user's workload keeps the output its numbers were read from (its
+	// tail, bounded), so a reader can check them against it; a server's
+	// log is kept only when it failed.
+	if spec.Declared != nil && o.Role != workload.Server {
+		res.Raw = raw
+	}
 	return res
 }
 

@@ -42,11 +42,15 @@ func (c *Context) WriteCpio(w io.Writer, extra ...File) error {
 	return cw.err
 }
 
-// cpioMode is the Unix mode of an entry: its type and permission bits.
+// cpioMode is the Unix mode of an entry: its type and permission bits. A
+// symbolic link's Data is its target.
 func cpioMode(m fs.FileMode) uint32 {
 	mode := uint32(tarMode(m))
-	if m.IsDir() {
+	switch {
+	case m.IsDir():
 		return mode | 0o040000
+	case m&fs.ModeSymlink != 0:
+		return mode | 0o120000
 	}
 	return mode | 0o100000
 }

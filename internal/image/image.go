@@ -45,8 +45,8 @@ type Input struct {
 // File is one entry of the image's root filesystem.
 type File struct {
 	Path   string      // absolute path inside the image
-	Mode   fs.FileMode // permission bits, plus fs.ModeDir for directories
-	Data   []byte      // content; nil for directories
+	Mode   fs.FileMode // permission bits, plus fs.ModeDir for directories (fs.ModeSymlink for a link, in a cpio archive only)
+	Data   []byte      // content (a link's target); nil for directories
 	Source string      // host path it was read from; "" for generated files
 }
 

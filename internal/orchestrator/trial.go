@@ -52,7 +52,7 @@ func (c *running) attempt(ctx context.Context, pc *plan.Cell, pt schedule.Trial)
 	platformFailed = errors.As(err, &pe)
 	switch {
 	case err == nil:
-		t.Status, t.Observations, t.Flags, t.Histograms = result.OK, out.Observations, out.Flags, out.Histograms
+		t.Status, t.Observations, t.Flags, t.Histograms, t.Raw = result.OK, out.Observations, out.Flags, out.Histograms, out.Raw
 		return t, false
 	case errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		t.Status = result.Timeout

@@ -65,7 +65,8 @@ type Result struct {
 	Error        string        `json:"error,omitempty"`
 	Observations []Observation `json:"observations,omitempty"`
 	// Raw holds the tool's own output when the run failed or could not be
-	// parsed, so a reader can see what went wrong.
+	// parsed, so a reader can see what went wrong, and a user's workload's
+	// when it ran well: the tail of the output its numbers were read from.
 	Raw     string    `json:"raw,omitempty"`
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended"`

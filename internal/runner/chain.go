@@ -249,6 +249,9 @@ func collect(ctx context.Context, c *plan.Cell, pairs []*pair, loops []*watched,
 		}
 		perPair[p] = obs
 		hists[p] = pr.res.Histograms
+		if p == 0 {
+			out.Raw = raw // an ok run's output, where its workload keeps it
+		}
 	}
 	// Servers finish once their client is done.
 	gctx, cancel := context.WithTimeout(ctx, serverGrace)

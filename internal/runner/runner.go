@@ -104,7 +104,9 @@ type Outcome struct {
 	Observations []result.Observation
 	// Histograms are the distributions the percentiles were read from.
 	Histograms []result.Histogram
-	// Raw is a tool's output when the trial failed, for the record.
+	// Raw is a tool's output when the trial failed, for the record, and an
+	// ok user's workload's (exec, a service's client): the output its
+	// numbers were read from, its tail.
 	Raw string
 	// Flags say why an ok trial's conditions were not as planned.
 	Flags string

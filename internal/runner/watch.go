@@ -130,5 +130,5 @@ func observations(res *result.Result) ([]result.Observation, string, error) {
 	if res.Status != result.OK {
 		return nil, res.Raw, fmt.Errorf("%s", res.Error)
 	}
-	return res.Observations, "", nil
+	return res.Observations, res.Raw, nil
 }

@@ -46,6 +46,11 @@ const ModuleList = "/lib/modules/ctrbench.order"
 // ExitLine starts the console line that carries the agent's exit code.
 const ExitLine = "ctrbench-vm-exit "
 
+// ImageEnvFile, in the initramfs of a user's image, holds the environment
+// the agent runs with (a JSON list of KEY=value): the image's own and what
+// the platform hands the agent (its WORKDIR and command).
+const ImageEnvFile = "/.ctrbench-image-env.json"
+
 // DataMount is where the data disk is mounted.
 const DataMount = "/data"
 
@@ -142,6 +147,13 @@ func run(stderr io.Writer) (int, error) {
 	cmd := exec.Command("/ctrbench", cfg.Args...)
 	cmd.Stdout, cmd.Stderr = port, stderr
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
+	if b, err := os.ReadFile(ImageEnvFile); err == nil {
+		var env []string
+		if err := json.Unmarshal(b, &env); err != nil {
+			return 0, fmt.Errorf("%s: %w", ImageEnvFile, err)
+		}
+		cmd.Env = env
+	}
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}

@@ -21,13 +21,14 @@ import (
 // to join or wire), its own disk, and a size (cpus, memory) with QEMU in
 // a cgroup of its own.
 var Caps = platform.Capabilities{
-	Networks:  []vocab.Network{vocab.Bridge},
-	OwnNetNS:  true,
-	Storages:  []vocab.Storage{vocab.Layer},
-	OwnCgroup: true,
-	Limits:    true,
-	Phases:    []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
-	Tools:     true,
+	Networks:   []vocab.Network{vocab.Bridge},
+	OwnNetNS:   true,
+	Storages:   []vocab.Storage{vocab.Layer},
+	OwnCgroup:  true,
+	Limits:     true,
+	Phases:     []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:      true,
+	UserImages: true,
 }
 
 func init() {

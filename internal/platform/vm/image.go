@@ -132,32 +132,51 @@ type initramfs struct {
 // content (the static binary, the tools and their libraries) with the
 // kernel's virtio modules and their load order, once per content.
 func buildInitramfs(binary string, tools []string, k Kernel) (initramfs, error) {
-	dep, err := os.Open(filepath.Join(modulesDir, k.Version, "modules.dep"))
+	modules, err := kernelModules(k)
 	if err != nil {
 		return initramfs{}, err
+	}
+	plan, err := image.Plan(image.Input{Binary: binary, Tools: tools, Files: modules})
+	if err != nil {
+		return initramfs{}, err
+	}
+	extra := machineFiles(modules)
+	sum := sha256.New()
+	fmt.Fprintf(sum, "%s\n%s\n%s\n", plan.Tag, k.Version, strings.Join(modules, "\n"))
+	return writeInitramfs(plan, extra, hex.EncodeToString(sum.Sum(nil))[:16])
+}
+
+// kernelModules are the module files the machine loads, in load order.
+func kernelModules(k Kernel) ([]string, error) {
+	dep, err := os.Open(filepath.Join(modulesDir, k.Version, "modules.dep"))
+	if err != nil {
+		return nil, err
 	}
 	order, err := ModuleOrder(dep, builtinModules(k.Version), wantModules)
 	dep.Close()
 	if err != nil {
-		return initramfs{}, fmt.Errorf("kernel %s: %w", k.Version, err)
+		return nil, fmt.Errorf("kernel %s: %w", k.Version, err)
 	}
-	var files, inImage []string
-	for _, m := range order {
-		p := filepath.Join(modulesDir, k.Version, m)
-		files = append(files, p)
-		inImage = append(inImage, p)
+	files := make([]string, len(order))
+	for i, m := range order {
+		files[i] = filepath.Join(modulesDir, k.Version, m)
 	}
-	plan, err := image.Plan(image.Input{Binary: binary, Tools: tools, Files: files})
-	if err != nil {
-		return initramfs{}, err
-	}
-	extra := []image.File{{Path: vminit.ModuleList, Mode: 0o644, Data: []byte(strings.Join(inImage, "\n") + "\n")}}
+	return files, nil
+}
+
+// machineFiles are what every initramfs has beside its content: the list
+// of modules to load and the mount points init uses.
+func machineFiles(modules []string) []image.File {
+	extra := []image.File{{Path: vminit.ModuleList, Mode: 0o644, Data: []byte(strings.Join(modules, "\n") + "\n")}}
 	for _, d := range []string{"/proc", "/sys", "/dev", "/run", vminit.DataMount} {
 		extra = append(extra, image.File{Path: d, Mode: os.ModeDir | 0o755})
 	}
-	sum := sha256.New()
-	fmt.Fprintf(sum, "%s\n%s\n%s\n", plan.Tag, k.Version, strings.Join(inImage, "\n"))
-	hash := hex.EncodeToString(sum.Sum(nil))[:16]
+	return extra
+}
+
+// writeInitramfs writes plan's files and extra as ImageRoot/hash.cpio,
+// unless it is there already.
+func writeInitramfs(plan *image.Context, extra []image.File, hash string) (initramfs, error) {
 	out := initramfs{Path: filepath.Join(ImageRoot, hash+".cpio"), Hash: hash, Files: len(plan.Files) + len(extra)}
 	if _, err := os.Stat(out.Path); err == nil {
 		return out, nil

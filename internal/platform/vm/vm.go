@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,7 @@ type Platform struct {
 	accel    Accel
 	bridge   *hostbridge.Bridge
 	version  string
+	users    map[string]userInitrd // users' images' initramfs, by platform.Image.Key
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -79,7 +81,7 @@ func BridgeName(campaign string) string { return hostbridge.Name("v", campaign) 
 
 // Prepare finds the kernel, builds the initramfs (once per content),
 // decides the accelerator and makes the campaign's bridge.
-func (p *Platform) Prepare(_ context.Context, s platform.Setup) error {
+func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	progress := s.Notes()
 	if p.work == "" {
 		work, err := workdir.Make(WorkRoot, s.CampaignID)
@@ -112,6 +114,9 @@ func (p *Platform) Prepare(_ context.Context, s platform.Setup) error {
 		}
 		p.initrd = ir
 		fmt.Fprintf(progress, "vm: initramfs %s (%d files) in %.1fs\n", ir.Path, ir.Files, time.Since(start).Seconds())
+	}
+	if err := p.userImages(ctx, s.Images, progress); err != nil {
+		return err
 	}
 	if p.bridge == nil {
 		b, err := hostbridge.Make(BridgeName(p.campaign), bridgeNet)
@@ -178,9 +183,18 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if spec.Storage != "" && spec.Storage != vocab.Layer {
 		return nil, fmt.Errorf("vm %s: a virtual machine writes to its own disk only (storage %s), not %s", spec.Name, vocab.Layer, spec.Storage)
 	}
+	initrd := p.initrd.Path
+	var seen map[string]string
+	if spec.Image != nil {
+		u, ok := p.users[spec.Image.Key()]
+		if !ok {
+			return nil, fmt.Errorf("vm %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
+		}
+		initrd, seen = u.Path, map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: u.digest}
+	}
 	dir := filepath.Join(p.work, "m", spec.Name)
 	in := &instance{p: p, name: spec.Name, dir: dir, done: make(chan struct{}), console: filepath.Join(dir, "console.log"),
-		Clock: platform.NewClock(requested)}
+		seen: seen, Clock: platform.NewClock(requested)}
 	fail := func(err error) (platform.Instance, error) {
 		in.release()
 		return nil, fmt.Errorf("vm %s: %w", spec.Name, err)
@@ -204,7 +218,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	inv := spec.Agent
 	inv.DataDir = vminit.DataMount
 	m := machine{Name: "ctrbench-" + spec.Name, Accel: p.accel, CPUs: spec.Limits.CPUs, HostCPUs: runtime.NumCPU(),
-		MemoryMB: spec.Limits.MemoryBytes >> 20, Kernel: p.kernel.Path, Initramfs: p.initrd.Path, Console: in.console,
+		MemoryMB: spec.Limits.MemoryBytes >> 20, Kernel: p.kernel.Path, Initramfs: initrd, Console: in.console,
 		Tap: in.tap, MAC: macFor(n), Disk: disk,
 		Init: vminit.Config{Args: inv.Args(), Address: ip + "/24", Gateway: p.bridge.Gateway(), Disk: "/dev/vda"}}
 	args, err := m.Args()
@@ -291,7 +305,8 @@ type instance struct {
 	cmd     *exec.Cmd
 	stdout  io.ReadCloser
 	ctl     io.WriteCloser
-	qemuErr bytes.Buffer // QEMU's own messages (safe: read after done)
+	qemuErr bytes.Buffer      // QEMU's own messages (safe: read after done)
+	seen    map[string]string // the user's image it boots
 	done    chan struct{}
 	err     error
 	once    sync.Once
@@ -301,7 +316,10 @@ type instance struct {
 }
 
 func (in *instance) Stdout() io.Reader { return in.stdout }
-func (in *instance) IP() string        { return in.ip }
+
+// Seen implements platform.Seer: the user's image the machine booted.
+func (in *instance) Seen() map[string]string { return maps.Clone(in.seen) }
+func (in *instance) IP() string              { return in.ip }
 
 // consoleTail is the end of the machine's console.
 func (in *instance) consoleTail() string {
