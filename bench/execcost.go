@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,8 +12,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/orchestrator"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
-	"github.com/ctrbench/ctrbench/internal/stats"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/ctrbench/ctrbench/internal/userimage"
 )
 
 // execExperiment is one exec trial of a trivial command from a user's image
@@ -44,11 +42,16 @@ workloads:
 // unless the engine had it already. Campaign set-up (the network, the agent
 // image) is outside a trial's span, as `docker run`'s image pull would be.
 func execCost(ctx context.Context, bin, archive string, reps int) error {
-	mf, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(archive) })
-	if err != nil || len(mf) != 1 || len(mf[0].RepoTags) != 1 {
-		return fmt.Errorf("%s: want a docker save archive of one image with one tag (%v)", archive, err)
+	im, err := userimage.Open(archive)
+	if err != nil {
+		return err
 	}
-	ref := mf[0].RepoTags[0]
+	tags := im.RepoTags()
+	im.Close()
+	if len(tags) != 1 {
+		return fmt.Errorf("%s: want a docker save archive of an image with one tag, not %q", archive, tags)
+	}
+	ref := tags[0]
 	had := exec.CommandContext(ctx, "docker", "image", "inspect", ref).Run() == nil
 	if out, err := exec.CommandContext(ctx, "docker", "load", "-i", archive).CombinedOutput(); err != nil {
 		return fmt.Errorf("docker load -i %s: %v: %s", archive, err, out)
@@ -75,20 +78,11 @@ func execCost(ctx context.Context, bin, archive string, reps int) error {
 			cli = append(cli, time.Since(start).Seconds())
 		}
 	}
-	so, sc := stats.Summarize(ours), stats.Summarize(cli)
-	ci := "-"
-	if c, ok := stats.Compare(ours, cli); ok && c.Defined {
-		ci = fmt.Sprintf("[%.3f, %.3f]", 1+c.CI95[0]/100, 1+c.CI95[1]/100)
-	}
-	ratio := so.Mean / sc.Mean
-	verdict := "met"
-	if ratio > 1.1 {
-		verdict = fmt.Sprintf("MISSED by %.1f%%", 100*(ratio-1.1)/1.1)
-	}
+	j := judge(ours, cli, 0, 1.1)
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\ncomparison\tours (mean)\tdocker run --rm (mean)\tratio\t95% CI\ttarget\tverdict")
-	fmt.Fprintf(w, "exec trial of /bin/busybox true in Docker (%s), n=%d each\t%.3f s\t%.3f s\t%.3f\t%s\t<= 1.10\t%s\n",
-		strings.TrimPrefix(ref, "ctrbench-example/"), len(ours), so.Mean, sc.Mean, ratio, ci, verdict)
+	fmt.Fprintf(w, "exec trial of /bin/busybox true in Docker (%s), n=%d each\t%.3f s\t%.3f s\t%.3f\t%s\t%s\t%s\n",
+		strings.TrimPrefix(ref, "ctrbench-example/"), len(ours), j.ours, j.ref, j.ratio, j.ci, j.target, j.verdict)
 	return w.Flush()
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
-	"github.com/ctrbench/ctrbench/internal/stats"
 )
 
 // lifecycleExperiment creates %d entities at once on %s; %s are more
@@ -54,20 +53,11 @@ func fanOut(ctx context.Context, bin string, n, reps int) error {
 		cli = append(cli, secs)
 		fmt.Fprintf(os.Stderr, "bench: fan-out %d: ctrbench %.2f s, docker CLI %.2f s\n", r+1, ours[len(ours)-1], secs)
 	}
-	so, sc := stats.Summarize(ours), stats.Summarize(cli)
-	ci := "-"
-	if c, ok := stats.Compare(ours, cli); ok && c.Defined {
-		ci = fmt.Sprintf("[%.3f, %.3f]", 1+c.CI95[0]/100, 1+c.CI95[1]/100)
-	}
-	ratio := so.Mean / sc.Mean
-	verdict := "met"
-	if ratio > 0.5 {
-		verdict = fmt.Sprintf("MISSED by %.0f%%", 100*(ratio-0.5)/0.5)
-	}
+	j := judge(ours, cli, 0, 0.5)
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "\ncreate, start and remove %d containers at once (%d runs each, interleaved)\n", n, reps)
 	fmt.Fprintln(w, "ctrbench (Engine API)\tdocker run -d in parallel + rm -f\tratio\t95% CI\ttarget\tverdict")
-	fmt.Fprintf(w, "%.2f s\t%.2f s\t%.3f\t%s\t<= 0.50\t%s\n", so.Mean, sc.Mean, ratio, ci, verdict)
+	fmt.Fprintf(w, "%.2f s\t%.2f s\t%.3f\t%s\t%s\t%s\n", j.ours, j.ref, j.ratio, j.ci, j.target, j.verdict)
 	return w.Flush()
 }
 

@@ -23,7 +23,6 @@ import (
 	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers every platform
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
-	"github.com/ctrbench/ctrbench/internal/stats"
 	_ "github.com/ctrbench/ctrbench/internal/workloads"
 )
 
@@ -319,26 +318,8 @@ func print(ctx context.Context, cells []result.Cell, trials []result.Trial, took
 			if len(ours.Values) == 0 || len(ref.Values) == 0 {
 				continue
 			}
-			so, sr := stats.Summarize(ours.Values), stats.Summarize(ref.Values)
-			ratio := so.Mean / sr.Mean
-			ci := "-"
-			if c, ok := stats.Compare(ours.Values, ref.Values); ok {
-				ci = fmt.Sprintf("[%.3f, %.3f]", 1+c.CI95[0]/100, 1+c.CI95[1]/100)
-			}
-			target, verdict := "-", "reported"
-			switch {
-			case cmp.min > 0:
-				target, verdict = fmt.Sprintf(">= %.2f", cmp.min), "met"
-				if ratio < cmp.min {
-					verdict = fmt.Sprintf("MISSED by %.1f%%", 100*(cmp.min-ratio)/cmp.min)
-				}
-			case cmp.max > 0:
-				target, verdict = fmt.Sprintf("<= %.2f", cmp.max), "met"
-				if ratio > cmp.max {
-					verdict = fmt.Sprintf("MISSED by %.1f%%", 100*(ratio-cmp.max)/cmp.max)
-				}
-			}
-			fmt.Fprintf(w, "%s\t%s\t%.4g %s\t%.4g %s\t%.3f\t%s\t%s\t%s\n", cmp.name, pl, so.Mean, ours.Unit, sr.Mean, ref.Unit, ratio, ci, target, verdict)
+			j := judge(ours.Values, ref.Values, cmp.min, cmp.max)
+			fmt.Fprintf(w, "%s\t%s\t%.4g %s\t%.4g %s\t%.3f\t%s\t%s\t%s\n", cmp.name, pl, j.ours, ours.Unit, j.ref, ref.Unit, j.ratio, j.ci, j.target, j.verdict)
 		}
 	}
 	if err := w.Flush(); err != nil {

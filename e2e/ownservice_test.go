@@ -456,3 +456,105 @@ workloads:
 		t.Errorf("%d ok trials, want 2", ok)
 	}
 }
+
+// issueExample is the example of "your own service" as the issue that asked
+// for it wrote it (its workloads verbatim; a file needs a name too).
+const issueExample = `name: issue-example
+workloads:
+  - name: web                       # a user's server, driven by ctrbench's HTTP generator
+    type: service
+    params:
+      image: local/httpd:1          # an image in the machine's engine, or image_archive: file.tar
+      command: [/bin/busybox, httpd, -f, -p, "8080", -h, /www]   # optional: the image's entrypoint otherwise
+      port: 8080
+      ready: {http: /index.html, timeout: 20s}                    # or {tcp: true}
+      client: {type: http.get, params: {concurrency: 8, duration: 3s, path: /index.html}}
+  - name: kv                        # a user's server driven by the user's own client
+    type: service
+    params:
+      image_archive: images/redis.tar
+      command: [redis-server, --port, "6379", --save, ""]
+      port: 6379
+      ready: {tcp: true}
+      client:
+        type: exec
+        params:
+          command: [redis-benchmark, -h, "{server.host}", -p, "{server.port}", -n, "200000", -q, --csv]
+          format: csv               # json | jsonl | csv | benchfmt | regex
+          metrics:
+            set_rps: {select: 'SET,*', unit: req/s, better: higher}
+            get_rps: {select: 'GET,*', unit: req/s, better: higher}
+  - name: job                       # a user's command with its own numbers
+    type: exec
+    params:
+      image: local/myjob:1
+      command: [/app/bench, --json]
+      format: json
+      metrics:
+        ops: {path: result.ops_per_sec, unit: ops/s, better: higher}
+        p99: {path: result.latency.p99_ms, unit: ms, better: lower}
+`
+
+// The example runs as written once its images exist: scripts/images.sh
+// --keep puts local/httpd:1 and local/myjob:1 into the engine (removed
+// again here unless they were there before), and images/redis.tar is
+// beside the file. One repetition (--set), not the default three: its
+// redis-benchmark runs every test it has, 200000 requests each, about a
+// minute.
+func TestIssueExampleAsWritten(t *testing.T) {
+	requireDocker(t)
+	img := exampleImages(t)
+	tags := []string{"local/httpd:1", "local/myjob:1", "ctrbench-example/httpd:1", "ctrbench-example/nginx:1", "ctrbench-example/redis:1", "ctrbench-example/myjob:1"}
+	had := map[string]bool{}
+	for _, tag := range tags {
+		had[tag] = exec.Command("docker", "image", "inspect", tag).Run() == nil
+	}
+	t.Cleanup(func() {
+		for _, tag := range tags {
+			if !had[tag] {
+				exec.Command("docker", "rmi", tag).Run()
+			}
+		}
+	})
+	if out, err := exec.Command("bash", filepath.Join(testutil.ModuleRoot(), "scripts", "images.sh"), "--out", img, "--keep").CombinedOutput(); err != nil {
+		t.Fatalf("scripts/images.sh --keep: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(img, filepath.Join(dir, "images")); err != nil {
+		t.Fatal(err)
+	}
+	exp := filepath.Join(dir, "example.yaml")
+	if err := os.WriteFile(exp, []byte(issueExample), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "r.db")
+	r := ctrbench(t, 10*time.Minute, "run", exp, "--db", db, "--no-report", "--set", "repetitions=1")
+	id := campaignID(t, r.stderr)
+	assertNothingLeft(t, id)
+	if r.code != 0 {
+		t.Fatalf("run exited %d\n%s", r.code, r.stderr)
+	}
+	n := 0
+	for _, tr := range storedTrials(t, db, id) {
+		m := trialMeasures(tr)
+		switch {
+		case tr.Status != "ok":
+			t.Errorf("trial %d: %s %s", tr.Seq, tr.Status, tr.Error)
+		case m["ops"] > 0:
+			// myjob hashed for its default second: ops/s is its count.
+			if m["p99"] <= 0 || m["wall_time"] < 1 {
+				t.Errorf("trial %d (job): %v", tr.Seq, m)
+			}
+		case m["set_rps"] > 0:
+			if least := 200000/m["set_rps"] + 200000/m["get_rps"]; m["wall_time"] < 0.9*least {
+				t.Errorf("trial %d (kv): wall time %.2f s, the printed rates need %.2f s", tr.Seq, m["wall_time"], least)
+			}
+		case m["requests_per_sec"] <= 0 || m["errors"] != 0:
+			t.Errorf("trial %d (web): %v", tr.Seq, m)
+		}
+		n++
+	}
+	if n != 3 {
+		t.Errorf("%d trials, want 3", n)
+	}
+}

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Builds the example images of "your own service as a workload" — busybox
 # httpd, nginx, redis — FROM scratch out of the Debian packages installed on
-# this machine, because no image registry may be reachable (here none is).
+# this machine, because no image registry may be reachable (here none is),
+# and myjob, a benchmark of "yours" (examples/myjob, built with Go).
 # Each is written as a `docker save` archive, httpd also as an OCI archive, so
 # tests and experiments/own-service.yaml have both formats a user may hand us.
 #
 #   scripts/images.sh [--out DIR] [--keep]
 #
 # --out DIR  where the archives go (default: images/ at the repository root)
-# --keep     leave the images in the Docker Engine (for `image: NAME:TAG`);
-#            without it, the images this run put into the engine are removed
-#            on exit (tags found there before the run are left alone)
+# --keep     leave the images in the Docker Engine (for `image: NAME:TAG`),
+#            httpd and myjob also as local/httpd:1 and local/myjob:1, the
+#            names the example in docs/own-services.md uses; without it, the
+#            images this run put into the engine are removed on exit (tags
+#            found there before the run are left alone)
 #
 # Idempotent and fast on a second run: an archive is rebuilt only when what
 # would go into it changed (see inputs_hash), so a rerun copies a few
@@ -78,6 +81,7 @@ check_needs() {
 	if ldd /bin/busybox >/dev/null 2>&1; then
 		die "/bin/busybox is dynamically linked; install busybox-static (run scripts/setup.sh)"
 	fi
+	command -v "${GO:-go}" >/dev/null 2>&1 || die "no Go toolchain (${GO:-go}) to build examples/myjob: the one that builds ctrbench (set GO=/path/to/go)"
 	command -v docker >/dev/null 2>&1 || die "no docker CLI; run scripts/setup.sh"
 	timeout 10 docker version >/dev/null 2>&1 || die "no Docker Engine answers; run scripts/setup.sh (it starts dockerd)"
 }
@@ -253,6 +257,25 @@ CMD ["/usr/sbin/nginx","-c","/etc/nginx/nginx.conf"]
 EOF
 }
 
+# myjob: a benchmark of "yours" with its own numbers (examples/myjob), a
+# static Go program alone in its image, run as `/app/bench --json`.
+ctx_myjob() {
+	local ctx=$1
+	mkdir -p "$ctx/rootfs/app"
+	# -trimpath and no build ID: the same source gives the same bytes, so
+	# the inputs hash changes only when the program does.
+	(cd "$REPO" && CGO_ENABLED=0 "${GO:-go}" build -trimpath -ldflags=-buildid= -o "$ctx/rootfs/app/bench" ./examples/myjob) ||
+		die "building examples/myjob failed"
+	cat >"$ctx/Dockerfile" <<'EOF'
+FROM scratch
+COPY rootfs/ /
+LABEL org.ctrbench.example=true
+WORKDIR /app
+ENTRYPOINT ["/app/bench"]
+CMD ["--json"]
+EOF
+}
+
 # The redis image carries the client tools too (redis-benchmark, redis-cli):
 # they need exactly the libraries redis-server needs, so they add under a
 # megabyte, where a tools image of its own would repeat ~11 MB of libraries
@@ -413,7 +436,7 @@ main() {
 
 	local name tag state
 	local -a made=()
-	for name in httpd nginx redis; do
+	for name in httpd nginx redis myjob; do
 		tag=ctrbench-example/$name:1
 		make_image "$name" "$tag"
 		made+=("$name.tar|$tag|$STATE")
@@ -428,10 +451,13 @@ main() {
 		printf '  %-14s %9s  %-34s %s\n' "$file" "$(human "$(stat -c %s "$OUT/$file")")" "$tag" "$state"
 	done
 	if [ "$KEEP" = 1 ]; then
-		log "kept in the Docker Engine: docker images --filter label=$LABEL=true"
+		for name in httpd myjob; do
+			docker tag "ctrbench-example/$name:1" "local/$name:1"
+		done
+		log "kept in the Docker Engine: docker images --filter label=$LABEL=true (httpd and myjob also as local/httpd:1, local/myjob:1)"
 	else
 		local -a left=()
-		for name in httpd nginx redis; do
+		for name in httpd nginx redis myjob; do
 			tag=ctrbench-example/$name:1
 			[ -z "$(engine_id "$tag")" ] || [[ " ${PUT[*]} " == *" $tag "* ]] || left+=("$tag")
 		done

@@ -17,8 +17,8 @@ import (
 
 func init() {
 	workload.Register(&workload.Spec{
-		Type:    "net.tcp_rr",
-		Summary: "request/response over one TCP connection (netperf TCP_RR, with burst mode); transaction rate and round-trip latency",
+		Type:       "net.tcp_rr",
+		Summary:    "request/response over one TCP connection (netperf TCP_RR, with burst mode); transaction rate and round-trip latency",
 		Params:     tcpRRParams,
 		Metrics:    tcpRRMetrics,
 		Histograms: []workload.Histogram{rttHistogram},

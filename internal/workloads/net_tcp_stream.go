@@ -17,7 +17,7 @@ func init() {
 	workload.Register(&workload.Spec{
 		Type:    "net.tcp_stream",
 		Summary: "bulk TCP from client to server (netperf TCP_STREAM); throughput measured at the receiver",
-		Params: tcpStreamParams,
+		Params:  tcpStreamParams,
 		Metrics: []workload.Metric{
 			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes received by the server over its receive window (first to last byte)"},
 			{Name: "sender_throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes sent over the client's send window"},
@@ -140,19 +140,11 @@ func tcpStreamClient(ctx context.Context, p workload.Values, env workload.Env) (
 	for i := range msg {
 		msg[i] = byte(i)
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", env.Target)
-	if err != nil {
-		return nil, "", fmt.Errorf("connecting to %s: %w", env.Target, err)
-	}
-	defer conn.Close()
-	bs, err := newBlockingSock(conn.(*net.TCPConn))
+	bs, done, err := dialBlocking(ctx, env.Target)
 	if err != nil {
 		return nil, "", err
 	}
-	defer bs.Close()
-	stop := context.AfterFunc(ctx, bs.Shutdown)
-	defer stop()
+	defer done()
 
 	sent, _, sendElapsed, err := streamSend(ctx, bs, msg, dur)
 	if err != nil {

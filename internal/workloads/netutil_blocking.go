@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -52,6 +53,22 @@ func newBlockingSock(c *net.TCPConn) (*blockingSock, error) {
 		return nil, fmt.Errorf("making a blocking descriptor: %w", derr)
 	}
 	return &blockingSock{fd: nfd}, nil
+}
+
+// dialBlocking connects to target and returns the connection as a
+// blockingSock that ctx's end shuts down; done releases both.
+func dialBlocking(ctx context.Context, target string) (bs *blockingSock, done func(), err error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", target)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to %s: %w", target, err)
+	}
+	if bs, err = newBlockingSock(conn.(*net.TCPConn)); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, bs.Shutdown)
+	return bs, func() { stop(); bs.Close(); conn.Close() }, nil
 }
 
 // blockingTimeout is what a read returns when SetRecvTimeout expires.

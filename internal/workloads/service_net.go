@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -73,19 +72,11 @@ func tcpStreamSink(ctx context.Context, p workload.Values, target string) ([]res
 	for i := range msg {
 		msg[i] = byte(i)
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", target)
-	if err != nil {
-		return nil, "", fmt.Errorf("connecting to %s: %w", target, err)
-	}
-	defer conn.Close()
-	bs, err := newBlockingSock(conn.(*net.TCPConn))
+	bs, done, err := dialBlocking(ctx, target)
 	if err != nil {
 		return nil, "", err
 	}
-	defer bs.Close()
-	stop := context.AfterFunc(ctx, bs.Shutdown)
-	defer stop()
+	defer done()
 	sent, start, took, err := streamSend(ctx, bs, msg, p.Duration("duration"))
 	if err != nil {
 		return nil, "", err

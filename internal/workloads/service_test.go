@@ -184,12 +184,12 @@ func TestServiceValidation(t *testing.T) {
 		key  string
 		want string
 	}{
-		"no port":        {map[string]string{"command": `["x"]`, "client": `{"type":"http.get"}`}, "port", "port"},
-		"no client":      {map[string]string{"command": `["x"]`, "port": "80"}, "client", "needs a client"},
-		"unknown client": {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"net.udp_rr"}`}, "client", "allowed: http.get (ctrbench's HTTP generator), net.tcp_rr (request/response against an echo server)"},
+		"no port":                   {map[string]string{"command": `["x"]`, "client": `{"type":"http.get"}`}, "port", "port"},
+		"no client":                 {map[string]string{"command": `["x"]`, "port": "80"}, "client", "needs a client"},
+		"unknown client":            {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"net.udp_rr"}`}, "client", "allowed: http.get (ctrbench's HTTP generator), net.tcp_rr (request/response against an echo server)"},
 		"echo has no response size": {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"net.tcp_rr","params":{"response_size":"1KiB"}}`}, "client", "response_size"},
-		"bad client arg": {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"http.get","params":{"path":"index"}}`}, "client", "path"},
-		"bad ready":      {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"http.get"}`, "ready": `{"udp":"true"}`}, "ready", "allowed: tcp, http, timeout"},
+		"bad client arg":            {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"http.get","params":{"path":"index"}}`}, "client", "path"},
+		"bad ready":                 {map[string]string{"command": `["x"]`, "port": "80", "client": `{"type":"http.get"}`, "ready": `{"udp":"true"}`}, "ready", "allowed: tcp, http, timeout"},
 	} {
 		_, errs := s.Resolve(c.user)
 		if errs[c.key] == nil || !strings.Contains(errs[c.key].Error(), c.want) {
