@@ -119,6 +119,7 @@ type fake struct {
 	waitErr    error // the engine does not answer Wait
 	stdout     string
 	closed     bool
+	names      []string // the instances asked for, in order
 }
 
 func (f *fake) Name() string                                  { return "fake" }
@@ -126,8 +127,9 @@ func (f *fake) Prepare(context.Context, platform.Setup) error { return nil }
 func (f *fake) HostAddr(vocab.Network) string                 { return "127.0.0.1" }
 func (f *fake) Close(context.Context) error                   { f.closed = true; return nil }
 func (f *fake) Info() map[string]string                       { return nil }
-func (f *fake) Start(context.Context, platform.InstanceSpec) (platform.Instance, error) {
+func (f *fake) Start(_ context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
 	f.starts++
+	f.names = append(f.names, spec.Name)
 	if f.startErr != nil && (f.failStarts == 0 || f.starts <= f.failStarts) {
 		return nil, f.startErr
 	}
@@ -190,6 +192,25 @@ func TestFailuresAreTrials(t *testing.T) {
 				t.Error("platform not closed")
 			}
 		})
+	}
+}
+
+// A retry names its instances anew: the engine may have created the first
+// attempt's container although the call timed out, and its name is then
+// taken. The first attempt keeps the plain name.
+func TestRetryNamesItsInstancesAnew(t *testing.T) {
+	retryPause = 0
+	f := &fake{startErr: errors.New("context deadline exceeded"), failStarts: 1, stdout: `{"event":"result","result":{"status":"ok"}}` + "\n"}
+	s := &sink{}
+	e := experiment(t, "name: f\nrepetitions: 1\nfactors: {platform: [fake]}\nworkloads: [{type: cpu.primes}]\n")
+	if _, err := Run(context.Background(), options(e, map[string]platform.Platform{"fake": f}, s)); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.trials) != 1 || s.trials[0].Status != result.OK || len(s.trials[0].Attempts) != 1 {
+		t.Fatalf("want one ok trial after one failed attempt: %+v", s.trials)
+	}
+	if len(f.names) != 2 || f.names[0] == f.names[1] || !strings.Contains(f.names[0], "-t1-") || !strings.Contains(f.names[1], "-t1a2-") {
+		t.Errorf("instances %q: want t1 then t1a2", f.names)
 	}
 }
 

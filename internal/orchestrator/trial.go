@@ -24,7 +24,7 @@ var retryPause = 2 * time.Second
 func (c *running) trial(ctx context.Context, pc *plan.Cell, pt schedule.Trial) result.Trial {
 	var attempts []result.Attempt
 	for {
-		t, platformFailed := c.attempt(ctx, pc, pt)
+		t, platformFailed := c.attempt(ctx, pc, pt, len(attempts)+1)
 		t.Attempts = attempts
 		if !platformFailed || len(attempts) >= c.cfg.Experiment.Retries || ctx.Err() != nil {
 			return t
@@ -40,12 +40,12 @@ func (c *running) trial(ctx context.Context, pc *plan.Cell, pt schedule.Trial) r
 
 // attempt runs the trial once; platformFailed says the platform, not the
 // workload, failed it.
-func (c *running) attempt(ctx context.Context, pc *plan.Cell, pt schedule.Trial) (t result.Trial, platformFailed bool) {
+func (c *running) attempt(ctx context.Context, pc *plan.Cell, pt schedule.Trial, n int) (t result.Trial, platformFailed bool) {
 	timeout := c.cfg.Experiment.Timeout
 	t = result.Trial{CampaignID: c.cfg.CampaignID, CellID: pc.ID, Seq: pt.Seq, Repetition: pt.Repetition, Warmup: pt.Warmup, Started: time.Now().UTC()}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out, err := c.cfg.Runner(pc).Run(tctx, &c.env, runner.Trial{Cell: pc, Seq: pt.Seq})
+	out, err := c.cfg.Runner(pc).Run(tctx, &c.env, runner.Trial{Cell: pc, Seq: pt.Seq, Attempt: n})
 	t.Ended = time.Now().UTC()
 	t.Seen = out.Seen
 	var pe *runner.PlatformError

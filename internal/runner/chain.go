@@ -62,7 +62,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 		}
 	}
 	nameOf := func(role string) string {
-		return fmt.Sprintf("ctrbench-%s-t%d-%s-%s", env.CampaignID, t.Seq, role, env.Token)
+		return fmt.Sprintf("ctrbench-%s-%s-%s-%s", env.CampaignID, t.tag(), role, env.Token)
 	}
 	pairName := func(role string, p int) string {
 		if c.Pairs > 1 {

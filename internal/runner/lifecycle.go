@@ -45,7 +45,7 @@ func (Lifecycle) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			name := fmt.Sprintf("ctrbench-%s-t%d-%s%d-%s", env.CampaignID, t.Seq, role.Name, i+1, env.Token)
+			name := fmt.Sprintf("ctrbench-%s-%s-%s%d-%s", env.CampaignID, t.tag(), role.Name, i+1, env.Token)
 			inv := invocation.Agent{Kind: invocation.Run, Workload: c.WorkloadType, Role: role.Name, Params: c.Params}
 			ents[i], errs[i] = live(ctx, in, role, name, inv)
 		}()

@@ -7,6 +7,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"runtime"
@@ -97,6 +98,20 @@ func (e *Env) labels(kv ...string) map[string]string {
 type Trial struct {
 	Cell *plan.Cell
 	Seq  int // its place in the campaign: part of instance names and labels
+	// Attempt counts the tries at this trial from 1 (0 reads as 1). A
+	// retry's instances get names of their own: the engine may have made
+	// an earlier attempt's container although the call that asked for it
+	// timed out, and the name would then be taken ("Conflict").
+	Attempt int
+}
+
+// tag is the trial's part of its instances' names: t<seq>, and a<n> for
+// a retry.
+func (t Trial) tag() string {
+	if t.Attempt > 1 {
+		return fmt.Sprintf("t%da%d", t.Seq, t.Attempt)
+	}
+	return fmt.Sprintf("t%d", t.Seq)
 }
 
 // Outcome is what a trial produced besides its status.

@@ -65,7 +65,9 @@ func TestLoadTimesOutAStalledServer(t *testing.T) {
 	}
 }
 
-// Nothing listening: every request fails to connect, and says so.
+// Nothing listening: every request fails to connect, and says so; a
+// closed loop tries again at its scan's pace, not in a tight loop (which
+// made 1,704 refusals in 100 ms here).
 func TestLoadCountsRefusedConnections(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -79,6 +81,11 @@ func TestLoadCountsRefusedConnections(t *testing.T) {
 	}
 	if tally.ok != 0 || tally.errs == 0 || !strings.Contains(tally.lastErr, "connection refused") {
 		t.Errorf("%d correct, %d errors (last %q); want refusals", tally.ok, tally.errs, tally.lastErr)
+	}
+	// Two connections, a retry each per scan of at least 10 ms, over
+	// 100 ms: at most about 2 × (1 + 100/10).
+	if tally.errs > 30 {
+		t.Errorf("%d refusals in 100 ms from 2 connections: the loop re-dials without pause", tally.errs)
 	}
 }
 
