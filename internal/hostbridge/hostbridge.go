@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/firewall"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/vocab"
+	"golang.org/x/sys/unix"
 )
 
 // Name is the bridge of a campaign for one kind of instance ("l" for LXC,
@@ -45,15 +48,38 @@ type Bridge struct {
 	inUse [255]bool
 }
 
-// Make creates bridge name with address prefix+"1"/24 (prefix like
-// "198.18.202."), up, and lets its ports forward to each other.
-func Make(name, prefix string) (*Bridge, error) {
+// Spare subnets: when a bridge's own /24 is taken (another campaign's
+// bridge of the same kind is up), it takes the first free one of
+// 198.18.204.0/24 to 198.18.249.0/24, between the lab's fixed subnets
+// (.200 Open vSwitch, .201 macvlan, .202 LXC, .203 virtual machines) and
+// its overlay's (.250).
+const firstSpare, lastSpare = 204, 249
+
+// lockFile serialises choosing a subnet and addressing the bridge among
+// ctrbench processes: two campaigns starting at once would otherwise both
+// find a /24 free and both take it.
+var lockFile = "/run/ctrbench-hostbridge.lock"
+
+// Make creates bridge name up, with address .1 of the /24 preferred
+// (written as a prefix, "198.18.202.") or, when a link of the machine has
+// an address in it, of the first spare /24 free; and lets its ports
+// forward to each other.
+func Make(name, preferred string) (*Bridge, error) {
+	unlock, err := lock()
+	if err != nil {
+		return nil, fmt.Errorf("bridge %s: %w", name, err)
+	}
+	defer unlock()
+	prefix, err := freePrefix(preferred)
+	if err != nil {
+		return nil, fmt.Errorf("bridge %s: %w", name, err)
+	}
 	gw := &net.IPNet{IP: net.ParseIP(prefix + "1").To4(), Mask: net.CIDRMask(24, 32)}
 	if gw.IP == nil {
 		return nil, fmt.Errorf("bridge %s: bad address prefix %q", name, prefix)
 	}
 	if err := links.AddBridge(name, gw); err != nil {
-		return nil, fmt.Errorf("%w (%s0/24: is another campaign's bridge on it up?)", err, prefix)
+		return nil, err
 	}
 	b := &Bridge{Name: name, prefix: prefix}
 	if firewall.Available() {
@@ -64,6 +90,41 @@ func Make(name, prefix string) (*Bridge, error) {
 		b.filtered = true
 	}
 	return b, nil
+}
+
+// lock takes lockFile (an exclusive flock, released by the returned func).
+func lock() (func(), error) {
+	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the subnet lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("the subnet lock %s: %w", lockFile, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// freePrefix is preferred when no address of the machine is in its /24,
+// else the first spare /24 without one.
+func freePrefix(preferred string) (string, error) {
+	addrs, err := links.Addresses()
+	if err != nil {
+		return "", err
+	}
+	taken := func(prefix string) bool {
+		sub := &net.IPNet{IP: net.ParseIP(prefix + "0").To4(), Mask: net.CIDRMask(24, 32)}
+		return slices.ContainsFunc(addrs, func(a *net.IPNet) bool { return sub.Contains(a.IP) || a.Contains(sub.IP) })
+	}
+	if !taken(preferred) {
+		return preferred, nil
+	}
+	for third := firstSpare; third <= lastSpare; third++ {
+		if p := fmt.Sprintf("198.18.%d.", third); !taken(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s0/24 and every spare /24 from 198.18.%d.0 to 198.18.%d.0 are taken by the machine's links: are other campaigns' bridges up? `ctrbench clean` removes those of killed runs", preferred, firstSpare, lastSpare)
 }
 
 // Gateway is the host's address on the bridge.

@@ -176,3 +176,17 @@ func AddTap(name, master string) error {
 	}
 	return nil
 }
+
+// Addresses are the IPv4 networks on the machine's links, every link's
+// (not only ctrbench's): what a new subnet must not overlap.
+func Addresses() ([]*net.IPNet, error) {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("listing addresses: %w", err)
+	}
+	out := make([]*net.IPNet, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, a.IPNet)
+	}
+	return out, nil
+}

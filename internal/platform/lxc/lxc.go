@@ -220,6 +220,9 @@ func (p *Platform) HostAddr(n vocab.Network) string {
 	case vocab.Host, "":
 		return "127.0.0.1"
 	case vocab.Bridge:
+		if p.bridge != nil { // its /24 may be a spare one (hostbridge.Make); set by Prepare, as Info reads it
+			return p.bridge.Gateway()
+		}
 		return bridgeNet + "1"
 	}
 	return ""

@@ -132,6 +132,9 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 // HostAddr implements platform.Platform.
 func (p *Platform) HostAddr(n vocab.Network) string {
 	if n == vocab.Bridge {
+		if p.bridge != nil { // its /24 may be a spare one (hostbridge.Make)
+			return p.bridge.Gateway()
+		}
 		return bridgeNet + "1"
 	}
 	return ""
