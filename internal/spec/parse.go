@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -18,11 +19,23 @@ import (
 // topKeys are the keys an experiment file may have, in documentation order.
 var topKeys = []string{"name", "description", "seed", "repetitions", "warmup", "timeout", "retries", "budget", "machine", "symmetric", "factors", "exclude", "baseline", "workloads"}
 
+// MaxFileSize is the largest experiment file read: the shipped ones are
+// under 20 KiB; a larger file is refused before it is read whole.
+const MaxFileSize = 4 << 20
+
 // Load reads, overrides (--set) and validates an experiment file.
 func Load(path string, sets []string, m Machine) (*Experiment, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading experiment file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading experiment file: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, Problems{{File: path, Msg: fmt.Sprintf("the file is larger than %d MiB, the most an experiment file may be", MaxFileSize>>20)}}
 	}
 	return Parse(path, data, sets, m)
 }

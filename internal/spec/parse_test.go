@@ -2,6 +2,7 @@ package spec
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -285,5 +286,23 @@ func TestUnderlayRateOneParser(t *testing.T) {
 	bad := "name: u\nfactors:\n  hosts: [2]\n  underlay: [fast]\nworkloads: [{type: cpu.primes}]\n"
 	if _, err := Parse("u.yaml", []byte(bad), nil, Machine{}); err == nil || !strings.Contains(err.Error(), `u.yaml:4:`) || !strings.Contains(err.Error(), "a rate such as 100mbit") {
 		t.Errorf("underlay fast: %v", err)
+	}
+}
+
+// A file larger than MaxFileSize is refused before it is read whole: its
+// size, not its content, is the problem.
+func TestLoadRefusesAHugeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.yaml")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("name: huge\ndescription: \"" + strings.Repeat("x", MaxFileSize) + "\"\nworkloads: [{type: cpu.primes}]\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = Load(path, nil, Machine{})
+	if err == nil || !strings.Contains(err.Error(), "the file is larger than 4 MiB") {
+		t.Errorf("got %v", err)
 	}
 }

@@ -138,9 +138,17 @@ func (p *parser) structured(n *yaml.Node, par workload.Param, wname string) (str
 	return b.String(), true
 }
 
+// maxStructured bounds what one list or mapping parameter may expand to:
+// YAML aliases repeat what their anchor holds, so a few lines can name
+// more than any machine holds ("billion laughs").
+const maxStructured = 1 << 20
+
 // writeJSON writes a YAML node as JSON, mappings' keys in order; with
 // flat, only scalars may be items or values (a list or mapping of strings).
 func writeJSON(b *strings.Builder, n *yaml.Node, flat bool) error {
+	if b.Len() > maxStructured {
+		return fmt.Errorf("it expands to more than %d MiB (each alias repeats all its anchor holds)", maxStructured>>20)
+	}
 	switch n.Kind {
 	case yaml.ScalarNode:
 		v, _ := json.Marshal(n.Value)
