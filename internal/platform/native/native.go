@@ -27,6 +27,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
 	"github.com/ctrbench/ctrbench/internal/userimage"
 	"github.com/ctrbench/ctrbench/internal/vocab"
+	"github.com/ctrbench/ctrbench/internal/workdir"
 )
 
 // Platform runs agents as child processes of ctrbench.
@@ -37,6 +38,22 @@ type Platform struct {
 	machine  bool   // parent is an emulated machine (Setup.CgroupParent)
 	// images are the users' images unpacked, by platform.Image.Key.
 	images map[string]unpacked
+	work   string // the campaign's directory below WorkRoot, made by Prepare
+}
+
+// WorkRoot holds each campaign's directory of host processes: the users'
+// images unpacked and the agents' data directories. It is in the temporary
+// directory's file system, where host processes' data has always been
+// (a disk workload measures it), and owned as a campaign is, so that
+// `ctrbench clean` removes what a killed run left.
+var WorkRoot = filepath.Join(os.TempDir(), "ctrbench-native")
+
+// workDir is the campaign's directory (Prepare makes it).
+func (p *Platform) workDir() (string, error) {
+	if p.work == "" {
+		return "", errors.New("native platform: Start before Prepare")
+	}
+	return p.work, nil
 }
 
 // unpacked is a user's image unpacked for host processes.
@@ -74,6 +91,7 @@ func init() {
 		Open: func(_ context.Context, cfg platform.Config) (platform.Platform, error) {
 			return New(cfg.Binary), nil
 		},
+		Clean: clean,
 	})
 }
 
@@ -98,6 +116,13 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if _, err := os.Stat(p.binary); err != nil {
 		return fmt.Errorf("agent binary: %w", err)
 	}
+	if p.work == "" {
+		w, err := workdir.Make(WorkRoot, p.campaign)
+		if err != nil {
+			return err
+		}
+		p.work = w
+	}
 	return p.unpack(ctx, s.Images, s.Notes())
 }
 
@@ -111,7 +136,12 @@ func (p *Platform) unpack(ctx context.Context, imgs []platform.Image, notes io.W
 		if err != nil {
 			return fmt.Errorf("native platform: %w", err)
 		}
-		dir, err := os.MkdirTemp("", "ctrbench-image-")
+		work, err := p.workDir()
+		if err != nil {
+			im.Close()
+			return err
+		}
+		dir, err := os.MkdirTemp(work, "image-")
 		if err != nil {
 			im.Close()
 			return err
@@ -147,7 +177,17 @@ func (p *Platform) Close(context.Context) error {
 		errs = append(errs, userimage.RemoveUnpacked(u.dir))
 		delete(p.images, k)
 	}
+	if p.work != "" {
+		errs = append(errs, os.RemoveAll(p.work))
+		p.work = ""
+	}
 	return errors.Join(errs...)
+}
+
+// clean removes the campaign directories of killed runs (all of them with
+// o.Force): users' images they unpacked, agents' data.
+func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
+	return workdir.Clean(WorkRoot, o, "directory", userimage.RemoveUnpacked)
 }
 
 type instance struct {
@@ -200,7 +240,14 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	// The agent's data lives in a directory the platform owns and removes
 	// with the instance: an agent killed mid-trial cannot clean up itself.
-	dataDir, err := os.MkdirTemp("", "ctrbench-agent-")
+	work, err := p.workDir()
+	if err != nil {
+		if group != nil {
+			group.Remove()
+		}
+		return nil, err
+	}
+	dataDir, err := os.MkdirTemp(work, "agent-")
 	if err != nil {
 		if group != nil {
 			group.Remove()

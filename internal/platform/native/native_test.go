@@ -47,3 +47,38 @@ func TestRejectsOtherNetworks(t *testing.T) {
 		t.Fatal("native must refuse a bridge network")
 	}
 }
+
+// A killed run's directory (users' images unpacked, agents' data) is the
+// campaign's, below WorkRoot: Close removes it, and clean removes one whose
+// ctrbench is gone (here forced).
+func TestWorkDirectoryGoes(t *testing.T) {
+	campaign := "test-native-work-" + strconv.Itoa(os.Getpid())
+	dir := filepath.Join(native.WorkRoot, campaign)
+	p := native.New(testutil.Binary(t))
+	if err := p.Prepare(context.Background(), platform.Setup{CampaignID: campaign, Networks: []vocab.Network{vocab.Host}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("no campaign directory: %v", err)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s left after Close: %v", dir, err)
+	}
+	// As a killed run leaves it.
+	p = native.New(testutil.Binary(t))
+	if err := p.Prepare(context.Background(), platform.Setup{CampaignID: campaign, Networks: []vocab.Network{vocab.Host}}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := platform.Lookup("native")
+	out, err := d.Clean(context.Background(), platform.CleanOptions{Campaign: campaign, Force: true})
+	if err != nil || len(out.Removed) != 1 {
+		t.Fatalf("clean: %+v, %v", out, err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s left after clean: %v", dir, err)
+	}
+	_ = p.Close(context.Background())
+}
