@@ -44,7 +44,7 @@ lint:
 # The example images are inputs of the tests: experiments/own-service.yaml
 # runs from them (scripts/images.sh skips what is built already).
 test: setup build images vet lint
-	CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout 25m ./...
+	CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout 28m ./...
 
 # The experiment-file parser and --set under Go's fuzzer, seeded with every
 # shipped experiment and bad file (not in CI; FUZZTIME=10m by default).

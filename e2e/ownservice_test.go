@@ -498,9 +498,10 @@ workloads:
 // The example runs as written once its images exist: scripts/images.sh
 // --keep puts local/httpd:1 and local/myjob:1 into the engine (removed
 // again here unless they were there before), and images/redis.tar is
-// beside the file. One repetition (--set), not the default three: its
-// redis-benchmark runs every test it has, 200000 requests each, about a
-// minute.
+// beside the file. The whole file validates; the run leaves kv out (--set
+// exclude): its redis-benchmark runs every test it has, 200000 requests
+// each, about 40 s a trial here — redis driven by redis-benchmark from its
+// image is TestOwnServiceFromImages' — and makes one repetition.
 func TestIssueExampleAsWritten(t *testing.T) {
 	requireDocker(t)
 	img := exampleImages(t)
@@ -527,8 +528,11 @@ func TestIssueExampleAsWritten(t *testing.T) {
 	if err := os.WriteFile(exp, []byte(issueExample), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if r := ctrbench(t, time.Minute, "run", exp, "--dry-run"); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "3 cells") {
+		t.Fatalf("the example as written: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 	db := filepath.Join(dir, "r.db")
-	r := ctrbench(t, 10*time.Minute, "run", exp, "--db", db, "--no-report", "--set", "repetitions=1")
+	r := ctrbench(t, 10*time.Minute, "run", exp, "--db", db, "--no-report", "--set", "repetitions=1", "--set", "exclude=[{workload: kv}]")
 	id := campaignID(t, r.stderr)
 	assertNothingLeft(t, id)
 	if r.code != 0 {
@@ -545,16 +549,12 @@ func TestIssueExampleAsWritten(t *testing.T) {
 			if m["p99"] <= 0 || m["wall_time"] < 1 {
 				t.Errorf("trial %d (job): %v", tr.Seq, m)
 			}
-		case m["set_rps"] > 0:
-			if least := 200000/m["set_rps"] + 200000/m["get_rps"]; m["wall_time"] < 0.9*least {
-				t.Errorf("trial %d (kv): wall time %.2f s, the printed rates need %.2f s", tr.Seq, m["wall_time"], least)
-			}
 		case m["requests_per_sec"] <= 0 || m["errors"] != 0:
 			t.Errorf("trial %d (web): %v", tr.Seq, m)
 		}
 		n++
 	}
-	if n != 3 {
-		t.Errorf("%d trials, want 3", n)
+	if n != 2 {
+		t.Errorf("%d trials, want 2 (web and job)", n)
 	}
 }

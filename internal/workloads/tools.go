@@ -70,10 +70,14 @@ func lastLine(texts ...string) string {
 // tools that fork (fio's job processes, pbzip2's threads are fine, but a
 // forked child holding stdout would keep Wait blocked forever): the tool
 // gets a process group of its own, cancelling kills the whole group, and
-// Wait gives up on the output pipes WaitDelay after the tool exits.
+// Wait gives up on the output pipes WaitDelay after the tool exits. The
+// tool is killed when the agent dies (PR_SET_PDEATHSIG): in a group of
+// its own it would not get a signal sent to the agent's, and a user's
+// server (redis-server on the host network) outlived an agent that was
+// killed, holding its port for the next campaign.
 func toolCommand(ctx context.Context, path string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
 			return nil
