@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,10 +46,7 @@ const echoEndGrace = 2 * time.Second
 // Each request carries its sequence number, so a response must be that
 // request's echo, whole and in order.
 func tcpRREcho(ctx context.Context, p workload.Values, env workload.Env, target string) ([]result.Observation, string, error) {
-	q := workload.Values{}
-	for k, v := range p {
-		q[k] = v
-	}
+	q := maps.Clone(p)
 	q["response_size"] = p.String("request_size")
 	return tcpRRAgainst(ctx, q, env, target, func(r *bufio.Reader, bs *blockingSock, done uint64) error {
 		if err := bs.SetRecvTimeout(echoEndGrace); err != nil {

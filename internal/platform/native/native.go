@@ -58,7 +58,7 @@ func (p *Platform) workDir() (string, error) {
 
 // unpacked is a user's image unpacked for host processes.
 type unpacked struct {
-	dir    string // removed at Close; the root filesystem is dir/rootfs
+	dir    string // in the campaign's directory, removed with it at Close; the root filesystem is dir/rootfs
 	config userimage.Config
 	digest string
 }
@@ -172,16 +172,15 @@ func (p *Platform) Close(context.Context) error {
 	if p.campaign != "" {
 		cgroup.RemoveTree(cgroup.CampaignTree(p.campaign))
 	}
-	var errs []error
-	for k, u := range p.images {
-		errs = append(errs, userimage.RemoveUnpacked(u.dir))
-		delete(p.images, k)
+	// The users' images were unpacked into the campaign's directory: it
+	// goes whole, as clean removes a killed run's.
+	p.images = nil
+	if p.work == "" {
+		return nil
 	}
-	if p.work != "" {
-		errs = append(errs, os.RemoveAll(p.work))
-		p.work = ""
-	}
-	return errors.Join(errs...)
+	err := userimage.RemoveUnpacked(p.work)
+	p.work = ""
+	return err
 }
 
 // clean removes the campaign directories of killed runs (all of them with

@@ -387,15 +387,7 @@ func (p *Platform) bringImage(ctx context.Context, s platform.Setup) error {
 	if !img.Reused {
 		p.loaded = p.imageID
 	}
-	// Every node must hold it: one probe task per node runs the agent's
-	// `version`, by image ID, so no node pulls.
-	var missing []string
-	for _, n := range p.nodes {
-		if err := p.probe(ctx, n, p.imageID); err != nil {
-			missing = append(missing, fmt.Sprintf("%s (%v)", n.hostname, err))
-		}
-	}
-	if len(missing) > 0 {
+	if missing := p.missingOn(ctx, p.imageID); len(missing) > 0 {
 		return fmt.Errorf("swarm: the agent image %s (%s) is not on every node: %s. ctrbench uses no registry: load it on each node, e.g. `docker -H %s save %s | docker -H <node> load`", img.Tag, shortID(p.imageID), strings.Join(missing, "; "), p.mgr.Host, img.Tag)
 	}
 	return p.bringUserImages(ctx, s)
@@ -417,17 +409,24 @@ func (p *Platform) bringUserImages(ctx context.Context, s platform.Setup) error 
 		if err := p.addUser(ctx, img.Key(), u); err != nil {
 			return err
 		}
-		var missing []string
-		for _, n := range p.nodes {
-			if err := p.probe(ctx, n, p.userIDs[img.Key()]); err != nil {
-				missing = append(missing, fmt.Sprintf("%s (%v)", n.hostname, err))
-			}
-		}
-		if len(missing) > 0 {
+		if missing := p.missingOn(ctx, p.userIDs[img.Key()]); len(missing) > 0 {
 			return fmt.Errorf("swarm: the image %s, with ctrbench's agent put in (%s), is not on every node: %s. ctrbench uses no registry: load it on each node, e.g. `docker -H %s save %s | docker -H <node> load`", img, u.Tag, strings.Join(missing, "; "), p.mgr.Host, u.Tag)
 		}
 	}
 	return nil
+}
+
+// missingOn probes every node for image (an ID) — one task per node runs
+// the agent's `version` from it, so no node pulls — and names the nodes
+// where it did not run, with why.
+func (p *Platform) missingOn(ctx context.Context, image string) []string {
+	var missing []string
+	for _, n := range p.nodes {
+		if err := p.probe(ctx, n, image); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (%v)", n.hostname, err))
+		}
+	}
+	return missing
 }
 
 // addUser records a user's image the nodes hold, with its ID there.
