@@ -119,13 +119,19 @@ func serveHTTP(ctx context.Context, env workload.Env, handler func(done func()) 
 	case err := <-errc:
 		return fmt.Errorf("serving: %w", err)
 	}
-	// Let the /done response go out, then stop.
+	shutdownGently(ctx, srv)
+	return nil
+}
+
+// shutdownGently stops srv after the responses it is writing have gone
+// out (the /done answer above all: Close would cut it off, and the
+// client would read EOF), waiting at most 5 s.
+func shutdownGently(ctx context.Context, srv *http.Server) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 	}
-	return nil
 }
 
 func pongServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {

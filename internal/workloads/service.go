@@ -318,7 +318,7 @@ func serviceServer(ctx context.Context, p workload.Values, env workload.Env) ([]
 		}
 	})}
 	go srv.Serve(ln)
-	defer srv.Close()
+	defer shutdownGently(ctx, srv)
 	env.Ready(ln.Addr().String())
 	select {
 	case <-done:
