@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/ctrbench/ctrbench/internal/sysinfo.Version=$(VERSION)
 GOFILES := $(shell find . -name '*.go' -not -path './.git/*') go.mod go.sum
 
-.PHONY: all build setup images demo test test-short vet lint bench fuzz clean-leftovers kernels
+.PHONY: all build setup images demo test test-full test-short vet lint bench fuzz chaos clean-leftovers kernels
 
 all: build
 
@@ -45,6 +45,20 @@ lint:
 # runs from them (scripts/images.sh skips what is built already).
 test: setup build images vet lint
 	CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout 28m ./...
+
+# make test with every workload in all seven placements (make test runs
+# each in three: as a host process, in a Docker bridge container, and one
+# of the other five in turn); not in CI's time budget.
+test-full: setup build images vet lint
+	CTRBENCH_E2E_FULL=1 CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout 45m ./...
+
+# The fault-injection suite: every case, the slow ones too (they freeze
+# and kill the machine's engine and boot VMs; not in CI), printing the
+# table docs/reliability.md keeps, which it rewrites. make test runs the
+# quick cases.
+chaos: setup build images
+	CTRBENCH_CHAOS=1 CTRBENCH_CHAOS_DOC=$(abspath docs/reliability.md) CTRBENCH_BIN=$(abspath $(BIN)) \
+		$(GO) test -count=1 -p 1 -timeout 60m -v -run 'Chaos|Hostile' ./e2e
 
 # The experiment-file parser and --set under Go's fuzzer, seeded with every
 # shipped experiment and bad file (not in CI; FUZZTIME=10m by default).

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform/lxc"
+	"github.com/ctrbench/ctrbench/internal/platform/native"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/platform/podman"
 	"github.com/ctrbench/ctrbench/internal/platform/swarm"
@@ -92,12 +94,23 @@ func campaignID(t *testing.T, stderr string) string {
 // campaign, and no ctb* link, remains.
 func assertNothingLeft(t *testing.T, campaign string) {
 	t.Helper()
+	for _, l := range leftovers(t, campaign) {
+		t.Errorf("left behind: %s", l)
+	}
+	assertNoLab(t)
+}
+
+// leftovers lists what remains of the campaign: containers, networks and
+// volumes, its links, cgroups, work directories and iptables rules.
+func leftovers(t *testing.T, campaign string) []string {
+	t.Helper()
+	var left []string
 	rep, err := engine.Leftovers(context.Background(), campaign)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rep.Empty() {
-		t.Errorf("left behind by campaign %s: %+v", campaign, rep)
+		left = append(left, fmt.Sprintf("engine objects of campaign %s: %+v", campaign, rep))
 	}
 	ls, err := links.List()
 	if err != nil {
@@ -105,21 +118,21 @@ func assertNothingLeft(t *testing.T, campaign string) {
 	}
 	for _, l := range ls {
 		if l == engine.BridgeName(campaign) || strings.HasPrefix(l, lxc.BridgeName(campaign)) || strings.HasPrefix(l, vm.BridgeName(campaign)) {
-			t.Errorf("link %s of campaign %s left behind", l, campaign)
+			left = append(left, fmt.Sprintf("link %s of campaign %s", l, campaign))
 		}
 	}
 	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*/ctrbench/" + campaign); len(dirs) > 0 {
-		t.Errorf("cgroups left behind: %v", dirs)
+		left = append(left, fmt.Sprintf("cgroups %v", dirs))
 	}
-	for _, root := range []string{nested.WorkRoot, podman.WorkRoot, lxc.WorkRoot, vm.WorkRoot, swarm.WorkRoot} {
+	for _, root := range []string{nested.WorkRoot, podman.WorkRoot, lxc.WorkRoot, vm.WorkRoot, swarm.WorkRoot, native.WorkRoot} {
 		if _, err := os.Stat(filepath.Join(root, campaign)); !os.IsNotExist(err) {
-			t.Errorf("the work directory of campaign %s in %s is left behind (%v)", campaign, root, err)
+			left = append(left, fmt.Sprintf("the work directory of campaign %s in %s (%v)", campaign, root, err))
 		}
 	}
 	if out, _ := exec.Command("iptables", "-w", "-S", "FORWARD").Output(); strings.Contains(string(out), lxc.BridgeName(campaign)) || strings.Contains(string(out), vm.BridgeName(campaign)) {
-		t.Errorf("iptables rules of campaign %s left behind:\n%s", campaign, out)
+		left = append(left, fmt.Sprintf("iptables rules of campaign %s:\n%s", campaign, out))
 	}
-	assertNoLab(t)
+	return left
 }
 
 // assertNoLab checks that no network namespace, OVS bridge, WireGuard

@@ -180,6 +180,12 @@ func directIODir(t *testing.T) string {
 // loop device it attaches; cleanup unmounts, detaches and removes it.
 func loopExt4(t *testing.T) (string, error) {
 	t.Helper()
+	return loopExt4Sized(t, 1<<30)
+}
+
+// loopExt4Sized is loopExt4 of size bytes.
+func loopExt4Sized(t *testing.T, size int64) (string, error) {
+	t.Helper()
 	for _, tool := range []string{"losetup", "mkfs.ext4", "mount", "umount"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return "", err
@@ -194,7 +200,7 @@ func loopExt4(t *testing.T) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	err = f.Truncate(1 << 30)
+	err = f.Truncate(size)
 	f.Close()
 	if err != nil {
 		return "", err

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -279,6 +280,19 @@ workloads:
 	os.Unsetenv("DOCKER_CERT_PATH")
 	t.Setenv("DOCKER_CONFIG", cliContext(t, "ctb-e2e-remote", te))
 	remote("--context", "--context", "ctb-e2e-remote")
+	// A context whose CA did not sign the engine's certificate: refused,
+	// since verification is on unless the user turns it off; turned off
+	// in the context (SkipTLSVerify), the run goes ahead and says so.
+	t.Setenv("DOCKER_CONFIG", cliContextForeignCA(t, "ctb-e2e-foreign", te, false))
+	r = ctrbench(t, 2*time.Minute, "run", exp, "--db", db, "--context", "ctb-e2e-foreign")
+	if r.code == 0 || !strings.Contains(r.stderr, "certificate") {
+		t.Errorf("a context with a foreign CA: exit %d:\n%s", r.code, r.stderr)
+	}
+	t.Setenv("DOCKER_CONFIG", cliContextForeignCA(t, "ctb-e2e-foreign", te, true))
+	r = ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--context", "ctb-e2e-foreign", "--no-report")
+	if r.code != 0 || !strings.Contains(r.stderr, "turns TLS verification off (SkipTLSVerify)") {
+		t.Errorf("a context with SkipTLSVerify: exit %d, want a run and a warning:\n%s", r.code, r.stderr)
+	}
 	os.Unsetenv("DOCKER_CONFIG")
 
 	// Killed there: its services and network stay on the swarm until
@@ -330,6 +344,30 @@ func nodeSocket(t *testing.T, p *swarm.Platform, i int) string {
 
 // cliContext writes a Docker CLI context store naming the TLS engine with
 // its TLS files, and returns its directory, for DOCKER_CONFIG.
+// cliContextForeignCA is cliContext with a CA of its own in place of
+// the engine's (the client's certificate still the engine's CA's), with
+// verification turned off in the context or not.
+func cliContextForeignCA(t *testing.T, name string, e *tlsEngine, skip bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string][]byte{}
+	for _, f := range []string{"cert.pem", "key.pem"} {
+		b, err := os.ReadFile(filepath.Join(e.Dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f] = b
+	}
+	_, _, caDER := newCA(t)
+	files["ca.pem"] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if skip {
+		testutil.DockerContextSkipVerify(t, dir, name, e.Addr, files)
+	} else {
+		testutil.DockerContext(t, dir, name, e.Addr, files)
+	}
+	return dir
+}
+
 func cliContext(t *testing.T, name string, e *tlsEngine) string {
 	t.Helper()
 	dir := t.TempDir()

@@ -119,16 +119,15 @@ func interfaces() string {
 // emitter writes events; a server's ready and the result may come from
 // different goroutines.
 type emitter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	w   io.Writer
+	key string // signs every line (result.Event.Line)
 }
 
 func (e *emitter) emit(ev result.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, _ := json.Marshal(ev)
-	b = append(b, '\n')
-	_, _ = e.w.Write(b)
+	_, _ = e.w.Write(ev.Line(e.key))
 }
 
 // Run runs the role and prints its result. The returned error is only for
@@ -137,7 +136,7 @@ func (e *emitter) emit(ev result.Event) {
 func Run(ctx context.Context, o Options) error {
 	trimText()
 	o.defaults()
-	em := &emitter{w: o.Stdout}
+	em := &emitter{w: o.Stdout, key: o.Key}
 	// Listening before the result goes out: a stop that came first would
 	// otherwise be missed.
 	var stop chan os.Signal
@@ -212,6 +211,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		waitGo(ctx, em)
 	}
 	before := telemetry.Read(scope)
+	oom := watchOOM(scope)
 	runStart := time.Now()
 	obs, raw, err := runFn(ctx, vals, env)
 	runEnd := time.Now()
@@ -237,6 +237,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		if ctx.Err() != nil {
 			res.Error = "interrupted: " + res.Error
 		}
+		res.Error += oom.note()
 		return res
 	}
 	for _, ob := range obs {
@@ -356,7 +357,7 @@ func resolveNeighbours(specs []string) ([]neighbour.Spec, error) {
 func Loop(ctx context.Context, o Options) error {
 	trimText()
 	scope := o.scope()
-	em := &emitter{w: o.Stdout}
+	em := &emitter{w: o.Stdout, key: o.Key}
 	res := &result.Result{Workload: o.Workload, Role: "neighbour", Status: result.OK, Started: time.Now()}
 	spec := o.Workload
 	if o.Params != "" {
@@ -479,4 +480,34 @@ func dataDir(dir string) (string, error) {
 		}
 	}
 	return os.MkdirTemp(dir, "ctrbench-data-")
+}
+
+// oomWatch counts the OOM killer's kills in the instance's cgroup over
+// the run. Only an instance's own cgroup says whose processes they were.
+type oomWatch struct {
+	before float64
+	known  bool
+}
+
+func watchOOM(scope telemetry.Scope) oomWatch {
+	n, ok := cgroup.OOMKills()
+	return oomWatch{before: n, known: ok && scope.Cgroup}
+}
+
+// note is what a failed run's reason gains when the OOM killer killed
+// in the instance during the run: "" otherwise.
+func (w oomWatch) note() string {
+	after, ok := cgroup.OOMKills()
+	if !w.known || !ok || after <= w.before {
+		return ""
+	}
+	return fmt.Sprintf(" (out of memory: the kernel's OOM killer killed %.0f process(es) in this instance's cgroup during the run%s)", after-w.before, memoryLimit())
+}
+
+// memoryLimit is ", whose memory limit is …" when the instance has one.
+func memoryLimit() string {
+	if l := cgroup.Self(); l.MemoryBytes > 0 {
+		return fmt.Sprintf(", whose memory limit is %d MiB", l.MemoryBytes>>20)
+	}
+	return ""
 }

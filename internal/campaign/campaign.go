@@ -202,6 +202,9 @@ func create(ctx context.Context, db *store.DB, o Options, e *spec.Experiment, ce
 	}
 	fmt.Fprintf(o.Stderr, "campaign %s: %d cells, %s trials, seed %d%s, results in %s\n",
 		c.ID, len(cells), trials, e.Seed, seedNote, db.Path())
+	if files := e.HostFiles(); len(files) > 0 {
+		fmt.Fprintf(o.Stderr, "files of this machine it reads (never writes): %s\n", strings.Join(files, "; "))
+	}
 	return c, nil
 }
 

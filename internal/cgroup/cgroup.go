@@ -544,3 +544,25 @@ func (g *Group) Add(pid int) error {
 	}
 	return nil
 }
+
+// OOMKills is how many processes the kernel's OOM killer has killed in
+// the calling process's memory cgroup (memory.events' oom_kill on v2,
+// memory.oom_control's on v1); ok is false where neither says.
+func OOMKills() (n float64, ok bool) {
+	files := candidates("", "memory.events")
+	key := "oom_kill"
+	if !V2() {
+		files = candidates("memory", "memory.oom_control")
+	}
+	s, found := readFirst(files...)
+	if !found {
+		return 0, false
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == key {
+			v, err := strconv.ParseFloat(f[1], 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}

@@ -96,6 +96,7 @@ func agentCmd(kind invocation.Kind, short string, do func(context.Context, agent
 			if err != nil {
 				return usageError{err}
 			}
+			inv.Key = agent.TakeKey()
 			return do(cmd.Context(), agent.Options{Agent: inv, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()})
 		},
 	}

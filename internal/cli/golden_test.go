@@ -57,6 +57,18 @@ func firstDiff(want, got string) string {
 	return "(same lines, different bytes)"
 }
 
+// repoRelative writes the repository's absolute path (which the plan
+// shows of the files an experiment reads) as $REPO, so the golden files
+// hold wherever the repository is checked out.
+func repoRelative(t *testing.T, out []byte) []byte {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.ReplaceAll(out, []byte(root+"/"), []byte("$REPO/"))
+}
+
 // runMain runs the command line as a user would and returns stdout with
 // the exit status on a last line.
 func runMain(t *testing.T, args ...string) []byte {
@@ -79,7 +91,7 @@ func TestDryRunGolden(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		t.Run(name, func(t *testing.T) {
-			golden(t, "dryrun/"+name+".golden", runMain(t, "run", f, "--dry-run"))
+			golden(t, "dryrun/"+name+".golden", repoRelative(t, runMain(t, "run", f, "--dry-run")))
 		})
 	}
 	// --set reaches the plan: other factors, repetitions and seed.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/campaign"
+	"github.com/ctrbench/ctrbench/internal/orchestrator"
 	"github.com/ctrbench/ctrbench/internal/report"
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/store"
@@ -151,7 +152,19 @@ func interruptedOr(err error, out campaign.Outcome, db string) error {
 		if len(out.Summary.CleanupErrors) > 0 {
 			removed = leftBehind(out.Summary.CleanupErrors, out.Campaign.ID)
 		}
+		var stopped *orchestrator.Stopped
+		if errors.As(err, &stopped) {
+			return withCode(ExitError, fmt.Errorf("%v; the campaign stopped after %d of %d trials, every one recorded; %s; restart the engine, then: ctrbench run --db %s --resume %s", stopped, out.Summary.Ran, out.Summary.Planned, removed, db, out.Campaign.ID))
+		}
 		return withCode(ExitError, fmt.Errorf("interrupted after %d of %d trials; %s; resume with: ctrbench run --db %s --resume %s", out.Summary.Ran, out.Summary.Planned, removed, db, out.Campaign.ID))
+	}
+	var rec *orchestrator.RecordError
+	if errors.As(err, &rec) && out.Campaign.ID != "" {
+		removed := "everything it created was removed"
+		if len(out.Summary.CleanupErrors) > 0 {
+			removed = leftBehind(out.Summary.CleanupErrors, out.Campaign.ID)
+		}
+		return withCode(ExitError, fmt.Errorf("the results database %s could not record trial %d (%s), so the campaign stopped; every trial recorded before it is kept; %s; free space on the disk that holds it (or fix what the error names), then: ctrbench run --db %s --resume %s", db, rec.Seq, strings.TrimPrefix(rec.Err.Error(), fmt.Sprintf("recording trial %d: ", rec.Seq)), removed, db, out.Campaign.ID))
 	}
 	return err
 }

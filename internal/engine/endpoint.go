@@ -2,6 +2,7 @@ package engine
 
 import (
 	"crypto/sha256"
+	"net/http"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,8 @@ type endpoint struct {
 	opts []client.Opt
 	desc string
 	tls  bool
+	// warning is for the user: the context turned TLS verification off.
+	warning string
 }
 
 // engineOptions turns an engine's name into client options: --host and
@@ -28,7 +31,7 @@ type endpoint struct {
 // DOCKER_TLS_VERIFY, DOCKER_CERT_PATH).
 func engineOptions(e platform.Engine) (endpoint, error) {
 	if e.Host == "" && e.Context != "" && e.Context != "default" {
-		host, tlsDir, err := contextEndpoint(e.Context)
+		host, tlsDir, skip, err := contextEndpoint(e.Context)
 		if err != nil {
 			return endpoint{}, err
 		}
@@ -36,6 +39,12 @@ func engineOptions(e platform.Engine) (endpoint, error) {
 		if tlsDir != "" {
 			ep.opts = append(ep.opts, client.WithTLSClientConfig(filepath.Join(tlsDir, "ca.pem"), filepath.Join(tlsDir, "cert.pem"), filepath.Join(tlsDir, "key.pem")))
 			ep.tls = true
+			if skip {
+				// Only the user's explicit word turns verification off,
+				// and ctrbench says so.
+				ep.opts = append(ep.opts, skipVerify)
+				ep.warning = fmt.Sprintf("the Docker context %q turns TLS verification off (SkipTLSVerify): ctrbench talks to %s without checking its certificate, as the context asks, so whoever is on the path could pose as the engine", e.Context, host)
+			}
 		}
 		return ep, nil
 	}
@@ -63,10 +72,23 @@ func engineOptions(e platform.Engine) (endpoint, error) {
 	return ep, nil
 }
 
-// contextEndpoint reads a Docker CLI context: its engine endpoint and the
-// directory of its TLS files ("" without TLS), from the CLI's store
+// skipVerify turns off the verification of the engine's certificate on
+// a client whose TLS is configured (the transport is shared with the copy
+// HTTPClient returns).
+func skipVerify(c *client.Client) error {
+	tr, ok := c.HTTPClient().Transport.(*http.Transport)
+	if !ok || tr.TLSClientConfig == nil {
+		return fmt.Errorf("cannot turn TLS verification off on a %T", c.HTTPClient().Transport)
+	}
+	tr.TLSClientConfig.InsecureSkipVerify = true
+	return nil
+}
+
+// contextEndpoint reads a Docker CLI context: its engine endpoint, the
+// directory of its TLS files ("" without TLS) and whether the context
+// turns verification off (SkipTLSVerify), from the CLI's store
 // ($DOCKER_CONFIG or ~/.docker, contexts/meta/<sha256 of the name>).
-func contextEndpoint(name string) (host, tlsDir string, err error) {
+func contextEndpoint(name string) (host, tlsDir string, skip bool, err error) {
 	dir := os.Getenv("DOCKER_CONFIG")
 	if dir == "" {
 		home, _ := os.UserHomeDir()
@@ -76,7 +98,7 @@ func contextEndpoint(name string) (host, tlsDir string, err error) {
 	id := hex.EncodeToString(sum[:])
 	b, err := os.ReadFile(filepath.Join(dir, "contexts", "meta", id, "meta.json"))
 	if err != nil {
-		return "", "", fmt.Errorf("docker context %q: %w (contexts live in %s/contexts; `docker context ls` lists them)", name, err, dir)
+		return "", "", false, fmt.Errorf("docker context %q: %w (contexts live in %s/contexts; `docker context ls` lists them)", name, err, dir)
 	}
 	var meta struct {
 		Endpoints map[string]struct {
@@ -85,17 +107,17 @@ func contextEndpoint(name string) (host, tlsDir string, err error) {
 		}
 	}
 	if err := json.Unmarshal(b, &meta); err != nil {
-		return "", "", fmt.Errorf("docker context %q: %w", name, err)
+		return "", "", false, fmt.Errorf("docker context %q: %w", name, err)
 	}
 	ep, ok := meta.Endpoints["docker"]
 	if !ok || ep.Host == "" {
-		return "", "", fmt.Errorf("docker context %q has no docker endpoint", name)
+		return "", "", false, fmt.Errorf("docker context %q has no docker endpoint", name)
 	}
 	t := filepath.Join(dir, "contexts", "tls", id, "docker")
 	if _, err := os.Stat(filepath.Join(t, "ca.pem")); err != nil {
 		t = ""
 	}
-	return ep.Host, t, nil
+	return ep.Host, t, ep.SkipTLSVerify, nil
 }
 
 // LocalEngine says why the engine the environment names cannot be driven
@@ -106,7 +128,7 @@ func contextEndpoint(name string) (host, tlsDir string, err error) {
 func LocalEngine() error {
 	h := os.Getenv("DOCKER_HOST")
 	if c := os.Getenv("DOCKER_CONTEXT"); h == "" && c != "" && c != "default" {
-		if host, _, err := contextEndpoint(c); err == nil {
+		if host, _, _, err := contextEndpoint(c); err == nil {
 			h = host
 		}
 	}

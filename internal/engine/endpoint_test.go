@@ -16,7 +16,7 @@ func TestEngineOptions(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("DOCKER_CONFIG", dir)
 	tlsDir := testutil.DockerContext(t, dir, "prod", "tcp://manager.example:2376", map[string][]byte{"ca.pem": []byte("x")})
-	host, tls, err := contextEndpoint("prod")
+	host, tls, _, err := contextEndpoint("prod")
 	if err != nil || host != "tcp://manager.example:2376" || tls != tlsDir {
 		t.Errorf("context prod: %q %q %v", host, tls, err)
 	}
@@ -28,6 +28,18 @@ func TestEngineOptions(t *testing.T) {
 	}
 	if ep, err := engineOptions(platform.Engine{Host: "unix:///run/other.sock"}); err != nil || ep.desc != "unix:///run/other.sock" || ep.tls {
 		t.Errorf("an address: %q (TLS %v) %v", ep.desc, ep.tls, err)
+	}
+	// A context that turns verification off is honoured, with a warning
+	// naming it; with verification on there is none.
+	testutil.DockerContextSkipVerify(t, dir, "lab", "tcp://lab.example:2376", map[string][]byte{"ca.pem": []byte("x")})
+	if _, _, skip, err := contextEndpoint("lab"); err != nil || !skip {
+		t.Errorf("context lab: skip %v, %v", skip, err)
+	}
+	if ep, err := engineOptions(platform.Engine{Context: "lab"}); err != nil || !strings.Contains(ep.warning, "SkipTLSVerify") || !ep.tls {
+		t.Errorf("a context without verification: warning %q, TLS %v, %v", ep.warning, ep.tls, err)
+	}
+	if ep, _ := engineOptions(platform.Engine{Context: "prod"}); ep.warning != "" {
+		t.Errorf("a verified context warns: %q", ep.warning)
 	}
 	// --tlsverify alone takes the files of $DOCKER_CERT_PATH, as the CLI.
 	if ep, err := engineOptions(platform.Engine{Host: "tcp://manager.example:2376", TLSVerify: true}); err != nil || !ep.tls {

@@ -29,6 +29,15 @@ type Swarm struct {
 	api  *client.Client
 	Host string // the engine's address, for messages
 	tls  bool
+	// Warning, when set, is for the user: how the engine is reached is
+	// less safe than it should be (TLS verification off).
+	Warning string
+}
+
+// Ping reports whether the manager's engine answers.
+func (s *Swarm) Ping(ctx context.Context) error {
+	_, err := s.api.Ping(ctx)
+	return err
 }
 
 // DialSwarm connects to the engine e names (its address, or a Docker CLI
@@ -42,7 +51,7 @@ func DialSwarm(e platform.Engine) (*Swarm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client for %s: %w", ep.desc, err)
 	}
-	return &Swarm{api: c, Host: ep.desc, tls: ep.tls}, nil
+	return &Swarm{api: c, Host: ep.desc, tls: ep.tls, Warning: ep.warning}, nil
 }
 
 // Close releases the connection.

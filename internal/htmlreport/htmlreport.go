@@ -9,7 +9,9 @@ package htmlreport
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io"
@@ -33,6 +35,20 @@ var styleCSS string
 
 //go:embed script.js
 var scriptJS string
+
+// policy is the page's Content-Security-Policy: nothing is fetched (no
+// source but data: images), no form goes anywhere, and the one script
+// that runs is ours, named by its hash — markup that got into the page
+// from a campaign's strings could not run even if it escaped escaping.
+// Styles stay inline (the figures' SVG and legends carry style
+// attributes); with nothing fetchable they can load nothing.
+var policy = "default-src 'none'; script-src " + scriptHash(scriptJS) + "; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+// scriptHash is a CSP hash source for a script element's exact text.
+func scriptHash(js string) string {
+	h := sha256.Sum256([]byte(js))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"
+}
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"sig": report.Sig,
@@ -84,7 +100,7 @@ func Build(ctx context.Context, src analysis.Source, o Options) (Page, []figure.
 	}
 	secs := figure.Build(rows, cdfs)
 	p := Page{
-		CSS: template.CSS(styleCSS), JS: template.JS(scriptJS),
+		CSS: template.CSS(styleCSS), JS: template.JS(scriptJS), CSP: policy,
 		Campaign: l.Campaign, Title: l.Campaign.Name,
 	}
 	p.Facts = facts(l, trials)
@@ -125,6 +141,7 @@ func Build(ctx context.Context, src analysis.Source, o Options) (Page, []figure.
 type Page struct {
 	CSS         template.CSS
 	JS          template.JS
+	CSP         string // the Content-Security-Policy (policy)
 	Title       string
 	Campaign    result.Campaign
 	Facts       []Fact

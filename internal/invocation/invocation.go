@@ -40,6 +40,12 @@ const ImageWorkdirEnv = "CTRBENCH_IMAGE_WORKDIR"
 // ENTRYPOINT then CMD, as JSON): what runs when the file names none.
 const ImageCommandEnv = "CTRBENCH_IMAGE_COMMAND"
 
+// KeyEnv is the variable in which a platform gives the agent the key it
+// signs its output with (result.NewKey): in the environment, which only
+// the agent's own user can read, never in the arguments, which every
+// process can. The agent takes it out of its environment at once.
+const KeyEnv = "CTRBENCH_TRIAL_KEY"
+
 // ImageEnv is the environment of an agent running a user's image's
 // commands where the platform, not an engine, sets it (a host process,
 // an LXC container): the image's own environment (PATH as a container's
@@ -102,6 +108,17 @@ type Agent struct {
 	// removed instead of exiting, so the platform ends its instances one
 	// at a time (platform.Capabilities.EndOneAtATime). Run only.
 	Linger bool
+	// Key is the key the agent signs its events with; not an argument:
+	// a platform puts Env() into the agent's environment.
+	Key string
+}
+
+// Env is what the invocation puts in the agent's environment: its key.
+func (a Agent) Env() []string {
+	if a.Key == "" {
+		return nil
+	}
+	return []string{KeyEnv + "=" + a.Key}
 }
 
 // Flag names, written once.

@@ -64,6 +64,17 @@ type Summary struct {
 	CleanupErrors []string
 }
 
+// RecordError is a trial the results database could not record (its
+// disk is full): the campaign stops there, the trials recorded before
+// are kept, and a resumed campaign runs this one again.
+type RecordError struct {
+	Seq int
+	Err error
+}
+
+func (e *RecordError) Error() string { return fmt.Sprintf("recording trial %d: %v", e.Seq, e.Err) }
+func (e *RecordError) Unwrap() error { return e.Err }
+
 // ErrInterrupted is returned when ctx ended before the campaign finished.
 var ErrInterrupted = errors.New("interrupted")
 
@@ -101,7 +112,7 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 			break
 		}
 		if err := cfg.Sink(t); err != nil {
-			return sum, fmt.Errorf("recording trial %d: %w", pt.Seq, err)
+			return sum, &RecordError{Seq: pt.Seq, Err: err}
 		}
 		c.sched.Observe(t)
 		sum.Ran++
@@ -111,6 +122,13 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 			sum.Failed++
 		}
 		cfg.Progress.End(pt, pc.Cell, t)
+		if suspect(t) {
+			if err := c.breaker(ctx); err != nil {
+				sum.Interrupted = true
+				cfg.Progress.Finish()
+				return sum, err
+			}
+		}
 	}
 	cfg.Progress.Finish()
 	if sum.Interrupted {

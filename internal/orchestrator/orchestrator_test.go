@@ -133,7 +133,7 @@ func (f *fake) Start(_ context.Context, spec platform.InstanceSpec) (platform.In
 	if f.startErr != nil && (f.failStarts == 0 || f.starts <= f.failStarts) {
 		return nil, f.startErr
 	}
-	return &fakeInstance{out: strings.NewReader(f.stdout), exit: f.exit, waitErr: f.waitErr}, nil
+	return &fakeInstance{out: strings.NewReader(signed(f.stdout, spec.Agent.Key)), exit: f.exit, waitErr: f.waitErr}, nil
 }
 
 type fakeInstance struct {
@@ -294,4 +294,17 @@ func TestPlatformFailureIsRetried(t *testing.T) {
 	if first := s.trials[0]; first.Status != result.Failed || first.FailedBy != result.FailedByPlatform || len(first.Attempts) != 0 {
 		t.Errorf("retries 0: %+v", first)
 	}
+}
+
+// signed signs the events among lines with key, as an agent does.
+func signed(lines, key string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(lines, "\n") {
+		if ev, ok := result.ParseEvent([]byte(l)); ok {
+			b.Write(ev.Line(key))
+			continue
+		}
+		b.WriteString(l)
+	}
+	return b.String()
 }

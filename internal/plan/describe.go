@@ -37,6 +37,9 @@ func Describe(w io.Writer, e *spec.Experiment) error {
 		fmt.Fprintf(w, "experiment %s: %d cells x (%d repetitions + %d warm-up) = %d trials, seed %d, timeout %s per trial\n",
 			e.Name, len(cells), e.Repetitions, e.Warmup, len(cells)*(e.Repetitions+e.Warmup), e.Seed, e.Timeout)
 	}
+	if files := e.HostFiles(); len(files) > 0 {
+		fmt.Fprintf(w, "files of this machine it reads (never writes): %s\n", strings.Join(files, "; "))
+	}
 	if v := e.Envelope; !v.IsZero() {
 		var parts []string
 		if v.CPUs > 0 {

@@ -192,6 +192,15 @@ type EngineTimer interface {
 	EngineTimings(ctx context.Context) (map[vocab.Phase]time.Time, error)
 }
 
+// Pinger is a platform with a service of its own (an engine) that can
+// stop answering while the campaign runs: Ping says whether it answers.
+// After a trial the platform failed or that timed out, the orchestrator
+// pings; one that stays silent stops the campaign (a circuit breaker)
+// instead of letting every later trial time out one by one.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // Goer is an instance whose agent, started with WaitGo, can be told to
 // begin its measured run (the go signal, SIGUSR1): copies of a workload
 // begin together once all are up, however long their start took.

@@ -5,7 +5,6 @@
 package result
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -132,16 +131,4 @@ type Event struct {
 	Event  string  `json:"event"`
 	Addr   string  `json:"addr,omitempty"`
 	Result *Result `json:"result,omitempty"`
-}
-
-// ParseEvent decodes one stdout line; ok is false for lines that are not events.
-func ParseEvent(line []byte) (Event, bool) {
-	var e Event
-	if len(line) == 0 || line[0] != '{' {
-		return e, false
-	}
-	if err := json.Unmarshal(line, &e); err != nil || e.Event == "" {
-		return e, false
-	}
-	return e, true
 }

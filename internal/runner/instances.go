@@ -9,6 +9,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/plan"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 // instances are what one trial started, removed together at its end.
@@ -58,6 +59,7 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	inv.Linger = in.linger && oneAtATime && inv.Kind == invocation.Run
 	inv.WaitNet = r.Provision.Wire != "" && inv.Kind == invocation.Run
 	inv.WaitRoute = r.Driver.Caps.RoutesSettle && inv.Target != "" && inv.Kind == invocation.Run
+	inv.Key = result.NewKey()
 	isp.Agent = inv
 	isp.Labels = in.env.labels(platform.LabelTrial, strconv.Itoa(in.seq), platform.LabelRole, r.Name)
 	p, ok := in.env.Platforms[r.Platform]
@@ -72,7 +74,7 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	if err != nil {
 		return nil, platformErr(fmt.Errorf("starting %s on %s: %w", r.Name, r.Platform, err))
 	}
-	s := &started{watched: watch(r.Name, inst), role: r, ip: inst.IP()}
+	s := &started{watched: watch(r.Name, inst, inv.Key), role: r, ip: inst.IP()}
 	in.mu.Lock()
 	if oneAtATime {
 		in.serial = append(in.serial, s.watched)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -19,20 +20,32 @@ type watched struct {
 	result chan *result.Result
 	eof    chan struct{}
 	other  *strings.Builder // non-event stdout lines, for failure reports
+	// forged is the first line that looked like an event and was not
+	// signed with the agent's key; forgedC closes when it is set, so a
+	// wait for an event that will never come ends at once.
+	forged  atomic.Pointer[string]
+	forgedC chan struct{}
 	// readyAt is when the ready event arrived: set before it is sent on
 	// ready, so a receiver may read it.
 	readyAt time.Time
 }
 
-func watch(name string, inst platform.Instance) *watched {
-	r := &watched{name: name, inst: inst, ready: make(chan string, 1), result: make(chan *result.Result, 1), eof: make(chan struct{}), other: &strings.Builder{}}
+// watch reads the agent's output; only events signed with key count.
+func watch(name string, inst platform.Instance, key string) *watched {
+	r := &watched{name: name, inst: inst, ready: make(chan string, 1), result: make(chan *result.Result, 1), eof: make(chan struct{}), other: &strings.Builder{}, forgedC: make(chan struct{})}
 	go func() {
 		defer close(r.eof)
 		sc := bufio.NewScanner(inst.Stdout())
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		sc.Buffer(make([]byte, 64<<10), maxEventLine)
 		for sc.Scan() {
-			ev, ok := result.ParseEvent(sc.Bytes())
+			ev, verdict := result.ReadEvent(sc.Bytes(), key)
+			ok := verdict == result.Valid
 			switch {
+			case verdict == result.Forged:
+				line := clip(sc.Text(), 200)
+				if r.forged.CompareAndSwap(nil, &line) {
+					close(r.forgedC)
+				}
 			case ok && ev.Event == "ready":
 				if r.readyAt.IsZero() {
 					r.readyAt = time.Now()
@@ -54,6 +67,36 @@ func watch(name string, inst platform.Instance) *watched {
 		}
 	}()
 	return r
+}
+
+// maxEventLine bounds one line of an agent's output: a result with its
+// telemetry and raw output is far below it. A longer line (a workload
+// that found the agent's stdout and wrote 100 MB to it) ends the reading,
+// and the trial fails without a result.
+const maxEventLine = 16 << 20
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return strings.ToValidUTF8(s, "?")
+	}
+	return strings.ToValidUTF8(s[:n], "?") + "…"
+}
+
+// forgery is the failure of a trial whose agent's output carried an
+// event the agent did not sign.
+func (r *watched) forgery() error {
+	line := r.forged.Load()
+	if line == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: a line on the agent's output looks like an event and was not signed with this trial's key, so a process in the instance wrote to the agent's output (the trial's numbers cannot be trusted): %q", r.name, *line)
+}
+
+func (r *watched) unforged(res *result.Result) (*result.Result, error) {
+	if err := r.forgery(); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // exitError explains an agent that ended without a result.
@@ -81,18 +124,24 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-// await returns the agent's result, or why there is none.
+// await returns the agent's result, or why there is none. A forged
+// event seen before the result fails it.
 func (r *watched) await(ctx context.Context) (*result.Result, error) {
 	select {
 	case res := <-r.result:
-		return res, nil
+		return r.unforged(res)
 	case <-r.eof:
 		select {
 		case res := <-r.result:
-			return res, nil
+			return r.unforged(res)
 		default:
 		}
+		if err := r.forgery(); err != nil {
+			return nil, err
+		}
 		return nil, r.exitError(ctx)
+	case <-r.forgedC:
+		return nil, r.forgery()
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for %s: %w", r.name, ctx.Err())
 	}
@@ -120,6 +169,8 @@ func (r *watched) awaitReady(ctx context.Context) (string, error) {
 		default:
 		}
 		return "", r.exitError(ctx)
+	case <-r.forgedC:
+		return "", r.forgery()
 	case <-ctx.Done():
 		return "", fmt.Errorf("waiting for %s to be ready: %w", r.name, ctx.Err())
 	}

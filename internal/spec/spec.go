@@ -6,6 +6,10 @@
 package spec
 
 import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -96,3 +100,23 @@ type Envelope struct {
 
 // IsZero reports whether the experiment emulates no machine.
 func (v Envelope) IsZero() bool { return v == Envelope{} }
+
+// HostFiles are the files of the machine the experiment names (its
+// users' image archives, absolute), each with what it is for: ctrbench
+// only reads them. A run and a dry run show them before anything starts.
+func (e *Experiment) HostFiles() []string {
+	seen := map[string][]string{}
+	for _, w := range e.Workloads {
+		for _, role := range w.Spec.RoleList() {
+			if _, path := w.Spec.ImageOf(w.Params, role); path != "" && !slices.Contains(seen[path], w.Name) {
+				seen[path] = append(seen[path], w.Name)
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for path, names := range seen {
+		out = append(out, fmt.Sprintf("%s (image archive of %s)", path, strings.Join(names, ", ")))
+	}
+	sort.Strings(out)
+	return out
+}

@@ -256,9 +256,7 @@ func (p *parser) filePaths(spec *workload.Spec, user map[string]string, nodes ma
 		if !par.File || !ok || v == "" {
 			continue
 		}
-		if !filepath.IsAbs(v) {
-			v = filepath.Join(filepath.Dir(p.file), v)
-		}
+		v = p.absolute(v)
 		if _, err := os.Stat(v); err != nil {
 			p.addf(nodes[par.Name], "parameter %s of %s: %v (a path is relative to the experiment file's directory)", par.Name, wname, err)
 			delete(user, par.Name)
@@ -268,13 +266,26 @@ func (p *parser) filePaths(spec *workload.Spec, user map[string]string, nodes ma
 	}
 }
 
-// archivePaths makes every image_archive inside n absolute from the
-// experiment file's directory.
+// absolute resolves a path the file names: relative to the experiment
+// file's directory, then absolute, so what a run shows and uses is the
+// one file wherever it runs from.
+func (p *parser) absolute(path string) string {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(p.file), path)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
+// archivePaths makes every image_archive inside n absolute, a relative
+// one from the experiment file's directory.
 func (p *parser) archivePaths(n *yaml.Node) {
 	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Value == workload.ParamImageArchive && v.Kind == yaml.ScalarNode && v.Value != "" && !filepath.IsAbs(v.Value) {
-			v.Value = filepath.Join(filepath.Dir(p.file), v.Value)
+			v.Value = p.absolute(v.Value)
 		}
 		p.archivePaths(v)
 	}

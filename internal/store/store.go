@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 )
@@ -110,6 +111,33 @@ func (d *DB) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("committing: %w", err)
+	}
+	return nil
+}
+
+// Check runs SQLite's own integrity check over the whole file: nil when
+// it reports "ok", else what it found.
+func (d *DB) Check(ctx context.Context) error {
+	rows, err := d.db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var found []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return err
+		}
+		if s != "ok" {
+			found = append(found, s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("integrity check of %s: %s", d.path, strings.Join(found, "; "))
 	}
 	return nil
 }

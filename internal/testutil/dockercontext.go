@@ -17,6 +17,18 @@ import (
 // files).
 func DockerContext(t *testing.T, dir, name, host string, tlsFiles map[string][]byte) string {
 	t.Helper()
+	return dockerContext(t, dir, name, host, tlsFiles, false)
+}
+
+// DockerContextSkipVerify is DockerContext with TLS verification turned
+// off (`docker context create … --docker skip-tls-verify=true`).
+func DockerContextSkipVerify(t *testing.T, dir, name, host string, tlsFiles map[string][]byte) string {
+	t.Helper()
+	return dockerContext(t, dir, name, host, tlsFiles, true)
+}
+
+func dockerContext(t *testing.T, dir, name, host string, tlsFiles map[string][]byte, skip bool) string {
+	t.Helper()
 	sum := sha256.Sum256([]byte(name))
 	id := hex.EncodeToString(sum[:])
 	meta := filepath.Join(dir, "contexts", "meta", id)
@@ -26,7 +38,7 @@ func DockerContext(t *testing.T, dir, name, host string, tlsFiles map[string][]b
 	b, err := json.Marshal(map[string]any{
 		"Name":      name,
 		"Metadata":  map[string]any{},
-		"Endpoints": map[string]any{"docker": map[string]any{"Host": host, "SkipTLSVerify": false}},
+		"Endpoints": map[string]any{"docker": map[string]any{"Host": host, "SkipTLSVerify": skip}},
 	})
 	if err != nil {
 		t.Fatal(err)

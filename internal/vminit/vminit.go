@@ -67,6 +67,12 @@ type Config struct {
 	Address string   `json:"address,omitempty"` // eth0's address, CIDR
 	Gateway string   `json:"gateway,omitempty"`
 	Disk    string   `json:"disk,omitempty"` // the data disk's device, e.g. /dev/vda
+	// Env is more of the agent's environment: its key
+	// (invocation.Agent.Env). The kernel's command line is the one
+	// channel into the machine before it runs; init covers /proc/cmdline
+	// with a copy that lacks it before any of the workload's processes
+	// start.
+	Env []string `json:"env,omitempty"`
 }
 
 // Encode is the Config as Param's value.
@@ -122,6 +128,9 @@ func run(stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := hideKey(cfg); err != nil {
+		return 0, err
+	}
 	if err := loadModules(); err != nil {
 		return 0, err
 	}
@@ -154,6 +163,7 @@ func run(stderr io.Writer) (int, error) {
 		}
 		cmd.Env = env
 	}
+	cmd.Env = append(cmd.Env, cfg.Env...)
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
@@ -167,6 +177,35 @@ func run(stderr io.Writer) (int, error) {
 		return ee.ExitCode(), nil
 	}
 	return 0, err
+}
+
+// hideKey mounts over /proc/cmdline a copy of it whose Config has no
+// Env, so the workload's processes do not read the agent's key there.
+func hideKey(cfg Config) error {
+	if len(cfg.Env) == 0 {
+		return nil
+	}
+	b, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		return err
+	}
+	shown := cfg
+	shown.Env = nil
+	var fields []string
+	for _, f := range strings.Fields(string(b)) {
+		if strings.HasPrefix(f, Param+"=") {
+			f = Param + "=" + shown.Encode()
+		}
+		fields = append(fields, f)
+	}
+	copyPath := "/run/ctrbench-cmdline"
+	if err := os.WriteFile(copyPath, []byte(strings.Join(fields, " ")+"\n"), 0o444); err != nil {
+		return err
+	}
+	if err := unix.Mount(copyPath, "/proc/cmdline", "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("covering /proc/cmdline: %w", err)
+	}
+	return nil
 }
 
 // control passes the host's control lines to the agent as signals.

@@ -123,7 +123,7 @@ func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerS
 	default:
 		return engine.ContainerSpec{}, "", fmt.Errorf("instance %s: docker platform does not support storage %q", spec.Name, spec.Storage)
 	}
-	cs.Cmd = inv.Args()
+	cs.Cmd, cs.Env = inv.Args(), append(cs.Env, inv.Env()...)
 	return cs, ipOn, nil
 }
 

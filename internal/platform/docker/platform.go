@@ -345,3 +345,6 @@ func (p *Platform) userImages(ctx context.Context, c *prepared, imgs []platform.
 	}
 	return nil
 }
+
+// Ping implements platform.Pinger: the engine answers.
+func (p *Platform) Ping(ctx context.Context) error { return p.eng.Ping(ctx) }

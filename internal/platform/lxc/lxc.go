@@ -322,6 +322,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err := storage(spec, &c, &inv, dir); err != nil {
 		return fail(err)
 	}
+	c.Env = append(c.Env, inv.Env()...)
 	if spec.Limits.ReadBps > 0 || spec.Limits.WriteBps > 0 {
 		_, mm, err := sysinfo.BlockDevice(p.work)
 		if err != nil {
@@ -330,7 +331,8 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		c.Device = mm
 	}
 	cfgPath := filepath.Join(dir, "config")
-	if err := os.WriteFile(cfgPath, []byte(c.Config()), 0o644); err != nil {
+	// Only root reads it: it holds the agent's key.
+	if err := os.WriteFile(cfgPath, []byte(c.Config()), 0o600); err != nil {
 		return fail(err)
 	}
 	in.Mark(vocab.Create)

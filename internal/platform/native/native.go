@@ -266,7 +266,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	cmd := exec.Command(p.binary, inv.Args()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	cmd.Env = append(env, "CTRBENCH_INSTANCE="+spec.Name)
+	cmd.Env = append(append(env, "CTRBENCH_INSTANCE="+spec.Name), inv.Env()...)
 	// An os.Pipe we own, not cmd.StdoutPipe: Wait would close that one as
 	// soon as the process exits, losing output not yet read.
 	out, w, err := os.Pipe()

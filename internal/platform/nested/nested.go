@@ -486,3 +486,7 @@ func unroute(pr *parent) error {
 	dst, _ := subnetOf(pr.subnet)
 	return links.RouteDel(dst, net.ParseIP(pr.ip))
 }
+
+// Ping implements platform.Pinger: the machine's engine, which runs the
+// parents, answers.
+func (p *Platform) Ping(ctx context.Context) error { return p.outer.Ping(ctx) }

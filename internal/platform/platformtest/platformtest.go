@@ -7,7 +7,6 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"net"
 	"slices"
 	"strconv"
@@ -64,11 +63,19 @@ type suite struct {
 	campaign string
 	labels   map[string]string
 	n        int
+	// key signs the agents' events: a platform must hand each agent its
+	// invocation's environment (invocation.Agent.Env), or every event
+	// reads as forged and the suite fails.
+	key string
 }
 
 // spec is a new instance of the suite on network running inv.
 func (s *suite) spec(network vocab.Network, inv invocation.Agent) platform.InstanceSpec {
 	s.n++
+	if s.key == "" {
+		s.key = result.NewKey()
+	}
+	inv.Key = s.key
 	// On a platform that brings its nodes, the suite's instances share
 	// node 1: a client on the host network reaches its server over
 	// loopback there.
@@ -87,7 +94,7 @@ func runAgent(workload, params string) invocation.Agent {
 // platform declares are timed up to its removal.
 func (s *suite) main(t *testing.T, network vocab.Network) {
 	in := start(t, s.p, s.spec(network, runAgent("cpu.primes", `{"duration":"200ms","max_prime":"2000"}`)))
-	res := readResult(t, in)
+	res := readResult(t, in, s.key)
 	if res.Status != result.OK {
 		t.Fatalf("status %s: %s", res.Status, res.Error)
 	}
@@ -108,7 +115,7 @@ func (s *suite) main(t *testing.T, network vocab.Network) {
 // failedWorkload: a workload that fails is a failed result with its reason.
 func (s *suite) failedWorkload(t *testing.T, network vocab.Network) {
 	in := start(t, s.p, s.spec(network, runAgent("no.such", `{}`)))
-	res := readResult(t, in)
+	res := readResult(t, in, s.key)
 	if res.Status != result.Failed || res.Error == "" {
 		t.Fatalf("want a failed result with a reason, got %+v", res)
 	}
@@ -150,7 +157,7 @@ func (s *suite) stopEndsLoop(t *testing.T, network vocab.Network) {
 	sc := bufio.NewScanner(in.Stdout())
 	ready := false
 	for !ready && sc.Scan() {
-		ev, ok := result.ParseEvent(sc.Bytes())
+		ev, ok := s.event(sc.Bytes())
 		ready = ok && ev.Event == "ready"
 	}
 	if !ready {
@@ -162,7 +169,7 @@ func (s *suite) stopEndsLoop(t *testing.T, network vocab.Network) {
 	}
 	var res *result.Result
 	for sc.Scan() {
-		if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
+		if ev, ok := s.event(sc.Bytes()); ok && ev.Event == "result" {
 			res = ev.Result
 		}
 	}
@@ -194,7 +201,7 @@ func (s *suite) clientServer(t *testing.T, network vocab.Network) {
 	sc := bufio.NewScanner(srv.Stdout())
 	var addr string
 	for sc.Scan() {
-		if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "ready" {
+		if ev, ok := s.event(sc.Bytes()); ok && ev.Event == "ready" {
 			addr = ev.Addr
 			break
 		}
@@ -216,13 +223,13 @@ func (s *suite) clientServer(t *testing.T, network vocab.Network) {
 	cliInv := runAgent("net.tcp_stream", params)
 	cliInv.Role, cliInv.Target = "client", net.JoinHostPort(host, port)
 	cli := start(t, s.p, s.spec(network, cliInv))
-	res := readResult(t, cli)
+	res := readResult(t, cli, s.key)
 	if res.Status != result.OK {
 		t.Fatalf("client: %s", res.Error)
 	}
 	var sres *result.Result
 	for sc.Scan() {
-		if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
+		if ev, ok := s.event(sc.Bytes()); ok && ev.Event == "result" {
 			sres = ev.Result
 		}
 	}
@@ -235,7 +242,7 @@ func (s *suite) clientServer(t *testing.T, network vocab.Network) {
 func (s *suite) storage(t *testing.T, storage vocab.Storage, fstype string) {
 	sp := s.spec(s.o.Networks[0], runAgent("cpu.primes", `{"duration":"50ms","max_prime":"1000"}`))
 	sp.Storage = storage
-	res := readResult(t, start(t, s.p, sp))
+	res := readResult(t, start(t, s.p, sp), s.key)
 	if res.Status != result.OK {
 		t.Fatalf("status %s: %s", res.Status, res.Error)
 	}
@@ -253,7 +260,7 @@ func (s *suite) limits(t *testing.T) {
 		sp.Limits.Cpuset = "" // a limit the platform says it cannot apply
 		delete(want, "cgroup.cpuset")
 	}
-	res := readResult(t, start(t, s.p, sp))
+	res := readResult(t, start(t, s.p, sp), s.key)
 	if res.Status != result.OK {
 		t.Fatalf("status %s: %s", res.Status, res.Error)
 	}
@@ -304,14 +311,21 @@ func start(t *testing.T, p platform.Platform, s platform.InstanceSpec) platform.
 	return in
 }
 
-func readResult(t *testing.T, in platform.Instance) *result.Result {
+// event reads a line of an agent's output: an event signed with the
+// suite's key, else none.
+func (s *suite) event(line []byte) (result.Event, bool) {
+	ev, v := result.ReadEvent(line, s.key)
+	return ev, v == result.Valid
+}
+
+func readResult(t *testing.T, in platform.Instance, key string) *result.Result {
 	t.Helper()
 	done := make(chan *result.Result, 1)
 	go func() {
 		sc := bufio.NewScanner(in.Stdout())
 		var res *result.Result
 		for sc.Scan() {
-			if ev, ok := result.ParseEvent(sc.Bytes()); ok && ev.Event == "result" {
+			if ev, v := result.ReadEvent(sc.Bytes(), key); v == result.Valid && ev.Event == "result" {
 				res = ev.Result
 			}
 		}
@@ -345,15 +359,6 @@ func wait(t *testing.T, in platform.Instance) platform.Exit {
 		t.Fatalf("wait: %v", err)
 	}
 	return ex
-}
-
-// DecodeResult is exported for platform-specific tests reading raw output.
-func DecodeResult(line []byte) (*result.Result, error) {
-	var ev result.Event
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return nil, err
-	}
-	return ev.Result, nil
 }
 
 // NewCampaign is a fresh campaign ID for a conformance run of a platform

@@ -60,6 +60,7 @@ func (p *toy) Start(_ context.Context, s platform.InstanceSpec) (platform.Instan
 	inv := s.Agent
 	inv.DataDir = dir
 	cmd := exec.Command(p.binary, inv.Args()...)
+	cmd.Env = append(os.Environ(), inv.Env()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, w, err := os.Pipe()
 	if err != nil {

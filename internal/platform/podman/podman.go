@@ -262,3 +262,11 @@ func (p *Platform) bring(ctx context.Context, loader *engine.Engine, tag string)
 	}
 	return nil
 }
+
+// Ping implements platform.Pinger: podman's service answers.
+func (p *Platform) Ping(ctx context.Context) error {
+	if p.inner == nil {
+		return nil
+	}
+	return p.inner.Ping(ctx)
+}

@@ -188,7 +188,7 @@ func (p *Platform) serviceSpec(spec platform.InstanceSpec) (sp engine.ServiceSpe
 	default:
 		return engine.ServiceSpec{}, node{}, engine.Overlay{}, 0, fmt.Errorf("swarm: no storage %s here", spec.Storage)
 	}
-	sp.Args = inv.Args()
+	sp.Args, sp.Env = inv.Args(), append(sp.Env, inv.Env()...)
 	sp.NanoCPUs = int64(spec.Limits.CPUs * 1e9)
 	sp.MemoryBytes = spec.Limits.MemoryBytes
 	return sp, nd, overlay, vxlan, nil

@@ -129,6 +129,9 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	}
 	if !p.prepared {
 		p.setup = s
+		if p.mgr != nil && p.mgr.Warning != "" && s.Progress != nil {
+			fmt.Fprintf(s.Progress, "swarm: warning: %s\n", p.mgr.Warning)
+		}
 		want := max(1, s.Hosts)
 		var err error
 		if p.remote {
@@ -625,4 +628,15 @@ func (p *Platform) SetUnderlayRate(rate vocab.Rate) error {
 	}
 	p.info["swarm.underlay.rate"] = text + " (tbf on each node's egress)"
 	return nil
+}
+
+// Ping implements platform.Pinger: the manager's engine answers.
+func (p *Platform) Ping(ctx context.Context) error {
+	p.mu.Lock()
+	mgr := p.mgr
+	p.mu.Unlock()
+	if mgr == nil {
+		return nil
+	}
+	return mgr.Ping(ctx)
 }

@@ -223,7 +223,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	m := machine{Name: "ctrbench-" + spec.Name, Accel: p.accel, CPUs: spec.Limits.CPUs, HostCPUs: runtime.NumCPU(),
 		MemoryMB: spec.Limits.MemoryBytes >> 20, Kernel: p.kernel.Path, Initramfs: initrd, Console: in.console,
 		Tap: in.tap, MAC: macFor(n), Disk: disk,
-		Init: vminit.Config{Args: inv.Args(), Address: ip + "/24", Gateway: p.bridge.Gateway(), Disk: "/dev/vda"}}
+		Init: vminit.Config{Args: inv.Args(), Address: ip + "/24", Gateway: p.bridge.Gateway(), Disk: "/dev/vda", Env: inv.Env()}}
 	args, err := m.Args()
 	if err != nil {
 		return fail(err)

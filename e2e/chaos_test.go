@@ -1,0 +1,787 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/engine"
+	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/store"
+	"github.com/ctrbench/ctrbench/internal/testutil"
+)
+
+// The fault-injection suite (`make chaos`; its quick cases run in `make
+// test` too). Each case starts a real campaign, injects one fault, and
+// records a row of the table docs/reliability.md keeps: what ctrbench
+// did, how many trials were lost or duplicated, what was left behind,
+// the exit status and the message a user read.
+
+type chaosRow struct {
+	Fault, Did  string
+	Lost, Dup   int
+	Left        string
+	Exit        string
+	Message     string
+	Order       int
+	failed      bool
+	testName    string
+	elapsedSecs float64
+}
+
+var (
+	chaosMu   sync.Mutex
+	chaosRows []chaosRow
+)
+
+// chaosCase marks a test as a fault-injection case: slow ones run only
+// under `make chaos` (CTRBENCH_CHAOS=1).
+func chaosCase(t *testing.T, slow bool) {
+	t.Helper()
+	requireDocker(t)
+	if slow && os.Getenv("CTRBENCH_CHAOS") == "" {
+		t.Skip("a slow fault-injection case: make chaos runs it")
+	}
+}
+
+// record adds the case's row; a case that failed its checks says so in
+// the table.
+func record(t *testing.T, start time.Time, r chaosRow) {
+	t.Helper()
+	r.testName, r.elapsedSecs = t.Name(), time.Since(start).Seconds()
+	t.Cleanup(func() {
+		r.failed = t.Failed()
+		chaosMu.Lock()
+		chaosRows = append(chaosRows, r)
+		chaosMu.Unlock()
+	})
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if len(chaosRows) > 0 {
+		table := chaosTable()
+		fmt.Print("\n" + table)
+		if doc := os.Getenv("CTRBENCH_CHAOS_DOC"); doc != "" {
+			if err := replaceTable(doc, table); err != nil {
+				fmt.Fprintln(os.Stderr, "chaos:", err)
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+func chaosTable() string {
+	rows := append([]chaosRow(nil), chaosRows...)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Order < rows[j].Order })
+	var b strings.Builder
+	b.WriteString("| fault | what ctrbench did | trials lost | trials duplicated | left behind | exit status | message | case |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	cell := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }
+	for _, r := range rows {
+		verdict := fmt.Sprintf("`%s` (%.0f s)", r.testName, r.elapsedSecs)
+		if r.failed {
+			verdict += " **FAILED its checks**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s |\n", cell(r.Fault), cell(r.Did), r.Lost, r.Dup, cell(r.Left), cell(r.Exit), cell(r.Message), verdict)
+	}
+	return b.String()
+}
+
+// replaceTable puts table between the chaos markers of the document.
+func replaceTable(path, table string) error {
+	const begin, end = "<!-- chaos table: begin (make chaos writes it) -->\n", "<!-- chaos table: end -->"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no chaos table markers", path)
+	}
+	stamp := fmt.Sprintf("Run %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), hostLine())
+	return os.WriteFile(path, []byte(s[:i+len(begin)]+stamp+table+s[j:]), 0o644)
+}
+
+func hostLine() string {
+	out, _ := exec.Command("uname", "-sr").Output()
+	return strings.TrimSpace(string(out))
+}
+
+// bgRun is a ctrbench run in the background, killable.
+type bgRun struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+	code   int
+}
+
+// startRun starts ctrbench with args in its own process group.
+func startRun(t *testing.T, args ...string) *bgRun {
+	t.Helper()
+	cmd := exec.Command(testutil.Binary(t), args...)
+	s := &bgRun{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := cmd.Wait()
+		s.code = 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			s.code = ee.ExitCode()
+		}
+		close(s.done)
+	}()
+	t.Cleanup(func() { s.kill(); s.wait(t, 2*time.Minute) })
+	return s
+}
+
+func (s *bgRun) kill() { _ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) }
+
+// wait waits for the run to end and returns its exit code.
+func (s *bgRun) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-s.done:
+		return s.code
+	case <-time.After(d):
+		s.kill()
+		<-s.done
+		t.Fatalf("ctrbench did not end within %s:\n%s", d, s.stderr.String())
+		return -1
+	}
+}
+
+// waitFor waits until the run's stderr matches re (or it ends).
+func (s *bgRun) waitFor(t *testing.T, re string, d time.Duration) bool {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if rx.MatchString(s.stderr.String()) {
+			return true
+		}
+		select {
+		case <-s.done:
+			return rx.MatchString(s.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// ledger is what a campaign's results file holds, checked: SQLite's
+// integrity check passes, and no trial (a cell's repetition) is there
+// twice; lost counts the planned trials missing.
+type ledger struct {
+	trials    []result.Trial
+	lost, dup int
+	integrity error
+}
+
+func readLedger(t *testing.T, db, id string, planned int) ledger {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := ledger{integrity: s.Check(ctx)}
+	if l.trials, err = s.Trials(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]int]int{}
+	for _, tr := range l.trials {
+		if tr.Warmup {
+			continue
+		}
+		seen[[2]int{tr.CellID, tr.Repetition}]++
+	}
+	for _, n := range seen {
+		if n > 1 {
+			l.dup += n - 1
+		}
+	}
+	l.lost = planned - len(seen)
+	return l
+}
+
+// leftWord is the table's "left behind" for a campaign: "nothing", or
+// what remains.
+func leftWord(t *testing.T, ids ...string) string {
+	var left []string
+	for _, id := range ids {
+		left = append(left, leftovers(t, id)...)
+	}
+	if len(left) == 0 {
+		return "nothing"
+	}
+	t.Errorf("left behind: %v", left)
+	return strings.Join(left, "; ")
+}
+
+// lastLine is the last line of a run's stderr that starts "ctrbench:",
+// the message a user reads at the end.
+func lastLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "ctrbench: ") {
+			return strings.TrimPrefix(lines[i], "ctrbench: ")
+		}
+	}
+	return lines[len(lines)-1]
+}
+
+// quickCells is a campaign of many short trials as host processes.
+func quickCells(name string, reps int) string {
+	return fmt.Sprintf(`name: %s
+seed: 1
+repetitions: %d
+warmup: 0
+timeout: 30s
+factors:
+  platform: [native]
+workloads:
+  - {name: p, type: cpu.primes, params: {duration: 50ms, max_prime: "2000"}}
+`, name, reps)
+}
+
+// ctrbench killed (SIGKILL, the whole process group) at random moments,
+// over and over, while trials are being recorded; each time the campaign
+// is resumed without `clean`. The results file is never corrupt, every
+// trial is there exactly once and whole, nothing is left behind.
+func TestChaosKilledWhileWriting(t *testing.T) {
+	chaosCase(t, false)
+	start := time.Now()
+	const reps, kills = 60, 8
+	exp := writeExperiment(t, quickCells("chaos-kill", reps))
+	db := filepath.Join(t.TempDir(), "r.db")
+	first := startRun(t, "run", exp, "--db", db, "--no-report")
+	if !first.waitFor(t, `campaign \S+: \d+ cells`, time.Minute) {
+		t.Fatalf("no campaign started:\n%s", first.stderr)
+	}
+	id := campaignLine.FindStringSubmatch(first.stderr.String())[1]
+	run := first
+	landed := 0
+	for i := range kills {
+		// Somewhere in the middle of a trial or of its recording.
+		run.waitFor(t, `\[\d+/\d+\]`, 20*time.Second)
+		time.Sleep(time.Duration(50+(i*137)%400) * time.Millisecond)
+		run.kill()
+		if run.wait(t, time.Minute) != 0 {
+			landed++ // it was still running
+		}
+		run = startRun(t, "run", "--db", db, "--resume", id, "--no-report")
+	}
+	if landed < kills/2 {
+		t.Errorf("only %d of %d kills landed on a running campaign", landed, kills)
+	}
+	code := run.wait(t, 3*time.Minute)
+	l := readLedger(t, db, id, reps)
+	if code != 0 || l.integrity != nil || l.lost != 0 || l.dup != 0 {
+		t.Errorf("exit %d, integrity %v, lost %d, duplicated %d\n%s", code, l.integrity, l.lost, l.dup, run.stderr)
+	}
+	// Whole: every trial has the observations every other has.
+	for _, tr := range l.trials {
+		if tr.Status != result.OK || len(tr.Observations) != len(l.trials[0].Observations) || len(tr.Observations) == 0 {
+			t.Errorf("trial %d: %s, %d observations (trial 1 has %d)", tr.Seq, tr.Status, len(tr.Observations), len(l.trials[0].Observations))
+		}
+	}
+	record(t, start, chaosRow{Order: 10, Fault: fmt.Sprintf("ctrbench killed (SIGKILL) %d times at random moments while trials run and are recorded (%d landed on a running campaign)", kills, landed),
+		Did: "each `run --resume` removed what the killed run left and went on; SQLite's WAL keeps each trial one transaction", Lost: l.lost, Dup: l.dup,
+		Left: leftWord(t, id), Exit: fmt.Sprintf("%d after the last resume", code), Message: fmt.Sprintf("integrity_check: %s", okOr(l.integrity))})
+}
+
+func okOr(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}
+
+// Three campaigns at once on one machine: two share a results file, the
+// third has its own; each runs containers on Docker's bridge and LXC
+// containers on a bridge of ctrbench's, so bridges and subnets must be
+// per campaign. All complete, nothing lost or duplicated.
+func TestChaosCampaignsAtOnce(t *testing.T) {
+	chaosCase(t, false)
+	start := time.Now()
+	const reps = 3
+	src := func(name string) string {
+		return fmt.Sprintf(`name: %s
+repetitions: %d
+warmup: 0
+timeout: 60s
+factors:
+  platform: [docker, lxc]
+  network: [bridge]
+workloads:
+  - {name: rr, type: net.tcp_rr, params: {duration: 200ms}}
+`, name, reps)
+	}
+	dir := t.TempDir()
+	shared, own := filepath.Join(dir, "shared.db"), filepath.Join(dir, "own.db")
+	runs := []*bgRun{
+		startRun(t, "run", writeExperiment(t, src("chaos-a")), "--db", shared, "--no-report"),
+		startRun(t, "run", writeExperiment(t, src("chaos-b")), "--db", shared, "--no-report"),
+		startRun(t, "run", writeExperiment(t, src("chaos-c")), "--db", own, "--no-report"),
+	}
+	dbs := []string{shared, shared, own}
+	var ids, codes []string
+	lost, dup := 0, 0
+	for i, r := range runs {
+		code := r.wait(t, 5*time.Minute)
+		m := campaignLine.FindStringSubmatch(r.stderr.String())
+		if m == nil {
+			t.Fatalf("run %d: no campaign:\n%s", i, r.stderr)
+		}
+		ids = append(ids, m[1])
+		codes = append(codes, fmt.Sprint(code))
+		l := readLedger(t, dbs[i], m[1], 2*reps)
+		lost, dup = lost+l.lost, dup+l.dup
+		if code != 0 || l.integrity != nil || l.lost != 0 || l.dup != 0 {
+			t.Errorf("campaign %s: exit %d, integrity %v, lost %d, duplicated %d\n%s", m[1], code, l.integrity, l.lost, l.dup, r.stderr)
+		}
+	}
+	// Each campaign's LXC bridge, as its environment record says.
+	var seen []string
+	distinct := map[string]bool{}
+	for i, id := range ids {
+		s, err := store.Open(context.Background(), dbs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Campaign(context.Background(), id)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub := c.Env["lxc.bridge_subnet"]
+		seen = append(seen, sub)
+		distinct[sub] = true
+	}
+	if len(distinct) != len(ids) || distinct[""] {
+		t.Errorf("the campaigns' LXC subnets: %v, want one each", seen)
+	}
+	record(t, start, chaosRow{Order: 20, Fault: "three campaigns at once: two on one results file, one on its own; Docker bridge and LXC bridge in each",
+		Did: "all three ran to the end side by side: SQLite's WAL and busy timeout serialise the writers; each campaign's LXC bridge took its own /24 (" + strings.Join(seen, ", ") + ")",
+		Lost: lost, Dup: dup, Left: leftWord(t, ids...), Exit: strings.Join(codes, ", "), Message: "—"})
+}
+
+// The disk under the results file fills up mid-campaign (an ext4 of
+// 8 MiB on a loop device, filled by another writer): the campaign stops at
+// the trial it could not record with a message saying what to do, the
+// file passes SQLite's integrity check and keeps every trial recorded
+// before; once space is freed, resume completes it.
+func TestChaosResultsDiskFull(t *testing.T) {
+	chaosCase(t, false)
+	start := time.Now()
+	mnt, err := loopExt4Sized(t, 8<<20)
+	if err != nil {
+		t.Skipf("no loop device: %v", err)
+	}
+	const reps = 30
+	exp := writeExperiment(t, quickCells("chaos-dbfull", reps))
+	db := filepath.Join(mnt, "r.db")
+	run := startRun(t, "run", exp, "--db", db, "--no-report")
+	if !run.waitFor(t, `\[5/\d+\]`, time.Minute) {
+		t.Fatalf("the campaign did not get going:\n%s", run.stderr)
+	}
+	filler := filepath.Join(mnt, "filler")
+	fill(t, filler)
+	code := run.wait(t, 2*time.Minute)
+	msg := lastLine(run.stderr.String())
+	id := campaignLine.FindStringSubmatch(run.stderr.String())[1]
+	before := readLedger(t, db, id, reps)
+	if code == 0 || !strings.Contains(msg, "could not record trial") || !strings.Contains(msg, "--resume "+id) {
+		t.Errorf("exit %d: %s", code, msg)
+	}
+	if before.integrity != nil || len(before.trials) < 5 {
+		t.Errorf("after the disk filled: integrity %v, %d trials kept", before.integrity, len(before.trials))
+	}
+	os.Remove(filler)
+	again := startRun(t, "run", "--db", db, "--resume", id, "--no-report")
+	rcode := again.wait(t, 2*time.Minute)
+	after := readLedger(t, db, id, reps)
+	if rcode != 0 || after.integrity != nil || after.lost != 0 || after.dup != 0 {
+		t.Errorf("resume: exit %d, integrity %v, lost %d, duplicated %d\n%s", rcode, after.integrity, after.lost, after.dup, again.stderr)
+	}
+	record(t, start, chaosRow{Order: 30, Fault: "the disk under the results file full (8 MiB ext4 on a loop device, filled mid-campaign)",
+		Did: fmt.Sprintf("stopped at the trial it could not record; %d trials kept, integrity_check %s; resume after freeing space completed", len(before.trials), okOr(before.integrity)),
+		Lost: after.lost, Dup: after.dup, Left: leftWord(t, id), Exit: fmt.Sprintf("%d, then %d after resume", code, rcode), Message: msg})
+}
+
+// fill writes to path until the disk is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	_ = f.Sync()
+}
+
+// The disk under a workload's data fills up: host processes whose
+// temporary directory is a 32 MiB ext4 write a 64 MiB file. The trial
+// fails saying so, the campaign goes on to the trials that fit.
+func TestChaosDataDiskFull(t *testing.T) {
+	chaosCase(t, false)
+	start := time.Now()
+	mnt, err := loopExt4Sized(t, 32<<20)
+	if err != nil {
+		t.Skipf("no loop device: %v", err)
+	}
+	t.Setenv("TMPDIR", mnt)
+	exp := writeExperiment(t, `name: chaos-datafull
+seed: 1
+repetitions: 2
+warmup: 0
+timeout: 60s
+factors:
+  platform: [native]
+workloads:
+  - {name: big, type: disk.fio, params: {size: 64MiB, runtime: 1s}}
+  - {name: small, type: disk.fio, params: {size: 4MiB, runtime: 1s}}
+`)
+	db := filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
+	id := campaignID(t, r.stderr)
+	l := readLedger(t, db, id, 4)
+	names := cellWorkloads(t, db, id)
+	var reason string
+	for _, tr := range l.trials {
+		switch names[tr.CellID] {
+		case "big":
+			if tr.Status != result.Failed || !strings.Contains(strings.ToLower(tr.Error), "no space left") {
+				t.Errorf("trial %d (64 MiB on 32 MiB): %s %q", tr.Seq, tr.Status, tr.Error)
+			}
+			reason = tr.Error
+		case "small":
+			if tr.Status != result.OK {
+				t.Errorf("trial %d (4 MiB): %s %q", tr.Seq, tr.Status, tr.Error)
+			}
+		}
+	}
+	if r.code != 3 || l.lost != 0 {
+		t.Errorf("exit %d, lost %d:\n%s", r.code, l.lost, r.stderr)
+	}
+	if len(reason) > 160 {
+		reason = reason[:160] + "…"
+	}
+	record(t, start, chaosRow{Order: 35, Fault: "the disk under a workload's data full (fio writing 64 MiB into a 32 MiB ext4)",
+		Did: "the trial failed with the tool's reason; the campaign went on, and the trials that fit ran ok", Lost: l.lost, Dup: l.dup,
+		Left: leftWord(t, id), Exit: fmt.Sprint(r.code) + " (trials failed)", Message: reason})
+}
+
+// signalAll sends sig to every process named name (pgrep -x); it
+// returns how many it signalled.
+func signalAll(t *testing.T, name string, sig syscall.Signal) int {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-x", name).Output()
+	n := 0
+	for _, f := range strings.Fields(string(out)) {
+		var pid int
+		fmt.Sscan(f, &pid)
+		if pid > 0 && syscall.Kill(pid, sig) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// signalMatching is signalAll by full command line (pgrep -f).
+func signalMatching(t *testing.T, pattern string, sig syscall.Signal) int {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", pattern).Output()
+	n := 0
+	for _, f := range strings.Fields(string(out)) {
+		var pid int
+		fmt.Sscan(f, &pid)
+		if pid > 0 && pid != os.Getpid() && syscall.Kill(pid, sig) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// startDockerd starts the engine as scripts/setup.sh does and waits
+// until it answers.
+func startDockerd(t *testing.T) {
+	t.Helper()
+	log, err := os.OpenFile("/var/log/dockerd.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd := exec.Command("dockerd")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	waitEngine(t, time.Minute)
+}
+
+// waitEngine waits until the engine answers.
+func waitEngine(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := engine.Available(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the engine did not answer within %s: %v", d, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// longTrials is a campaign on one platform whose trials run for seconds.
+func longTrials(name, platform string, reps int, extra string) string {
+	return fmt.Sprintf(`name: %s
+seed: 1
+repetitions: %d
+warmup: 0
+timeout: 20s
+factors:
+  platform: [%s]
+%sworkloads:
+  - {name: p, type: cpu.primes, params: {duration: 3s, max_prime: "2000"}}
+`, name, reps, platform, extra)
+}
+
+// waitRunning waits until the run has started its first instance and
+// gives the trial a moment to be under way.
+func waitRunning(t *testing.T, r *bgRun, pattern string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		out, _ := exec.Command("pgrep", "-f", pattern).Output()
+		if len(strings.TrimSpace(string(out))) > 0 {
+			time.Sleep(time.Second)
+			return
+		}
+		select {
+		case <-r.done:
+			t.Fatalf("the run ended before its first instance ran:\n%s", r.stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no %q process within 2 minutes:\n%s", pattern, r.stderr)
+}
+
+// The engine frozen (SIGSTOP) mid-trial: the trial times out, the circuit
+// breaker pings the engine for its bounded wait and stops the campaign
+// saying what to do; after SIGCONT, resume completes it.
+func TestChaosEngineFrozen(t *testing.T) {
+	chaosCase(t, true)
+	start := time.Now()
+	const reps = 3
+	exp := writeExperiment(t, longTrials("chaos-frozen", "docker", reps, ""))
+	db := filepath.Join(t.TempDir(), "r.db")
+	run := startRun(t, "run", exp, "--db", db, "--no-report")
+	waitRunning(t, run, "ctrbench agent run --workload cpu.primes")
+	if signalAll(t, "dockerd", syscall.SIGSTOP) == 0 {
+		t.Fatal("no dockerd to freeze")
+	}
+	frozen := time.Now()
+	thaw := func() { signalAll(t, "dockerd", syscall.SIGCONT) }
+	t.Cleanup(thaw)
+	code := run.wait(t, 8*time.Minute)
+	stoppedAfter := time.Since(frozen)
+	thaw()
+	waitEngine(t, time.Minute)
+	msg := lastLine(run.stderr.String())
+	id := campaignLine.FindStringSubmatch(run.stderr.String())[1]
+	if code != 1 || !strings.Contains(msg, "stopped answering") || !strings.Contains(msg, "--resume "+id) {
+		t.Errorf("exit %d after %s: %s", code, stoppedAfter, msg)
+	}
+	again := startRun(t, "run", "--db", db, "--resume", id, "--no-report")
+	rcode := again.wait(t, 5*time.Minute)
+	l := readLedger(t, db, id, reps)
+	if rcode != 0 && rcode != 3 || l.integrity != nil || l.lost != 0 || l.dup != 0 {
+		t.Errorf("resume: exit %d, integrity %v, lost %d, duplicated %d\n%s", rcode, l.integrity, l.lost, l.dup, again.stderr)
+	}
+	record(t, start, chaosRow{Order: 40, Fault: "the engine frozen (SIGSTOP dockerd) mid-trial",
+		Did: fmt.Sprintf("the trial timed out and was recorded; the circuit breaker pinged for its 30 s and stopped the campaign %s after the freeze; after SIGCONT, `run --resume` completed it", stoppedAfter.Round(time.Second)),
+		Lost: l.lost, Dup: l.dup, Left: leftWord(t, id), Exit: fmt.Sprintf("%d, then %d after resume", code, rcode), Message: msg})
+}
+
+// The engine killed (SIGKILL dockerd) mid-trial and started again: the
+// trial the platform failed is retried under a new name, the breaker
+// waits for the engine, and the campaign completes.
+func TestChaosEngineKilled(t *testing.T) {
+	chaosCase(t, true)
+	start := time.Now()
+	const reps = 3
+	exp := writeExperiment(t, longTrials("chaos-killed", "docker", reps, ""))
+	db := filepath.Join(t.TempDir(), "r.db")
+	run := startRun(t, "run", exp, "--db", db, "--no-report")
+	waitRunning(t, run, "ctrbench agent run --workload cpu.primes")
+	if signalAll(t, "dockerd", syscall.SIGKILL) == 0 {
+		t.Fatal("no dockerd to kill")
+	}
+	time.Sleep(time.Second)
+	startDockerd(t)
+	code := run.wait(t, 8*time.Minute)
+	id := campaignLine.FindStringSubmatch(run.stderr.String())[1]
+	l := readLedger(t, db, id, reps)
+	retried := 0
+	for _, tr := range l.trials {
+		retried += len(tr.Attempts)
+	}
+	if code != 0 && code != 3 || l.integrity != nil || l.lost != 0 || l.dup != 0 {
+		t.Errorf("exit %d, integrity %v, lost %d, duplicated %d\n%s", code, l.integrity, l.lost, l.dup, run.stderr)
+	}
+	record(t, start, chaosRow{Order: 41, Fault: "the engine killed (SIGKILL dockerd) mid-trial, then started again",
+		Did: fmt.Sprintf("the trial the engine failed was retried under a new name (%d attempt(s) kept in the record); the campaign completed", retried),
+		Lost: l.lost, Dup: l.dup, Left: leftWord(t, id), Exit: fmt.Sprint(code), Message: lastLine(run.stderr.String())})
+}
+
+// containerd killed mid-trial: dockerd starts it again; the campaign
+// completes, a failed attempt retried.
+func TestChaosContainerdKilled(t *testing.T) {
+	chaosCase(t, true)
+	start := time.Now()
+	const reps = 3
+	exp := writeExperiment(t, longTrials("chaos-containerd", "docker", reps, ""))
+	db := filepath.Join(t.TempDir(), "r.db")
+	run := startRun(t, "run", exp, "--db", db, "--no-report")
+	waitRunning(t, run, "ctrbench agent run --workload cpu.primes")
+	if signalAll(t, "containerd", syscall.SIGKILL) == 0 {
+		t.Fatal("no containerd to kill")
+	}
+	code := run.wait(t, 8*time.Minute)
+	waitEngine(t, time.Minute)
+	id := campaignLine.FindStringSubmatch(run.stderr.String())[1]
+	l := readLedger(t, db, id, reps)
+	failed, retried := 0, 0
+	for _, tr := range l.trials {
+		retried += len(tr.Attempts)
+		if tr.Status != result.OK {
+			failed++
+		}
+	}
+	if code != 0 && code != 3 || l.integrity != nil || l.lost != 0 || l.dup != 0 {
+		t.Errorf("exit %d, integrity %v, lost %d, duplicated %d\n%s", code, l.integrity, l.lost, l.dup, run.stderr)
+	}
+	record(t, start, chaosRow{Order: 42, Fault: "containerd killed (SIGKILL) mid-trial",
+		Did: fmt.Sprintf("dockerd restarted containerd; %d failed attempt(s) retried, %d trial(s) failed; the campaign completed", retried, failed),
+		Lost: l.lost, Dup: l.dup, Left: leftWord(t, id), Exit: fmt.Sprint(code), Message: lastLine(run.stderr.String())})
+}
+
+// A platform's own process killed mid-trial — an LXC container's monitor
+// (lxc-execute), a virtual machine's QEMU: the trial fails (or its retry
+// succeeds), and the campaign goes on to completion.
+func TestChaosInstanceProcessKilled(t *testing.T) {
+	chaosCase(t, true)
+	for i, c := range []struct{ platform, process, fault string }{
+		{"lxc", "lxc-execute -n ctrbench", "an LXC container's monitor (lxc-execute) killed mid-trial"},
+		{"vm", "qemu-system", "a virtual machine's QEMU killed mid-trial"},
+	} {
+		t.Run(c.platform, func(t *testing.T) {
+			start := time.Now()
+			const reps = 2
+			exp := writeExperiment(t, longTrials("chaos-"+c.platform, c.platform, reps, ""))
+			db := filepath.Join(t.TempDir(), "r.db")
+			run := startRun(t, "run", exp, "--db", db, "--no-report")
+			waitRunning(t, run, c.process)
+			if signalMatching(t, c.process, syscall.SIGKILL) == 0 {
+				t.Fatalf("no %s to kill", c.process)
+			}
+			code := run.wait(t, 8*time.Minute)
+			id := campaignLine.FindStringSubmatch(run.stderr.String())[1]
+			l := readLedger(t, db, id, reps)
+			var what []string
+			for _, tr := range l.trials {
+				for _, a := range tr.Attempts {
+					what = append(what, fmt.Sprintf("trial %d attempt failed by %s, retried", tr.Seq, a.FailedBy))
+				}
+				if tr.Status != result.OK {
+					what = append(what, fmt.Sprintf("trial %d %s: %s", tr.Seq, tr.Status, clip(tr.Error, 140)))
+				}
+			}
+			if code != 0 && code != 3 || l.integrity != nil || l.lost != 0 || l.dup != 0 {
+				t.Errorf("exit %d, integrity %v, lost %d, duplicated %d\n%s", code, l.integrity, l.lost, l.dup, run.stderr)
+			}
+			record(t, start, chaosRow{Order: 50 + i, Fault: c.fault,
+				Did: "the campaign went on and completed; " + strings.Join(what, "; "), Lost: l.lost, Dup: l.dup,
+				Left: leftWord(t, id), Exit: fmt.Sprint(code), Message: lastLine(run.stderr.String())})
+		})
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// A workload that needs more memory than its limit: the kernel's OOM
+// killer kills it; the trial fails saying so, and the campaign goes on.
+func TestChaosOOMKilled(t *testing.T) {
+	chaosCase(t, false)
+	start := time.Now()
+	exp := writeExperiment(t, `name: chaos-oom
+seed: 1
+repetitions: 1
+warmup: 0
+timeout: 60s
+factors:
+  platform: [docker, native]
+  memory: [64MiB]
+workloads:
+  - name: hog
+    type: exec
+    params:
+      command: [busybox, sh, -c, 'x=$(busybox head -c 250000000 /dev/zero | busybox tr "\0" x); echo ${#x}; echo n=1']
+      format: regex
+      metrics:
+        n: {pattern: 'n=(?P<value>[0-9]+)', unit: n, better: higher}
+`)
+	db := filepath.Join(t.TempDir(), "r.db")
+	r := ctrbench(t, 5*time.Minute, "run", exp, "--db", db, "--no-report")
+	id := campaignID(t, r.stderr)
+	l := readLedger(t, db, id, 2)
+	cells := cellFactors(t, db, id)
+	var msg string
+	for _, tr := range l.trials {
+		if tr.Status != result.Failed || !strings.Contains(tr.Error, "out of memory") {
+			t.Errorf("%s: %s %q", cells[tr.CellID]["platform"], tr.Status, tr.Error)
+		}
+		msg = tr.Error
+	}
+	if r.code != 3 || l.lost != 0 {
+		t.Errorf("exit %d, lost %d:\n%s", r.code, l.lost, r.stderr)
+	}
+	record(t, start, chaosRow{Order: 70, Fault: "a workload OOM-killed (250 MB held under a 64 MiB limit), in Docker and as a host process",
+		Did: "the trial failed, saying the kernel's OOM killer killed it (read from the instance's cgroup); the campaign went on", Lost: l.lost, Dup: l.dup,
+		Left: leftWord(t, id), Exit: fmt.Sprint(r.code) + " (trials failed)", Message: clip(msg, 200)})
+}
