@@ -529,6 +529,9 @@ func signalMatching(t *testing.T, pattern string, sig syscall.Signal) int {
 // until it answers.
 func startDockerd(t *testing.T) {
 	t.Helper()
+	// A killed dockerd leaves its pid file, and a new one refuses to
+	// start while it is there.
+	os.Remove("/var/run/docker.pid")
 	log, err := os.OpenFile("/var/log/dockerd.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -700,15 +703,15 @@ func TestChaosContainerdKilled(t *testing.T) {
 // (lxc-execute), a virtual machine's QEMU: the trial fails (or its retry
 // succeeds), and the campaign goes on to completion.
 func TestChaosInstanceProcessKilled(t *testing.T) {
-	chaosCase(t, true)
-	for i, c := range []struct{ platform, process, fault string }{
-		{"lxc", "lxc-execute -n ctrbench", "an LXC container's monitor (lxc-execute) killed mid-trial"},
-		{"vm", "qemu-system", "a virtual machine's QEMU killed mid-trial"},
+	chaosCase(t, false)
+	for i, c := range []struct{ platform, process, fault, extra string }{
+		{"lxc", "lxc-execute -n ctrbench", "an LXC container's monitor (lxc-execute) killed mid-trial", ""},
+		{"vm", "qemu-system", "a virtual machine's QEMU killed mid-trial", "  network: [bridge]\n"},
 	} {
 		t.Run(c.platform, func(t *testing.T) {
 			start := time.Now()
 			const reps = 2
-			exp := writeExperiment(t, longTrials("chaos-"+c.platform, c.platform, reps, ""))
+			exp := writeExperiment(t, longTrials("chaos-"+c.platform, c.platform, reps, c.extra))
 			db := filepath.Join(t.TempDir(), "r.db")
 			run := startRun(t, "run", exp, "--db", db, "--no-report")
 			waitRunning(t, run, c.process)
@@ -784,4 +787,159 @@ workloads:
 	record(t, start, chaosRow{Order: 70, Fault: "a workload OOM-killed (250 MB held under a 64 MiB limit), in Docker and as a host process",
 		Did: "the trial failed, saying the kernel's OOM killer killed it (read from the instance's cgroup); the campaign went on", Lost: l.lost, Dup: l.dup,
 		Left: leftWord(t, id), Exit: fmt.Sprint(r.code) + " (trials failed)", Message: clip(msg, 200)})
+}
+
+// An emulated host's network namespace deleted from outside mid-trial:
+// the trial under way keeps it (a namespace lives while processes are in
+// it), and before the next trial ctrbench finds the lab broken and
+// rebuilds it, so the campaign completes.
+func TestChaosNetnsDeleted(t *testing.T) {
+	chaosCase(t, false)
+	start := time.Now()
+	const reps = 3
+	exp := writeExperiment(t, fmt.Sprintf(`name: chaos-netns
+seed: 1
+repetitions: %d
+warmup: 0
+timeout: 30s
+factors:
+  hosts: [2]
+  platform: [native]
+  network: [host]
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 2s}}
+`, reps))
+	db := filepath.Join(t.TempDir(), "r.db")
+	run := startRun(t, "run", exp, "--db", db, "--no-report")
+	waitRunning(t, run, "agent run --workload net.tcp_stream")
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	var victim string
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "ctb") && strings.HasSuffix(f, "h2") {
+			victim = f
+		}
+	}
+	if victim == "" {
+		t.Fatalf("no emulated host 2 among the namespaces: %s", out)
+	}
+	if o, err := exec.Command("ip", "netns", "delete", victim).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns delete %s: %v %s", victim, err, o)
+	}
+	code := run.wait(t, 3*time.Minute)
+	id := campaignLine.FindStringSubmatch(run.stderr.String())[1]
+	l := readLedger(t, db, id, reps)
+	ok := 0
+	for _, tr := range l.trials {
+		if tr.Status == result.OK {
+			ok++
+		}
+	}
+	rebuilt := strings.Contains(run.stderr.String(), "rebuilding the lab")
+	if code != 0 || ok != reps || !rebuilt || l.lost != 0 || l.dup != 0 {
+		t.Errorf("exit %d, %d ok, rebuilt %v, lost %d, duplicated %d:\n%s", code, ok, rebuilt, l.lost, l.dup, run.stderr)
+	}
+	record(t, start, chaosRow{Order: 80, Fault: "an emulated host's network namespace deleted from outside (ip netns delete) mid-trial",
+		Did: fmt.Sprintf("the trial under way kept its namespace; before the next, ctrbench found the lab broken and rebuilt it; %d of %d trials ok", ok, reps),
+		Lost: l.lost, Dup: l.dup, Left: leftWord(t, id), Exit: fmt.Sprint(code), Message: noteLine(run.stderr.String(), "rebuilding the lab")})
+	assertNoLab(t)
+}
+
+// noteLine is the first line of out that contains s.
+func noteLine(out, s string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// A workload that forks without end under a pids limit: the limit holds
+// it (the machine's process table is untouched), the trial fails, the
+// instance and every process it forked are gone, and the campaign goes
+// on.
+func TestChaosForkBomb(t *testing.T) {
+	chaosCase(t, false)
+	start := time.Now()
+	exp := writeExperiment(t, `name: chaos-forkbomb
+seed: 1
+repetitions: 1
+warmup: 0
+timeout: 8s
+factors:
+  platform: [docker, native]
+  pids: [64]
+workloads:
+  - name: bomb
+    type: exec
+    params:
+      command: [busybox, sh, -c, 'while :; do busybox sleep 600 & done']
+      format: regex
+      metrics:
+        n: {pattern: 'n=(?P<value>[0-9]+)', unit: n, better: higher}
+`)
+	db := filepath.Join(t.TempDir(), "r.db")
+	before := countProcs("sleep 600")
+	r := ctrbench(t, 3*time.Minute, "run", exp, "--db", db, "--no-report")
+	id := campaignID(t, r.stderr)
+	l := readLedger(t, db, id, 2)
+	cells := cellFactors(t, db, id)
+	var what []string
+	for _, tr := range l.trials {
+		if tr.Status == result.OK {
+			t.Errorf("%s: a fork bomb's trial ok", cells[tr.CellID]["platform"])
+		}
+		what = append(what, fmt.Sprintf("%s: %s, %s", cells[tr.CellID]["platform"], tr.Status, clip(tr.Error, 120)))
+	}
+	left := countProcs("sleep 600") - before
+	if left > 0 {
+		t.Errorf("%d of the bomb's processes outlived the campaign", left)
+	}
+	if r.code != 3 || l.lost != 0 {
+		t.Errorf("exit %d, lost %d:\n%s", r.code, l.lost, r.stderr)
+	}
+	sort.Strings(what)
+	record(t, start, chaosRow{Order: 71, Fault: "a workload that forks without end (a `while :; do sleep & done` loop) under `pids: 64`, in Docker and as a host process",
+		Did: "the pids limit held it (the loop's fork failed); the trial failed, and every process it forked was killed with it (its process group, then its cgroup); the campaign went on",
+		Lost: l.lost, Dup: l.dup, Left: leftWord(t, id) + fmt.Sprintf(" (%d stray processes)", max(left, 0)), Exit: fmt.Sprint(r.code) + " (trials failed)", Message: clip(what[0], 200)})
+}
+
+// countProcs counts the machine's processes whose command line has s.
+func countProcs(s string) int {
+	out, _ := exec.Command("pgrep", "-f", "-c", s).Output()
+	var n int
+	fmt.Sscan(strings.TrimSpace(string(out)), &n)
+	return n
+}
+
+// podman's API service (the `podman system service` ctrbench started)
+// killed mid-trial: the trial fails, the breaker finds podman silent and
+// stops the campaign saying what to do; resume starts a service anew and
+// completes it.
+func TestChaosPodmanServiceKilled(t *testing.T) {
+	chaosCase(t, true)
+	start := time.Now()
+	const reps = 3
+	exp := writeExperiment(t, longTrials("chaos-podman", "podman", reps, ""))
+	db := filepath.Join(t.TempDir(), "r.db")
+	run := startRun(t, "run", exp, "--db", db, "--no-report")
+	waitRunning(t, run, "ctrbench agent run --workload cpu.primes")
+	if signalMatching(t, "podman.*system service", syscall.SIGKILL) == 0 {
+		t.Fatal("no podman service to kill")
+	}
+	code := run.wait(t, 8*time.Minute)
+	msg := lastLine(run.stderr.String())
+	id := campaignLine.FindStringSubmatch(run.stderr.String())[1]
+	rcode := -1
+	if code != 0 {
+		again := startRun(t, "run", "--db", db, "--resume", id, "--no-report")
+		rcode = again.wait(t, 5*time.Minute)
+	}
+	l := readLedger(t, db, id, reps)
+	if code != 1 && code != 3 && code != 0 || rcode > 3 || l.integrity != nil || l.lost != 0 || l.dup != 0 {
+		t.Errorf("exit %d, resume %d, integrity %v, lost %d, duplicated %d\n%s", code, rcode, l.integrity, l.lost, l.dup, run.stderr)
+	}
+	record(t, start, chaosRow{Order: 43, Fault: "podman's API service killed (SIGKILL) mid-trial",
+		Did: fmt.Sprintf("exit %d: %s; resume exit %d", code, clip(msg, 160), rcode), Lost: l.lost, Dup: l.dup,
+		Left: leftWord(t, id), Exit: fmt.Sprintf("%d, then %d after resume", code, rcode), Message: msg})
 }

@@ -95,6 +95,12 @@ start_dockerd() {
 		return
 	fi
 	log "starting dockerd"
+	# A dockerd that was killed leaves its pid file, and a new one refuses
+	# to start while it names a pid; remove it when that pid is gone.
+	if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
+		log "removing the stale /var/run/docker.pid of a dockerd that is gone"
+		rm -f /var/run/docker.pid
+	fi
 	# setsid: the daemon must outlive this script and the shell that ran it.
 	setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &
 	for _ in $(seq 1 60); do

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -176,6 +177,8 @@ type Spec struct {
 	// Device is "major:minor" of the block device the bps limits apply to.
 	Device            string
 	ReadBps, WriteBps int64
+	// Pids caps the group's processes and threads (pids.max); 0: none.
+	Pids int64
 	// Always creates the group in every hierarchy ctrbench uses, even
 	// without limits: a parent that instances are placed under.
 	Always bool
@@ -212,6 +215,9 @@ func Create(name string, sp Spec) (*Group, error) {
 			file = "blkio.bfq.weight"
 		}
 		knobs = append(knobs, knob{"blkio", file, strconv.Itoa(int(sp.BlkioWeight))})
+	}
+	if sp.Pids > 0 {
+		knobs = append(knobs, knob{"pids", "pids.max", strconv.FormatInt(sp.Pids, 10)})
 	}
 	if sp.ReadBps > 0 {
 		knobs = append(knobs, knob{"blkio", "blkio.throttle.read_bps_device", fmt.Sprintf("%s %d", sp.Device, sp.ReadBps)})
@@ -294,7 +300,7 @@ func (g *Group) createV2(name string, sp Spec) error {
 	dir := Root
 	for _, part := range strings.Split(name, "/") {
 		// Controllers must be enabled in each parent for the child to use them.
-		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +cpuset +memory +io"), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +cpuset +memory +io +pids"), 0o644)
 		dir = filepath.Join(dir, part)
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("creating cgroup %s: %w", dir, err)
@@ -319,6 +325,9 @@ func (g *Group) createV2(name string, sp Spec) error {
 	}
 	if sp.BlkioWeight > 0 {
 		errs = append(errs, set("io.weight", strconv.Itoa(int(sp.BlkioWeight))))
+	}
+	if sp.Pids > 0 {
+		errs = append(errs, set("pids.max", strconv.FormatInt(sp.Pids, 10)))
 	}
 	if sp.ReadBps > 0 || sp.WriteBps > 0 {
 		v := sp.Device
@@ -565,4 +574,38 @@ func OOMKills() (n float64, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// Kill ends every process in the group (SIGKILL; cgroup.kill where the
+// kernel has it), again until none is left or a second has passed: a
+// process that forks as it is killed leaves children that the next round
+// finds. It returns how many processes it signalled.
+func (g *Group) Kill() int {
+	n := 0
+	for _, dir := range g.Dirs {
+		if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0o644) == nil {
+			break
+		}
+	}
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		left := 0
+		for _, dir := range g.Dirs {
+			b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+					if syscall.Kill(pid, syscall.SIGKILL) == nil {
+						n++
+					}
+					left++
+				}
+			}
+		}
+		if left == 0 {
+			break
+		}
+	}
+	return n
 }

@@ -57,6 +57,7 @@ type Resources struct {
 	ReadBps      []Throttle
 	WriteBps     []Throttle
 	CgroupParent string
+	PidsLimit    int64 // 0: none
 }
 
 // Throttle is a block device's bytes-per-second limit.
@@ -81,6 +82,9 @@ func (s ContainerSpec) configs() (*container.Config, *container.HostConfig) {
 		NanoCPUs: r.NanoCPUs, CpusetCpus: r.CpusetCpus, Memory: r.Memory, MemorySwap: r.MemorySwap, BlkioWeight: r.BlkioWeight,
 		BlkioDeviceReadBps: throttles(r.ReadBps), BlkioDeviceWriteBps: throttles(r.WriteBps), CgroupParent: r.CgroupParent,
 	}}
+	if r.PidsLimit > 0 {
+		hc.PidsLimit = &r.PidsLimit
+	}
 	if s.Volume != "" {
 		hc.Mounts = []mount.Mount{{Type: mount.TypeVolume, Source: s.Volume, Target: s.VolumeTarget}}
 	}

@@ -79,3 +79,55 @@ func LiveBridges(ctx context.Context) map[string]bool {
 	}
 	return out
 }
+
+// Placement is what the engine says a container of ctrbench's may reach
+// of the machine: its mounts, its network mode, and whether it is
+// privileged. Tests check it against what the campaign asked for.
+type Placement struct {
+	Name        string
+	Privileged  bool
+	NetworkMode string
+	Mounts      []MountPoint
+}
+
+// MountPoint is one mount of a container: a bind's source is a host
+// path, a volume's its name.
+type MountPoint struct {
+	Type, Source, Destination string
+}
+
+// Placements inspects every running container of the campaign (every
+// campaign when "").
+func Placements(ctx context.Context, campaign string, opts ...Option) ([]Placement, error) {
+	api, owned, err := newClient(applyOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	if owned {
+		defer api.Close()
+	}
+	cs, err := api.ContainerList(ctx, container.ListOptions{Filters: campaignFilter(campaign)})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	var out []Placement
+	for _, c := range cs {
+		in, err := api.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			continue // gone since the list
+		}
+		p := Placement{Name: containerName(c)}
+		if in.HostConfig != nil {
+			p.Privileged, p.NetworkMode = in.HostConfig.Privileged, string(in.HostConfig.NetworkMode)
+		}
+		for _, m := range in.Mounts {
+			src := m.Source
+			if m.Type == "volume" {
+				src = m.Name
+			}
+			p.Mounts = append(p.Mounts, MountPoint{Type: string(m.Type), Source: src, Destination: m.Destination})
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

@@ -104,6 +104,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -493,3 +494,26 @@ func isNotFound(err error) bool {
 }
 
 func ip4(a, b, c, d int) string { return net.IPv4(byte(a), byte(b), byte(c), byte(d)).String() }
+
+// Intact says whether what the lab made is still there: every network
+// namespace it created is still mounted (a namespace deleted from
+// outside lives on while processes are in it, then goes, and the next
+// trial could not enter it). nil when intact.
+func (l *Lab) Intact() error {
+	l.mu.Lock()
+	names := slices.Clone(l.namespaces)
+	l.mu.Unlock()
+	var gone []string
+	for _, n := range names {
+		if _, err := os.Stat(netns.RunDir + "/" + n); err != nil {
+			gone = append(gone, n)
+		}
+	}
+	if len(gone) > 0 {
+		return fmt.Errorf("network namespace(s) %s of the lab are gone (deleted from outside?)", strings.Join(gone, ", "))
+	}
+	return nil
+}
+
+// Config is what the lab was built from (New builds a like one).
+func (l *Lab) Config() Config { return l.cfg }

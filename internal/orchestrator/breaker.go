@@ -23,6 +23,9 @@ var (
 	breakerWait = 30 * time.Second
 	pingTimeout = 5 * time.Second
 	pingEvery   = time.Second
+	// breakerCleanup bounds the clean-up of a campaign the breaker
+	// stopped.
+	breakerCleanup = 10 * time.Second
 )
 
 // Stopped is the error of a campaign the orchestrator stopped itself

@@ -38,11 +38,36 @@ func (c *running) buildLab(ctx context.Context) error {
 	}
 	c.env.Lab = lab
 	c.undo = append(c.undo, func(context.Context) error {
-		if err := lab.Close(); err != nil {
+		// The lab of the moment: mendLab may have built a new one.
+		if err := c.env.Lab.Close(); err != nil {
 			return fmt.Errorf("removing the network lab: %w", err)
 		}
 		return nil
 	})
+	return nil
+}
+
+// mendLab rebuilds the lab, before a trial, when part of it is gone (a
+// namespace deleted from outside): the trial then runs on a whole lab
+// rather than failing to enter it.
+func (c *running) mendLab(ctx context.Context) error {
+	old := c.env.Lab
+	if old == nil {
+		return nil
+	}
+	broken := old.Intact()
+	if broken == nil {
+		return nil
+	}
+	fmt.Fprintf(c.cfg.Progress.Notes(), "netlab: %v; rebuilding the lab\n", broken)
+	if err := old.Close(); err != nil {
+		fmt.Fprintf(c.cfg.Progress.Notes(), "netlab: removing what is left of it: %v\n", err)
+	}
+	lab, err := netlab.New(ctx, old.Config())
+	if err != nil {
+		return fmt.Errorf("rebuilding the network lab (%v): %w", broken, err)
+	}
+	c.env.Lab = lab
 	return nil
 }
 

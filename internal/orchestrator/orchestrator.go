@@ -103,6 +103,9 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 			break
 		}
 		pc := c.cells[pt.CellID]
+		if err := c.mendLab(ctx); err != nil {
+			return sum, err
+		}
 		cfg.Progress.Start(pt, pc.Cell)
 		t := c.trial(ctx, pc, pt)
 		if ctx.Err() != nil {
@@ -124,6 +127,10 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		cfg.Progress.End(pt, pc.Cell, t)
 		if suspect(t) {
 			if err := c.breaker(ctx); err != nil {
+				// The engine is known not to answer: the clean-up's calls
+				// to it get a short wait, and clean or resume removes
+				// what they could not.
+				c.cfg.CleanupTimeout = min(c.cfg.CleanupTimeout, breakerCleanup)
 				sum.Interrupted = true
 				cfg.Progress.Finish()
 				return sum, err

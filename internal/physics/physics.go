@@ -317,7 +317,7 @@ func cellKey(cell map[string]string, ignore map[string]bool) string {
 // known are the factors ctrbench defines itself: never a name for a path.
 var known = map[string]bool{
 	vocab.FPlatform: true, vocab.FNetwork: true, vocab.FCPUs: true, vocab.FCpuset: true, vocab.FMemory: true, vocab.FStorage: true,
-	vocab.FBlkioWeight: true, vocab.FReadBps: true, vocab.FWriteBps: true, vocab.FNeighbour: true, vocab.FPackaging: true,
+	vocab.FBlkioWeight: true, vocab.FReadBps: true, vocab.FWriteBps: true, vocab.FPids: true, vocab.FNeighbour: true, vocab.FPackaging: true,
 	vocab.FHosts: true, vocab.FHost: true, vocab.FUnderlay: true, vocab.FNode: true, vocab.FPairs: true, vocab.FInstances: true,
 	vocab.FPinning: true,
 }

@@ -42,6 +42,8 @@ type Limits struct {
 	BlkioWeight uint16 `json:"blkio_weight,omitempty"`
 	ReadBps     int64  `json:"read_bps,omitempty"`
 	WriteBps    int64  `json:"write_bps,omitempty"`
+	// Pids caps the instance's processes and threads (pids.max).
+	Pids int64 `json:"pids,omitempty"`
 }
 
 // IsZero reports whether no limit is set.

@@ -360,7 +360,7 @@ func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
 			}
 		}
 	}
-	for _, lim := range []struct{ factor, level string }{{vocab.FCpuset, pl.Cpuset}, {vocab.FBlkioWeight, pl.BlkioWeight}, {vocab.FReadBps, pl.ReadBps}, {vocab.FWriteBps, pl.WriteBps}} {
+	for _, lim := range []struct{ factor, level string }{{vocab.FCpuset, pl.Cpuset}, {vocab.FBlkioWeight, pl.BlkioWeight}, {vocab.FReadBps, pl.ReadBps}, {vocab.FWriteBps, pl.WriteBps}, {vocab.FPids, pl.Pids}} {
 		if why, no := d.Caps.NoLimits[lim.factor]; ok && no && lim.level != vocab.NoLimit && lim.level != "" {
 			r.add(c, role, lim.factor, fmt.Sprintf("platform %s cannot apply %s %s: %s", pl.Platform, lim.factor, lim.level, why))
 		}

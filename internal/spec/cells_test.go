@@ -340,7 +340,7 @@ workloads:
 }
 
 func TestPlacementFor(t *testing.T) {
-	defaults := Placement{Platform: "native", Network: "host", CPUs: "none", Cpuset: "none", Memory: "none", Storage: "layer", BlkioWeight: "none", ReadBps: "none", WriteBps: "none"}
+	defaults := Placement{Platform: "native", Network: "host", CPUs: "none", Cpuset: "none", Memory: "none", Storage: "layer", BlkioWeight: "none", ReadBps: "none", WriteBps: "none", Pids: "none"}
 	if got := PlacementFor(nil, "main"); got != defaults {
 		t.Errorf("no factors: %+v, want %+v", got, defaults)
 	}
@@ -359,9 +359,9 @@ func TestPlacementFor(t *testing.T) {
 		role string
 		want Placement
 	}{
-		{"server", Placement{Platform: "native", Network: "host", CPUs: "none", Cpuset: "0", Memory: "1GiB", Storage: "layer", BlkioWeight: "none", ReadBps: "none", WriteBps: "none"}},
-		{"client", Placement{Platform: "docker", Network: "bridge", CPUs: "0.5", Cpuset: "none", Memory: "1GiB", Storage: "tmpfs", BlkioWeight: "none", ReadBps: "none", WriteBps: "none"}},
-		{"main", Placement{Platform: "docker", Network: "bridge", CPUs: "none", Cpuset: "none", Memory: "1GiB", Storage: "layer", BlkioWeight: "none", ReadBps: "none", WriteBps: "none"}},
+		{"server", Placement{Platform: "native", Network: "host", CPUs: "none", Cpuset: "0", Memory: "1GiB", Storage: "layer", BlkioWeight: "none", ReadBps: "none", WriteBps: "none", Pids: "none"}},
+		{"client", Placement{Platform: "docker", Network: "bridge", CPUs: "0.5", Cpuset: "none", Memory: "1GiB", Storage: "tmpfs", BlkioWeight: "none", ReadBps: "none", WriteBps: "none", Pids: "none"}},
+		{"main", Placement{Platform: "docker", Network: "bridge", CPUs: "none", Cpuset: "none", Memory: "1GiB", Storage: "layer", BlkioWeight: "none", ReadBps: "none", WriteBps: "none", Pids: "none"}},
 	}
 	for _, tc := range tests {
 		if got := PlacementFor(levels, tc.role); got != tc.want {

@@ -15,9 +15,9 @@ import (
 var nodeRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(=[A-Za-z0-9._-]*)?$`)
 
 var (
-	placementFactors = []string{vocab.FPlatform, vocab.FNetwork, vocab.FCPUs, vocab.FCpuset, vocab.FMemory, vocab.FStorage, vocab.FBlkioWeight, vocab.FReadBps, vocab.FWriteBps, vocab.FHost, vocab.FNode}
+	placementFactors = []string{vocab.FPlatform, vocab.FNetwork, vocab.FCPUs, vocab.FCpuset, vocab.FMemory, vocab.FStorage, vocab.FBlkioWeight, vocab.FReadBps, vocab.FWriteBps, vocab.FPids, vocab.FHost, vocab.FNode}
 	// Placement defaults when a factor is absent from the file.
-	placementDefaults = map[string]string{vocab.FPlatform: vocab.DefaultPlatform, vocab.FNetwork: string(vocab.Host), vocab.FCPUs: vocab.NoLimit, vocab.FCpuset: vocab.NoLimit, vocab.FMemory: vocab.NoLimit, vocab.FStorage: string(vocab.Layer), vocab.FBlkioWeight: vocab.NoLimit, vocab.FReadBps: vocab.NoLimit, vocab.FWriteBps: vocab.NoLimit, vocab.FHost: "", vocab.FNode: ""}
+	placementDefaults = map[string]string{vocab.FPlatform: vocab.DefaultPlatform, vocab.FNetwork: string(vocab.Host), vocab.FCPUs: vocab.NoLimit, vocab.FCpuset: vocab.NoLimit, vocab.FMemory: vocab.NoLimit, vocab.FStorage: string(vocab.Layer), vocab.FBlkioWeight: vocab.NoLimit, vocab.FReadBps: vocab.NoLimit, vocab.FWriteBps: vocab.NoLimit, vocab.FPids: vocab.NoLimit, vocab.FHost: "", vocab.FNode: ""}
 )
 
 // Machine is what validation knows of the host, to reject limits it cannot
@@ -162,6 +162,8 @@ type Placement struct {
 	Storage  vocab.Storage
 	// BlkioWeight, ReadBps, WriteBps: "none" or the level's text.
 	BlkioWeight, ReadBps, WriteBps string
+	// Pids: "none" or the most processes.
+	Pids string
 	// Host is the emulated host ("1", "2"…); "" when the cell does not
 	// say, and the role goes where HostOf spreads it.
 	Host string
@@ -202,6 +204,13 @@ func (pl Placement) Limits() (platform.Limits, error) {
 			*bps.to = int64(n)
 		}
 	}
+	if pl.Pids != vocab.NoLimit && pl.Pids != "" {
+		n, err := strconv.ParseInt(pl.Pids, 10, 64)
+		if err != nil {
+			return l, fmt.Errorf("pids %q: %w", pl.Pids, err)
+		}
+		l.Pids = n
+	}
 	if pl.Memory != vocab.NoLimit && pl.Memory != "" {
 		n, err := vocab.ParseSize(pl.Memory)
 		if err != nil {
@@ -231,7 +240,7 @@ func PlacementFor(factors map[string]string, role string) Placement {
 		return placementDefaults[base]
 	}
 	return Placement{Platform: get(vocab.FPlatform), Network: vocab.Network(get(vocab.FNetwork)), CPUs: get(vocab.FCPUs), Cpuset: get(vocab.FCpuset), Memory: get(vocab.FMemory), Storage: vocab.Storage(get(vocab.FStorage)),
-		BlkioWeight: get(vocab.FBlkioWeight), ReadBps: get(vocab.FReadBps), WriteBps: get(vocab.FWriteBps), Host: get(vocab.FHost), Node: get(vocab.FNode)}
+		BlkioWeight: get(vocab.FBlkioWeight), ReadBps: get(vocab.FReadBps), WriteBps: get(vocab.FWriteBps), Pids: get(vocab.FPids), Host: get(vocab.FHost), Node: get(vocab.FNode)}
 }
 
 // Hosts is a cell's number of emulated hosts: 1 (the machine itself, no

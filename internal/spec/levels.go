@@ -37,6 +37,7 @@ func init() {
 		vocab.FReadBps:     checkBps,
 		vocab.FWriteBps:    checkBps,
 		vocab.FMemory:      checkMemory,
+		vocab.FPids:        checkPids,
 	}
 }
 
@@ -178,6 +179,22 @@ func checkBlkioWeight(name, level string, _ []Workload, m Machine) (string, erro
 		return "", fmt.Errorf("level %q of %s: this kernel has no proportional block I/O weight (no blkio.weight or blkio.bfq.weight: its I/O scheduler does not do cgroup weights); allowed here: %s; %s and %s (throttles) work", level, name, vocab.NoLimit, vocab.FReadBps, vocab.FWriteBps)
 	}
 	return level, nil
+}
+
+// minPids leaves room for the agent's own threads (the Go runtime's,
+// about ten) and a workload's first processes.
+const minPids = 32
+
+// checkPids is a cap on an instance's processes and threads.
+func checkPids(name, level string, _ []Workload, _ Machine) (string, error) {
+	if level == vocab.NoLimit {
+		return level, nil
+	}
+	n, err := strconv.Atoi(level)
+	if err != nil || n < minPids || n > 4194304 {
+		return "", fmt.Errorf("level %q of %s: want %s or a number of processes from %d (the agent's own threads need room) to 4194304", level, name, vocab.NoLimit, minPids)
+	}
+	return strconv.Itoa(n), nil
 }
 
 // checkBps is a block I/O throttle: bytes per second, at least 1 MiB.

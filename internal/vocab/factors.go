@@ -22,6 +22,10 @@ const (
 	FBlkioWeight = "blkio_weight"
 	FReadBps     = "read_bps"
 	FWriteBps    = "write_bps"
+	// FPids caps the processes (and threads) an instance may have: its
+	// cgroup's pids.max, so a workload that forks without end fails
+	// alone instead of taking the machine's process table.
+	FPids = "pids"
 	// FNeighbour names the neighbours that run beside the measured
 	// workload (the target): none, idle, a workload of the file, or several
 	// joined by "+". FPackaging says how they are packaged with it.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
@@ -198,6 +199,12 @@ func runExec(ctx context.Context, p workload.Values, env workload.Env) ([]result
 	start := time.Now()
 	runErr := cmd.Run()
 	wall := time.Since(start)
+	// What the command left running in its process group (a daemon, a
+	// background job, a fork loop's children) ends with it: the next
+	// trial must not share the machine with it.
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	stdout, overflow := out.Bytes()
 	raw := outputs.Tail(stdout) + "\nstandard error:\n" + errTail.String()
 	switch {

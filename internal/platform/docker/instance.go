@@ -251,6 +251,7 @@ func resources(l platform.Limits) (engine.Resources, error) {
 	r.NanoCPUs = int64(math.Round(l.CPUs * 1e9))
 	r.BlkioWeight = l.BlkioWeight
 	r.CpusetCpus = l.Cpuset
+	r.PidsLimit = l.Pids
 	if l.MemoryBytes > 0 {
 		r.Memory = l.MemoryBytes
 		r.MemorySwap = l.MemoryBytes

@@ -135,6 +135,9 @@ func (c containerConfig) cgroupKeys() [][2]string {
 			add("memory.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10))
 		}
 	}
+	if l.Pids > 0 {
+		add("pids.max", strconv.FormatInt(l.Pids, 10))
+	}
 	if l.BlkioWeight > 0 {
 		if c.V2 {
 			add("io.weight", "default "+strconv.Itoa(int(l.BlkioWeight)))

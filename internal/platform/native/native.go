@@ -220,7 +220,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	// gets a group, so the machine's limits bind it too.
 	if !spec.Limits.IsZero() || p.machine {
 		sp := cgroup.Spec{CPUs: spec.Limits.CPUs, Cpuset: spec.Limits.Cpuset, MemoryBytes: spec.Limits.MemoryBytes,
-			BlkioWeight: spec.Limits.BlkioWeight, ReadBps: spec.Limits.ReadBps, WriteBps: spec.Limits.WriteBps, Always: true}
+			BlkioWeight: spec.Limits.BlkioWeight, ReadBps: spec.Limits.ReadBps, WriteBps: spec.Limits.WriteBps, Pids: spec.Limits.Pids, Always: true}
 		if sp.ReadBps > 0 || sp.WriteBps > 0 {
 			_, mm, err := sysinfo.BlockDevice(os.TempDir())
 			if err != nil {
@@ -354,6 +354,9 @@ func (in *instance) Remove(ctx context.Context) error {
 		in.stdout.Close()
 		os.RemoveAll(in.dataDir)
 		if in.group != nil {
+			// Whatever the workload left in its cgroup (a daemon in a
+			// session of its own, a fork loop's children) goes too.
+			in.group.Kill()
 			in.group.Remove()
 		}
 		in.Mark(vocab.Remove)

@@ -55,6 +55,7 @@ var Caps = platform.Capabilities{
 		"blkio_weight": "a swarm service has no block I/O limits",
 		"read_bps":     "a swarm service has no block I/O limits",
 		"write_bps":    "a swarm service has no block I/O limits",
+		vocab.FPids:    "ctrbench gives a swarm service CPU and memory limits only",
 	},
 	Phases:       []vocab.Phase{vocab.Create, vocab.Assigned, vocab.Preparing, vocab.Starting, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:        true,

@@ -21,11 +21,14 @@ import (
 // to join or wire), its own disk, and a size (cpus, memory) with QEMU in
 // a cgroup of its own.
 var Caps = platform.Capabilities{
-	Networks:   []vocab.Network{vocab.Bridge},
-	OwnNetNS:   true,
-	Storages:   []vocab.Storage{vocab.Layer},
-	OwnCgroup:  true,
-	Limits:     true,
+	Networks:  []vocab.Network{vocab.Bridge},
+	OwnNetNS:  true,
+	Storages:  []vocab.Storage{vocab.Layer},
+	OwnCgroup: true,
+	Limits:    true,
+	NoLimits: map[string]string{
+		vocab.FPids: "a virtual machine has a kernel and process table of its own; ctrbench sizes it by cpus and memory",
+	},
 	Phases:     []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:      true,
 	UserImages: true,
