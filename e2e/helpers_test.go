@@ -216,8 +216,8 @@ func storedTrials(t *testing.T, db, id string) []result.Trial {
 	return trials
 }
 
-// cellFactors maps each cell of a stored campaign to its factors.
-func cellFactors(t *testing.T, db, id string) map[int]map[string]string {
+// storedCells are a stored campaign's cells.
+func storedCells(t *testing.T, db, id string) []result.Cell {
 	t.Helper()
 	s, err := store.Open(context.Background(), db)
 	if err != nil {
@@ -228,9 +228,25 @@ func cellFactors(t *testing.T, db, id string) map[int]map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cells
+}
+
+// cellFactors maps each cell of a stored campaign to its factors.
+func cellFactors(t *testing.T, db, id string) map[int]map[string]string {
+	t.Helper()
 	out := map[int]map[string]string{}
-	for _, c := range cells {
+	for _, c := range storedCells(t, db, id) {
 		out[c.ID] = c.Factors
+	}
+	return out
+}
+
+// cellWorkloads maps each cell of a stored campaign to its workload's name.
+func cellWorkloads(t *testing.T, db, id string) map[int]string {
+	t.Helper()
+	out := map[int]string{}
+	for _, c := range storedCells(t, db, id) {
+		out[c.ID] = c.Workload
 	}
 	return out
 }

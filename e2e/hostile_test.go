@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ctrbench/ctrbench/internal/store"
 )
 
 // hostileExperiment is a workload that lies: it writes forged result
@@ -123,7 +120,7 @@ func recordHostile(t *testing.T, start time.Time, id string, code int, liar, flo
 	sort.Strings(liar)
 	sort.Strings(flood)
 	record(t, start, chaosRow{Order: 60, Fault: "a workload that lies: forged result events written to its agent's stdout (/proc/<agent>/fd/1) and its own, invalid UTF-8, NaN, an 8 MB line (and a 20 MB one tried on the agent's stdout), a hunt for the agent's key in every /proc/*/environ",
-		Did: "only events signed with the trial's key count; the agent is not dumpable, drops CAP_SYS_PTRACE from its bounding set and wipes the key from its environment block: " + strings.Join(liar, "; "),
+		Did:  "only events signed with the trial's key count; the agent is not dumpable, drops CAP_SYS_PTRACE from its bounding set and wipes the key from its environment block: " + strings.Join(liar, "; "),
 		Left: left, Exit: fmt.Sprint(code) + " (the flood's trials failed)", Message: "recorded numbers are the ones the workload printed as its result"})
 	msg := ""
 	if len(flood) > 0 {
@@ -131,23 +128,4 @@ func recordHostile(t *testing.T, start time.Time, id string, code int, liar, flo
 	}
 	record(t, start, chaosRow{Order: 61, Fault: "a workload that writes 1 GB to stdout",
 		Did: "the capture stops at its bound; the trial failed cleanly and the campaign went on", Left: left, Exit: fmt.Sprint(code), Message: msg})
-}
-
-// cellWorkloads maps each cell of a stored campaign to its workload's name.
-func cellWorkloads(t *testing.T, db, id string) map[int]string {
-	t.Helper()
-	s, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	cells, err := s.Cells(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int]string{}
-	for _, c := range cells {
-		out[c.ID] = c.Workload
-	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -630,13 +631,27 @@ func (p *Platform) SetUnderlayRate(rate vocab.Rate) error {
 	return nil
 }
 
-// Ping implements platform.Pinger: the manager's engine answers.
+// Ping implements platform.Pinger: the manager's engine answers, and on
+// an emulated swarm every node's (a worker whose engine died would make
+// every task placed on it wait for ever).
 func (p *Platform) Ping(ctx context.Context) error {
 	p.mu.Lock()
 	mgr := p.mgr
+	nodes := slices.Clone(p.nodes)
 	p.mu.Unlock()
 	if mgr == nil {
 		return nil
 	}
-	return mgr.Ping(ctx)
+	if err := mgr.Ping(ctx); err != nil {
+		return fmt.Errorf("the manager: %w", err)
+	}
+	for _, n := range nodes {
+		if n.engine == nil {
+			continue
+		}
+		if err := n.engine.Ping(ctx); err != nil {
+			return fmt.Errorf("node %d (%s): %w", n.index, n.hostname, err)
+		}
+	}
+	return nil
 }
