@@ -50,25 +50,13 @@ func signalMatching(t *testing.T, pattern string, sig syscall.Signal) int {
 	return n
 }
 
-// startDockerd starts the engine as scripts/setup.sh does and waits
-// until it answers.
+// startDockerd starts the engine with scripts/setup.sh (which removes
+// what a killed engine left in its way) and waits until it answers.
 func startDockerd(t *testing.T) {
 	t.Helper()
-	// A killed dockerd leaves its pid file, and a new one refuses to
-	// start while it is there.
-	os.Remove("/var/run/docker.pid")
-	log, err := os.OpenFile("/var/log/dockerd.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
+	if out, err := exec.Command("bash", "../scripts/setup.sh").CombinedOutput(); err != nil {
+		t.Fatalf("scripts/setup.sh: %v\n%s", err, out)
 	}
-	defer log.Close()
-	cmd := exec.Command("dockerd")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go cmd.Wait()
 	waitEngine(t, time.Minute)
 }
 

@@ -89,18 +89,30 @@ docker_answers() {
 		timeout 5 curl -fsS --unix-socket /var/run/docker.sock http://localhost/_ping >/dev/null 2>&1
 }
 
+# stale_pidfile FILE PROGRAM removes FILE unless the pid in it is a
+# running PROGRAM.
+stale_pidfile() {
+	[ -f "$1" ] || return 0
+	pid=$(cat "$1" 2>/dev/null)
+	if [ -z "$pid" ] || [ "$(cat "/proc/$pid/comm" 2>/dev/null)" != "$2" ]; then
+		log "removing $1: no $2 runs as pid ${pid:-?} (left by one that was killed)"
+		rm -f "$1"
+	fi
+}
+
 start_dockerd() {
 	if docker_answers; then
 		log "dockerd answers"
 		return
 	fi
 	log "starting dockerd"
-	# A dockerd that was killed leaves its pid file, and a new one refuses
-	# to start while it names a pid; remove it when that pid is gone.
-	if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
-		log "removing the stale /var/run/docker.pid of a dockerd that is gone"
-		rm -f /var/run/docker.pid
-	fi
+	# A dockerd that was killed leaves its pid file, and its containerd's:
+	# a new dockerd refuses to start while the first names a live process,
+	# and waits in vain for a containerd the second names (a pid since
+	# reused by another program). Remove each whose process is not the
+	# program it names.
+	stale_pidfile /var/run/docker.pid dockerd
+	stale_pidfile /var/run/docker/containerd/containerd.pid containerd
 	# setsid: the daemon must outlive this script and the shell that ran it.
 	setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &
 	for _ in $(seq 1 60); do
