@@ -90,11 +90,12 @@ docker_answers() {
 }
 
 # stale_pidfile FILE PROGRAM removes FILE unless the pid in it is a
-# running PROGRAM.
+# running PROGRAM (a killed one that nobody reaped is a zombie: gone).
 stale_pidfile() {
 	[ -f "$1" ] || return 0
-	pid=$(cat "$1" 2>/dev/null)
-	if [ -z "$pid" ] || [ "$(cat "/proc/$pid/comm" 2>/dev/null)" != "$2" ]; then
+	pid=$(cat "$1" 2>/dev/null || true)
+	state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)
+	if [ -z "$pid" ] || [ "$state" = Z ] || [ "$(cat "/proc/$pid/comm" 2>/dev/null)" != "$2" ]; then
 		log "removing $1: no $2 runs as pid ${pid:-?} (left by one that was killed)"
 		rm -f "$1"
 	fi
