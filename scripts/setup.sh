@@ -41,6 +41,10 @@ PKGS=(
 	"redis-benchmark:redis-tools"
 	"/bin/busybox:busybox-static"
 	"skopeo:skopeo"
+	# Readers of ctrbench's exports nobody here wrote: the Prometheus
+	# client's OpenMetrics parser, a JUnit XML parser.
+	"/usr/lib/python3/dist-packages/prometheus_client/openmetrics/parser.py:python3-prometheus-client"
+	"/usr/lib/python3/dist-packages/junitparser/__init__.py:python3-junitparser"
 )
 
 missing_pkgs() {

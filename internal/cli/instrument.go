@@ -77,8 +77,8 @@ func newCalibrateCmd() *cobra.Command {
 
 func newCompareCmd() *cobra.Command {
 	var (
-		dbPath, dbB, threshold, format string
-		all, allMetrics, strictEnv     bool
+		dbPath, dbB, threshold, format, summary string
+		all, allMetrics, strictEnv              bool
 	)
 	c := &cobra.Command{
 		Use:   "compare A B",
@@ -98,8 +98,8 @@ func newCompareCmd() *cobra.Command {
 			if err != nil || th < 0 {
 				return usageError{fmt.Errorf("--threshold %q: a percentage such as 1%%", threshold)}
 			}
-			if format != "table" && format != "json" {
-				return usageError{fmt.Errorf("--format %q: table or json", format)}
+			if format != "table" && format != "json" && format != "junit" {
+				return usageError{fmt.Errorf("--format %q: table, json or junit", format)}
 			}
 			a, err := openResults(cmd.Context(), dbPath)
 			if err != nil {
@@ -128,6 +128,11 @@ func newCompareCmd() *cobra.Command {
 			if err := report.Compare(cmd.OutOrStdout(), cmp, format); err != nil {
 				return err
 			}
+			if summary != "" {
+				if err := appendSummary(summary, cmp); err != nil {
+					return err
+				}
+			}
 			if cmp.Regressed > 0 {
 				return withCode(ExitError, fmt.Errorf("%d metric(s) of %s regressed beyond ±%g%% against %s", cmp.Regressed, cmp.B.ID, th, cmp.A.ID))
 			}
@@ -138,7 +143,8 @@ func newCompareCmd() *cobra.Command {
 	f.StringVar(&dbPath, "db", DefaultDB, "results database (SQLite) holding A (and B)")
 	f.StringVar(&dbB, "db-b", "", "another database holding B")
 	f.StringVar(&threshold, "threshold", "1%", "noise threshold: a change smaller than this is not a regression")
-	f.StringVar(&format, "format", "table", "table or json")
+	f.StringVar(&format, "format", "table", "table, json or junit (one test case per judged metric, failed where it regressed)")
+	f.StringVar(&summary, "summary", os.Getenv("GITHUB_STEP_SUMMARY"), "append the verdict as Markdown to this file (default: $GITHUB_STEP_SUMMARY, a GitHub Actions job's summary page, when set)")
 	f.BoolVar(&all, "all", false, "also show telemetry and each pair's own results (not judged: they explain a change)")
 	f.BoolVar(&allMetrics, "all-metrics", false, "judge every measured metric, not only each workload's headline (a larger family, the same 5% error)")
 	f.BoolVar(&strictEnv, "strict-env", false, "refuse (exit 2) campaigns whose kernel, CPU, memory, governor, OS or engine differ")
@@ -172,4 +178,17 @@ func interruptedOr(err error, out campaign.Outcome, db string) error {
 // leftBehind says what the end of a campaign could not remove, and how to.
 func leftBehind(errs []string, id string) string {
 	return fmt.Sprintf("%d clean-up step(s) failed (%s), so some of what it created may be left: run `ctrbench clean --campaign %s`", len(errs), strings.Join(errs, "; "), id)
+}
+
+// appendSummary appends the comparison's Markdown verdict to path.
+func appendSummary(path string, cmp analysis.Comparison) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("--summary: %w", err)
+	}
+	if err := report.CompareSummary(f, cmp); err != nil {
+		f.Close()
+		return fmt.Errorf("--summary %s: %w", path, err)
+	}
+	return f.Close()
 }

@@ -71,7 +71,7 @@ func newReportCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&o.DB, "db", DefaultDB, "results database (SQLite)")
 	c.Flags().StringVar(&o.Campaign, "campaign", "", "campaign ID or unique prefix (default: the latest)")
-	c.Flags().StringVar(&o.Format, "format", "table", "table, csv, json or markdown")
+	c.Flags().StringVar(&o.Format, "format", "table", "table, csv, json, markdown, benchfmt (Go's benchmark format, for benchstat) or openmetrics")
 	c.Flags().StringVar(&o.MaxSlowdown, "max-slowdown", DefaultMaxSlowdown, "with --html, for a co-location campaign: the placement advice's tolerance (as ctrbench advise)")
 	c.Flags().StringVar(&o.Services, "services", "", "with --html, for a co-location campaign: services to pack in the placement advice, name=kind,… (as ctrbench advise)")
 	c.Flags().StringVar(&o.HTML, "html", "", "write the report as one self-contained HTML file (figures, telemetry, failures, every trial; opens offline) to this path instead")

@@ -16,9 +16,9 @@ func TestReportBadInput(t *testing.T) {
 	}{
 		{[]string{"--baseline", "layer=kvm"}, `ctrbench: --baseline "layer=kvm": want factor=level with a level the campaign ran` + "\n"},
 		{[]string{"--baseline", "layer", "--matrix"}, `ctrbench: --baseline "layer": want factor=level with a level the campaign ran` + "\n"},
-		{[]string{"--format", "xml"}, `ctrbench: unknown report format "xml" (allowed: csv, json, markdown, table)` + "\n"},
+		{[]string{"--format", "xml"}, `ctrbench: unknown report format "xml" (allowed: benchfmt, csv, json, markdown, openmetrics, table)` + "\n"},
 		{[]string{"--pooled", "--matrix"}, "ctrbench: --pooled prints percentiles; it does not combine with --failures or --matrix\n"},
-		{[]string{"--pooled", "--format", "xml"}, `ctrbench: unknown report format "xml" (allowed: csv, json, markdown, table)` + "\n"},
+		{[]string{"--pooled", "--format", "xml"}, `ctrbench: unknown report format "xml" (allowed: benchfmt, csv, json, markdown, openmetrics, table)` + "\n"},
 	} {
 		var out, errOut bytes.Buffer
 		args := append([]string{"report", "--db", db, "--campaign", "golden-pairs"}, c.args...)

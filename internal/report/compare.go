@@ -13,10 +13,13 @@ import (
 )
 
 // Compare writes campaign B against campaign A, metric by metric, as a
-// table or JSON.
+// table, JSON or JUnit XML.
 func Compare(w io.Writer, c analysis.Comparison, format string) error {
-	if format == "json" {
+	switch format {
+	case "json":
 		return compareJSON(w, c)
+	case "junit":
+		return compareJUnit(w, c)
 	}
 	fmt.Fprintf(w, "B %s against A %s, noise threshold ±%g%%\n", c.B.ID, c.A.ID, c.Threshold)
 	fmt.Fprintf(w, "judged: %s, %d change(s); verdicts and exit status controlled by %s over them (any false verdict at most 5%%), q by %s (false discovery rate)\n",
@@ -28,13 +31,7 @@ func Compare(w io.Writer, c analysis.Comparison, format string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tcell\tmetric\tA mean (n)\tB mean (n)\tchange [95% CI]\tp\tp Holm\tq BH\tverdict")
 	for _, ch := range c.Changes {
-		change := "-"
-		if finite(ch.Pct) {
-			change = signed(ch.Pct) + "%"
-			if finite(ch.CI95[0]) {
-				change += " " + interval(ch.CI95, signed)
-			}
-		}
+		change := changeText(ch)
 		verdict := ch.Verdict
 		if ch.Note != "" {
 			verdict += " (" + ch.Note + ")"

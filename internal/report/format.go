@@ -23,6 +23,10 @@ var formats = map[string]Format{
 	"json":  JSON,
 	// Markdown is the table for pull requests and issues.
 	"markdown": Markdown,
+	// Benchfmt is Go's benchmark format, for benchstat.
+	"benchfmt": Benchfmt,
+	// OpenMetrics is the text exposition Prometheus and its kin read.
+	"openmetrics": OpenMetrics,
 }
 
 // Lookup returns the format called name.

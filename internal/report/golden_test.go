@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 // the diff.
 func TestGolden(t *testing.T) {
 	rows := analysis.Rows(fixture())
-	for _, name := range []string{"table", "csv", "json"} {
+	for _, name := range []string{"table", "csv", "json", "benchfmt", "openmetrics"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := Lookup(name)
 			if err != nil {

@@ -166,7 +166,7 @@ func TestLookup(t *testing.T) {
 		}
 	}
 	_, err := Lookup("xml")
-	if want := `unknown report format "xml" (allowed: csv, json, markdown, table)`; err == nil || err.Error() != want || !errors.Is(err, ErrUnknownFormat) {
+	if want := `unknown report format "xml" (allowed: benchfmt, csv, json, markdown, openmetrics, table)`; err == nil || err.Error() != want || !errors.Is(err, ErrUnknownFormat) {
 		t.Errorf("Lookup(xml) error = %v, want %s", err, want)
 	}
 }
