@@ -353,22 +353,7 @@ workloads:
 		startRun(t, "run", writeExperiment(t, src("chaos-c")), "--db", own, "--no-report"),
 	}
 	dbs := []string{shared, shared, own}
-	var ids, codes []string
-	lost, dup := 0, 0
-	for i, r := range runs {
-		code := r.wait(t, 5*time.Minute)
-		m := campaignLine.FindStringSubmatch(r.stderr.String())
-		if m == nil {
-			t.Fatalf("run %d: no campaign:\n%s", i, r.stderr)
-		}
-		ids = append(ids, m[1])
-		codes = append(codes, fmt.Sprint(code))
-		l := readLedger(t, dbs[i], m[1], 2*reps)
-		lost, dup = lost+l.lost, dup+l.dup
-		if code != 0 || l.integrity != nil || l.lost != 0 || l.dup != 0 {
-			t.Errorf("campaign %s: exit %d, integrity %v, lost %d, duplicated %d\n%s", m[1], code, l.integrity, l.lost, l.dup, r.stderr)
-		}
-	}
+	ids, codes, lost, dup := awaitAll(t, runs, dbs, 2*reps)
 	// Each campaign's LXC bridge, as its environment record says.
 	var seen []string
 	distinct := map[string]bool{}
@@ -392,6 +377,28 @@ workloads:
 	record(t, start, chaosRow{Order: 20, Fault: "three campaigns at once: two on one results file, one on its own; Docker bridge and LXC bridge in each",
 		Did:  "all three ran to the end side by side: SQLite's WAL and busy timeout serialise the writers; each campaign's LXC bridge took its own /24 (" + strings.Join(seen, ", ") + ")",
 		Lost: lost, Dup: dup, Left: leftWord(t, ids...), Exit: strings.Join(codes, ", "), Message: "—"})
+}
+
+// awaitAll waits for campaigns run at once, each of planned trials into
+// its results file, and checks each: it completed (exit 0), its file is
+// intact, nothing lost or duplicated. It returns their IDs and exit
+// statuses, and the trials lost and duplicated over all.
+func awaitAll(t *testing.T, runs []*bgRun, dbs []string, planned int) (ids, codes []string, lost, dup int) {
+	t.Helper()
+	for i, r := range runs {
+		code := r.wait(t, 5*time.Minute)
+		m := campaignLine.FindStringSubmatch(r.stderr.String())
+		if m == nil {
+			t.Fatalf("run %d: no campaign:\n%s", i, r.stderr)
+		}
+		ids, codes = append(ids, m[1]), append(codes, fmt.Sprint(code))
+		l := readLedger(t, dbs[i], m[1], planned)
+		lost, dup = lost+l.lost, dup+l.dup
+		if code != 0 || l.integrity != nil || l.lost != 0 || l.dup != 0 {
+			t.Errorf("campaign %s: exit %d, integrity %v, lost %d, duplicated %d\n%s", m[1], code, l.integrity, l.lost, l.dup, r.stderr)
+		}
+	}
+	return ids, codes, lost, dup
 }
 
 // The disk under the results file fills up mid-campaign (an ext4 of
@@ -691,25 +698,12 @@ workloads:
   - {name: tcp, type: net.tcp_stream, params: {duration: 500ms}}
 `
 	dir := t.TempDir()
+	dbs := []string{filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")}
 	runs := []*bgRun{
-		startRun(t, "run", writeExperiment(t, src), "--db", filepath.Join(dir, "a.db"), "--no-report"),
-		startRun(t, "run", writeExperiment(t, src), "--db", filepath.Join(dir, "b.db"), "--no-report"),
+		startRun(t, "run", writeExperiment(t, src), "--db", dbs[0], "--no-report"),
+		startRun(t, "run", writeExperiment(t, src), "--db", dbs[1], "--no-report"),
 	}
-	var ids, codes []string
-	lost, dup := 0, 0
-	for i, r := range runs {
-		code := r.wait(t, 5*time.Minute)
-		m := campaignLine.FindStringSubmatch(r.stderr.String())
-		if m == nil {
-			t.Fatalf("run %d: no campaign:\n%s", i, r.stderr)
-		}
-		ids, codes = append(ids, m[1]), append(codes, fmt.Sprint(code))
-		l := readLedger(t, filepath.Join(dir, []string{"a.db", "b.db"}[i]), m[1], 4)
-		lost, dup = lost+l.lost, dup+l.dup
-		if code != 0 || l.lost != 0 || l.dup != 0 {
-			t.Errorf("campaign %s: exit %d, lost %d, duplicated %d\n%s", m[1], code, l.lost, l.dup, r.stderr)
-		}
-	}
+	ids, codes, lost, dup := awaitAll(t, runs, dbs, 4)
 	record(t, start, chaosRow{Order: 21, Fault: "two campaigns with emulated hosts at once (the same address plan: a 198.18.0.0/24 underlay, routed 198.18.<h>.0/24 bridges)",
 		Did: "both ran to the end: each lab's addresses live in that campaign's own namespaces (named by its token), so the plans never meet",
 		Lost: lost, Dup: dup, Left: leftWord(t, ids...), Exit: strings.Join(codes, ", "), Message: "—"})

@@ -153,11 +153,11 @@ func newCompareCmd() *cobra.Command {
 
 // interruptedOr turns a run's interruption into the message run gives.
 func interruptedOr(err error, out campaign.Outcome, db string) error {
+	removed := "everything it created was removed"
+	if len(out.Summary.CleanupErrors) > 0 {
+		removed = leftBehind(out.Summary.CleanupErrors, out.Campaign.ID)
+	}
 	if errors.Is(err, campaign.ErrInterrupted) {
-		removed := "everything it created was removed"
-		if len(out.Summary.CleanupErrors) > 0 {
-			removed = leftBehind(out.Summary.CleanupErrors, out.Campaign.ID)
-		}
 		var stopped *orchestrator.Stopped
 		if errors.As(err, &stopped) {
 			return withCode(ExitError, fmt.Errorf("%v; the campaign stopped after %d of %d trials, every one recorded; %s; restart the engine, then: ctrbench run --db %s --resume %s", stopped, out.Summary.Ran, out.Summary.Planned, removed, db, out.Campaign.ID))
@@ -166,10 +166,6 @@ func interruptedOr(err error, out campaign.Outcome, db string) error {
 	}
 	var rec *orchestrator.RecordError
 	if errors.As(err, &rec) && out.Campaign.ID != "" {
-		removed := "everything it created was removed"
-		if len(out.Summary.CleanupErrors) > 0 {
-			removed = leftBehind(out.Summary.CleanupErrors, out.Campaign.ID)
-		}
 		return withCode(ExitError, fmt.Errorf("the results database %s could not record trial %d (%s), so the campaign stopped; every trial recorded before it is kept; %s; free space on the disk that holds it (or fix what the error names), then: ctrbench run --db %s --resume %s", db, rec.Seq, strings.TrimPrefix(rec.Err.Error(), fmt.Sprintf("recording trial %d: ", rec.Seq)), removed, db, out.Campaign.ID))
 	}
 	return err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,12 +27,7 @@ for suite in xml:
         out.append({"suite_tests": suite.tests, "suite_failures": suite.failures, "class": case.classname, "name": case.name, "results": kinds, "messages": msgs})
 print(json.dumps(out))
 `
-	if err := exec.Command(systemPython, "-c", "import junitparser").Run(); err != nil {
-		if testing.Short() {
-			t.Skip("no python3 junitparser")
-		}
-		t.Fatal("no python3 junitparser: scripts/setup.sh installs python3-junitparser")
-	}
+	requireReader(t, "junitparser", "python3-junitparser")
 	ctx := context.Background()
 	path := beforeAfter(t)
 	var out, errOut bytes.Buffer
@@ -45,10 +39,7 @@ print(json.dumps(out))
 	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := exec.Command(systemPython, "-c", parse, file).CombinedOutput()
-	if err != nil {
-		t.Fatalf("junitparser refused it: %v\n%s\n%s", err, res, out.String())
-	}
+	res := readWith(t, parse, file)
 	var cases []struct {
 		SuiteTests    int      `json:"suite_tests"`
 		SuiteFailures int      `json:"suite_failures"`

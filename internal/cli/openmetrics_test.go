@@ -15,6 +15,32 @@ import (
 // python3 earlier in PATH (pyenv's, say) does not see them.
 const systemPython = "/usr/bin/python3"
 
+// requireReader fails the test when the distribution's Python lacks
+// module (package pkg, which scripts/setup.sh installs); a short run
+// skips it.
+func requireReader(t *testing.T, module, pkg string) {
+	t.Helper()
+	if err := exec.Command(systemPython, "-c", "import "+module).Run(); err != nil {
+		if testing.Short() {
+			t.Skipf("no %s", pkg)
+		}
+		t.Fatalf("no Python module %s: scripts/setup.sh installs %s", module, pkg)
+	}
+}
+
+// readWith runs the Python script on file (its argument) and returns
+// what it printed; a script that fails (the reader refused the file)
+// fails the test, with the file.
+func readWith(t *testing.T, script, file string) []byte {
+	t.Helper()
+	out, err := exec.Command(systemPython, "-c", script, file).CombinedOutput()
+	if err != nil {
+		b, _ := os.ReadFile(file)
+		t.Fatalf("the reader refused %s: %v\n%s\n--- the file:\n%s", file, err, out, b)
+	}
+	return out
+}
+
 // The Prometheus client's own OpenMetrics parser (python3
 // prometheus_client, as scripts/setup.sh installs it) reads `report
 // --format openmetrics` whole — it refuses a malformed exposition — and
@@ -29,12 +55,7 @@ for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
     out[fam.name] = [{"labels": s.labels, "value": s.value} for s in fam.samples]
 print(json.dumps(out))
 `
-	if err := exec.Command(systemPython, "-c", "import prometheus_client.openmetrics.parser").Run(); err != nil {
-		if testing.Short() {
-			t.Skip("no python3 prometheus_client")
-		}
-		t.Fatal("no python3 prometheus_client: scripts/setup.sh installs python3-prometheus-client")
-	}
+	requireReader(t, "prometheus_client.openmetrics.parser", "python3-prometheus-client")
 	ctx := context.Background()
 	path := beforeAfter(t)
 	var om, js, errOut bytes.Buffer
@@ -48,10 +69,7 @@ print(json.dumps(out))
 	if err := os.WriteFile(file, om.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(systemPython, "-c", parse, file).CombinedOutput()
-	if err != nil {
-		t.Fatalf("the parser refused it: %v\n%s\n--- exposition:\n%s", err, out, om.String())
-	}
+	out := readWith(t, parse, file)
 	var fams map[string][]struct {
 		Labels map[string]string `json:"labels"`
 		Value  float64           `json:"value"`
