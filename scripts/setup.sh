@@ -42,9 +42,11 @@ PKGS=(
 	"/bin/busybox:busybox-static"
 	"skopeo:skopeo"
 	# Readers of ctrbench's exports nobody here wrote: the Prometheus
-	# client's OpenMetrics parser, a JUnit XML parser.
+	# client's OpenMetrics parser, a JUnit XML parser, a JSON Schema
+	# validator (docs/schema).
 	"/usr/lib/python3/dist-packages/prometheus_client/openmetrics/parser.py:python3-prometheus-client"
 	"/usr/lib/python3/dist-packages/junitparser/__init__.py:python3-junitparser"
+	"/usr/lib/python3/dist-packages/jsonschema/__init__.py:python3-jsonschema"
 )
 
 missing_pkgs() {

@@ -274,11 +274,16 @@ func (c *Comparison) judge() {
 }
 
 // envDiffs are the fingerprint keys whose values differ between two
-// campaigns' environments (a key one of them lacks counts as "").
+// campaigns' environments: a key one of them lacks counts as "", except
+// a sparse key, which only one of them recorded is no difference.
 func envDiffs(a, b map[string]string) []EnvDifference {
 	var out []EnvDifference
 	for _, k := range result.Fingerprint {
-		if va, vb := a[k.Key], b[k.Key]; va != vb {
+		va, vb := a[k.Key], b[k.Key]
+		if k.Sparse && (va == "" || vb == "") {
+			continue
+		}
+		if va != vb {
 			out = append(out, EnvDifference{Key: k.Key, A: va, B: vb, Strict: k.Strict})
 		}
 	}

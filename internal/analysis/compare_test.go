@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -215,6 +216,27 @@ func TestCompareEnvDiffs(t *testing.T) {
 	if len(cmp.EnvDiffs) != 2 || cmp.EnvDiffs[0].Key != result.EnvKernel || !cmp.EnvDiffs[0].Strict ||
 		cmp.EnvDiffs[1].Key != result.EnvHostname || cmp.EnvDiffs[1].Strict || len(cmp.StrictEnvDiffs()) != 1 {
 		t.Errorf("%+v", cmp.EnvDiffs)
+	}
+}
+
+// The machine's tuning: a governor difference is listed, strict; the
+// kernel's command line is shown, not strict; the load at start is never
+// compared, nor a key only one campaign recorded (an older ctrbench's).
+func TestCompareEnvDiffsTuning(t *testing.T) {
+	ea := map[string]string{result.EnvGovernor: "performance", result.EnvCmdline: "quiet", result.EnvLoadAvg1: "0.1", result.EnvTHP: "madvise"}
+	eb := map[string]string{result.EnvGovernor: "powersave", result.EnvCmdline: "quiet mitigations=off", result.EnvLoadAvg1: "3.2",
+		result.EnvTHP: "madvise", result.EnvBoost: "on"}
+	a := campaignOf(result.Campaign{ID: "a", Env: ea}, map[int]string{1: "runc"}, map[int][]float64{1: {1, 2}})
+	b := campaignOf(result.Campaign{ID: "b", Env: eb}, map[int]string{1: "runc"}, map[int][]float64{1: {1, 2}})
+	src := several{"a": a, "b": b}
+	cmp, err := CompareCampaigns(context.Background(), src, src, CompareQuery{A: "a", B: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []EnvDifference{{Key: result.EnvGovernor, A: "performance", B: "powersave", Strict: true},
+		{Key: result.EnvCmdline, A: "quiet", B: "quiet mitigations=off"}}
+	if !slices.Equal(cmp.EnvDiffs, want) || len(cmp.StrictEnvDiffs()) != 1 {
+		t.Errorf("%+v, want %+v", cmp.EnvDiffs, want)
 	}
 }
 

@@ -27,12 +27,12 @@ import (
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
-// Campaign statuses.
+// Campaign statuses (result's, where readers find them).
 const (
-	StatusRunning     = "running"
-	StatusDone        = "done"
-	StatusInterrupted = "interrupted" // Ctrl-C, or its ctrbench was killed
-	StatusFailed      = "failed"      // the campaign could not go on (not a trial's failure)
+	StatusRunning     = result.CampaignRunning
+	StatusDone        = result.CampaignDone
+	StatusInterrupted = result.CampaignInterrupted
+	StatusFailed      = result.CampaignFailed
 )
 
 // Status is a campaign's status as a reader should see it: a campaign
@@ -171,6 +171,8 @@ func resume(ctx context.Context, db *store.DB, o *Options) (c result.Campaign, e
 	if err := db.ResumeCampaign(ctx, c.ID, sysinfo.Owner()); err != nil {
 		return c, nil, nil, err
 	}
+	// The machine as it is now: the campaign's fingerprint is its start's.
+	warnMachine(o.Stderr, sysinfo.Fingerprint(nil))
 	return c, e, recorded, nil
 }
 
@@ -205,7 +207,16 @@ func create(ctx context.Context, db *store.DB, o Options, e *spec.Experiment, ce
 	if files := e.HostFiles(); len(files) > 0 {
 		fmt.Fprintf(o.Stderr, "files of this machine it reads (never writes): %s\n", strings.Join(files, "; "))
 	}
+	warnMachine(o.Stderr, c.Env)
 	return c, nil
+}
+
+// warnMachine says, before the first trial, what of the machine's tuning
+// or load is known to add noise (sysinfo.Hygiene), a line each.
+func warnMachine(w io.Writer, env map[string]string) {
+	for _, x := range sysinfo.Hygiene(env) {
+		fmt.Fprintf(w, "warning: machine: %s\n", x)
+	}
 }
 
 // toolNames lists the external tools the cells' workloads run, for the

@@ -147,7 +147,7 @@ func newCompareCmd() *cobra.Command {
 	f.StringVar(&summary, "summary", os.Getenv("GITHUB_STEP_SUMMARY"), "append the verdict as Markdown to this file (default: $GITHUB_STEP_SUMMARY, a GitHub Actions job's summary page, when set)")
 	f.BoolVar(&all, "all", false, "also show telemetry and each pair's own results (not judged: they explain a change)")
 	f.BoolVar(&allMetrics, "all-metrics", false, "judge every measured metric, not only each workload's headline (a larger family, the same 5% error)")
-	f.BoolVar(&strictEnv, "strict-env", false, "refuse (exit 2) campaigns whose kernel, CPU, memory, governor, OS or engine differ")
+	f.BoolVar(&strictEnv, "strict-env", false, "refuse (exit 2) campaigns whose kernel, CPU or its tuning (governor, boost, SMT, mitigations, THP), hypervisor, cgroup version, memory, OS or engine differ")
 	return c
 }
 

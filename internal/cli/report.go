@@ -36,6 +36,9 @@ type reportOptions struct {
 	// MaxSlowdown and Services are the HTML report's placement advice's.
 	MaxSlowdown string
 	Services    string
+	// History is the HTML report's history section; nil: the campaign's
+	// experiment's history in its database.
+	History *analysis.History
 }
 
 func newReportCmd() *cobra.Command {
@@ -158,7 +161,13 @@ func writeHTML(ctx context.Context, src analysis.Source, o reportOptions, stdout
 		return fmt.Errorf("HTML report: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	id, err := htmlreport.Write(ctx, tmp, src, htmlreport.Options{Campaign: o.Campaign, Baseline: o.Baseline, Advice: ao})
+	hist := o.History
+	if hist == nil {
+		if hist, err = historyOf(ctx, src, o.Campaign); err != nil {
+			return err
+		}
+	}
+	id, err := htmlreport.Write(ctx, tmp, src, htmlreport.Options{Campaign: o.Campaign, Baseline: o.Baseline, Advice: ao, History: hist})
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("HTML report: %w", cerr)
 	}

@@ -2,10 +2,10 @@ package engine
 
 import (
 	"crypto/sha256"
-	"net/http"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"

@@ -51,6 +51,15 @@ type Figure struct {
 	// for none.
 	Ref  float64
 	Note string
+	// Marks are vertical lines across a line chart at an x (a history's
+	// changepoints), each with what it marks.
+	Marks []Mark
+}
+
+// Mark is a vertical line of a line chart.
+type Mark struct {
+	X     float64
+	Label string
 }
 
 // Points is how many points (bars, markers, heatmap cells) the figure

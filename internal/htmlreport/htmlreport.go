@@ -61,6 +61,9 @@ type Options struct {
 	// Advice is the tolerance and services for a co-location campaign's
 	// placement advice (its services may be empty: pairs only).
 	Advice AdviceOptions
+	// History is the experiment's history up to this campaign: drawn as
+	// a section when it holds two runs or more; nil for none.
+	History *analysis.History
 }
 
 // Write renders campaign o.Campaign from src as one HTML page and returns
@@ -128,6 +131,9 @@ func Build(ctx context.Context, src analysis.Source, o Options) (Page, []figure.
 		}
 		p.Sections = append(p.Sections, ps)
 	}
+	if o.History != nil && len(o.History.Runs) >= 2 {
+		p.Sections = append(p.Sections, historySection(*o.History, cells))
+	}
 	if a, ok, err := adviceView(l.Campaign.ID, rows, o.Advice); err != nil {
 		return Page{}, nil, err
 	} else if ok {
@@ -154,6 +160,42 @@ type Page struct {
 	Flagged     []TrialRow
 }
 
+// historySection draws the experiment's history: a figure per headline
+// metric with the changepoints, and the runs with what changed.
+func historySection(h analysis.History, cells []result.Cell) PageSection {
+	ids := map[string]int{}
+	for _, c := range cells {
+		ids[c.Workload+" "+result.FactorString(c.Factors)] = c.ID
+	}
+	s := figure.History(h, ids)
+	ps := PageSection{ID: s.ID, Title: fmt.Sprintf("History of %s (%d runs)", h.Name, len(h.Runs)),
+		Doc: fmt.Sprintf("Each workload's headline metric per cell, run by run, with its 95%% interval. Changepoints (dashed red lines, judged on each run's median): %s; "+
+			"a history in which nothing changed shows one with probability at most %g. The table says what changed between runs: the experiment file's hash and the environment fingerprint.", report.HistoryMethod, h.Alpha)}
+	for _, f := range s.Figures {
+		svg, legend := drawFigure(f)
+		ps.Figures = append(ps.Figures, PageFigure{ID: f.ID, Kind: string(f.Kind), Title: f.Title, Note: f.Note, Band: f.Band,
+			Series: len(f.Series), Points: f.Points(), SVG: template.HTML(svg), Legend: template.HTML(legend)})
+	}
+	t := &Table{Head: []string{"run", "campaign", "started", "file", "changed since the run before", "changepoints"}}
+	for i, r := range h.Runs {
+		n := 0
+		for _, s := range h.Series {
+			for _, c := range s.Changepoints {
+				if c.Run == i {
+					n++
+				}
+			}
+		}
+		cps := ""
+		if n > 0 {
+			cps = fmt.Sprintf("%d series changed", n)
+		}
+		t.Rows = append(t.Rows, []string{fmt.Sprint(i + 1), r.Campaign.ID, r.Campaign.Started.Format("2006-01-02 15:04"), r.SpecHash, report.HistoryChanges(r.Changes), cps})
+	}
+	ps.Runs = t
+	return ps
+}
+
 // Fact is one line of the campaign's summary.
 type Fact struct{ Name, Value string }
 
@@ -162,6 +204,7 @@ type PageSection struct {
 	ID, Title, Type, Doc string
 	Figures              []PageFigure
 	Telemetry            *Table
+	Runs                 *Table   // a history's runs and what changed between them
 	Zero                 []string // metrics 0 in every trial, not drawn
 	NotDrawn             []string // why some cells are left out of the figures
 }
@@ -223,6 +266,9 @@ func facts(l analysis.Loaded, trials []result.Trial) []Fact {
 	fs = append(fs, Fact{"trials", fmt.Sprintf("%d ok (%d flagged), %d failed or timed out, %d warm-up", ok, flagged, failed, warm)})
 	if len(c.Baseline) > 0 {
 		fs = append(fs, Fact{"baseline", result.FactorString(c.Baseline)})
+	}
+	if m := report.MachineNoise(c.Env); m != "" {
+		fs = append(fs, Fact{"machine", m})
 	}
 	return fs
 }

@@ -322,6 +322,10 @@ func drawLines(b *strings.Builder, f figure.Figure) {
 	if finiteF(f.Ref) {
 		fmt.Fprintf(b, `<line class="ref" x1="%s" y1="%s" x2="%s" y2="%s"/>`, f1(padL), f1(sy.at(f.Ref)), f1(svgW-padR), f1(sy.at(f.Ref)))
 	}
+	for _, m := range f.Marks {
+		x := f1(sx.at(m.X))
+		fmt.Fprintf(b, `<line class="changepoint" x1="%s" y1="%s" x2="%s" y2="%s"><title>%s</title></line>`, x, f1(padTop), x, f1(h-padBot), esc(m.Label))
+	}
 	for i, s := range f.Series {
 		fmt.Fprintf(b, `<g class="series" data-name="%s">`, esc(s.Name))
 		c := colour(i)
@@ -343,6 +347,11 @@ func drawLines(b *strings.Builder, f figure.Figure) {
 		fmt.Fprintf(b, `<path class="%s" d="%s" stroke="%s"%s/>`, cls, d.String(), c, dash(i))
 		if f.Kind == figure.Lines {
 			for _, p := range s.Points {
+				if p.CellID == 0 { // a cell of another campaign (a history's): no row here to link to
+					fmt.Fprintf(b, `<circle class="pt" cx="%s" cy="%s" r="3.2" fill="%s"><title>%s, %s=%s: %s %s, %s%s</title></circle>`,
+						f1(sx.at(p.X)), f1(sy.at(p.Y)), c, esc(s.Name), esc(f.XLabel), esc(p.Label), report.Sig(p.Y), esc(f.Unit), esc(countTitle(p)), intervalTitle(p, f.Band))
+					continue
+				}
 				fmt.Fprintf(b, `<a href="#c%d"><circle class="pt" cx="%s" cy="%s" r="3.2" fill="%s"><title>%s, %s=%s: %s %s, %s%s%s</title></circle></a>`,
 					p.CellID, f1(sx.at(p.X)), f1(sy.at(p.Y)), c, esc(s.Name), esc(f.XLabel), esc(p.Label), report.Sig(p.Y), esc(f.Unit), esc(countTitle(p)), intervalTitle(p, f.Band), deltaTitle(p))
 			}

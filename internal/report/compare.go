@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
@@ -25,6 +26,9 @@ func Compare(w io.Writer, c analysis.Comparison, format string) error {
 	fmt.Fprintf(w, "judged: %s, %d change(s); verdicts and exit status controlled by %s over them (any false verdict at most 5%%), q by %s (false discovery rate)\n",
 		familyName(c.Family), c.Judged, analysis.CorrectionVerdict, analysis.CorrectionListing)
 	if err := writeEnvDiffs(w, c.EnvDiffs); err != nil {
+		return err
+	}
+	if err := writeStartConditions(w, c.A.Env, c.B.Env); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -66,7 +70,7 @@ func familyName(f string) string {
 // writeEnvDiffs lists the fingerprint keys whose values differ.
 func writeEnvDiffs(w io.Writer, diffs []analysis.EnvDifference) error {
 	if len(diffs) == 0 {
-		_, err := fmt.Fprintln(w, "environment: same kernel, CPU, memory, governor, OS and engine")
+		_, err := fmt.Fprintln(w, "environment: same kernel, CPU and its tuning, memory, OS and engine")
 		return err
 	}
 	fmt.Fprintln(w, "environment differs (a change may come from it; --strict-env refuses the machine's and engine's):")
@@ -82,6 +86,31 @@ func writeEnvDiffs(w io.Writer, diffs []analysis.EnvDifference) error {
 	return nil
 }
 
+// writeStartConditions shows the load each campaign started under
+// (result.Noise) side by side: it differs every run, so it is never a
+// difference; nothing when neither campaign recorded it.
+func writeStartConditions(w io.Writer, a, b map[string]string) error {
+	var parts []string
+	for _, k := range result.Noise {
+		if a[k] != "" || b[k] != "" {
+			parts = append(parts, fmt.Sprintf("%s A %s, B %s", k, recorded(a[k]), recorded(b[k])))
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "at start (differs every run, not compared): %s\n", strings.Join(parts, "; "))
+	return err
+}
+
+// recorded is an environment value quoted, or "not recorded".
+func recorded(v string) string {
+	if v == "" {
+		return "not recorded"
+	}
+	return strconv.Quote(v)
+}
+
 func pValue(p float64) string {
 	if !finite(p) {
 		return "-"
@@ -89,6 +118,8 @@ func pValue(p float64) string {
 	return strconv.FormatFloat(p, 'g', 2, 64)
 }
 
+// compareJSON writes the comparison as one JSON object, schema_version
+// (SchemaVersion) first: docs/schema/compare-v1.schema.json.
 func compareJSON(w io.Writer, c analysis.Comparison) error {
 	type change struct {
 		Workload string            `json:"workload"`
@@ -116,6 +147,7 @@ func compareJSON(w io.Writer, c analysis.Comparison) error {
 		Strict bool   `json:"strict"`
 	}
 	out := struct {
+		Version     int       `json:"schema_version"`
 		A           string    `json:"a"`
 		B           string    `json:"b"`
 		Threshold   float64   `json:"threshold_pct"`
@@ -130,14 +162,18 @@ func compareJSON(w io.Writer, c analysis.Comparison) error {
 		Changes     []change  `json:"changes"`
 		OnlyA       []string  `json:"only_a,omitempty"`
 		OnlyB       []string  `json:"only_b,omitempty"`
-	}{A: c.A.ID, B: c.B.ID, Threshold: c.Threshold, Family: c.Family, Judged: c.Judged, Correction: analysis.CorrectionVerdict,
+	}{Version: SchemaVersion, A: c.A.ID, B: c.B.ID, Threshold: c.Threshold, Family: c.Family, Judged: c.Judged, Correction: analysis.CorrectionVerdict,
 		Listing: analysis.CorrectionListing, Alpha: stats.Alpha, Regressed: c.Regressed, Discoveries: c.Discoveries,
 		EnvDiffs: []envDiff{}, Changes: []change{}, OnlyA: c.OnlyA, OnlyB: c.OnlyB}
 	for _, d := range c.EnvDiffs {
 		out.EnvDiffs = append(out.EnvDiffs, envDiff{d.Key, d.A, d.B, d.Strict})
 	}
 	for _, ch := range c.Changes {
-		out.Changes = append(out.Changes, change{Workload: ch.Workload, Cell: ch.Cell, Metric: ch.Metric, Unit: ch.Unit, Better: ch.Better,
+		cell := ch.Cell
+		if cell == nil {
+			cell = map[string]string{} // {} as in a report, never null
+		}
+		out.Changes = append(out.Changes, change{Workload: ch.Workload, Cell: cell, Metric: ch.Metric, Unit: ch.Unit, Better: ch.Better,
 			AMean: finitePtr(ch.A.Mean), AN: ch.A.N, BMean: finitePtr(ch.B.Mean), BN: ch.B.N, Pct: finitePtr(ch.Pct),
 			CI95: [2]*float64{finitePtr(ch.CI95[0]), finitePtr(ch.CI95[1])}, PValue: finitePtr(ch.PValue), Judged: ch.Judged,
 			PHolm: finitePtr(ch.PHolm), QBH: finitePtr(ch.QBH), Verdict: ch.Verdict, Note: ch.Note})

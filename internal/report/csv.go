@@ -12,16 +12,17 @@ import (
 	"github.com/ctrbench/ctrbench/internal/analysis"
 )
 
-// CSV writes a header and one line per row: the fields of analysis.Row
-// that JSON has, under their JSON names and in their order, but for those
-// tagged csv:"-" and those tagged csv:",after=NAME", which follow field
-// NAME (where earlier versions put them). The cell becomes f:<factor>
-// columns (sorted union), an interval two columns (its name without
-// "_ci95", then "_low" and "_high"), a list its items separated by spaces,
-// and null or NaN an empty field.
+// CSV writes a header and one line per row: schema_version (SchemaVersion)
+// first, then the fields of analysis.Row that JSON has, under their JSON
+// names and in their order, but for those tagged csv:"-" and those tagged
+// csv:",after=NAME", which follow field NAME (where earlier versions put
+// them). The cell becomes f:<factor> columns (sorted union), an interval
+// two columns (its name without "_ci95", then "_low" and "_high"), a list
+// its items separated by spaces, and null or NaN an empty field.
+// docs/schema/report-v1.schema.json lists the columns (x-csv-columns).
 func CSV(w io.Writer, rows []analysis.Row) error {
 	factors := factorNames(rows)
-	var header []string
+	header := []string{"schema_version"}
 	for _, c := range rowColumns {
 		header = append(header, c.header(factors)...)
 	}
@@ -31,7 +32,8 @@ func CSV(w io.Writer, rows []analysis.Row) error {
 	}
 	for _, r := range rows {
 		v := reflect.ValueOf(r)
-		rec := make([]string, 0, len(header))
+		rec := make([]string, 1, len(header))
+		rec[0] = strconv.Itoa(SchemaVersion)
 		for _, c := range rowColumns {
 			rec = append(rec, c.values(v.FieldByIndex(c.index), factors)...)
 		}

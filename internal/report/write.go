@@ -7,10 +7,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/physics"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/sysinfo"
 )
 
 // Options says what to print of a campaign.
@@ -97,7 +99,13 @@ func invariant(w io.Writer, rows []analysis.Row) error {
 // header is the table's first line: which campaign, from which file, in
 // what state.
 func header(w io.Writer, c result.Campaign) error {
-	_, err := fmt.Fprintf(w, "campaign %s (%s), %s, started %s\n\n", c.ID, c.SpecPath, c.Status, c.Started.Format("2006-01-02 15:04:05 MST"))
+	_, err := fmt.Fprintf(w, "campaign %s (%s), %s, started %s\n", c.ID, c.SpecPath, c.Status, c.Started.Format("2006-01-02 15:04:05 MST"))
+	if m := MachineNoise(c.Env); err == nil && m != "" {
+		_, err = fmt.Fprintf(w, "machine: %s\n", m)
+	}
+	if err == nil {
+		_, err = fmt.Fprintln(w)
+	}
 	if err != nil {
 		return fmt.Errorf("write table header: %w", err)
 	}
@@ -111,4 +119,19 @@ func WriteFailures(ctx context.Context, w io.Writer, src analysis.Source, campai
 		return err
 	}
 	return Failures(w, f)
+}
+
+// MachineNoise names what of a campaign's machine is known to add noise
+// (sysinfo.Hygiene: "KEY=VALUE, …; see docs/machine-hygiene.md"), "" when
+// nothing is.
+func MachineNoise(env map[string]string) string {
+	ws := sysinfo.Hygiene(env)
+	if len(ws) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ws))
+	for i, x := range ws {
+		parts[i] = x.Key + "=" + x.Value
+	}
+	return strings.Join(parts, ", ") + " (known to add noise: docs/machine-hygiene.md)"
 }

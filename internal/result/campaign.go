@@ -41,6 +41,14 @@ type Adaptive struct {
 	Metric string `json:"metric,omitempty"`
 }
 
+// A campaign's Status.
+const (
+	CampaignRunning     = "running"
+	CampaignDone        = "done"
+	CampaignInterrupted = "interrupted" // Ctrl-C, or its ctrbench was killed
+	CampaignFailed      = "failed"      // the campaign could not go on (not a trial's failure)
+)
+
 // KindCalibration marks a calibration campaign.
 const KindCalibration = "calibration"
 

@@ -21,8 +21,9 @@ import (
 // Version of ctrbench, set at build time with -ldflags "-X ...sysinfo.Version=...".
 var Version = "dev"
 
-// Fingerprint describes the host. tools are external binaries whose
-// versions are recorded.
+// Fingerprint describes the host: its hardware, its tuning and the load
+// at the start (machineTuning; it samples the processes for ~200 ms).
+// tools are external binaries whose versions are recorded.
 func Fingerprint(tools []string) map[string]string {
 	env := map[string]string{
 		result.EnvCtrbench: Version,
@@ -51,9 +52,7 @@ func Fingerprint(tools []string) map[string]string {
 	if p := fileField("/etc/os-release", "PRETTY_NAME", '='); p != "" {
 		env[result.EnvOS] = strings.Trim(p, `"`)
 	}
-	if g, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"); err == nil {
-		env[result.EnvGovernor] = strings.TrimSpace(string(g))
-	}
+	machineTuning(env)
 	for _, t := range tools {
 		if v := ToolVersion(t); v != "" {
 			env["tool."+t] = v
