@@ -39,6 +39,8 @@ STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 lint:
 	@$(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(STATICCHECK) ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt'ed (run gofmt -w): $$unformatted"; exit 1; fi
 
 # Every test, against the real Docker Engine (setup starts it when needed).
 # The example images are inputs of the tests: experiments/own-service.yaml

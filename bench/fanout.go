@@ -148,8 +148,8 @@ func idleRSS(ctx context.Context, bin string) error {
 	return nil
 }
 
-// mostChildren creates n children in one nested parent (S1's Table I top
-// right: 256 in 111 s), halving n until a run completes, and prints the
+// mostChildren creates n children in one nested parent (S1's Table I,
+// one parent with 256 children: 111 s), halving n until a run completes, and prints the
 // largest that did with its makespan.
 func mostChildren(ctx context.Context, bin string, n int) error {
 	for ; n >= 1; n /= 2 {

@@ -705,7 +705,7 @@ workloads:
 	}
 	ids, codes, lost, dup := awaitAll(t, runs, dbs, 4)
 	record(t, start, chaosRow{Order: 21, Fault: "two campaigns with emulated hosts at once (the same address plan: a 198.18.0.0/24 underlay, routed 198.18.<h>.0/24 bridges)",
-		Did: "both ran to the end: each lab's addresses live in that campaign's own namespaces (named by its token), so the plans never meet",
+		Did:  "both ran to the end: each lab's addresses live in that campaign's own namespaces (named by its token), so the plans never meet",
 		Lost: lost, Dup: dup, Left: leftWord(t, ids...), Exit: strings.Join(codes, ", "), Message: "—"})
 	assertNoLab(t)
 }

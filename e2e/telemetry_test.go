@@ -8,7 +8,8 @@ import (
 
 // TestTelemetryExplainsLimits: a CPU-bound agent in a container limited to
 // half a core is throttled and uses about half a CPU-second per second; a
-// client on the bridge sees its own TCP segments.
+// client on the bridge sees its own TCP segments, and the machine's NET_RX
+// softirqs.
 func TestTelemetryExplainsLimits(t *testing.T) {
 	requireDocker(t)
 	rows, db := runReport[row](t, `name: e2e-telemetry
@@ -41,6 +42,11 @@ workloads:
 	}
 	if v, ok := mean["tcp server.telemetry.tcp_out_segs"]; !ok || v <= 0 {
 		t.Errorf("the server's telemetry is missing: %v", v)
+	}
+	// A second of TCP over a bridge (veth hops) is NET_RX softirq work on
+	// the machine, whatever namespace the client runs in.
+	if v, ok := mean["tcp telemetry.softirq_net_rx"]; !ok || v <= 0 {
+		t.Errorf("the machine ran no NET_RX softirqs during a tcp_stream trial: %v (present %v)", v, ok)
 	}
 	// The table hides telemetry unless asked.
 	tab := ctrbench(t, time.Minute, "report", "--db", db)

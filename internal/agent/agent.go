@@ -50,9 +50,12 @@ func (o *Options) defaults() {
 }
 
 // scope is which counters are the instance's own; an agent that joined
-// cgroups (a native agent under limits) has a cgroup of its own.
-func (o *Options) scope() telemetry.Scope {
-	sc := telemetry.Scope{Cgroup: o.Counters.Cgroup, Netns: o.Counters.Netns}
+// cgroups (a native agent under limits) has a cgroup of its own. machine:
+// read the machine's softirqs and interrupts too — a trial's target does;
+// a neighbour's loop does not (they would be the same machine's, labelled
+// as the neighbour's).
+func (o *Options) scope(machine bool) telemetry.Scope {
+	sc := telemetry.Scope{Cgroup: o.Counters.Cgroup, Netns: o.Counters.Netns, Machine: machine}
 	if len(o.JoinCgroups) > 0 {
 		sc.Cgroup = true
 	}
@@ -196,7 +199,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	noted := map[string]string{}
 	var notedMu sync.Mutex
 	env.See = func(k, v string) { notedMu.Lock(); noted[k] = v; notedMu.Unlock() }
-	scope := o.scope()
+	scope := o.scope(true)
 	neighbours, err := resolveNeighbours(o.Neighbours)
 	if err != nil {
 		return result.Failf("%v", err)
@@ -356,7 +359,7 @@ func resolveNeighbours(specs []string) ([]neighbour.Spec, error) {
 // iteration is under way, and its result lists when it was busy.
 func Loop(ctx context.Context, o Options) error {
 	trimText()
-	scope := o.scope()
+	scope := o.scope(false)
 	em := &emitter{w: o.Stdout, key: o.Key}
 	res := &result.Result{Workload: o.Workload, Role: "neighbour", Status: result.OK, Started: time.Now()}
 	spec := o.Workload

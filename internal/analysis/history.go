@@ -75,8 +75,9 @@ type HistoryPoint struct {
 	Mean   float64
 	CI95   [2]float64
 	// Median is the median of the run's trials: the point the changepoint
-	// search judges, so that one stalled trial of a run (a mean far off,
-	// its interval wide) is not taken for a change of the run.
+	// search judges (findChanges), so that one stalled trial of a run (a
+	// mean far off, its interval wide) is not taken for a change of the
+	// run.
 	Median float64
 }
 
@@ -191,13 +192,27 @@ func historyRuns(ctx context.Context, srcs []Store, q HistoryQuery, h *History) 
 }
 
 // findChanges runs the changepoint search over the series' runs'
-// medians.
+// medians, on the log scale when they are all positive (rates and times,
+// whose noise grows with their size: a change is a ratio), and gives the
+// segments' means back in the metric's unit (geometric means of the
+// medians, then).
 func (s *HistorySeries) findChanges(alpha float64) {
 	x := make([]float64, len(s.Points))
+	logs := true
 	for i, p := range s.Points {
 		x[i] = p.Median
+		logs = logs && p.Median > 0
+	}
+	if logs {
+		for i := range x {
+			x[i] = math.Log(x[i])
+		}
 	}
 	for _, c := range stats.Changepoints(x, alpha) {
+		if logs {
+			c.Before, c.After = math.Exp(c.Before), math.Exp(c.After)
+			c.Pct = 100 * (c.After/c.Before - 1)
+		}
 		v := Improved
 		if (s.Better == result.Lower) == (c.After > c.Before) || math.IsNaN(c.After) {
 			v = Regressed

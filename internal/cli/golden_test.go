@@ -99,6 +99,11 @@ func TestDryRunGolden(t *testing.T) {
 		golden(t, "dryrun/quickstart-set.golden", runMain(t, "run", "../../experiments/quickstart.yaml", "--dry-run",
 			"--set", "repetitions=2", "--set", "seed=9", "--set", "factors.platform=[docker]", "--set", "factors.network=[host, bridge, macvlan]"))
 	})
+	// A profile's overrides reach the plan, and --set wins over them.
+	t.Run("quickstart-profile", func(t *testing.T) {
+		golden(t, "dryrun/quickstart-profile.golden", runMain(t, "run", "../../experiments/quickstart.yaml", "--dry-run",
+			"--profile", "quick", "--set", "repetitions=3"))
+	})
 }
 
 // The reports of campaigns stored by an earlier schema (v3, written before

@@ -19,11 +19,12 @@ import (
 
 func newCalibrateCmd() *cobra.Command {
 	var (
-		sets   []string
-		dbPath string
-		reps   int
-		format string
-		eng    engineFlags
+		sets    []string
+		profile string
+		dbPath  string
+		reps    int
+		format  string
+		eng     engineFlags
 	)
 	c := &cobra.Command{
 		Use:   "calibrate FILE",
@@ -40,7 +41,7 @@ func newCalibrateCmd() *cobra.Command {
 			}
 			m := machine()
 			engine := eng.apply()
-			e, err := spec.Load(args[0], sets, m)
+			e, err := loadExperiment(spec.Options{Profile: profile, Sets: sets, Machine: m}, args[0])
 			if err != nil {
 				return err
 			}
@@ -67,6 +68,7 @@ func newCalibrateCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
+	f.StringVar(&profile, "profile", "", "apply a profile of the file (its profiles: key) before the --set overrides")
 	f.StringArrayVar(&sets, "set", nil, "override a value of the file: path=value (repeatable)")
 	f.StringVar(&dbPath, "db", DefaultDB, "results database (SQLite)")
 	f.IntVar(&reps, "repetitions", 0, "trials of each of A and B (default: 5 × the file's repetitions, at least 5: five pairs of blocks for the false-positive rate)")

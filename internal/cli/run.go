@@ -24,6 +24,7 @@ const DefaultDB = "results/ctrbench.db"
 
 type runOptions struct {
 	File     string
+	Profile  string
 	Sets     []string
 	DB       string
 	DryRun   bool
@@ -43,6 +44,7 @@ func newRunCmd() *cobra.Command {
 		Short: "Run an experiment file (or resume an interrupted campaign with --resume)",
 		Example: `  ctrbench run experiments/quickstart.yaml
   ctrbench run experiments/quickstart.yaml --set repetitions=10 --set workloads.cpu.params.max_prime=40000
+  ctrbench run experiments/quickstart.yaml --profile quick --dry-run
   ctrbench run --resume quickstart-20261122-0215`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.Resume == "" && len(args) != 1 {
@@ -50,6 +52,9 @@ func newRunCmd() *cobra.Command {
 			}
 			if o.Resume != "" && len(args) > 0 {
 				return usageError{errors.New("--resume takes the experiment from the database; give no file")}
+			}
+			if o.Resume != "" && (o.Profile != "" || len(o.Sets) > 0) {
+				return usageError{errors.New("--resume runs the campaign as it was stored, with its profile and overrides; give neither --profile nor --set")}
 			}
 			return nil
 		},
@@ -62,6 +67,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
+	f.StringVar(&o.Profile, "profile", "", "apply a profile of the file (its profiles: key) before the --set overrides")
 	f.StringArrayVar(&o.Sets, "set", nil, "override a value of the file: path=value (repeatable), e.g. repetitions=10, factors.platform=[docker]")
 	f.StringVar(&o.DB, "db", DefaultDB, "results database (SQLite)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "validate and print the cells and trial order; start nothing")
@@ -86,15 +92,15 @@ func runCampaign(ctx context.Context, o runOptions) error {
 		}
 	}
 	co := campaign.Options{Resume: o.Resume, Machine: machine(), Stderr: o.Stderr, TTY: isTerminal(o.Stderr), Engine: o.Engine.apply()}
+	if o.Resume == "" && o.DryRun {
+		return dryRun(o, co.Machine)
+	}
 	if o.Resume == "" {
-		e, err := spec.Load(o.File, o.Sets, co.Machine)
+		e, err := loadExperiment(spec.Options{Profile: o.Profile, Sets: o.Sets, Machine: co.Machine}, o.File)
 		if err != nil {
 			return err
 		}
 		printNotes(o.Stderr, e)
-		if o.DryRun {
-			return plan.Describe(o.Stdout, e)
-		}
 		co.Experiment = e
 	} else if o.DryRun {
 		return usageError{errors.New("--dry-run needs an experiment file")}
@@ -130,6 +136,40 @@ func runCampaign(ctx context.Context, o runOptions) error {
 	}
 	if sum.Failed > 0 {
 		return withCode(ExitTrialsFailed, fmt.Errorf("%d trial(s) failed; see `ctrbench report --db %s --campaign %s --failures`", sum.Failed, o.DB, id))
+	}
+	return nil
+}
+
+// loadExperiment reads and validates the experiment file with its
+// profile and overrides; a profile the file lacks is a usage error.
+func loadExperiment(so spec.Options, file string) (*spec.Experiment, error) {
+	e, err := spec.LoadWith(file, so)
+	return e, profileUsage(err)
+}
+
+// profileUsage makes a --profile the file lacks a usage error.
+func profileUsage(err error) error {
+	var pe *spec.ProfileError
+	if errors.As(err, &pe) {
+		return usageError{err}
+	}
+	return err
+}
+
+// dryRun validates the experiment file and prints the campaign's plan.
+// With a profile written for a larger machine, the plan is printed and
+// what a run here would refuse is said after it.
+func dryRun(o runOptions, m spec.Machine) error {
+	e, warnings, err := spec.LoadForPlan(o.File, spec.Options{Profile: o.Profile, Sets: o.Sets, Machine: m})
+	if err != nil {
+		return profileUsage(err)
+	}
+	printNotes(o.Stderr, e)
+	if err := plan.Describe(o.Stdout, e); err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(o.Stdout, "warning:", w)
 	}
 	return nil
 }

@@ -288,8 +288,9 @@ func envOf(c result.Campaign) []Fact {
 }
 
 // telemetryShown are the counters beside a workload's figures: the ones
-// that explain a difference (CPU time, throttling, memory, retransmissions).
-var telemetryShown = []string{"cpu_seconds", "cpu_throttled_seconds", "ctx_switches_involuntary", "memory_peak_bytes", "tcp_retrans_segs"}
+// that explain a difference (CPU time, throttling, memory, retransmissions,
+// the machine's network softirqs).
+var telemetryShown = []string{"cpu_seconds", "cpu_throttled_seconds", "ctx_switches_involuntary", "softirq_net_rx", "softirq_net_tx", "memory_peak_bytes", "tcp_retrans_segs"}
 
 // telemetry is a workload's telemetry table: one row per cell, the mean of
 // each counter of each role (and of its neighbours) that was not 0

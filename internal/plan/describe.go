@@ -17,26 +17,13 @@ import (
 // cell, so a dry run finds what a run would refuse.
 func Describe(w io.Writer, e *spec.Experiment) error {
 	cells := e.Cells()
-	if _, err := ResolveAll(e, cells); err != nil {
+	resolved, err := ResolveAll(e, cells)
+	if err != nil {
 		return err
 	}
-	if a := e.Adaptive; a != nil {
-		metric := "each workload's first metric"
-		if a.Metric != "" {
-			metric = a.Metric
-		}
-		fmt.Fprintf(w, "experiment %s: %d cells x (%d to %d repetitions + %d warm-up) = %d to %d trials, seed %d, timeout %s per trial\n",
-			e.Name, len(cells), a.Min, a.Max, e.Warmup, len(cells)*(a.Min+e.Warmup), len(cells)*(a.Max+e.Warmup), e.Seed, e.Timeout)
-		fmt.Fprintf(w, "adaptive: after %d, more rounds for the cells whose 95%% interval of %s is wider than ±%g%% of the mean, up to %d",
-			a.Min, metric, a.RCI*100, a.Max)
-		if e.Budget > 0 {
-			fmt.Fprintf(w, " or until the trials have taken %s", e.Budget)
-		}
-		fmt.Fprintln(w)
-	} else {
-		fmt.Fprintf(w, "experiment %s: %d cells x (%d repetitions + %d warm-up) = %d trials, seed %d, timeout %s per trial\n",
-			e.Name, len(cells), e.Repetitions, e.Warmup, len(cells)*(e.Repetitions+e.Warmup), e.Seed, e.Timeout)
-	}
+	describeTrials(w, e, cells)
+	describeProfile(w, e)
+	fmt.Fprintln(w, estimateLine(estimateRange(e, resolved)))
 	if files := e.HostFiles(); len(files) > 0 {
 		fmt.Fprintf(w, "files of this machine it reads (never writes): %s\n", strings.Join(files, "; "))
 	}
@@ -83,6 +70,54 @@ func Describe(w io.Writer, e *spec.Experiment) error {
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// describeProfile says which profile of the file the plan is for, and the
+// overrides applied; or, when none is, which profiles the file has.
+func describeProfile(w io.Writer, e *spec.Experiment) {
+	name, sets := e.Profile()
+	switch {
+	case name != "":
+		fmt.Fprintf(w, "profile %s; overrides applied, the profile's then --set's: %s\n", name, strings.Join(sets, ", "))
+	case len(e.Profiles()) > 0:
+		fmt.Fprintf(w, "profile: none (the file's profiles, chosen with --profile NAME: %s)\n", strings.Join(e.Profiles(), ", "))
+	}
+}
+
+// estimateRange estimates the campaign's duration: every cell runs its
+// warm-ups and repetitions; with adaptive repetition, the fewest and the
+// most it may.
+func estimateRange(e *spec.Experiment, cells []*Cell) (lo, hi estimate) {
+	fewest, most := map[int]int{}, map[int]int{}
+	for _, c := range cells {
+		fewest[c.ID], most[c.ID] = e.Repetitions+e.Warmup, e.Repetitions+e.Warmup
+		if a := e.Adaptive; a != nil {
+			fewest[c.ID], most[c.ID] = a.Min+e.Warmup, a.Max+e.Warmup
+		}
+	}
+	return estimateOf(cells, fewest), estimateOf(cells, most)
+}
+
+// describeTrials is the plan's first line: the cells, the trials and the
+// order's seed, and with adaptive repetition, its rule.
+func describeTrials(w io.Writer, e *spec.Experiment, cells []result.Cell) {
+	if a := e.Adaptive; a != nil {
+		metric := "each workload's first metric"
+		if a.Metric != "" {
+			metric = a.Metric
+		}
+		fmt.Fprintf(w, "experiment %s: %d cells x (%d to %d repetitions + %d warm-up) = %d to %d trials, seed %d, timeout %s per trial\n",
+			e.Name, len(cells), a.Min, a.Max, e.Warmup, len(cells)*(a.Min+e.Warmup), len(cells)*(a.Max+e.Warmup), e.Seed, e.Timeout)
+		fmt.Fprintf(w, "adaptive: after %d, more rounds for the cells whose 95%% interval of %s is wider than ±%g%% of the mean, up to %d",
+			a.Min, metric, a.RCI*100, a.Max)
+		if e.Budget > 0 {
+			fmt.Fprintf(w, " or until the trials have taken %s", e.Budget)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "experiment %s: %d cells x (%d repetitions + %d warm-up) = %d trials, seed %d, timeout %s per trial\n",
+			e.Name, len(cells), e.Repetitions, e.Warmup, len(cells)*(e.Repetitions+e.Warmup), e.Seed, e.Timeout)
+	}
 }
 
 // Schedule is the campaign's scheduler: rounds of seeded random

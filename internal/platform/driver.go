@@ -1,6 +1,8 @@
 package platform
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"slices"
@@ -40,6 +42,9 @@ type Capabilities struct {
 	Limits bool
 	// Phases it can time (Instance.Timings).
 	Phases []vocab.Phase
+	// StartStop is roughly how long an instance takes to start and stop
+	// here: only for the estimate a dry run prints (0: 2 s).
+	StartStop time.Duration
 	// Tools: instances see only the tools the platform brought (an image),
 	// so it needs Setup.Tools; a host process sees the machine's.
 	Tools bool

@@ -50,7 +50,8 @@ func (c *combiner) add(p int, ob result.Observation) {
 
 // rule is how a metric combines: as its workload declares it; a telemetry
 // counter that accumulates (CPU time, retransmissions) as a count, a level
-// (memory peak) as a mean; anything else by default.
+// (memory peak) or a machine-wide counter (every pair read the same
+// machine's softirqs) as a mean; anything else by default.
 func rule(ws *workload.Spec, id result.MetricID) workload.Combine {
 	switch id.Kind {
 	case result.KindMeasure:
@@ -59,7 +60,7 @@ func rule(ws *workload.Spec, id result.MetricID) workload.Combine {
 		}
 	case result.KindTelemetry:
 		for _, m := range telemetry.Metrics {
-			if m.Name == id.Metric && m.Cumulative {
+			if m.Name == id.Metric && m.Cumulative && !m.Machine {
 				return workload.Count
 			}
 		}

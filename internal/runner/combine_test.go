@@ -70,6 +70,7 @@ func TestAggregatePairsCombinesAsDeclared(t *testing.T) {
 			ob("errors", errs), ob("sent", sent), ob("loss_pct", loss), ob("tool_p99", p[1]),
 			{Metric: "tcp_retrans_segs", Kind: result.KindTelemetry, Value: errs + 1, Unit: "count"},
 			{Metric: "memory_peak_bytes", Kind: result.KindTelemetry, Value: 1000 * sent, Unit: "bytes"},
+			{Metric: "softirq_net_rx", Kind: result.KindTelemetry, Value: 100 * errs, Unit: "count"},
 		}
 	}
 	per := [][]result.Observation{pair(pf, 1, 3, 100, 10), pair(ps, (10*1000+100*20)/1020.0, 5, 10000, 1)}
@@ -91,6 +92,7 @@ func TestAggregatePairsCombinesAsDeclared(t *testing.T) {
 		"loss_pct":                    100 * (10 + 100) / 10100.0,        // Σlost/Σsent, not (10 + 1)/2
 		"telemetry.tcp_retrans_segs":  10,                                // a cumulative counter: 4 + 6
 		"telemetry.memory_peak_bytes": (100000 + 10000000) / 2.0,         // a level: the mean
+		"telemetry.softirq_net_rx":    (300 + 500) / 2.0,                 // the machine's, read by both pairs: the mean
 		"requests_per_sec":            200,                               // a rate, together: the sum
 		"pair1.latency_p99":           pf[1], "pair2.latency_p99": ps[1], // each pair's stays
 		"pair1.tool_p99": pf[1], "pair2.tool_p99": ps[1],

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -12,11 +11,22 @@ type Problem struct {
 	Line int    // 1-based; 0 when the value came from --set
 	Col  int    // 1-based; 0 when unknown
 	Set  string // the --set expression the value came from, if any
-	Msg  string
+	// Profile is the profile (profiles: in the file) the problem belongs
+	// to; Entry, when set, is the profile's override the value came from,
+	// as --set would take it (Line and Col are then the entry's). A
+	// problem elsewhere in the file that only the profile makes names the
+	// profile's line too: "paper (line 40)".
+	Profile string
+	Entry   string
+	Msg     string
 }
 
 func (p Problem) String() string {
 	switch {
+	case p.Profile != "" && p.Entry != "":
+		return Problem{File: p.File, Line: p.Line, Col: p.Col, Msg: fmt.Sprintf("profile %s, %s: %s", p.Profile, p.Entry, p.Msg)}.String()
+	case p.Profile != "":
+		return Problem{File: p.File, Line: p.Line, Col: p.Col, Msg: fmt.Sprintf("with profile %s: %s", p.Profile, p.Msg)}.String()
 	case p.Set != "":
 		return fmt.Sprintf("--set %s: %s", p.Set, p.Msg)
 	case p.Line > 0 && p.Col > 0:
@@ -31,13 +41,7 @@ func (p Problem) String() string {
 type Problems []Problem
 
 func (ps Problems) Error() string {
-	sorted := append(Problems(nil), ps...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Line != sorted[j].Line {
-			return sorted[i].Line < sorted[j].Line
-		}
-		return sorted[i].Col < sorted[j].Col
-	})
+	sorted := byLine(ps)
 	lines := make([]string, len(sorted))
 	for i, p := range sorted {
 		lines[i] = p.String()

@@ -17,7 +17,7 @@ import (
 )
 
 // topKeys are the keys an experiment file may have, in documentation order.
-var topKeys = []string{"name", "description", "seed", "repetitions", "warmup", "timeout", "retries", "budget", "machine", "symmetric", "factors", "exclude", "baseline", "workloads"}
+var topKeys = []string{"name", "description", "seed", "repetitions", "warmup", "timeout", "retries", "budget", "machine", "symmetric", "factors", "exclude", "baseline", "workloads", profilesKey}
 
 // MaxFileSize is the largest experiment file read: the shipped ones are
 // under 20 KiB; a larger file is refused before it is read whole.
@@ -25,6 +25,11 @@ const MaxFileSize = 4 << 20
 
 // Load reads, overrides (--set) and validates an experiment file.
 func Load(path string, sets []string, m Machine) (*Experiment, error) {
+	return LoadWith(path, Options{Sets: sets, Machine: m})
+}
+
+// readFile reads an experiment file, refusing one larger than MaxFileSize.
+func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading experiment file: %w", err)
@@ -37,7 +42,7 @@ func Load(path string, sets []string, m Machine) (*Experiment, error) {
 	if len(data) > MaxFileSize {
 		return nil, Problems{{File: path, Msg: fmt.Sprintf("the file is larger than %d MiB, the most an experiment file may be", MaxFileSize>>20)}}
 	}
-	return Parse(path, data, sets, m)
+	return data, nil
 }
 
 // parser collects problems while walking the YAML tree.
@@ -49,6 +54,9 @@ type parser struct {
 	wls []Workload
 	// origin maps a node that came from --set to its expression.
 	origin map[*yaml.Node]string
+	// fromProfile maps a node that came from a profile's override to
+	// that override.
+	fromProfile map[*yaml.Node]*profileEntry
 	// notes are what the file spelt in an accepted older way.
 	notes []string
 }
@@ -58,6 +66,8 @@ func (p *parser) addf(n *yaml.Node, format string, a ...any) {
 	if n != nil {
 		if s, ok := p.origin[n]; ok {
 			pr.Set = s
+		} else if en, ok := p.fromProfile[n]; ok {
+			pr = en.problem(p.file, pr.Msg)
 		} else {
 			pr.Line, pr.Col = n.Line, n.Column
 		}
@@ -65,21 +75,52 @@ func (p *parser) addf(n *yaml.Node, format string, a ...any) {
 	p.problems = append(p.problems, pr)
 }
 
+// where says where node n came from, for notes: the file's line, a --set
+// or a profile's entry.
+func (p *parser) where(n *yaml.Node) string {
+	if s, ok := p.origin[n]; ok {
+		return "--set " + s
+	}
+	if en, ok := p.fromProfile[n]; ok {
+		return fmt.Sprintf("%s:%d: profile %s, %s", p.file, en.line, en.profile, en.expr)
+	}
+	return fmt.Sprintf("%s:%d", p.file, n.Line)
+}
+
 // Parse validates an experiment file's content. sets are "path=value"
 // overrides applied before validation. Every problem is reported at once.
 func Parse(path string, data []byte, sets []string, m Machine) (*Experiment, error) {
-	p := &parser{file: path, origin: map[*yaml.Node]string{}, machine: m}
+	return ParseWith(path, data, Options{Sets: sets, Machine: m})
+}
+
+// parseOnce reads the file's content once: its profiles set aside, the
+// overrides of prof (nil: none) applied, then sets, and the result
+// validated against m. The experiment is nil when the parser has
+// problems.
+func parseOnce(path string, data []byte, prof *profile, sets []string, m Machine) (*Experiment, *parser) {
+	p := &parser{file: path, origin: map[*yaml.Node]string{}, fromProfile: map[*yaml.Node]*profileEntry{}, machine: m}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, Problems{yamlProblem(path, err)}
+		p.problems = Problems{yamlProblem(path, err)}
+		return nil, p
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil, Problems{{File: path, Msg: "the file is empty; an experiment needs at least name and workloads"}}
+		p.problems = Problems{{File: path, Msg: "the file is empty; an experiment needs at least name and workloads"}}
+		return nil, p
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
 		p.addf(root, "an experiment file is a mapping of keys (%s)", strings.Join(topKeys, ", "))
-		return nil, p.problems
+		return nil, p
+	}
+	takeProfiles(root)
+	if prof != nil {
+		for i := range prof.entries {
+			en := &prof.entries[i]
+			if err := applyOverride(root, en.expr, func(n *yaml.Node) { p.fromProfile[n] = en }); err != nil {
+				p.problems = append(p.problems, en.problem(path, err.Error()))
+			}
+		}
 	}
 	for _, s := range sets {
 		if err := applySet(root, s, p.origin); err != nil {
@@ -89,19 +130,29 @@ func Parse(path string, data []byte, sets []string, m Machine) (*Experiment, err
 	p.renameOldWords(root)
 	e := p.experiment(root, m)
 	if len(p.problems) > 0 {
-		return nil, p.problems
+		return nil, p
 	}
 	e.Path, e.Notes = path, p.notes
+	return e, p
+}
+
+// recordText is what Experiment.Text keeps of a campaign's file: the
+// file as read, then the profile's name and every override applied, in
+// order (the profile's, then --set's), as comments that Reload applies
+// again.
+func recordText(data []byte, profile string, sets []string) string {
 	var text bytes.Buffer
 	text.Write(data)
-	if len(sets) > 0 {
+	if profile != "" || len(sets) > 0 {
 		text.WriteString(setMarker)
+		if profile != "" {
+			fmt.Fprintf(&text, "\n%s%s", profileTrailer, profile)
+		}
 		for _, s := range sets {
 			fmt.Fprintf(&text, "\n%s%s", setTrailer, s)
 		}
 	}
-	e.Text = text.String()
-	return e, nil
+	return text.String()
 }
 
 // renameOldWords reads the factor names of factors, exclude and baseline
@@ -113,11 +164,7 @@ func (p *parser) renameOldWords(root *yaml.Node) {
 		for i, c := range n.Content {
 			if n.Kind == yaml.MappingNode && i%2 == 0 {
 				if name, renamed := vocab.CanonicalFactor(c.Value); renamed {
-					where := fmt.Sprintf("%s:%d", p.file, c.Line)
-					if s, ok := p.origin[c]; ok {
-						where = "--set " + s
-					}
-					p.notes = append(p.notes, fmt.Sprintf("%s: %q is the old word for %q; read as %q", where, c.Value, vocab.FNeighbour, name))
+					p.notes = append(p.notes, fmt.Sprintf("%s: %q is the old word for %q; read as %q", p.where(c), c.Value, vocab.FNeighbour, name))
 					c.Value = name
 				}
 			}
@@ -135,10 +182,14 @@ func (p *parser) renameOldWords(root *yaml.Node) {
 // Parse appends the overrides to Experiment.Text after setMarker, one per
 // line after setTrailer, so that Reload applies them again. The marker
 // keeps a file's own comments that happen to begin "# --set" (a file that
-// documents an override) from being taken for overrides.
+// documents an override) from being taken for overrides. A profile's name
+// is the line after the marker, after profileTrailer; its overrides are
+// the first --set lines, for the reader: Reload applies them as it does
+// the others.
 const (
-	setMarker  = "\n# ctrbench: --set overrides, as given on the command line:"
-	setTrailer = "# --set "
+	setMarker      = "\n# ctrbench: --set overrides, as given on the command line:"
+	setTrailer     = "# --set "
+	profileTrailer = "# --profile "
 )
 
 // splitText separates a stored Experiment.Text into the file and its
@@ -169,11 +220,16 @@ func splitText(text string) (file string, sets []string) {
 // same cells and order, for resuming a campaign.
 func Reload(path, text string, seed int64, m Machine) (*Experiment, error) {
 	file, sets := splitText(text)
-	e, err := Parse(path, []byte(strings.TrimRight(file, "\n")+"\n"), sets, m)
+	data := []byte(strings.TrimRight(file, "\n") + "\n")
+	e, err := Parse(path, data, sets, m)
 	if err != nil {
 		return nil, err
 	}
 	e.Seed, e.SeedGiven = seed, true
+	// The profile's overrides are among sets; its name is for the reader.
+	if name := recordedProfile(text); name != "" {
+		e.Text = recordText(data, name, sets)
+	}
 	return e, nil
 }
 

@@ -13,10 +13,19 @@ import (
 // and list items by index or by their name/type (workloads.tcp.params.duration).
 // The value is YAML, so lists work: factors.platform=[docker].
 func applySet(root *yaml.Node, expr string, origin map[*yaml.Node]string) error {
+	return applyOverride(root, expr, func(n *yaml.Node) { origin[n] = expr })
+}
+
+// applyOverride is applySet, with mark called on every node the override
+// puts in the tree (to say where a problem found in it came from).
+func applyOverride(root *yaml.Node, expr string, mark func(*yaml.Node)) error {
 	path, value, ok := strings.Cut(expr, "=")
 	path = strings.TrimSpace(path)
 	if !ok || path == "" {
 		return fmt.Errorf("want path=value, e.g. repetitions=10 or workloads.cpu.params.max_prime=40000")
+	}
+	if first, _, _ := strings.Cut(path, "."); first == profilesKey {
+		return fmt.Errorf("profiles are chosen (--profile NAME), not overridden")
 	}
 	var v yaml.Node
 	if err := yaml.Unmarshal([]byte(value), &v); err != nil {
@@ -26,7 +35,7 @@ func applySet(root *yaml.Node, expr string, origin map[*yaml.Node]string) error 
 	if v.Kind == yaml.DocumentNode && len(v.Content) > 0 {
 		newNode = v.Content[0]
 	}
-	markOrigin(newNode, expr, origin)
+	markAll(newNode, mark)
 
 	segs := strings.Split(path, ".")
 	cur := root
@@ -58,12 +67,13 @@ func applySet(root *yaml.Node, expr string, origin map[*yaml.Node]string) error 
 				key = segs[0]
 				child := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 				cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, child)
-				markOrigin(cur.Content[len(cur.Content)-2], expr, origin)
+				mark(cur.Content[len(cur.Content)-2])
+				mark(child)
 				cur, segs = child, segs[1:]
 				continue
 			}
 			k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
-			markOrigin(k, expr, origin)
+			mark(k)
 			cur.Content = append(cur.Content, k, newNode)
 			return nil
 		case yaml.SequenceNode:
@@ -135,9 +145,10 @@ func itemName(n *yaml.Node) string {
 	return typ
 }
 
-func markOrigin(n *yaml.Node, expr string, origin map[*yaml.Node]string) {
-	origin[n] = expr
+// markAll calls mark on n and every node under it.
+func markAll(n *yaml.Node, mark func(*yaml.Node)) {
+	mark(n)
 	for _, c := range n.Content {
-		markOrigin(c, expr, origin)
+		markAll(c, mark)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
 )
@@ -86,6 +87,10 @@ type Spec struct {
 	// Smoke are parameters for a run of a second or two: the end-to-end
 	// test runs every registered workload with them on every platform.
 	Smoke map[string]string
+	// Measures, when set, is how long one run measures with these
+	// parameters, for a workload whose time is not its duration
+	// parameter (MeasuredTime); false when it cannot say.
+	Measures func(params map[string]string) (time.Duration, bool)
 	// Lifecycle marks a workload whose trial is the life of its hosting
 	// entities — created at once, run, exited, removed, each phase timed —
 	// rather than the chain's measured run: its metrics come from the
@@ -269,4 +274,16 @@ func RoleNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// MeasuredTime is how long one run of the workload measures with params
+// (resolved, defaults filled): Measures' answer, else its duration
+// parameter; false for a workload without one, or whose duration is 0 (a
+// count of flows). The dry run's estimate adds these up.
+func (s *Spec) MeasuredTime(params map[string]string) (time.Duration, bool) {
+	if s.Measures != nil {
+		return s.Measures(params)
+	}
+	d, err := time.ParseDuration(params["duration"])
+	return d, err == nil && d > 0
 }

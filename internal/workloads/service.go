@@ -63,6 +63,7 @@ func init() {
 			{Name: "client", Kind: workload.Object, Doc: "what drives the server: {type: http.get, params: {path, concurrency, duration, rate, request_timeout}}, {type: net.tcp_rr, params: {duration, request_size, burst, socket_buffer, nodelay}} against an echo server, {type: net.tcp_stream, params: {duration, message_size}} against a sink, or {type: exec, params: {command, format, metrics, …}} whose command may name {server.host} and {server.port}", Check: checkClient, CheckDoc: "a mapping {type: http.get, net.tcp_rr, net.tcp_stream or exec, params: {…}}"},
 		},
 		Roles:             []string{workload.Server, workload.Client},
+		Measures:          serviceMeasures,
 		Declared:          serviceMetrics,
 		NamedTools:        serviceTools,
 		TakesPlaceholders: []string{"command", "env", "workdir", "client"},
@@ -493,4 +494,30 @@ func serviceImage(params map[string]string, role string) (ref, archive string) {
 		return v[workload.ParamImage], v[workload.ParamImageArchive]
 	}
 	return "", ""
+}
+
+// serviceMeasures is how long a service trial measures: its client's
+// duration (the client's own default when the file gives none); false for
+// a client without one (a command of yours).
+func serviceMeasures(params map[string]string) (time.Duration, bool) {
+	var client struct {
+		Type   string         `json:"type"`
+		Params map[string]any `json:"params"`
+	}
+	if json.Unmarshal([]byte(params["client"]), &client) != nil {
+		return 0, false
+	}
+	values := map[string]string{}
+	for _, s := range []*workload.Spec{httpClientParams, echoClientParams, sinkClientParams} {
+		if s.Type == "service client "+client.Type {
+			if p, ok := s.Param("duration"); ok {
+				values["duration"] = p.Default
+			}
+		}
+	}
+	for k, v := range client.Params {
+		values[k] = fmt.Sprint(v)
+	}
+	d, err := time.ParseDuration(values["duration"])
+	return d, err == nil && d > 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -15,6 +16,7 @@ import (
 // namespace ctrbench wires itself (--network none), one container joining
 // another's (loopback), the writable layer, a volume or a tmpfs.
 var Caps = platform.Capabilities{
+	StartStop:   700 * time.Millisecond, // rough: for the dry run's estimate
 	Networks:    []vocab.Network{vocab.Host, vocab.Bridge, vocab.BridgeDefault},
 	OwnNetNS:    true,
 	Wireable:    true,

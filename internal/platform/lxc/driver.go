@@ -20,6 +20,7 @@ import (
 // (loopback) and every mode the network lab wires; the overlay layer, a
 // bind-mounted host directory (volume) or a tmpfs; limits.
 var Caps = platform.Capabilities{
+	StartStop:   time.Second, // rough: for the dry run's estimate
 	Networks:    []vocab.Network{vocab.Host, vocab.Bridge},
 	OwnNetNS:    true,
 	Wireable:    true,

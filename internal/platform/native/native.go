@@ -72,10 +72,11 @@ func New(binary string) *Platform { return &Platform{binary: binary} }
 // namespaces (or an emulated host's network namespace), write to its
 // filesystem, and get cgroups only for limits.
 var Caps = platform.Capabilities{
-	Networks: []vocab.Network{vocab.Host},
-	Storages: []vocab.Storage{vocab.Layer},
-	Limits:   true,
-	Phases:   []vocab.Phase{vocab.Start, vocab.Exit, vocab.Remove},
+	StartStop: 100 * time.Millisecond, // rough: for the dry run's estimate
+	Networks:  []vocab.Network{vocab.Host},
+	Storages:  []vocab.Storage{vocab.Layer},
+	Limits:    true,
+	Phases:    []vocab.Phase{vocab.Start, vocab.Exit, vocab.Remove},
 	// An image archive is unpacked and its commands run chrooted in it:
 	// the same binaries and libraries as in the image's containers.
 	UserImages: true,

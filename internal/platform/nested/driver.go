@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -42,6 +43,7 @@ var parentNetworks = []vocab.Network{vocab.Bridge, vocab.Host}
 // bridges and overlays across emulated hosts) are wired into the parent's
 // namespace, which the child then shares (S1's OVS parents).
 var Caps = platform.Capabilities{
+	StartStop:  5 * time.Second, // rough: for the dry run's estimate
 	Networks:   []vocab.Network{vocab.Host, vocab.Bridge},
 	OwnNetNS:   true,
 	Wireable:   true,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -18,6 +19,7 @@ import (
 // tmpfs, limits. Its bridge networks (CNI) name their links podman's way,
 // not ctrbench's, so they are not offered.
 var Caps = platform.Capabilities{
+	StartStop:   time.Second, // rough: for the dry run's estimate
 	Networks:    []vocab.Network{vocab.Host},
 	OwnNetNS:    true,
 	Wireable:    true,

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -45,6 +46,7 @@ const LabelNode = "io.ctrbench.node"
 // or, through a published port, the routing mesh; limits are the
 // service's CPU and memory limits.
 var Caps = platform.Capabilities{
+	StartStop: 3 * time.Second, // rough: for the dry run's estimate
 	Networks:  []vocab.Network{vocab.Host, vocab.Overlay, vocab.OverlayEncrypted, vocab.Ingress},
 	OwnNetNS:  true,
 	Storages:  []vocab.Storage{vocab.Layer, vocab.Tmpfs},

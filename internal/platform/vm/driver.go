@@ -21,6 +21,7 @@ import (
 // to join or wire), its own disk, and a size (cpus, memory) with QEMU in
 // a cgroup of its own.
 var Caps = platform.Capabilities{
+	StartStop: 5 * time.Second, // rough: for the dry run's estimate
 	Networks:  []vocab.Network{vocab.Bridge},
 	OwnNetNS:  true,
 	Storages:  []vocab.Storage{vocab.Layer},
