@@ -14,7 +14,7 @@ import (
 )
 
 // Issue 28's done-when: five campaigns of the quickstart (shortened:
-// host network only, 3 trials of 1 s after a warm-up), the fifth on a
+// Docker on the host network only, 3 trials of 1 s after a warm-up), the fifth on a
 // machine of a quarter of a CPU (--set machine.cpus=0.25). history shows
 // no change at runs 2 to 4 (at alpha 1%: a history without a change shows
 // one at most 1% of the time), marks the experiment file's change at run
@@ -29,7 +29,7 @@ import (
 func TestHistoryOfFiveQuickstarts(t *testing.T) {
 	requireDocker(t)
 	db := filepath.Join(t.TempDir(), "r.db")
-	short := []string{"--db", db, "--no-report", "--set", "repetitions=3", "--set", "warmup=1", "--set", "factors.network=[host]", "--set", "exclude=[]",
+	short := []string{"--db", db, "--no-report", "--set", "repetitions=3", "--set", "warmup=1", "--set", "factors.platform=[docker]", "--set", "factors.network=[host]", "--set", "exclude=[]", "--set", "baseline={}",
 		"--set", "workloads.cpu.params.duration=1s", "--set", "workloads.tcp.params.duration=1s"}
 	var ids []string
 	for i := 1; i <= 5; i++ {

@@ -186,13 +186,10 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	}
 	defer os.RemoveAll(data)
 	env := workload.Env{
-		DataDir: data,
-		Root:    o.Root,
-		Role:    o.Role,
-		Bind:    o.Bind,
-		Target:  o.Target,
-		Ready:   func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
-		Log:     func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
+		DataDir: data, Root: o.Root, Role: o.Role,
+		Bind: o.Bind, Port: o.Port, Target: o.Target,
+		Ready: func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
+		Log:   func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
 	}
 	var hists histograms
 	env.Histogram = hists.add

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
+	"strconv"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -16,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-connections/nat"
 )
 
 // ContainerSpec is a container to create, in ctrbench's terms.
@@ -45,6 +48,17 @@ type ContainerSpec struct {
 	Sysctls map[string]string
 	// Privileges, when set, let the container run an engine inside.
 	Privileges *Privileges
+	// Publish are ports the engine publishes on the machine (docker run
+	// -p HOSTIP::PORT/PROTO), each on a port of its choice.
+	Publish []PortBinding
+}
+
+// PortBinding is a container's port published on the machine's address
+// HostIP, at a port the engine chooses.
+type PortBinding struct {
+	Port   int
+	Proto  string // tcp or udp
+	HostIP string
 }
 
 // Resources are a container's limits and cgroup.
@@ -94,6 +108,14 @@ func (s ContainerSpec) configs() (*container.Config, *container.HostConfig) {
 	}
 	if s.Privileges != nil {
 		s.Privileges.apply(hc)
+	}
+	if len(s.Publish) > 0 {
+		cfg.ExposedPorts, hc.PortBindings = nat.PortSet{}, nat.PortMap{}
+		for _, b := range s.Publish {
+			port := nat.Port(strconv.Itoa(b.Port) + "/" + b.Proto)
+			cfg.ExposedPorts[port] = struct{}{}
+			hc.PortBindings[port] = append(hc.PortBindings[port], nat.PortBinding{HostIP: b.HostIP})
+		}
 	}
 	return cfg, hc
 }
@@ -149,6 +171,9 @@ type ContainerState struct {
 	Runtime    string // its OCI runtime
 	// IPs are its addresses by network name.
 	IPs map[string]string
+	// Published are its published ports: "PORT/PROTO" → "HOSTIP:HOSTPORT"
+	// on the machine.
+	Published map[string]string
 }
 
 // InspectContainer reads a container's state.
@@ -169,6 +194,14 @@ func (e *Engine) InspectContainer(ctx context.Context, id string) (ContainerStat
 		for name, ep := range c.NetworkSettings.Networks {
 			if ep != nil {
 				st.IPs[name] = ep.IPAddress
+			}
+		}
+		for port, bs := range c.NetworkSettings.Ports {
+			for _, b := range bs {
+				if st.Published == nil {
+					st.Published = map[string]string{}
+				}
+				st.Published[string(port)] = net.JoinHostPort(b.HostIP, b.HostPort)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
 	"github.com/ctrbench/ctrbench/internal/report"
@@ -452,15 +453,22 @@ func firstOr(disp []string) string {
 
 // interference is S0's matrices: for each case (the cell's levels other
 // than the neighbour), targets × neighbours, each entry the target's
-// headline metric's IR with its interval.
+// headline metric's IR with its interval; a target whose type lists
+// several matrix metrics (STREAM's four kernels) has one more heatmap per
+// further metric (analysis.MatrixMetrics), and then each title names its
+// rows' metrics.
 func interference(rows []analysis.Row) (Section, bool) {
-	targets, headline := analysis.Headlines(rows)
-	type key struct{ caseKey, target, ant string }
+	targets, metrics := analysis.MatrixMetrics(rows)
+	type key struct {
+		caseKey, target, ant string
+		rank                 int
+	}
 	entries := map[key]analysis.Row{}
 	var cases, ants []string
+	ranks := 0
 	for _, r := range rows {
-		h, ok := headline[r.Workload]
-		if !ok || !analysis.SameMetric(h.ID, r.ID) || r.IR == nil {
+		rank, ok := analysis.MatrixRank(metrics, r)
+		if !ok || r.IR == nil {
 			continue
 		}
 		ant := r.Cell[vocab.FNeighbour]
@@ -474,54 +482,81 @@ func interference(rows []analysis.Row) (Section, bool) {
 		if !contains(ants, ant) {
 			ants = append(ants, ant)
 		}
-		entries[key{ck, r.Workload, ant}] = r
+		entries[key{ck, r.Workload, ant, rank}] = r
+		ranks = max(ranks, rank+1)
 	}
 	if len(cases) == 0 {
 		return Section{}, false
 	}
 	sort.Strings(cases)
 	sec := Section{ID: "interference", Title: "Interference (S0's matrices)", Factors: []string{vocab.FNeighbour}}
-	measured := map[string]bool{}
+	measured := map[key]bool{} // by target and rank
 	for k := range entries {
-		measured[k.target] = true
+		measured[key{target: k.target, rank: k.rank}] = true
 	}
-	var rowNames, rowTargets []string
-	for _, t := range targets {
-		if measured[t] {
-			rowNames = append(rowNames, t+" "+headline[t].Metric)
-			rowTargets = append(rowTargets, t)
+	rowNames, rowTargets := make([][]string, ranks), make([][]string, ranks)
+	for rank := range ranks {
+		for _, t := range targets {
+			if measured[key{target: t, rank: rank}] {
+				rowNames[rank] = append(rowNames[rank], t+" "+metrics[t][rank].Metric)
+				rowTargets[rank] = append(rowTargets[rank], t)
+			}
 		}
 	}
 	for _, ck := range cases {
-		h := &Heat{RowLabel: "target (metric)", ColLabel: "neighbours", Rows: rowNames, Cols: ants, Diverging: true, SubLabel: band95}
-		for _, t := range rowTargets {
-			line := make([]*HeatCell, len(ants))
-			for j, a := range ants {
-				r, ok := entries[key{ck, t, a}]
-				if !ok {
-					continue
-				}
-				c := &HeatCell{Value: *r.IR, Lo: nan(), Hi: nan(), CellID: r.CellID, Text: fmt.Sprintf("%+.3f", *r.IR)}
-				if r.IRCI95 != nil {
-					c.Lo, c.Hi = r.IRCI95[0], r.IRCI95[1]
-					c.Sub = fmt.Sprintf("[%+.2f, %+.2f]", c.Lo, c.Hi)
-				}
-				if r.IRExcludes0 != nil && *r.IRExcludes0 {
-					c.Mark = true
-					c.Text += " *"
-				}
-				line[j] = c
+		for rank := range ranks {
+			entry := func(t, a string) (analysis.Row, bool) {
+				r, ok := entries[key{ck, t, a, rank}]
+				return r, ok
 			}
-			h.Cells = append(h.Cells, line)
+			if f, ok := irHeatmap(ck, rank, ranks, rowNames[rank], rowTargets[rank], ants, entry); ok {
+				sec.Figures = append(sec.Figures, f)
+			}
 		}
-		sec.Figures = append(sec.Figures, Figure{
-			ID: anchor("ir-" + ck), Kind: Heatmap, Title: "Interference ratio — " + ck,
-			XLabel: "neighbours", YLabel: "target", Heat: h, Ref: nan(), Unit: "IR",
-			Note: "IR = (mean beside the neighbours − mean alone) / mean alone, negative = worse for every metric; [95% interval]; * = the interval excludes 0",
-		})
 	}
 	uniqueIDs(sec.Figures)
 	return sec, true
+}
+
+// irHeatmap is one of S0's matrices: a case's IR of the targets' rank-th
+// matrix metric (rows, named by rowNames) beside each neighbour (ants),
+// entry gives each, of ranks in all; false when the case has none.
+func irHeatmap(ck string, rank, ranks int, rowNames, rowTargets, ants []string, entry func(t, a string) (analysis.Row, bool)) (Figure, bool) {
+	h := &Heat{RowLabel: "target (metric)", ColLabel: "neighbours", Rows: rowNames, Cols: ants, Diverging: true, SubLabel: band95}
+	has := false
+	for _, t := range rowTargets {
+		line := make([]*HeatCell, len(ants))
+		for j, a := range ants {
+			r, ok := entry(t, a)
+			if !ok {
+				continue
+			}
+			has = true
+			c := &HeatCell{Value: *r.IR, Lo: nan(), Hi: nan(), CellID: r.CellID, Text: fmt.Sprintf("%+.3f", *r.IR)}
+			if r.IRCI95 != nil {
+				c.Lo, c.Hi = r.IRCI95[0], r.IRCI95[1]
+				c.Sub = fmt.Sprintf("[%+.2f, %+.2f]", c.Lo, c.Hi)
+			}
+			if r.IRExcludes0 != nil && *r.IRExcludes0 {
+				c.Mark = true
+				c.Text += " *"
+			}
+			line[j] = c
+		}
+		h.Cells = append(h.Cells, line)
+	}
+	title, id := ck, "ir-"+ck
+	if ranks > 1 {
+		title += " — " + strings.Join(rowNames, ", ")
+	}
+	if rank > 0 {
+		id += "-" + strings.Join(rowNames, "-")
+	}
+	return Figure{
+		ID: anchor(id), Kind: Heatmap, Title: "Interference ratio — " + title,
+		XLabel: "neighbours", YLabel: "target", Heat: h, Ref: nan(), Unit: "IR",
+		Note: "IR = (mean beside the neighbours − mean alone) / mean alone, negative = worse for every metric; [95% interval]; * = the interval excludes 0",
+	}, has
 }
 
 // axisLabel is a metric with its unit.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -76,8 +77,11 @@ type Agent struct {
 	Workload string // workload type, e.g. cpu.primes, or idle for a loop
 	Params   string // JSON object of parameter name -> value; "" = {}
 	// Role, Bind, Target: run only. Bind "" is loopback (127.0.0.1).
-	Role   string
-	Bind   string
+	Role string
+	Bind string
+	// Port is the port a server listens on, 0 for any free one: a port an
+	// engine publishes must be known before the instance is created.
+	Port   int
 	Target string // host:port of the server, for a client
 	// DataDir is where disk workloads write; "" = the system's temporary
 	// directory. The platform sets it where it mounts storage.
@@ -127,6 +131,7 @@ const (
 	flagParams      = "params"
 	flagRole        = "role"
 	flagBind        = "bind"
+	flagPort        = "port"
 	flagTarget      = "target"
 	flagDataDir     = "data-dir"
 	flagRoot        = "root"
@@ -150,6 +155,9 @@ func (a Agent) Args() []string {
 	add(flagParams, a.Params)
 	add(flagRole, a.Role)
 	add(flagBind, a.Bind)
+	if a.Port != 0 {
+		add(flagPort, strconv.Itoa(a.Port))
+	}
 	add(flagTarget, a.Target)
 	add(flagDataDir, a.DataDir)
 	add(flagRoot, a.Root)
@@ -194,6 +202,7 @@ func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
 		fs.StringVar(&d.a.Role, flagRole, "", "role, e.g. server or client (default main)")
 		fs.StringVar(&d.a.Root, flagRoot, "", "root filesystem of a user's image the workload's commands run in (chroot)")
 		fs.StringVar(&d.a.Bind, flagBind, "", "address a server listens on (default 127.0.0.1)")
+		fs.IntVar(&d.a.Port, flagPort, 0, "port a server listens on (default: any free one)")
 		fs.StringVar(&d.a.Target, flagTarget, "", "host:port of the server, for a client")
 		fs.StringArrayVar(&d.neighbours, flagNeighbour, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
 		fs.BoolVar(&d.a.WaitNet, flagWaitNet, false, "wait until an interface besides loopback has an address (ctrbench wires the namespace from outside)")

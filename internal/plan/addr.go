@@ -24,7 +24,17 @@ const (
 	HostSide
 	// Own is the server instance's own address, known once it runs.
 	Own
+	// Published is the address and port the server's engine published
+	// for it on the machine (Addr.Network says which: the bridge's
+	// address, or loopback through the userland proxy), known once it
+	// runs; the server listens on PublishedPort in its own namespace.
+	Published
 )
+
+// PublishedPort is the port a server whose port its engine publishes
+// listens on, in its own namespace: the engine must know it before the
+// instance exists; the port on the machine is the engine's choice.
+const PublishedPort = 15201
 
 // Addr is an address as the plan knows it.
 type Addr struct {
@@ -42,6 +52,8 @@ func (a Addr) String() string {
 		return "0.0.0.0"
 	case HostSide:
 		return fmt.Sprintf("host %d's side of %s", a.Host, a.Network)
+	case Published:
+		return fmt.Sprintf("the port its engine published on the machine (%s)", a.Network)
 	}
 	return "the server's own address"
 }
@@ -57,6 +69,13 @@ type Link struct {
 // host-side address of the network its client sits on.
 func link(srv, cli Role) (Link, error) {
 	loop := Addr{Kind: Loopback}
+	if srv.Network.Publishes() {
+		if !cli.RootNS() {
+			return Link{}, fmt.Errorf("network %s reaches the %s through a port its engine publishes on this machine: its %s must run on the machine (a host process, or a container on the host network), not on network %s; set %s.network: host or %s.platform: native",
+				srv.Network, srv.Name, cli.Name, cli.Network, cli.Name, cli.Name)
+		}
+		return Link{Addr{Kind: Any}, Addr{Kind: Published, Network: srv.Network}}, nil
+	}
 	switch {
 	case srv.RootNS():
 		if cli.RootNS() {

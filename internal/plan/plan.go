@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -165,6 +166,9 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 		if err != nil {
 			return nil, err
 		}
+		if l.Target.Kind == Published && !ws.OneTCPPort {
+			return nil, fmt.Errorf("network %s publishes one TCP port of the %s, and %s's servers use more (or UDP): use it with %s", l.Target.Network, pc.Chain[i].Name, ws.Type, strings.Join(oneTCPPort(), ", "))
+		}
 		pc.Links = append(pc.Links, l)
 	}
 	if pc.Neighbours, err = neighbours(e, c); err != nil {
@@ -261,4 +265,16 @@ func userImage(ref, archive string) *platform.Image {
 		return nil
 	}
 	return &platform.Image{Ref: ref, Archive: archive}
+}
+
+// oneTCPPort lists the workload types whose servers listen on one TCP
+// port, the one they are given.
+func oneTCPPort() []string {
+	var out []string
+	for _, t := range workload.Types() {
+		if ws, _ := workload.Lookup(t); ws.OneTCPPort {
+			out = append(out, t)
+		}
+	}
+	return out
 }

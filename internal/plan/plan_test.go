@@ -240,3 +240,52 @@ workloads: [{type: http.pingpong}]
 		t.Errorf("needs: lab %v, emulated hosts %d, swarm nodes %d", n.NeedsLab(), n.Hosts, n.Platforms["swarm"].Hosts)
 	}
 }
+
+// Issue 29: a server behind a port its engine publishes is reached from
+// the machine at what the engine published (its NAT on the bridge's
+// address, or its userland proxy on loopback), listening on the port it
+// was given; a client inside a container, or a workload with more than
+// one TCP port, is refused with what to do.
+func TestPublishedPorts(t *testing.T) {
+	for _, w := range []struct{ typ, server string }{{"net.tcp_stream", "server"}, {"http.get", "pong"}} {
+		_, cells := resolve(t, `name: p
+factors:
+  platform: [docker]
+  `+w.server+`.network: [published, published-proxy]
+  client.platform: [native]
+workloads: [{type: `+w.typ+`}]
+`)
+		for _, n := range []vocab.Network{vocab.Published, vocab.PublishedProxy} {
+			cell := find(t, cells, w.server+".network="+string(n))
+			want := Link{anyA, Addr{Kind: Published, Network: n}}
+			if len(cell.Links) != 1 || cell.Links[0] != want {
+				t.Errorf("%s %s: links %+v, want %+v", w.typ, n, cell.Links, want)
+			}
+			if srv := cell.Chain[0]; srv.Provision.Platform != n || srv.Host != 0 {
+				t.Errorf("%s %s: server provision %+v", w.typ, n, srv.Provision)
+			}
+		}
+	}
+	for _, bad := range []struct{ file, want string }{
+		{`name: p
+factors: {platform: [docker], network: [published]}
+workloads: [{type: net.tcp_stream}]
+`, "its client must run on the machine"},
+		{`name: p
+factors: {platform: [docker], server.network: [published], client.platform: [native]}
+workloads: [{type: net.udp_stream}]
+`, "use it with http.get, http.pingpong, http.wrk, net.tcp_rr, net.tcp_stream"},
+		{`name: p
+factors: {platform: [docker], server.network: [published], client.platform: [native], hosts: [2]}
+workloads: [{type: net.tcp_stream}]
+`, "published"},
+	} {
+		e, err := spec.Parse("p.yaml", []byte(bad.file), nil, spec.Machine{CPUs: 2, MemBytes: 8 << 30})
+		if err == nil {
+			_, err = ResolveAll(e, e.Cells())
+		}
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: %v, want an error saying %q", bad.file, err, bad.want)
+		}
+	}
+}

@@ -157,6 +157,13 @@ type Instance interface {
 	Timings() Timings
 }
 
+// Publisher is an instance whose engine published its server's port on
+// the machine (network published): Published is that address and port,
+// "HOST:PORT", once it runs; "" when nothing was published.
+type Publisher interface {
+	Published() string
+}
+
 // Clock records when an instance's phases ended, as its platform sees
 // them; safe for concurrent use. An instance embeds one: its Timings
 // method is Instance.Timings.

@@ -194,6 +194,9 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 		}
 		inv := agent(srv.Name, pr.target)
 		inv.Bind = bind
+		if link.Target.Kind == plan.Published {
+			inv.Port = plan.PublishedPort
+		}
 		s, err := in.start(ctx, c.Pinned(srv, p, i), name(srv.Name), inv, &pr.owner)
 		if err != nil {
 			return err
@@ -207,6 +210,12 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 		if err != nil {
 			return fmt.Errorf("%s announced a bad address %q: %w", srv.Name, addr, err)
 		}
+		if link.Target.Kind == plan.Published {
+			if pr.target, err = published(s.inst, srv, port); err != nil {
+				return err
+			}
+			continue
+		}
 		host, err := env.resolve(link.Target, s.ip)
 		if err != nil {
 			return fmt.Errorf("the %s's address on network %s: %w", srv.Name, srv.Network, err)
@@ -214,6 +223,20 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 		pr.target = net.JoinHostPort(host, port)
 	}
 	return nil
+}
+
+// published is where a client reaches a server whose port its engine
+// published: the machine's address and port the engine chose, for the
+// port the server announced.
+func published(inst platform.Instance, srv plan.Role, port string) (string, error) {
+	p, ok := inst.(platform.Publisher)
+	if !ok || p.Published() == "" {
+		return "", fmt.Errorf("the %s's platform %s published no port for it on network %s", srv.Name, srv.Platform, srv.Network)
+	}
+	if port != strconv.Itoa(plan.PublishedPort) {
+		return "", fmt.Errorf("the %s listens on port %s, not on %d, the port its engine published", srv.Name, port, plan.PublishedPort)
+	}
+	return p.Published(), nil
 }
 
 // collect gathers the results of every role of every pair: the driver's,

@@ -25,12 +25,21 @@ const (
 	// Ingress reaches a server through a port published on every node of
 	// a cluster and its routing mesh (Docker Swarm's ingress network).
 	Ingress Network = "ingress"
-	None    Network = "none" // a namespace with loopback only, wired from outside
+	// Published reaches a server on the campaign's bridge through a port
+	// its engine publishes on the machine (docker run -p), on the
+	// bridge's own address: the engine's NAT rules carry it (the path of
+	// a client on the machine, or on another host, when the engine's
+	// userland proxy is off). PublishedProxy publishes it on loopback,
+	// which the engine's userland proxy (docker-proxy) carries: the path
+	// of a client on the machine with the engine's defaults.
+	Published      Network = "published"
+	PublishedProxy Network = "published-proxy"
+	None           Network = "none" // a namespace with loopback only, wired from outside
 )
 
 // Networks are the levels the network factor accepts, in the order
 // messages list them.
-var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted, Ingress}
+var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted, Ingress, Published, PublishedProxy}
 
 // Valid reports whether n is a level of the network factor.
 func (n Network) Valid() bool { return slices.Contains(Networks, n) }
@@ -41,7 +50,13 @@ func (n Network) NeedsHosts() bool { return n == Overlay || n == OverlayEncrypte
 
 // MachineOnly reports whether the mode exists only on the machine itself,
 // not between emulated hosts.
-func (n Network) MachineOnly() bool { return n == Macvlan || n == OVS || n == BridgeDefault }
+func (n Network) MachineOnly() bool {
+	return n == Macvlan || n == OVS || n == BridgeDefault || n.Publishes()
+}
+
+// Publishes reports whether the mode reaches a server through a port its
+// engine publishes on the machine: its client runs on the machine.
+func (n Network) Publishes() bool { return n == Published || n == PublishedProxy }
 
 // ClusterOnly reports whether the mode exists only on a cluster platform's
 // nodes (a routing mesh).

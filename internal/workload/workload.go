@@ -7,7 +7,9 @@ package workload
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +46,10 @@ type Env struct {
 	Role string
 	// Bind is the address a server listens on ("127.0.0.1", "0.0.0.0", an IP).
 	Bind string
+	// Port is the port it listens on, 0 for any free one (ListenAddr): a
+	// port an engine publishes is chosen before the instance exists. Only
+	// a workload whose Spec says OneTCPPort is given one.
+	Port int
 	// Target is host:port of the server, for a client.
 	Target string
 	// Ready is called by a server once it accepts connections, with the
@@ -78,6 +84,13 @@ type Spec struct {
 	Summary string
 	Params  []Param
 	Metrics []Metric
+	// MatrixMetrics names the metrics of Metrics that S0's interference
+	// matrices (report --matrix, the HTML report's heatmaps) show of a
+	// target of this type, one matrix each, as S0's tables show STREAM's
+	// four kernels; the headline (the first metric) always comes first.
+	// Nil shows the headline alone. The placement advice judges by the
+	// headline whatever this lists.
+	MatrixMetrics []string
 	// Histograms are the distributions the driving role records and
 	// returns, those its percentile metrics are read from.
 	Histograms []Histogram
@@ -87,6 +100,10 @@ type Spec struct {
 	// Smoke are parameters for a run of a second or two: the end-to-end
 	// test runs every registered workload with them on every platform.
 	Smoke map[string]string
+	// OneTCPPort: its server listens on one TCP port, the one it is given
+	// (Env.ListenAddr), and nothing else: a port an engine publishes
+	// (network published) carries all of it.
+	OneTCPPort bool
 	// Measures, when set, is how long one run measures with these
 	// parameters, for a workload whose time is not its duration
 	// parameter (MeasuredTime); false when it cannot say.
@@ -286,4 +303,10 @@ func (s *Spec) MeasuredTime(params map[string]string) (time.Duration, bool) {
 	}
 	d, err := time.ParseDuration(params["duration"])
 	return d, err == nil && d > 0
+}
+
+// ListenAddr is where a server listens: Bind and Port (any free port for
+// 0), as net.Listen takes it.
+func (e Env) ListenAddr() string {
+	return net.JoinHostPort(e.Bind, strconv.Itoa(e.Port))
 }

@@ -26,6 +26,7 @@ const (
 func init() {
 	workload.Register(&workload.Spec{
 		Type:       "http.pingpong",
+		OneTCPPort: true, // its servers listen on the port they are given, and nothing else
 		Summary:    "HTTP ping-pong microservices (S2): load generator -> ping -> pong, pong answers with size bytes",
 		Params:     httpParams,
 		Metrics:    httpMetrics,
@@ -40,6 +41,7 @@ func init() {
 	})
 	workload.Register(&workload.Spec{
 		Type:       "http.get",
+		OneTCPPort: true, // its servers listen on the port they are given, and nothing else
 		Summary:    "ctrbench's HTTP load generator straight to pong (no ping hop): raw HTTP request/response cost",
 		Params:     httpParams,
 		Metrics:    httpMetrics,

@@ -17,8 +17,9 @@ var wrkTool = workload.Tool{Binary: "wrk", Package: "wrk"}
 
 func init() {
 	workload.Register(&workload.Spec{
-		Type:    "http.wrk",
-		Summary: "wrk, the reference HTTP load generator, straight to pong: the yardstick for http.get",
+		Type:       "http.wrk",
+		OneTCPPort: true, // its servers listen on the port they are given, and nothing else
+		Summary:    "wrk, the reference HTTP load generator, straight to pong: the yardstick for http.get",
 		Params: []workload.Param{
 			workload.P("size", workload.Size, "1KiB", "bytes pong answers with").Range(1, 16<<20),
 			workload.P("duration", workload.Duration, "5s", "test time, whole seconds (wrk's unit, rounded up)").Range(1, 86400),

@@ -45,9 +45,10 @@ func init() {
 			{Name: "triad", Unit: "GB/s", Better: result.Higher, Doc: "a = b + q·c: 24 bytes per element over the best time"},
 			{Name: "array_size", Unit: "elements", Better: result.Higher, Doc: "elements per array actually used (what auto chose); a record, not a performance figure"},
 		},
-		Tools: []workload.Tool{streamTool},
-		Run:   map[string]workload.RunFunc{workload.Main: runStream},
-		Smoke: map[string]string{"array_size": "2000000", "ntimes": "5"},
+		MatrixMetrics: []string{"copy", "scale", "add", "triad"}, // S0's Table IV and Fig. 5: every kernel
+		Tools:         []workload.Tool{streamTool},
+		Run:           map[string]workload.RunFunc{workload.Main: runStream},
+		Smoke:         map[string]string{"array_size": "2000000", "ntimes": "5"},
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 func init() {
 	workload.Register(&workload.Spec{
 		Type:       "net.tcp_rr",
+		OneTCPPort: true, // its servers listen on the port they are given, and nothing else
 		Summary:    "request/response over one TCP connection (netperf TCP_RR, with burst mode); transaction rate and round-trip latency",
 		Params:     tcpRRParams,
 		Metrics:    tcpRRMetrics,
@@ -57,9 +58,9 @@ func rrBufSize(msg int64) int { return int(max(msg, 64<<10)) }
 // of transactions it answered (8 bytes, big-endian) and ends.
 func tcpRRServer(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
 	lc := net.ListenConfig{Control: sockBufControl(int(p.Int("socket_buffer")))}
-	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(env.Bind, "0"))
+	ln, err := lc.Listen(ctx, "tcp", env.ListenAddr())
 	if err != nil {
-		return nil, "", fmt.Errorf("listening on %s: %w", env.Bind, err)
+		return nil, "", fmt.Errorf("listening on %s: %w", env.ListenAddr(), err)
 	}
 	defer ln.Close()
 	env.Ready(ln.Addr().String())

@@ -15,9 +15,10 @@ import (
 
 func init() {
 	workload.Register(&workload.Spec{
-		Type:    "net.tcp_stream",
-		Summary: "bulk TCP from client to server (netperf TCP_STREAM); throughput measured at the receiver",
-		Params:  tcpStreamParams,
+		Type:       "net.tcp_stream",
+		OneTCPPort: true, // its servers listen on the port they are given, and nothing else
+		Summary:    "bulk TCP from client to server (netperf TCP_STREAM); throughput measured at the receiver",
+		Params:     tcpStreamParams,
 		Metrics: []workload.Metric{
 			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes received by the server over its receive window (first to last byte)"},
 			{Name: "sender_throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes sent over the client's send window"},
@@ -43,9 +44,9 @@ type streamReport struct {
 
 func listen(ctx context.Context, env workload.Env) (net.Listener, error) {
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(env.Bind, "0"))
+	ln, err := lc.Listen(ctx, "tcp", env.ListenAddr())
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", env.Bind, err)
+		return nil, fmt.Errorf("listening on %s: %w", env.ListenAddr(), err)
 	}
 	return ln, nil
 }

@@ -17,7 +17,7 @@ import (
 // another's (loopback), the writable layer, a volume or a tmpfs.
 var Caps = platform.Capabilities{
 	StartStop:   700 * time.Millisecond, // rough: for the dry run's estimate
-	Networks:    []vocab.Network{vocab.Host, vocab.Bridge, vocab.BridgeDefault},
+	Networks:    []vocab.Network{vocab.Host, vocab.Bridge, vocab.BridgeDefault, vocab.Published, vocab.PublishedProxy},
 	OwnNetNS:    true,
 	Wireable:    true,
 	JoinNetwork: true,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net"
 	"sync"
 	"syscall"
 	"time"
@@ -123,6 +124,19 @@ func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerS
 	default:
 		return engine.ContainerSpec{}, "", fmt.Errorf("instance %s: docker platform does not support storage %q", spec.Name, spec.Storage)
 	}
+	if spec.Network.Publishes() {
+		if inv.Port == 0 {
+			return engine.ContainerSpec{}, "", fmt.Errorf("instance %s: network %s publishes the port its server listens on, and it was given none", spec.Name, spec.Network)
+		}
+		// The bridge's own address (the engine's NAT rules), or loopback
+		// (its userland proxy); never every address of the machine, which
+		// would open the port on its real interface.
+		hostIP := camp.bridge.Gateway
+		if spec.Network == vocab.PublishedProxy {
+			hostIP = "127.0.0.1"
+		}
+		cs.Publish = []engine.PortBinding{{Port: inv.Port, Proto: "tcp", HostIP: hostIP}}
+	}
 	cs.Cmd, cs.Env = inv.Args(), append(cs.Env, inv.Env()...)
 	return cs, ipOn, nil
 }
@@ -136,7 +150,7 @@ func networkMode(camp prepared, spec platform.InstanceSpec) (mode, ipOn string, 
 		return "container:" + spec.ShareNetworkWith, "", nil
 	case spec.Network == vocab.Host || spec.Network == "":
 		return "host", netName, nil
-	case spec.Network == vocab.Bridge:
+	case spec.Network == vocab.Bridge || spec.Network.Publishes():
 		if netName == "" {
 			return "", "", fmt.Errorf("instance %s: bridge network not prepared (Setup.Networks lacks %q)", spec.Name, vocab.Bridge)
 		}
@@ -227,6 +241,12 @@ func (p *Platform) run(ctx context.Context, inst *instance, mode, ipOn string) e
 	if c.Known {
 		inst.pid = c.Pid
 	}
+	for _, b := range c.Published {
+		inst.published = b // one port published per instance
+		if host, port, err := net.SplitHostPort(b); err == nil && inst.hostPID {
+			go inst.watchProxy(host, port)
+		}
+	}
 	if ipOn != "" && mode != "host" {
 		inst.ip = c.IPs[ipOn]
 		// A container that exits at once has no address any more; only a
@@ -266,7 +286,10 @@ type instance struct {
 	id   string
 	name string
 	ip   string
-	pid  int // the container's first process, as its engine sees it
+	// published is the machine's address and port its engine published
+	// for it ("" for none).
+	published string
+	pid       int // the container's first process, as its engine sees it
 	// hostPID: pid is the machine's (the engine is not nested).
 	hostPID bool
 
@@ -279,6 +302,9 @@ type instance struct {
 	removed bool
 	timings platform.Timings // times as this client saw them
 }
+
+// Published implements platform.Publisher.
+func (i *instance) Published() string { return i.published }
 
 // mark records when a phase ended, once.
 func (i *instance) mark(ph vocab.Phase) {
@@ -497,4 +523,8 @@ func (i *instance) EngineTimings(ctx context.Context) (map[vocab.Phase]time.Time
 }
 
 // Seen implements platform.Seer: the user's image an instance runs from.
-func (in *instance) Seen() map[string]string { return maps.Clone(in.seen) }
+func (in *instance) Seen() map[string]string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return maps.Clone(in.seen)
+}

@@ -193,7 +193,8 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err := p.userImages(ctx, &c, s.Images, progress); err != nil {
 		return err
 	}
-	if slices.Contains(s.Networks, vocab.Bridge) && c.bridge.ID == "" {
+	needsBridge := slices.ContainsFunc(s.Networks, func(n vocab.Network) bool { return n == vocab.Bridge || n.Publishes() })
+	if needsBridge && c.bridge.ID == "" {
 		b, err := p.eng.CreateBridge(ctx, c.id, c.labels, progress)
 		if err != nil {
 			return err
