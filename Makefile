@@ -45,14 +45,16 @@ lint:
 # Every test, against the real Docker Engine (setup starts it when needed).
 # The example images are inputs of the tests: experiments/own-service.yaml
 # runs from them (scripts/images.sh skips what is built already).
+# The log is plain go test's (each package's line, every failed test's
+# output, skip reasons), then the slowest tests (scripts/gotest-summary.py).
 test: setup build images vet lint
-	CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout 28m ./...
+	set -o pipefail; CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 1 -timeout 28m ./... | python3 scripts/gotest-summary.py
 
 # make test with every workload in all seven placements (make test runs
 # each in three: as a host process, in a Docker bridge container, and one
 # of the other five in turn); not in CI's time budget.
 test-full: setup build images vet lint
-	CTRBENCH_E2E_FULL=1 CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout 45m ./...
+	set -o pipefail; CTRBENCH_E2E_FULL=1 CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 1 -timeout 45m ./... | python3 scripts/gotest-summary.py
 
 # The fault-injection suite: every case, the slow ones too (they freeze
 # and kill the machine's engine and boot VMs; not in CI), printing the

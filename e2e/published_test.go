@@ -35,10 +35,9 @@ factors:
 baseline: {server.network: bridge}
 workloads:
   - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
-  - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
 `)
 	for _, r := range rows {
-		if r.Metric == "throughput" || r.Metric == "transactions_per_sec" || r.Metric == "latency_mean" {
+		if r.Metric == "throughput" {
 			vs := "baseline"
 			if r.VsBaselinePct != nil {
 				vs = strconv.FormatFloat(*r.VsBaselinePct, 'f', 1, 64) + "% vs bridge"

@@ -96,28 +96,38 @@ func beforeAfter(t *testing.T) string {
 	for i, id := range []string{"before", "after"} {
 		camp := result.Campaign{ID: id, Name: "bench", SpecPath: "bench.yaml", Status: "done", Started: time.Unix(int64(1e9+i), 0),
 			Env: map[string]string{result.EnvKernel: "6.1", result.EnvHostname: "h"}}
-		if err := db.CreateCampaign(ctx, camp); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.AddCells(ctx, id, cells); err != nil {
-			t.Fatal(err)
-		}
-		seq := 0
-		for rep := 1; rep <= 8; rep++ {
-			for _, c := range cells {
-				seq++
-				mean := 10.0
-				if id == "after" && c.ID == 2 {
-					mean = 8 // docker's throughput fell by a fifth
-				}
-				tr := result.Trial{CampaignID: id, CellID: c.ID, Seq: seq, Repetition: rep, Status: result.OK, Started: camp.Started, Ended: camp.Started,
-					Observations: []result.Observation{{Metric: "throughput", Value: mean * (1 + 0.01*rng.NormFloat64()), Unit: "Gbit/s", Better: result.Higher}}}
-				if _, err := db.RecordTrial(ctx, tr); err != nil {
-					t.Fatal(err)
-				}
+		storeCampaign(t, db, camp, cells, 8, func(c result.Cell) result.Observation {
+			mean := 10.0
+			if id == "after" && c.ID == 2 {
+				mean = 8 // docker's throughput fell by a fifth
 			}
-		}
+			return result.Observation{Metric: "throughput", Value: mean * (1 + 0.01*rng.NormFloat64()), Unit: "Gbit/s", Better: result.Higher}
+		})
 	}
 	db.Close()
 	return path
+}
+
+// storeCampaign stores campaign camp with its cells and reps rounds of
+// one ok trial per cell, each observing what obs gives for its cell.
+func storeCampaign(t *testing.T, db *store.DB, camp result.Campaign, cells []result.Cell, reps int, obs func(result.Cell) result.Observation) {
+	t.Helper()
+	ctx := context.Background()
+	if err := db.CreateCampaign(ctx, camp); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AddCells(ctx, camp.ID, cells); err != nil {
+		t.Fatal(err)
+	}
+	seq := 0
+	for rep := 1; rep <= reps; rep++ {
+		for _, c := range cells {
+			seq++
+			tr := result.Trial{CampaignID: camp.ID, CellID: c.ID, Seq: seq, Repetition: rep, Status: result.OK, Started: camp.Started, Ended: camp.Started,
+				Observations: []result.Observation{obs(c)}}
+			if _, err := db.RecordTrial(ctx, tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

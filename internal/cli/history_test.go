@@ -47,28 +47,14 @@ func fiveRuns(t *testing.T) string {
 			camp.SpecText += "# --set machine.cpus=1\n"
 			camp.Env[result.EnvGovernor] = "powersave"
 		}
-		if err := db.CreateCampaign(ctx, camp); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.AddCells(ctx, id, cells); err != nil {
-			t.Fatal(err)
-		}
-		seq := 0
-		for rep := 1; rep <= 6; rep++ {
-			for _, c := range cells {
-				seq++
-				mean := map[string]float64{"cpu": 1000, "tcp": 17}[c.Workload]
-				if run == 5 && c.Factors["platform"] == "docker" {
-					mean /= 2
-				}
-				unit := map[string]string{"cpu": "events/s", "tcp": "Gbit/s"}[c.Workload]
-				tr := result.Trial{CampaignID: id, CellID: c.ID, Seq: seq, Repetition: rep, Status: result.OK, Started: camp.Started, Ended: camp.Started,
-					Observations: []result.Observation{{Metric: "throughput", Value: mean * (1 + 0.01*rng.NormFloat64()), Unit: unit, Better: result.Higher}}}
-				if _, err := db.RecordTrial(ctx, tr); err != nil {
-					t.Fatal(err)
-				}
+		storeCampaign(t, db, camp, cells, 6, func(c result.Cell) result.Observation {
+			mean := map[string]float64{"cpu": 1000, "tcp": 17}[c.Workload]
+			if run == 5 && c.Factors["platform"] == "docker" {
+				mean /= 2
 			}
-		}
+			unit := map[string]string{"cpu": "events/s", "tcp": "Gbit/s"}[c.Workload]
+			return result.Observation{Metric: "throughput", Value: mean * (1 + 0.01*rng.NormFloat64()), Unit: unit, Better: result.Higher}
+		})
 	}
 	return path
 }

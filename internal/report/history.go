@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -167,6 +166,7 @@ type historySeriesJSON struct {
 // the table prints them).
 func historyJSON(w io.Writer, h analysis.History) error {
 	out := struct {
+		Version    int                 `json:"schema_version"`
 		Experiment string              `json:"experiment"`
 		Method     string              `json:"method"`
 		Alpha      float64             `json:"alpha"`
@@ -175,7 +175,7 @@ func historyJSON(w io.Writer, h analysis.History) error {
 		Series     []historySeriesJSON `json:"series"`
 		ChangedAt  []int               `json:"changed_runs"`
 		Skipped    []string            `json:"skipped"`
-	}{Experiment: h.Name, Method: HistoryMethod, Alpha: h.Alpha, PerSeries: h.PerSeries, Runs: []historyRunJSON{}, Series: []historySeriesJSON{}, ChangedAt: []int{}, Skipped: h.Skipped}
+	}{Version: SchemaVersion, Experiment: h.Name, Method: HistoryMethod, Alpha: h.Alpha, PerSeries: h.PerSeries, Runs: []historyRunJSON{}, Series: []historySeriesJSON{}, ChangedAt: []int{}, Skipped: h.Skipped}
 	if out.Skipped == nil {
 		out.Skipped = []string{}
 	}
@@ -202,11 +202,5 @@ func historyJSON(w io.Writer, h analysis.History) error {
 	for _, r := range h.ChangedRuns() {
 		out.ChangedAt = append(out.ChangedAt, r+1)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return fmt.Errorf("encode history: %w", err)
-	}
-	return nil
+	return encodeJSON(w, out, "history")
 }

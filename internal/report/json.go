@@ -33,11 +33,17 @@ func JSON(w io.Writer, rows []analysis.Row) error {
 	for i := range rows {
 		out[i] = versioned{rows[i]}
 	}
+	return encodeJSON(w, out, "json report")
+}
+
+// encodeJSON writes v as indented JSON, units like "<1ms" left readable
+// (no HTML escaping); what names it in an error.
+func encodeJSON(w io.Writer, v any, what string) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false) // units like "<1ms" should stay readable
-	if err := enc.Encode(out); err != nil {
-		return fmt.Errorf("encode json report: %w", err)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode %s: %w", what, err)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package report
 import (
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -147,11 +146,5 @@ func pooledJSON(w io.Writer, rows []analysis.Pooled) error {
 	if rows == nil {
 		rows = []analysis.Pooled{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(rows); err != nil {
-		return fmt.Errorf("encode json pooled report: %w", err)
-	}
-	return nil
+	return encodeJSON(w, rows, "json pooled report")
 }
