@@ -26,10 +26,6 @@ var pause = func() time.Duration {
 	return time.Since(start)
 }
 
-// userHZ is the unit of the CPU times in /proc/PID/stat (USER_HZ, 100 on
-// every Linux architecture ctrbench builds for).
-const userHZ = 100
-
 // machineTuning records in env what moves benchmark numbers besides the
 // hardware (docs/machine-hygiene.md). A file that is missing leaves its
 // key out.

@@ -39,8 +39,8 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-// procStat is a /proc/PID/stat line with utime and stime.
-func procStat(pid int, name string, utime, stime int) string {
+// statLine is a /proc/PID/stat line with utime and stime.
+func statLine(pid int, name string, utime, stime int) string {
 	return strconv.Itoa(pid) + " (" + name + ") S 1 1 1 0 -1 4194560 100 0 0 0 " +
 		strconv.Itoa(utime) + " " + strconv.Itoa(stime) + " 0 0 20 0 1 0 42 1000 10 18446744073709551615\n"
 }
@@ -75,17 +75,17 @@ func TestMachineTuningNoisy(t *testing.T) {
 		"sys/class/power_supply/AC/type":       "Mains\n",
 		"sys/class/power_supply/AC/online":     "0\n",
 		"proc/loadavg":                         "3.50 2.00 1.00 2/300 1234\n",
-		"proc/100/stat":                        procStat(100, "dockerd", 1000, 500),
-		"proc/200/stat":                        procStat(200, "my, app", 10, 0),
-		"proc/300/stat":                        procStat(300, "idle", 7, 0),
-		"proc/" + strconv.Itoa(self) + "/stat": procStat(self, "ctrbench", 0, 0),
+		"proc/100/stat":                        statLine(100, "dockerd", 1000, 500),
+		"proc/200/stat":                        statLine(200, "my, app", 10, 0),
+		"proc/300/stat":                        statLine(300, "idle", 7, 0),
+		"proc/" + strconv.Itoa(self) + "/stat": statLine(self, "ctrbench", 0, 0),
 	})
 	pause = func() time.Duration {
 		writeTree(t, dir, map[string]string{
-			"proc/100/stat":                        procStat(100, "dockerd", 1040, 510),
-			"proc/200/stat":                        procStat(200, "my, app", 15, 0),
-			"proc/300/stat":                        procStat(300, "idle", 7, 0),
-			"proc/" + strconv.Itoa(self) + "/stat": procStat(self, "ctrbench", 90, 0),
+			"proc/100/stat":                        statLine(100, "dockerd", 1040, 510),
+			"proc/200/stat":                        statLine(200, "my, app", 15, 0),
+			"proc/300/stat":                        statLine(300, "idle", 7, 0),
+			"proc/" + strconv.Itoa(self) + "/stat": statLine(self, "ctrbench", 90, 0),
 		})
 		return time.Second
 	}
@@ -152,7 +152,7 @@ func TestMachineTuningTuned(t *testing.T) {
 		"sys/class/dmi/id/sys_vendor":                "Dell Inc.\n",
 		"proc/cpuinfo":                               "processor\t: 0\nflags\t\t: fpu vme sse sse2 avx\n",
 		"proc/loadavg":                               "0.05 0.10 0.20 1/200 99\n",
-		"proc/100/stat":                              procStat(100, "sshd", 10, 1),
+		"proc/100/stat":                              statLine(100, "sshd", 10, 1),
 	})
 	env := map[string]string{result.EnvCPUCores: "8"}
 	machineTuning(env)

@@ -29,24 +29,17 @@ func procTimes() map[int]procTime {
 		if err != nil {
 			continue // it ended
 		}
-		// The name (field 2) is in parentheses and may hold spaces.
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
+		st, ok := parseStat(b)
+		if !ok {
 			continue
 		}
-		f := strings.Fields(s[end+1:])
-		if len(f) < 13 { // fields 3… after the name; utime and stime are the 12th and 13th
-			continue
-		}
-		utime, err1 := strconv.ParseUint(f[11], 10, 64)
-		stime, err2 := strconv.ParseUint(f[12], 10, 64)
-		if err1 != nil || err2 != nil {
+		t, ok := st.ticks()
+		if !ok {
 			continue
 		}
 		// Commas separate the list load.busiest is written as.
-		name := strings.ReplaceAll(strings.TrimSpace(s[open+1:end]), ",", "_")
-		out[pid] = procTime{name: name, ticks: utime + stime}
+		name := strings.ReplaceAll(strings.TrimSpace(st.name), ",", "_")
+		out[pid] = procTime{name: name, ticks: t}
 	}
 	return out
 }

@@ -170,15 +170,9 @@ func startTime(pid int) string {
 	if err != nil {
 		return ""
 	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
+	st, ok := parseStat(b)
+	if !ok {
 		return ""
 	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 { // fields 3… after the name; start time is the 20th of them
-		return ""
-	}
-	return f[19]
+	return st.field(22)
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctrbench/ctrbench/internal/sysinfo"
 )
 
 // Keys an instance's Seen records of a published port (network
@@ -48,26 +50,6 @@ func argAfter(args []string, flag string) string {
 	return ""
 }
 
-// cpuSeconds is a process's user and system CPU time; false once it is
-// gone.
-func cpuSeconds(pid int) (float64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	k, _ := strconv.ParseFloat(f[12], 64)
-	return (u + k) / clockTicks, true
-}
-
-// clockTicks is USER_HZ, the unit of /proc's CPU times (100 on Linux).
-const clockTicks = 100
-
 // watchProxy follows the CPU time of the proxy behind an instance's
 // published port until the instance's output ends (the proxy goes with
 // the container, so its last reading is kept), recording it in the
@@ -89,7 +71,7 @@ func (in *instance) watchProxy(hostIP, hostPort string) {
 	t := time.NewTicker(proxyPollInterval)
 	defer t.Stop()
 	for {
-		if cpu, ok := cpuSeconds(pid); ok {
+		if cpu, ok := sysinfo.ProcCPUSeconds(pid); ok {
 			in.mu.Lock()
 			in.seen[SeenProxyCPU] = strconv.FormatFloat(cpu, 'f', 2, 64)
 			in.mu.Unlock()
