@@ -458,9 +458,8 @@ workloads:
 }
 
 // issueExample is the example of "your own service" as the issue that asked
-// for it wrote it (its workloads verbatim; a file needs a name too).
-const issueExample = `name: issue-example
-workloads:
+// for it wrote it, verbatim (a file without name: is named after the file).
+const issueExample = `workloads:
   - name: web                       # a user's server, driven by ctrbench's HTTP generator
     type: service
     params:

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -369,8 +370,10 @@ func (p *parser) identity(e *Experiment, f map[string]*yaml.Node, root *yaml.Nod
 			}
 			e.Name = s
 		}
+	} else if name := nameOfFile(p.file); name != "" {
+		e.Name = name
 	} else {
-		p.addf(root, "missing key \"name\": every experiment has a name")
+		p.addf(root, "missing key \"name\": every experiment has a name (a file's defaults to its base name; this text has no file)")
 	}
 	if n, ok := f["description"]; ok {
 		e.Description, _ = p.scalar(n, "description")
@@ -382,6 +385,16 @@ func (p *parser) identity(e *Experiment, f map[string]*yaml.Node, root *yaml.Nod
 	} else {
 		e.Seed = rand.Int64N(1 << 31)
 	}
+}
+
+// nameOfFile is the name an experiment without name: takes: its file's base
+// name without the extension ("" for text with no file).
+func nameOfFile(file string) string {
+	if file == "" {
+		return ""
+	}
+	base := filepath.Base(file)
+	return strings.TrimSpace(strings.TrimSuffix(base, filepath.Ext(base)))
 }
 
 // repetition reads how often each cell runs: repetitions (a number, or the

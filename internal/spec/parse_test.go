@@ -119,6 +119,20 @@ func TestSeedDrawnWhenAbsent(t *testing.T) {
 	}
 }
 
+func TestNameDefaultsToTheFile(t *testing.T) {
+	text := []byte("workloads:\n  - {type: cpu.primes}\n")
+	e, err := Parse("dir/my-service.v2.yaml", text, nil, Machine{CPUs: 2, MemBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Name != "my-service.v2" {
+		t.Errorf("a file without name: is named %q, want its base name my-service.v2", e.Name)
+	}
+	if _, err := Parse("", text, nil, Machine{CPUs: 2, MemBytes: 1 << 30}); err == nil || !strings.Contains(err.Error(), `missing key "name"`) {
+		t.Errorf("text with no file and no name: got %v, want the missing name refused", err)
+	}
+}
+
 func TestParamsNormalised(t *testing.T) {
 	e := parse(t, `name: normalise
 workloads:
