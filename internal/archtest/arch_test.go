@@ -88,7 +88,7 @@ func TestComputeDoesNotImportAct(t *testing.T) {
 		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform", "internal/hdr",
 		"internal/figure", "internal/htmlreport", "internal/advice", "internal/physics", "internal/outputs"}
 	act := []string{"internal/orchestrator", "internal/runner", "internal/campaign", "internal/store", "internal/platform/",
-		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/netns", "internal/nestedparent", "internal/workdir", "internal/engine"}
+		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/delayline", "internal/netns", "internal/nestedparent", "internal/workdir", "internal/engine"}
 	all := imports(t)
 	for _, c := range compute {
 		for _, imp := range all[c] {

@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/ctrbench/ctrbench/internal/delayline"
 	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
@@ -112,8 +113,12 @@ func (l *Lab) buildHost(sw *netlink.Handle, br netlink.Link, h int) error {
 
 	ip := net.ParseIP(ip4(198, 18, 0, h)).To4()
 	port := l.name("u", h)
+	master := br.Attrs().Index
+	if l.cfg.DelayLine {
+		master = 0 // the delay line carries the port's frames to the bridge
+	}
 	veth := &netlink.Veth{
-		LinkAttrs:        netlink.LinkAttrs{Name: port, MasterIndex: br.Attrs().Index},
+		LinkAttrs:        netlink.LinkAttrs{Name: port, MasterIndex: master},
 		PeerName:         ifUnderlay,
 		PeerNamespace:    netlink.NsFd(int(nsf.Fd())),
 		PeerHardwareAddr: macFor(ip),
@@ -139,6 +144,40 @@ func (l *Lab) buildHost(sw *netlink.Handle, br netlink.Link, h int) error {
 			return fmt.Errorf("netlab: host %d: shaping %s to %s: %w", h, ifUnderlay, l.cfg.UnderlayRate, err)
 		}
 	}
+	if l.cfg.DelayLine {
+		return l.buildDelayLine(sw, br, h, port)
+	}
+	return nil
+}
+
+// buildDelayLine joins host h's port to the switch through a delay line:
+// a veth pair in the switch's namespace, one end a bridge port, the
+// other the line's switch side, the host's port its host side.
+func (l *Lab) buildDelayLine(sw *netlink.Handle, br netlink.Link, h int, port string) error {
+	in, out := l.name("d", h), l.name("e", h)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: in}, PeerName: out}
+	if err := sw.LinkAdd(veth); err != nil {
+		return fmt.Errorf("netlab: host %d: creating the delay line's veth %s: %w", h, in, err)
+	}
+	peer, err := sw.LinkByName(out)
+	if err != nil {
+		return fmt.Errorf("netlab: host %d: %w", h, err)
+	}
+	if err := sw.LinkSetMaster(peer, br); err != nil {
+		return fmt.Errorf("netlab: host %d: plugging %s into the switch: %w", h, out, err)
+	}
+	for _, name := range []string{port, in, out} {
+		if err := setUp(sw, name, nil); err != nil {
+			return fmt.Errorf("netlab: host %d: %w", h, err)
+		}
+	}
+	ln, err := delayline.Start(netns.RunDir+"/"+l.switchName(), port, in, delayline.Params{}, uint64(h))
+	if err != nil {
+		return fmt.Errorf("netlab: host %d: %w", h, err)
+	}
+	l.mu.Lock()
+	l.lines = append(l.lines, ln)
+	l.mu.Unlock()
 	return nil
 }
 
@@ -214,28 +253,61 @@ func macFor(ip net.IP) net.HardwareAddr {
 	return net.HardwareAddr{0x02, 0xcb, v4[0], v4[1], v4[2], v4[3]}
 }
 
-// SetUnderlayRate reshapes every emulated host's underlay egress: an
-// unlimited rate removes the shaping, a rate ("1gbit") sets a tbf qdisc.
-// The orchestrator calls it before each trial whose cell names a rate.
-func (l *Lab) SetUnderlayRate(rate vocab.Rate) error {
-	bps := rate.BytesPerSec()
+// SetUnderlay reshapes every emulated host's underlay egress (an
+// unlimited rate removes the shaping, a rate sets a tbf qdisc) and sets
+// the delay lines' delay, jitter and loss: half the round trip's delay on
+// each host's way out. The runner calls it before each trial on emulated
+// hosts.
+func (l *Lab) SetUnderlay(u vocab.Underlay) error {
+	bps := u.Rate.BytesPerSec()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if u.Delays() && len(l.lines) == 0 {
+		return fmt.Errorf("netlab: underlay %q delays packets, and this lab was built without delay lines", u)
+	}
+	for _, ln := range l.lines {
+		ln.Set(delayline.Params{Delay: u.Delay / 2, Jitter: u.Jitter, Loss: u.Loss})
+	}
+	if len(l.lines) > 0 {
+		l.info["underlay.delay"] = u.Delay.String()
+		l.info["underlay.jitter"] = u.Jitter.String()
+		l.info["underlay.loss"] = strconv.FormatFloat(u.Loss*100, 'g', -1, 64) + "%"
+	}
 	if bps == l.rate {
 		return nil
 	}
 	for h := 1; h <= l.hosts; h++ {
 		if err := shape(l.HostNS(h), ifUnderlay, bps); err != nil {
-			return fmt.Errorf("netlab: host %d: shaping the underlay to %q: %w", h, rate.String(), err)
+			return fmt.Errorf("netlab: host %d: shaping the underlay to %q: %w", h, u.Rate.String(), err)
 		}
 	}
 	l.rate = bps
 	if bps > 0 {
-		l.info["underlay.rate"] = rate.String()
+		l.info["underlay.rate"] = u.Rate.String()
 	} else {
 		l.info["underlay.rate"] = "unlimited"
 	}
 	return nil
+}
+
+// DelayLines reports what the delay lines did in all, and whether the lab
+// has any.
+func (l *Lab) DelayLines() (delayline.Stats, bool) {
+	l.mu.Lock()
+	lines := l.lines
+	l.mu.Unlock()
+	var all delayline.Stats
+	for _, ln := range lines {
+		s := ln.Stats()
+		all.Frames += s.Frames
+		all.Back += s.Back
+		all.Lost += s.Lost
+		all.Overflow += s.Overflow
+		all.Held += s.Held
+		all.LateNs += s.LateNs
+		all.CPU += s.CPU
+	}
+	return all, len(lines) > 0
 }
 
 // ShapeEgress shapes the egress of interface ifname in the namespace at

@@ -112,6 +112,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/ctrbench/ctrbench/internal/delayline"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/netns"
 )
@@ -132,7 +133,10 @@ type Config struct {
 	Hosts        int             // emulated hosts; 0 means none (only the root-namespace modes)
 	Modes        []vocab.Network // modes to build; each is independent
 	UnderlayRate vocab.Rate      // the zero Rate is unlimited, else tbf on each host's underlay egress
-	Spawn        Spawner         // starts the WireGuard agent; needed only for overlay-encrypted
+	// DelayLine puts a delay line (delayline) between each host and the
+	// switch, so SetUnderlay can delay, jitter and lose packets.
+	DelayLine bool
+	Spawn     Spawner // starts the WireGuard agent; needed only for overlay-encrypted
 	// skipWarmup: tests whose stand-in WireGuard agent passes no traffic.
 	skipWarmup bool
 	Progress   io.Writer // one-line human notes, may be nil
@@ -156,10 +160,11 @@ type Lab struct {
 
 	mu         sync.Mutex
 	closed     bool
-	attaching  sync.WaitGroup // Attach calls in flight; Close waits for them
-	namespaces []string       // namespace names this lab created
-	stops      []func() error // WireGuard agents
-	ovsBridge  string         // set once the OVS bridge exists
+	attaching  sync.WaitGroup    // Attach calls in flight; Close waits for them
+	namespaces []string          // namespace names this lab created
+	stops      []func() error    // WireGuard agents
+	ovsBridge  string            // set once the OVS bridge exists
+	lines      []*delayline.Line // each host's delay line (Config.DelayLine), host h at h-1
 	info       map[string]string
 	inUse      map[slot]map[int]bool // allocated last address octets
 }
@@ -361,9 +366,16 @@ func (l *Lab) Close() error {
 	l.ovsBridge = ""
 	namespaces := l.namespaces
 	l.namespaces = nil
+	lines := l.lines
+	l.lines = nil
 	l.mu.Unlock()
 
 	var errs []error
+	for h, ln := range lines {
+		if err := ln.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("host %d's delay line: %w", h+1, err))
+		}
+	}
 	for _, stop := range stops {
 		if err := stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stopping the WireGuard agent: %w", err))

@@ -807,17 +807,17 @@ func TestAllModesTogether(t *testing.T) {
 	echo(t, lab.HostNS(2), lab.HostAddr(vocab.Host, 2), lab.HostNS(1))
 }
 
-// SetUnderlayRate reshapes the underlay between trials: a stream measures
+// SetUnderlay reshapes the underlay between trials: a stream measures
 // the new rate, and "none" removes the shaping.
 func TestSetUnderlayRate(t *testing.T) {
 	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Host}})
-	if err := lab.SetUnderlayRate(rate(t, "40mbit")); err != nil {
+	if err := lab.SetUnderlay(underlay(t, "40mbit")); err != nil {
 		t.Fatal(err)
 	}
 	if got := lab.Info()["underlay.rate"]; got != "40mbit" {
 		t.Errorf("info underlay.rate %q", got)
 	}
-	if err := lab.SetUnderlayRate(rate(t, "none")); err != nil {
+	if err := lab.SetUnderlay(underlay(t, "none")); err != nil {
 		t.Fatal(err)
 	}
 	h, err := handleAt(lab.HostNS(1))
@@ -835,6 +835,104 @@ func TestSetUnderlayRate(t *testing.T) {
 			t.Errorf("tbf still on the underlay after none: %+v", q)
 		}
 	}
+}
+
+// underlay is an underlay the test spells right.
+func underlay(t *testing.T, s string) vocab.Underlay {
+	t.Helper()
+	u, err := vocab.ParseUnderlay(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// A lab with delay lines carries the underlay's traffic (the echo is
+// whole) and holds every frame a host sends for half the round trip's
+// delay: no round trip of 20 takes less than the 20 ms asked (how much
+// more is timing, which e2e TestDelayLine judges by intervals); lost
+// frames are counted.
+func TestDelayLine(t *testing.T) {
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Host}, DelayLine: true})
+	if err := lab.SetUnderlay(underlay(t, "1gbit")); err != nil {
+		t.Fatal(err)
+	}
+	echo(t, lab.HostNS(2), lab.HostAddr(vocab.Host, 2), lab.HostNS(1))
+	base := roundTrips(t, lab)
+	if err := lab.SetUnderlay(underlay(t, "1gbit delay 20ms")); err != nil {
+		t.Fatal(err)
+	}
+	got := roundTrips(t, lab)
+	if got[0] < 20*time.Millisecond {
+		t.Errorf("delay 20ms: a round trip took %v", got[0])
+	}
+	t.Logf("round trips: median %v without delay, %v with 20ms (shortest %v)", base[len(base)/2], got[len(got)/2], got[0])
+	if err := lab.SetUnderlay(underlay(t, "1gbit loss 10%")); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := lab.DelayLines()
+	st, ok := before, false
+	// TCP resends what is lost; a few echoes cross hundreds of frames, of
+	// which none lost has a chance below 1e-9.
+	for i := 0; i < 10 && st.Lost == before.Lost; i++ {
+		echo(t, lab.HostNS(2), lab.HostAddr(vocab.Host, 2), lab.HostNS(1))
+		st, ok = lab.DelayLines()
+	}
+	if !ok || st.Lost == before.Lost || st.Frames == 0 || st.Back == 0 {
+		t.Errorf("stats %+v (before %+v): want frames both ways and losses", st, before)
+	}
+	if st.CPU <= 0 {
+		t.Logf("the lines' threads report no CPU time yet (%v s): ticks are 10 ms", st.CPU)
+	}
+	plain := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Host}})
+	if err := plain.SetUnderlay(underlay(t, "1gbit delay 2ms")); err == nil {
+		t.Error("a lab without delay lines accepted a delay")
+	}
+}
+
+// roundTrips are the times of 20 one-byte round trips on a TCP connection
+// from host 1 to host 2, shortest first.
+func roundTrips(t *testing.T, lab *Lab) []time.Duration {
+	t.Helper()
+	var ln net.Listener
+	if err := inNS(lab.HostNS(2), func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(lab.HostAddr(vocab.Host, 2), "0"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c)
+	}()
+	var c net.Conn
+	if err := inNS(lab.HostNS(1), func() (err error) {
+		c, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	var rtts []time.Duration
+	b := []byte{1}
+	for range 20 {
+		start := time.Now()
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, b); err != nil {
+			t.Fatal(err)
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	slices.Sort(rtts)
+	return rtts
 }
 
 // rate is a rate the test spells right.

@@ -27,11 +27,12 @@ func (c *running) buildLab(ctx context.Context) error {
 		modes = []vocab.Network{vocab.Host}
 	}
 	lab, err := netlab.New(ctx, netlab.Config{
-		Token:    c.env.Token,
-		Hosts:    hosts,
-		Modes:    modes,
-		Spawn:    c.spawnWireGuard,
-		Progress: c.cfg.Progress.Notes(),
+		Token:     c.env.Token,
+		Hosts:     hosts,
+		Modes:     modes,
+		DelayLine: c.needs.Delays,
+		Spawn:     c.spawnWireGuard,
+		Progress:  c.cfg.Progress.Notes(),
 	})
 	if err != nil {
 		return fmt.Errorf("building the network lab: %w", err)

@@ -19,6 +19,9 @@ type Needs struct {
 	Hosts int
 	// Lab are the modes the network lab must build, sorted.
 	Lab []vocab.Network
+	// Delays says a cell's underlay delays, jitters or loses packets: the
+	// lab puts a delay line between each emulated host and the switch.
+	Delays bool
 }
 
 // PlatformNeeds is what one platform must provide, each list sorted.
@@ -87,6 +90,7 @@ func Collect(cells []*Cell) Needs {
 			pn.Hosts = max(pn.Hosts, c.Hosts)
 		} else {
 			n.Hosts = max(n.Hosts, c.Hosts)
+			n.Delays = n.Delays || c.Underlay.Delays()
 		}
 		var nb []*workload.Spec
 		for _, s := range c.Neighbours.Specs {

@@ -93,8 +93,8 @@ type Cell struct {
 	// pairs, or (Instances) copies of a single-role workload.
 	Pairs      int
 	Instances  bool
-	Hosts      int        // emulated hosts (1: the machine alone)
-	Underlay   vocab.Rate // the underlay's shaping rate (unlimited unless the cell names one)
+	Hosts      int            // emulated hosts (1: the machine alone)
+	Underlay   vocab.Underlay // the underlay: its rate, delay, jitter and loss (nothing unless the cell names them)
 	Neighbours Neighbours
 	// CPUs are the cores the campaign may use: the emulated machine's
 	// cpuset, else the machine's. Pinning places each copy's roles on
@@ -171,6 +171,9 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 		}
 		pc.Links = append(pc.Links, l)
 	}
+	if err := delaysWhere(pc); err != nil {
+		return nil, err
+	}
 	if pc.Neighbours, err = neighbours(e, c); err != nil {
 		return nil, err
 	}
@@ -185,6 +188,23 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 		pc.Neighbours.Images = append(pc.Neighbours.Images, userImage(n.Ref, n.Archive))
 	}
 	return pc, nil
+}
+
+// delaysWhere refuses an underlay that delays, jitters or loses packets
+// where there is no underlay of ctrbench's to do it on: emulated hosts'
+// links carry it (the delay line between each host and the switch), a
+// cluster platform's own nodes do not.
+func delaysWhere(c *Cell) error {
+	if !c.Underlay.Delays() {
+		return nil
+	}
+	if d := c.Driver(); d.Driver.Caps.Nodes != nil {
+		return fmt.Errorf("underlay %q: platform %s's nodes are linked by its own network, which ctrbench shapes but does not delay; delay, jitter and loss are for emulated hosts (hosts ≥ 2 on the other platforms)", c.Underlay, d.Platform)
+	}
+	if c.Hosts < 2 {
+		return fmt.Errorf("underlay %q delays the links between emulated hosts, and this cell has none: add hosts: 2 (or more)", c.Underlay)
+	}
+	return nil
 }
 
 // ResolveAll resolves every cell.

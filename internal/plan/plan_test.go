@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -286,6 +287,44 @@ workloads: [{type: net.tcp_stream}]
 		}
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: %v, want an error saying %q", bad.file, err, bad.want)
+		}
+	}
+}
+
+// Issue 29: an underlay that delays is carried by emulated hosts' delay
+// lines (the lab is told to build them); a cell with no emulated hosts,
+// or on a cluster platform's own nodes, is refused with the reason.
+func TestUnderlayDelays(t *testing.T) {
+	_, cells := resolve(t, `name: d
+factors:
+  hosts: [2]
+  underlay: [1gbit, "1gbit delay 10ms"]
+workloads: [{type: net.tcp_rr}]
+`)
+	if n := Collect(cells); !n.Delays || n.Hosts != 2 {
+		t.Errorf("needs %+v: want delay lines on 2 hosts", n)
+	}
+	var plain []*Cell
+	for _, c := range cells {
+		if c.Factors[vocab.FUnderlay] == "1gbit" {
+			plain = append(plain, c)
+		} else if c.Underlay.Delay != 10*time.Millisecond || c.Underlay.Rate.String() != "1gbit" {
+			t.Errorf("cell underlay %+v", c.Underlay)
+		}
+	}
+	if n := Collect(plain); len(plain) != 1 || n.Delays {
+		t.Errorf("a rate alone asks for delay lines")
+	}
+	for text, want := range map[string]string{
+		"factors: {underlay: [\"1gbit delay 1ms\"]}":                              "add hosts: 2",
+		"factors: {platform: [swarm], hosts: [2], underlay: [\"1gbit loss 1%\"]}": "platform swarm's nodes",
+	} {
+		e, err := spec.Parse("p.yaml", []byte("name: d\n"+text+"\nworkloads: [{type: net.tcp_rr}]\n"), nil, spec.Machine{CPUs: 2, MemBytes: 8 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ResolveAll(e, e.Cells()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", text, err, want)
 		}
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/delayline"
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/neighbour"
+	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/plan"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -42,19 +44,21 @@ type pair struct {
 }
 
 // Run implements TrialRunner.
-func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
+func (Chain) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error) {
 	c := t.Cell
-	var out Outcome
 	in := &instances{env: env, seq: t.Seq, linger: true}
 	defer in.cleanup(ctx)
 	if c.Hosts > 1 && env.Lab != nil {
-		if err := env.Lab.SetUnderlayRate(c.Underlay); err != nil {
+		if err := env.Lab.SetUnderlay(c.Underlay); err != nil {
 			return out, platformErr(err)
+		}
+		if before, ok := env.Lab.DelayLines(); ok {
+			defer func() { seeDelayLines(env.Lab, before, &out) }()
 		}
 	}
 	if d := c.Driver(); d.Driver.Caps.Nodes != nil {
 		if sh, ok := env.Platforms[d.Platform].(platform.Shaper); ok {
-			if err := sh.SetUnderlayRate(c.Underlay); err != nil {
+			if err := sh.SetUnderlayRate(c.Underlay.Rate); err != nil {
 				return out, platformErr(err)
 			}
 		} else if !c.Underlay.Unlimited() {
@@ -131,6 +135,35 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
 		return out, err
 	}
 	return collect(ctx, c, pairs, loops, &out)
+}
+
+// Seen keys of what the underlay's delay lines did during a trial.
+const (
+	SeenDelayLineCPU      = "underlay.delay_line.cpu_seconds"
+	SeenDelayLineFrames   = "underlay.delay_line.frames"
+	SeenDelayLineLost     = "underlay.delay_line.lost"
+	SeenDelayLineOverflow = "underlay.delay_line.overflow"
+	SeenDelayLineLate     = "underlay.delay_line.late_us"
+)
+
+// seeDelayLines records what the lab's delay lines did since before: the
+// frames they delayed, lost on purpose and dropped when full, how late a
+// held frame left them on average (their own error, apart from how late
+// the machine then wakes the workload), and their threads' CPU time (the
+// price of emulating delay in userspace).
+func seeDelayLines(lab *netlab.Lab, before delayline.Stats, out *Outcome) {
+	now, _ := lab.DelayLines()
+	late := "0"
+	if held := now.Held - before.Held; held > 0 {
+		late = strconv.FormatFloat(float64(now.LateNs-before.LateNs)/float64(held)/1e3, 'f', 1, 64)
+	}
+	out.see("", map[string]string{
+		SeenDelayLineLate:     late,
+		SeenDelayLineCPU:      strconv.FormatFloat(now.CPU-before.CPU, 'f', 2, 64),
+		SeenDelayLineFrames:   strconv.FormatUint(now.Frames-before.Frames, 10),
+		SeenDelayLineLost:     strconv.FormatUint(now.Lost-before.Lost, 10),
+		SeenDelayLineOverflow: strconv.FormatUint(now.Overflow-before.Overflow, 10),
+	})
 }
 
 // runCopies runs the drivers of several copies — the copies of a

@@ -234,7 +234,7 @@ func TestNetworkValidation(t *testing.T) {
 		"docker host on hosts":  {"  hosts: [2]\n  network: [host]", "n.yaml:5:3: a Docker container cannot share an emulated host's namespace"},
 		"host beyond hosts":     {"  hosts: [2]\n  network: [bridge]\n  server.host: [3]", "n.yaml:6:3: server is placed on emulated host 3, but the cell has hosts 2"},
 		"half loopback":         {"  network: [bridge]\n  client.network: [loopback]", "network loopback puts every role of the workload in one container's namespace"},
-		"bad underlay":          {"  underlay: [fast]", `n.yaml:4:14: level "fast" of underlay: want none or a rate such as 100mbit`},
+		"bad underlay":          {"  underlay: [fast]", `n.yaml:4:14: level "fast" of underlay: want none, a rate such as 100mbit`},
 		"too many pairs":        {"  pairs: [500]", `n.yaml:4:11: level "500" of pairs: want a whole number from 1 to 100`},
 		"pairs with neighbours": {"  pairs: [2]\n  neighbour: [tcp]\n  packaging: [separate-containers]", "pairs and neighbours do not combine"},
 	} {

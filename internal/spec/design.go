@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,7 +94,7 @@ func (p *parser) factors(n *yaml.Node, wls []Workload, m Machine) ([]Factor, map
 			continue
 		}
 		nodes[k.Value] = k
-		if v.Kind == yaml.MappingNode {
+		if v.Kind == yaml.MappingNode && k.Value != vocab.FUnderlay {
 			// Kept even with problems, so the baseline and exclusions
 			// that name it do not add errors of their own.
 			if f, _ := p.bundle(k, v, wls, m); len(f.Levels) > 0 {
@@ -116,7 +117,7 @@ func (p *parser) factors(n *yaml.Node, wls []Workload, m Machine) ([]Factor, map
 		f := Factor{Name: k.Value}
 		seen := map[string]string{} // level's value -> its first spelling
 		for _, item := range items {
-			s, ok := p.scalar(item, "a level of "+k.Value)
+			s, ok := p.level(k.Value, item)
 			if !ok {
 				continue
 			}
@@ -145,6 +146,28 @@ func (p *parser) factors(n *yaml.Node, wls []Workload, m Machine) ([]Factor, map
 		out = append(out, f)
 	}
 	return out, nodes
+}
+
+// level reads one level of a factor: a scalar, or for the underlay a
+// mapping of its parts ({rate: 1gbit, delay: 24ms}) read into its words.
+func (p *parser) level(factor string, item *yaml.Node) (string, bool) {
+	if factor != vocab.FUnderlay || item.Kind != yaml.MappingNode {
+		return p.scalar(item, "a level of "+factor)
+	}
+	parts := map[string]string{}
+	for i := 0; i+1 < len(item.Content); i += 2 {
+		k, v := item.Content[i], item.Content[i+1]
+		if !slices.Contains(vocab.UnderlayKeys, k.Value) {
+			p.addf(k, "underlay: unknown part %q; allowed: %s", k.Value, strings.Join(vocab.UnderlayKeys, ", "))
+			return "", false
+		}
+		s, ok := p.scalar(v, "underlay's "+k.Value)
+		if !ok {
+			return "", false
+		}
+		parts[k.Value] = s
+	}
+	return vocab.UnderlayWords(parts), true
 }
 
 // levelMap reads a {factor: level} mapping and checks both exist.

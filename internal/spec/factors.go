@@ -221,10 +221,10 @@ func (pl Placement) Limits() (platform.Limits, error) {
 	return l, nil
 }
 
-// Underlay is a cell's underlay rate (unlimited unless the underlay
-// factor names one).
-func Underlay(factors map[string]string) (vocab.Rate, error) {
-	return vocab.ParseRate(factors[vocab.FUnderlay])
+// Underlay is a cell's underlay: its rate, delay, jitter and loss
+// (nothing unless the underlay factor names them).
+func Underlay(factors map[string]string) (vocab.Underlay, error) {
+	return vocab.ParseUnderlay(factors[vocab.FUnderlay])
 }
 
 // PlacementFor resolves the placement of a role from a cell's factor levels:

@@ -101,8 +101,8 @@ func checkOneOf(allowed func() []string) levelCheck {
 }
 
 func checkUnderlay(name, level string, _ []Workload, _ Machine) (string, error) {
-	if _, err := vocab.ParseRate(level); err != nil {
-		return "", fmt.Errorf("level %q of %s: want %s or a rate such as 100mbit or 1gbit (tc's units: kbit, mbit, gbit in bits, kbps, mbps, gbps in bytes): %v", level, name, vocab.NoLimit, err)
+	if _, err := vocab.ParseUnderlay(level); err != nil {
+		return "", fmt.Errorf("level %q of %s: want %s, a rate such as 100mbit or 1gbit (tc's units: kbit, mbit, gbit in bits, kbps, mbps, gbps in bytes), then any of delay D, jitter D, loss P%% (or the mapping {rate: 1gbit, delay: 24ms, jitter: 2ms, loss: 0.1%%}): %v", level, name, vocab.NoLimit, err)
 	}
 	return level, nil
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,13 +294,52 @@ func TestUnderlayRateOneParser(t *testing.T) {
 	want := map[string]uint64{"none": 0, "1gbit": 125_000_000, "10mbps": 10_000_000, "500kbit": 62_500}
 	for _, c := range e.Cells() {
 		r, err := Underlay(c.Factors)
-		if w, known := want[c.Factors[vocab.FUnderlay]]; err != nil || !known || r.BytesPerSec() != w {
-			t.Errorf("cell %s: underlay %d, %v", c.Key(), r.BytesPerSec(), err)
+		if w, known := want[c.Factors[vocab.FUnderlay]]; err != nil || !known || r.Rate.BytesPerSec() != w {
+			t.Errorf("cell %s: underlay %d, %v", c.Key(), r.Rate.BytesPerSec(), err)
 		}
 	}
 	bad := "name: u\nfactors:\n  hosts: [2]\n  underlay: [fast]\nworkloads: [{type: cpu.primes}]\n"
 	if _, err := Parse("u.yaml", []byte(bad), nil, Machine{}); err == nil || !strings.Contains(err.Error(), `u.yaml:4:`) || !strings.Contains(err.Error(), "a rate such as 100mbit") {
 		t.Errorf("underlay fast: %v", err)
+	}
+}
+
+// An underlay level may be the mapping of its parts, one or a list; it
+// reads as the words a string level spells, and --set takes either.
+func TestUnderlayMapping(t *testing.T) {
+	text := `name: u
+factors:
+  hosts: [2]
+  underlay: [1gbit, {rate: 1gbit, delay: 24ms, jitter: 2ms, loss: 0.1%}]
+workloads: [{type: net.tcp_rr}]
+`
+	e, err := Parse("u.yaml", []byte(text), nil, Machine{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var levels []string
+	for _, c := range e.Cells() {
+		levels = append(levels, c.Factors[vocab.FUnderlay])
+	}
+	if want := []string{"1gbit", "1gbit delay 24ms jitter 2ms loss 0.1%"}; !slices.Equal(levels, want) {
+		t.Errorf("levels %q, want %q", levels, want)
+	}
+	one, err := Parse("u.yaml", []byte(text), []string{"factors.underlay={rate: 100mbit, delay: 10ms}"}, Machine{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := one.Cells()[0].Factors[vocab.FUnderlay]; len(one.Cells()) != 1 || got != "100mbit delay 10ms" {
+		t.Errorf("--set of one mapping: %d cells, %q", len(one.Cells()), got)
+	}
+	for bad, want := range map[string]string{
+		"{rate: 1gbit, latency: 2ms}":   `u.yaml:4:27: underlay: unknown part "latency"; allowed: rate, delay, jitter, loss`,
+		"{delay: 2ms}":                  "needs a rate",
+		"[{rate: 1gbit, delay: [1ms]}]": "underlay's delay",
+	} {
+		t2 := strings.Replace(text, "[1gbit, {rate: 1gbit, delay: 24ms, jitter: 2ms, loss: 0.1%}]", bad, 1)
+		if _, err := Parse("u.yaml", []byte(t2), nil, Machine{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", bad, err, want)
+		}
 	}
 }
 

@@ -47,7 +47,17 @@ func (p procStat) ticks() (uint64, bool) {
 // ProcCPUSeconds is the CPU time (user and system) process pid of this
 // machine has used; false once it is gone.
 func ProcCPUSeconds(pid int) (float64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return statCPUSeconds("/proc/" + strconv.Itoa(pid) + "/stat")
+}
+
+// ThreadCPUSeconds is the user and system CPU time, in seconds, of thread
+// tid of this process; false when the thread is gone.
+func ThreadCPUSeconds(tid int) (float64, bool) {
+	return statCPUSeconds("/proc/self/task/" + strconv.Itoa(tid) + "/stat")
+}
+
+func statCPUSeconds(path string) (float64, bool) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, false
 	}
