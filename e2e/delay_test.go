@@ -44,8 +44,8 @@ exclude:
   - {workload: stream, underlay: "1gbit delay 10ms"}
   - {workload: stream, underlay: "1gbit delay 100ms"}
 workloads:
-  - {name: rr, type: net.tcp_rr, params: {duration: 2s}}
-  - {name: stream, type: net.tcp_stream, params: {duration: 6s}}
+  - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
+  - {name: stream, type: net.tcp_stream, params: {duration: 4s}}
 `)
 	mean, avg := map[string]row{}, map[string]float64{}
 	for _, r := range rows {
