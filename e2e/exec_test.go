@@ -21,7 +21,6 @@ factors:
   network: [host, bridge]
 exclude:
   - {platform: native, network: bridge}
-  - {platform: podman, network: bridge}
 workloads:
   - name: sb
     type: exec
@@ -73,7 +72,7 @@ func TestExecEverywhere(t *testing.T) {
 		}
 		seen[where]++
 	}
-	for _, where := range []string{"native/host", "docker/host", "docker/bridge", "podman/host", "lxc/host", "lxc/bridge"} {
+	for _, where := range []string{"native/host", "docker/host", "docker/bridge", "podman/host", "podman/bridge", "lxc/host", "lxc/bridge"} {
 		if seen[where] != 4 { // 2 workloads x 2 repetitions
 			t.Errorf("%s: %d ok trials, want 4", where, seen[where])
 		}

@@ -44,25 +44,26 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // everyPlacement is every placement TestEveryWorkloadEverywhere knows.
-var everyPlacement = []string{"native/host", "docker/host", "docker/bridge", "nested/host", "podman/host", "lxc/host", "lxc/bridge"}
+var everyPlacement = []string{"native/host", "docker/host", "docker/bridge", "nested/host", "podman/host", "podman/bridge", "lxc/host", "lxc/bridge"}
 
 // placementsOf are the placements workload number i runs in: in every
 // run, as a host process and in a Docker bridge container, the two that
-// every study compares, and one of the other five in turn, so each of
-// those has about a fifth of the workloads; with CTRBENCH_E2E_FULL=1
-// (make test-full), all seven.
+// every study compares, and one of the other six in turn, so each of
+// those has about a sixth of the workloads; with CTRBENCH_E2E_FULL=1
+// (make test-full), all eight.
 func placementsOf(i int) []string {
 	if os.Getenv("CTRBENCH_E2E_FULL") != "" {
 		return everyPlacement
 	}
-	others := []string{"docker/host", "nested/host", "podman/host", "lxc/host", "lxc/bridge"}
+	others := []string{"docker/host", "nested/host", "podman/host", "podman/bridge", "lxc/host", "lxc/bridge"}
 	return []string{"native/host", "docker/bridge", others[i%len(others)]}
 }
 
 // TestEveryWorkloadEverywhere runs every registered workload, with its
 // smoke parameters, as a host process, in Docker on the host and bridge
 // networks, in nested children (each role a child of a parent of its
-// own), in podman and in LXC containers on both networks (see
+// own), in podman and in LXC containers on both networks (podman's bridge
+// its own network, CNI here) (see
 // placementsOf): each must produce validated results in every placement.
 func TestEveryWorkloadEverywhere(t *testing.T) {
 	requireDocker(t)
@@ -85,8 +86,7 @@ func TestEveryWorkloadEverywhere(t *testing.T) {
   network: [host, bridge]
 exclude:
   - {platform: native, network: bridge}
-  - {platform: nested, network: bridge}
-  - {platform: podman, network: bridge}`+excl.String(), types))
+  - {platform: nested, network: bridge}`+excl.String(), types))
 	db := filepath.Join(t.TempDir(), "r.db")
 	r := ctrbench(t, 20*time.Minute, "run", exp, "--db", db, "--no-report")
 	id := campaignID(t, r.stderr)

@@ -73,10 +73,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	rep.Removed = append(rep.Removed, lab...)
 	errs = append(errs, err)
 	rules, err := firewall.Clean(nil)
-	for _, r := range rules {
+	cni, cerr := firewall.CleanCNI(nil) // podman's bridges' isolation rules
+	for _, r := range append(rules, cni...) {
 		rep.Removed = append(rep.Removed, "iptables rule "+r)
 	}
-	errs = append(errs, err)
+	errs = append(errs, err, cerr)
 	// The bridges of Docker networks still there (a campaign left alone)
 	// are the engine's to remove.
 	removed, err := links.RemoveAll(engine.LiveBridges(ctx))

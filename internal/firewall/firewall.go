@@ -18,8 +18,10 @@ package firewall
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -89,6 +91,55 @@ func Clean(match func(link string) bool) ([]string, error) {
 		}
 	}
 	return removed, nil
+}
+
+// cniChains are where CNI's firewall plugin isolates bridge networks from
+// each other (podman's networks, with Docker's isolation): a rule per
+// bridge that podman does not remove with the network.
+var cniChains = []string{"CNI-ISOLATION-STAGE-1", "CNI-ISOLATION-STAGE-2"}
+
+// CleanCNI deletes the rules of CNI's isolation chains that name a ctb…
+// link (match, when non-nil, narrows it to links it accepts) and returns
+// what it removed, as iptables -S prints it. Chains that do not exist
+// hold nothing.
+func CleanCNI(match func(link string) bool) ([]string, error) {
+	if !Available() {
+		return nil, nil
+	}
+	var removed []string
+	var errs []error
+	for _, chain := range cniChains {
+		out, err := exec.Command("iptables", "-w", "-S", chain).Output()
+		if err != nil {
+			continue // no such chain: CNI never ran here
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		// Line i of -S is rule i (line 0 declares the chain); delete from
+		// the last so the numbers of the others stay.
+		for i := len(lines) - 1; i >= 1; i-- {
+			link, ok := namesLink(lines[i])
+			if !ok || (match != nil && !match(link)) {
+				continue
+			}
+			if err := run("-D", chain, strconv.Itoa(i)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, lines[i])
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// namesLink returns the ctb… link a rule's -i or -o names.
+func namesLink(line string) (string, bool) {
+	f := strings.Fields(line)
+	for i := 0; i+1 < len(f); i++ {
+		if (f[i] == "-i" || f[i] == "-o") && strings.HasPrefix(f[i+1], vocab.LinkPrefix) {
+			return f[i+1], true
+		}
+	}
+	return "", false
 }
 
 // Names returns the ctb… link an iptables -S FORWARD line's -i names, if

@@ -59,3 +59,19 @@ func TestRuleLifecycle(t *testing.T) {
 		t.Fatalf("clean: %v %v\n%s", got, err, rules())
 	}
 }
+
+// The CNI isolation rules ctrbench removes are those naming a ctb… link,
+// in or out; the chain's own jumps are not.
+func TestNamesLink(t *testing.T) {
+	for line, want := range map[string]string{
+		`-A CNI-ISOLATION-STAGE-1 -i ctb4042e25c ! -o ctb4042e25c -m comment --comment "CNI firewall plugin rules (ingressPolicy: same-bridge)" -j CNI-ISOLATION-STAGE-2`: "ctb4042e25c",
+		`-A CNI-ISOLATION-STAGE-2 -o ctb6edb5936 -m comment --comment "CNI firewall plugin rules (ingressPolicy: same-bridge)" -j DROP`:                                   "ctb6edb5936",
+		`-A CNI-ISOLATION-STAGE-2 -o cni-podman0 -m comment --comment "CNI firewall plugin rules (ingressPolicy: same-bridge)" -j DROP`:                                   "",
+		`-A CNI-ISOLATION-STAGE-1 -m comment --comment "CNI firewall plugin rules (ingressPolicy: same-bridge)" -j RETURN`:                                                "",
+	} {
+		got, ok := namesLink(line)
+		if got != want || ok != (want != "") {
+			t.Errorf("%s: %q %v, want %q", line, got, ok, want)
+		}
+	}
+}

@@ -44,6 +44,7 @@ type options struct {
 	image  string // an agent image already in the engine: nothing is built
 	users  map[string]engine.UserImage
 	engine []engine.Option
+	bridge string
 }
 
 // WithBinary sets the statically linked ctrbench binary put in the image.
@@ -62,6 +63,11 @@ func WithUserImages(m map[string]engine.UserImage) Option {
 	return func(o *options) { o.users = maps.Clone(m) }
 }
 
+// WithBridgeOf names the campaign's bridge network for another engine of
+// the same campaign (podman's beside Docker's): its link is
+// engine.BridgeName(campaign+owner), so the two never share one.
+func WithBridgeOf(owner string) Option { return func(o *options) { o.bridge = owner } }
+
 // WithEngine drives the engine the options name (engine.WithHost: a
 // nested parent's, podman's) rather than the one the environment names.
 func WithEngine(opts ...engine.Option) Option {
@@ -78,6 +84,7 @@ type Platform struct {
 	preset string // WithImage: the agent image is already in the engine
 	// presetUsers: WithUserImages, users' images already runnable there.
 	presetUsers map[string]engine.UserImage
+	bridgeOf    string // WithBridgeOf
 
 	mu     sync.Mutex // serialises Prepare and Close; guards the two below
 	camp   *prepared  // nil until Prepare
@@ -114,7 +121,7 @@ func New(opts ...Option) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{eng: eng, binary: o.binary, preset: o.image, presetUsers: o.users}, nil
+	return &Platform{eng: eng, binary: o.binary, preset: o.image, presetUsers: o.users, bridgeOf: o.bridge}, nil
 }
 
 // Name implements platform.Platform.
@@ -195,7 +202,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	}
 	needsBridge := slices.ContainsFunc(s.Networks, func(n vocab.Network) bool { return n == vocab.Bridge || n.Publishes() })
 	if needsBridge && c.bridge.ID == "" {
-		b, err := p.eng.CreateBridge(ctx, c.id, c.labels, progress)
+		b, err := p.eng.CreateBridge(ctx, c.id+p.bridgeOf, c.labels, progress)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
@@ -27,7 +28,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nets := []vocab.Network{vocab.Host}
+	nets := []vocab.Network{vocab.Host, vocab.Bridge}
 	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Tools: []string{"iperf3"},
 		Storages: []vocab.Storage{vocab.Layer, vocab.Tmpfs}}); err != nil {
 		t.Fatal(err)
@@ -41,6 +42,22 @@ func TestConformance(t *testing.T) {
 		}
 		if out, _ := exec.Command("pgrep", "-f", "podman .*"+campaign).Output(); len(out) > 0 {
 			t.Errorf("podman processes of the campaign still run: %s", out)
+		}
+		// podman's bridge (CNI's, named by ctrbench) goes with the campaign.
+		if out, _ := exec.Command("ip", "-o", "link", "show", "type", "bridge").Output(); strings.Contains(string(out), engine.BridgeName(campaign+"-podman")) {
+			t.Errorf("podman's bridge %s is still there", engine.BridgeName(campaign+"-podman"))
+		}
+		for _, chain := range []string{"CNI-ISOLATION-STAGE-1", "CNI-ISOLATION-STAGE-2"} {
+			if out, _ := exec.Command("iptables", "-w", "-S", chain).Output(); strings.Contains(string(out), engine.BridgeName(campaign+"-podman")) {
+				t.Errorf("iptables %s still names podman's bridge:\n%s", chain, out)
+			}
+		}
+		// Its configuration never went to the machine's CNI directory.
+		ents, _ := os.ReadDir("/etc/cni/net.d")
+		for _, e := range ents {
+			if b, _ := os.ReadFile(filepath.Join("/etc/cni/net.d", e.Name())); strings.Contains(string(b), campaign) {
+				t.Errorf("/etc/cni/net.d/%s names the campaign", e.Name())
+			}
 		}
 	})
 	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets, Limits: true,

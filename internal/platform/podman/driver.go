@@ -15,12 +15,13 @@ import (
 // Caps are what podman containers can do here: a namespace and cgroup of
 // their own, the host's network, another container's namespace (loopback)
 // and every mode the network lab wires (a container started with no
-// network, its namespace entered by its process), the writable layer or a
-// tmpfs, limits. Its bridge networks (CNI) name their links podman's way,
-// not ctrbench's, so they are not offered.
+// network, its namespace entered by its process), podman's own bridge
+// network (CNI here, netavark on newer podman: a network of the campaign
+// whose bridge ctrbench names ctb…, its veths podman's), the writable
+// layer or a tmpfs, limits.
 var Caps = platform.Capabilities{
 	StartStop:   time.Second, // rough: for the dry run's estimate
-	Networks:    []vocab.Network{vocab.Host},
+	Networks:    []vocab.Network{vocab.Host, vocab.Bridge},
 	OwnNetNS:    true,
 	Wireable:    true,
 	JoinNetwork: true,

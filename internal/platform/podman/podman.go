@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
+	"github.com/ctrbench/ctrbench/internal/firewall"
+	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -36,14 +38,30 @@ const WorkRoot = "/var/lib/ctrbench/podman"
 // the file events logger (no systemd here), and explicit limits on open
 // files and processes (podman's defaults exceed the hard limits; runc then
 // fails with "error setting rlimit").
-const config = `[containers]
+//
+// Its networks' configurations (CNI) live in the campaign's directory, not
+// in the machine's /etc/cni/net.d.
+func config(work string) string {
+	return `[containers]
 default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
 
 [engine]
 runtime = "runc"
 cgroup_manager = "cgroupfs"
 events_logger = "file"
+
+[network]
+network_config_dir = "` + filepath.Join(work, "cni") + `"
 `
+}
+
+// bridgeOf tells podman's campaign bridge from Docker's: podman's link is
+// engine.BridgeName(campaign + bridgeOf).
+const bridgeOf = "-podman"
+
+// bridgeLink is the Linux bridge of a campaign's podman bridge network.
+// CNI's bridge plugin makes it and never removes it, so ctrbench does.
+func bridgeLink(campaign string) string { return engine.BridgeName(campaign + bridgeOf) }
 
 // Platform runs agents in podman containers, for one campaign.
 type Platform struct {
@@ -86,7 +104,10 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		return err
 	}
 	p.work = work
-	if err := os.WriteFile(filepath.Join(p.work, "containers.conf"), []byte(config), 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Join(p.work, "cni"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(p.work, "containers.conf"), []byte(config(p.work)), 0o644); err != nil {
 		return err
 	}
 	sock := filepath.Join(p.work, "podman.sock")
@@ -126,7 +147,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	}
 	// podman names an image it loads without a registry localhost/….
 	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+sock), engine.WithLocalHost()), docker.WithImage("localhost/"+p.outer.AgentImage()),
-		docker.WithUserImages(users))
+		docker.WithUserImages(users), docker.WithBridgeOf(bridgeOf))
 	if err != nil {
 		return err
 	}
@@ -217,7 +238,7 @@ func (p *Platform) Info() map[string]string {
 func (p *Platform) Close(ctx context.Context) error {
 	var errs []error
 	if p.inner != nil {
-		errs = append(errs, p.inner.Close(ctx))
+		errs = append(errs, p.inner.Close(ctx)) // its bridge network too
 	}
 	errs = append(errs, p.outer.Close(ctx))
 	if p.service != nil && p.service.Process != nil {
@@ -243,6 +264,15 @@ func (p *Platform) Close(ctx context.Context) error {
 func removeWork(work string) error {
 	_ = podmanCmd(work, "rm", "-af", "-t", "0").Run()
 	_ = podmanCmd(work, "system", "reset", "-f").Run()
+	// What podman leaves of its bridge network: CNI's bridge and the
+	// isolation rules of its firewall plugin.
+	br := bridgeLink(filepath.Base(work))
+	if _, err := firewall.CleanCNI(func(link string) bool { return link == br }); err != nil {
+		return err
+	}
+	if err := links.Remove(br); err != nil {
+		return err
+	}
 	for _, dir := range []string{runRoot(work), work} {
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("removing %s: %w", dir, err)
