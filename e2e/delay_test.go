@@ -31,7 +31,7 @@ func TestDelayLine(t *testing.T) {
 	rows, db := runReport[row](t, `name: e2e-delay
 seed: 29
 repetitions: 3
-warmup: 1
+warmup: 0
 timeout: 2m
 factors:
   platform: [native]

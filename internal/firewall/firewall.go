@@ -28,9 +28,12 @@ import (
 )
 
 // rule is the accept rule of bridge br, as iptables' arguments after the
-// chain.
+// chain: what enters from br and leaves by any bridge of ctrbench's — its
+// own ports, and the campaign's other bridges (a client in a VM or an
+// LXC container reaching a server on the campaign's Docker or podman
+// bridge, whose engines' rules let in only answers from outside).
 func rule(br string) []string {
-	return []string{"-i", br, "-o", br, "-j", "ACCEPT", "-m", "comment", "--comment", "ctrbench"}
+	return []string{"-i", br, "-o", vocab.LinkPrefix + "+", "-j", "ACCEPT", "-m", "comment", "--comment", "ctrbench"}
 }
 
 // Available reports whether the iptables tool is installed; without it no
@@ -40,8 +43,9 @@ func Available() bool {
 	return err == nil
 }
 
-// AllowBridge inserts, first in FORWARD, the rule accepting traffic between
-// the ports of bridge br; present already, it is not added again.
+// AllowBridge inserts, first in FORWARD, the rule accepting traffic from
+// bridge br to its own ports and to ctrbench's other bridges; present
+// already, it is not added again.
 func AllowBridge(br string) error {
 	if !strings.HasPrefix(br, vocab.LinkPrefix) {
 		return fmt.Errorf("bridge %s: ctrbench's links are named %s…", br, vocab.LinkPrefix)

@@ -10,6 +10,7 @@ import (
 func TestNames(t *testing.T) {
 	for line, want := range map[string]string{
 		"-A FORWARD -i ctbl1a2b3c -o ctbl1a2b3c -m comment --comment ctrbench -j ACCEPT": "ctbl1a2b3c",
+		"-A FORWARD -i ctbl1a2b3c -o ctb+ -m comment --comment ctrbench -j ACCEPT":       "ctbl1a2b3c",
 		"-A FORWARD -i docker0 -o docker0 -j ACCEPT":                                     "",
 		"-A FORWARD -i ctbx -o ctbx -j ACCEPT":                                           "", // not ours: no comment
 		"-P FORWARD DROP":                                                                "",
