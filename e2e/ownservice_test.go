@@ -39,7 +39,7 @@ func TestOwnServiceFromImages(t *testing.T) {
 	img := exampleImages(t)
 	exp := strings.ReplaceAll(`name: e2e-own-service
 seed: 3
-repetitions: 2
+repetitions: 1
 timeout: 90s
 factors:
   platform: [native, docker, podman, lxc]
@@ -129,7 +129,7 @@ workloads:
 		seen[where]++
 	}
 	for _, where := range []string{"native/host", "docker/host", "docker/bridge", "podman/host", "lxc/host", "lxc/bridge"} {
-		if seen[where] != 6 { // 3 services x 2 repetitions
+		if seen[where] != 3 { // 3 services, 1 repetition (every trial is checked against its tool's text)
 			t.Errorf("%s: %d ok trials, want 6", where, seen[where])
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/stats"
@@ -170,14 +171,9 @@ func historyRuns(ctx context.Context, srcs []Store, q HistoryQuery, h *History) 
 	}
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Campaign.Started.Before(runs[j].Campaign.Started) })
 	if q.Until != "" {
-		end := -1
-		for i, r := range runs {
-			if r.Campaign.ID == q.Until || len(q.Until) < len(r.Campaign.ID) && r.Campaign.ID[:len(q.Until)] == q.Until {
-				end = i
-			}
-		}
-		if end < 0 {
-			return nil, fmt.Errorf("no finished campaign %q of the experiment %q", q.Until, q.Name)
+		end, err := untilRun(runs, q)
+		if err != nil {
+			return nil, err
 		}
 		runs = runs[:end+1]
 	}
@@ -189,6 +185,32 @@ func historyRuns(ctx context.Context, srcs []Store, q HistoryQuery, h *History) 
 		cur.Changes = append(cur.Changes, envDiffs(prev.Campaign.Env, cur.Campaign.Env)...)
 	}
 	return runs, nil
+}
+
+// untilRun is the index of the run q.Until names: its whole ID, or a
+// prefix of exactly one run's ID (a prefix of several is refused, naming
+// them, as compare refuses one).
+func untilRun(runs []HistoryRun, q HistoryQuery) (int, error) {
+	var matches []int
+	for i, r := range runs {
+		if r.Campaign.ID == q.Until {
+			return i, nil
+		}
+		if strings.HasPrefix(r.Campaign.ID, q.Until) {
+			matches = append(matches, i)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return 0, fmt.Errorf("no finished campaign %q of the experiment %q", q.Until, q.Name)
+	case 1:
+		return matches[0], nil
+	}
+	ids := make([]string, len(matches))
+	for k, i := range matches {
+		ids[k] = runs[i].Campaign.ID
+	}
+	return 0, fmt.Errorf("--until %q: ambiguous prefix: matches %s", q.Until, strings.Join(ids, ", "))
 }
 
 // findChanges runs the changepoint search over the series' runs'

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,14 @@ func TestLoadHistory(t *testing.T) {
 	until, err := LoadHistory(context.Background(), []Store{a, b}, HistoryQuery{Name: "exp", Until: "run3"})
 	if err != nil || len(until.Runs) != 4 || len(until.ChangedRuns()) != 0 {
 		t.Errorf("until run3: %d runs, changed %v, %v", len(until.Runs), until.ChangedRuns(), err)
+	}
+	// A prefix of several runs is refused, naming them, not read as the
+	// last of them.
+	if _, err := LoadHistory(context.Background(), []Store{a, b}, HistoryQuery{Name: "exp", Until: "run"}); err == nil || !strings.Contains(err.Error(), "ambiguous prefix") || !strings.Contains(err.Error(), "run0") {
+		t.Errorf("until run (every run's prefix): %v", err)
+	}
+	if _, err := LoadHistory(context.Background(), []Store{a, b}, HistoryQuery{Name: "exp", Until: "zz"}); err == nil || !strings.Contains(err.Error(), "no finished campaign") {
+		t.Errorf("until zz: %v", err)
 	}
 	if _, err := LoadHistory(context.Background(), []Store{a}, HistoryQuery{Name: "nope"}); err == nil {
 		t.Error("an experiment without campaigns: no error")
