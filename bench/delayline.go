@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -13,12 +12,13 @@ import (
 	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/stats"
 	"github.com/ctrbench/ctrbench/internal/vocab"
+	builtin "github.com/ctrbench/ctrbench/internal/workloads"
 )
 
 // delayLineCeiling measures what the userspace delay line carries: eight
 // iperf3 flows (the reference tool) between two emulated hosts, through the
-// kernel alone and through the delay lines with no delay, with 1 ms and
-// with 10 ms of round trip, with no rate limit, reps times each; and the
+// kernel alone and through the delay lines with no delay, with 1, 10 and
+// 100 ms of round trip, with no rate limit, reps times each; and the
 // lines' CPU seconds per second of traffic. vocab.MaxDelayedRateBits, the
 // fastest rate an experiment may ask with delay, must sit below the
 // slowest of these ceilings.
@@ -29,6 +29,7 @@ func delayLineCeiling(ctx context.Context, reps int, secs int) error {
 		return err
 	}
 	fmt.Printf("   %-28s %s\n", "kernel (veth, bridge)", summary(kernel.gbits))
+	kernelMean := stats.Summarize(kernel.gbits).Mean
 	slowest := 0.0
 	for _, rtt := range []time.Duration{0, time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond} {
 		r, err := ceilingRuns(ctx, true, rtt, reps, secs)
@@ -40,7 +41,7 @@ func delayLineCeiling(ctx context.Context, reps int, secs int) error {
 			slowest = m
 		}
 		fmt.Printf("   %-28s %s  (%.2f of the kernel's); the lines' CPU %.2f s per s, %.2f s per Gbit\n",
-			"delay line, round trip +"+rtt.String(), summary(r.gbits), m/stats.Summarize(kernel.gbits).Mean, r.cpu/r.secs, r.cpu/(m*r.secs))
+			"delay line, round trip +"+rtt.String(), summary(r.gbits), m/kernelMean, r.cpu/r.secs, r.cpu/(m*r.secs))
 	}
 	verdict := "ok"
 	if slowest*1e9 < vocab.MaxDelayedRateBits {
@@ -105,17 +106,11 @@ func iperf3Between(ctx context.Context, lab *netlab.Lab, secs int) (float64, err
 	if err := cli.Wait(); err != nil {
 		return 0, fmt.Errorf("iperf3 client: %w: %s", err, clip(stdout.String()))
 	}
-	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
+	g, err := builtin.Iperf3Throughput(stdout.Bytes())
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", err, clip(stdout.String()))
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.End.SumReceived.BitsPerSecond <= 0 {
-		return 0, fmt.Errorf("iperf3's JSON: %v: %s", err, clip(stdout.String()))
-	}
-	return res.End.SumReceived.BitsPerSecond / 1e9, nil
+	return g, nil
 }
 
 func summary(xs []float64) string {

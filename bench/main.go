@@ -181,7 +181,7 @@ func main() {
 	children := flag.Int("children", 256, "children to try in one nested parent, halved until it completes (0: skip)")
 	scales := flag.String("scale", "50,100", "comma-separated pair counts, one tcp_stream trial each on the bridge: set-up, tear-down, overlap and the harness's CPU use (empty: skip)")
 	scaleDur := flag.String("scale-duration", "10s", "duration of each scale trial's run")
-	lineReps := flag.Int("delay-line-reps", 3, "runs of one iperf3 flow through the kernel and through the delay line, for its ceiling (0: skip)")
+	lineReps := flag.Int("delay-line-reps", 3, "runs of eight iperf3 flows through the kernel and through the delay line, for its ceiling (0: skip)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

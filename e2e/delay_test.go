@@ -90,14 +90,8 @@ workloads:
 	if hi < 0.9*limit || lo > 1.1*limit {
 		t.Errorf("tcp_stream at 24 ms: [%.3f, %.3f] Gbit/s misses its limit %.3f ± 10%%", lo, hi, limit)
 	}
-	id := ""
-	for _, r := range rows {
-		id = r.Campaign
-	}
-	under := map[int]string{}
-	for _, c := range storedCells(t, db, id) {
-		under[c.ID] = c.Factors["underlay"]
-	}
+	id := base.Campaign
+	cells := cellFactors(t, db, id)
 	for _, tr := range storedTrials(t, db, id) {
 		if tr.Status != "ok" {
 			t.Errorf("trial %d: %s %s", tr.Seq, tr.Status, tr.Error)
@@ -109,7 +103,7 @@ workloads:
 			t.Errorf("trial %d: delay lines: %d frames, CPU %q, lost %q, overflow %q", tr.Seq, frames,
 				tr.Seen[runner.SeenDelayLineCPU], tr.Seen[runner.SeenDelayLineLost], tr.Seen[runner.SeenDelayLineOverflow])
 		}
-		t.Logf("trial %d cell %d (%s): %d frames delayed, left %s µs late on average; %.2f s of the lines' CPU", tr.Seq, tr.CellID, under[tr.CellID], frames, tr.Seen[runner.SeenDelayLineLate], cpu)
+		t.Logf("trial %d cell %d (%s): %d frames delayed, left %s µs late on average; %.2f s of the lines' CPU", tr.Seq, tr.CellID, cells[tr.CellID]["underlay"], frames, tr.Seen[runner.SeenDelayLineLate], cpu)
 	}
 }
 

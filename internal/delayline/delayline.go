@@ -382,6 +382,12 @@ func (q *queue) pop() (frame, bool) {
 	return f, ok
 }
 
+// Plus is the two counts together (several lines' in all).
+func (s Stats) Plus(o Stats) Stats {
+	return Stats{Frames: s.Frames + o.Frames, Back: s.Back + o.Back, Lost: s.Lost + o.Lost, Overflow: s.Overflow + o.Overflow,
+		Held: s.Held + o.Held, LateNs: s.LateNs + o.LateNs, CPU: s.CPU + o.CPU}
+}
+
 // Stats reports what the line has done, and its thread's CPU time.
 func (l *Line) Stats() Stats {
 	st := Stats{Frames: l.frames.Load(), Back: l.back.Load(), Lost: l.lost.Load(), Overflow: l.overflow.Load(), Held: l.held.Load(), LateNs: l.late.Load()}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -136,10 +137,13 @@ func CleanCNI(match func(link string) bool) ([]string, error) {
 }
 
 // namesLink returns the ctb… link a rule's -i or -o names.
-func namesLink(line string) (string, bool) {
-	f := strings.Fields(line)
+func namesLink(line string) (string, bool) { return linkAfter(strings.Fields(line), "-i", "-o") }
+
+// linkAfter returns the first ctb… link that follows one of flags in the
+// fields of an iptables rule.
+func linkAfter(f []string, flags ...string) (string, bool) {
 	for i := 0; i+1 < len(f); i++ {
-		if (f[i] == "-i" || f[i] == "-o") && strings.HasPrefix(f[i+1], vocab.LinkPrefix) {
+		if slices.Contains(flags, f[i]) && strings.HasPrefix(f[i+1], vocab.LinkPrefix) {
 			return f[i+1], true
 		}
 	}
@@ -153,12 +157,7 @@ func Names(line string) (string, bool) {
 	if len(f) < 2 || f[0] != "-A" || f[1] != "FORWARD" || !strings.Contains(line, "--comment ctrbench") {
 		return "", false
 	}
-	for i := 2; i+1 < len(f); i++ {
-		if f[i] == "-i" && strings.HasPrefix(f[i+1], vocab.LinkPrefix) {
-			return f[i+1], true
-		}
-	}
-	return "", false
+	return linkAfter(f, "-i")
 }
 
 func run(args ...string) error {

@@ -298,14 +298,7 @@ func (l *Lab) DelayLines() (delayline.Stats, bool) {
 	l.mu.Unlock()
 	var all delayline.Stats
 	for _, ln := range lines {
-		s := ln.Stats()
-		all.Frames += s.Frames
-		all.Back += s.Back
-		all.Lost += s.Lost
-		all.Overflow += s.Overflow
-		all.Held += s.Held
-		all.LateNs += s.LateNs
-		all.CPU += s.CPU
+		all = all.Plus(ln.Stats())
 	}
 	return all, len(lines) > 0
 }

@@ -153,6 +153,25 @@ func inNS(path string, fn func() error) error {
 // window, so a broken MTU shows) and reads them back.
 func echo(t *testing.T, serverNS, serverIP, clientNS string) {
 	t.Helper()
+	c, where, done := echoConn(t, serverNS, serverIP, clientNS)
+	defer done()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := bytes.Repeat([]byte("ctrbench"), 32<<10)
+	go func() { _, _ = c.Write(msg) }()
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("%s: echo: %v", where, err)
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatalf("%s: echo differs", where)
+	}
+}
+
+// echoConn starts an echo server for one connection, bound to serverIP in
+// serverNS, and returns a client's connection to it from clientNS, "client
+// -> server" for messages, and done, which closes both ends.
+func echoConn(t *testing.T, serverNS, serverIP, clientNS string) (c net.Conn, where string, done func()) {
+	t.Helper()
 	var ln net.Listener
 	if err := inNS(serverNS, func() (err error) {
 		ln, err = net.Listen("tcp", net.JoinHostPort(serverIP, "0"))
@@ -160,7 +179,6 @@ func echo(t *testing.T, serverNS, serverIP, clientNS string) {
 	}); err != nil {
 		t.Fatalf("listening on %s: %v", serverIP, err)
 	}
-	defer ln.Close()
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
@@ -169,24 +187,15 @@ func echo(t *testing.T, serverNS, serverIP, clientNS string) {
 		defer c.Close()
 		_, _ = io.Copy(c, c)
 	}()
-	var c net.Conn
+	where = nsLabel(clientNS) + " -> " + ln.Addr().String()
 	if err := inNS(clientNS, func() (err error) {
 		c, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
 		return err
 	}); err != nil {
-		t.Fatalf("%s -> %s: %v", nsLabel(clientNS), ln.Addr(), err)
+		ln.Close()
+		t.Fatalf("%s: %v", where, err)
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	msg := bytes.Repeat([]byte("ctrbench"), 32<<10)
-	go func() { _, _ = c.Write(msg) }()
-	got := make([]byte, len(msg))
-	if _, err := io.ReadFull(c, got); err != nil {
-		t.Fatalf("%s -> %s: echo: %v", nsLabel(clientNS), ln.Addr(), err)
-	}
-	if !bytes.Equal(got, msg) {
-		t.Fatalf("%s -> %s: echo differs", nsLabel(clientNS), ln.Addr())
-	}
+	return c, where, func() { c.Close(); ln.Close() }
 }
 
 func nsLabel(path string) string {
@@ -894,30 +903,8 @@ func TestDelayLine(t *testing.T) {
 // from host 1 to host 2, shortest first.
 func roundTrips(t *testing.T, lab *Lab) []time.Duration {
 	t.Helper()
-	var ln net.Listener
-	if err := inNS(lab.HostNS(2), func() (err error) {
-		ln, err = net.Listen("tcp", net.JoinHostPort(lab.HostAddr(vocab.Host, 2), "0"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = io.Copy(c, c)
-	}()
-	var c net.Conn
-	if err := inNS(lab.HostNS(1), func() (err error) {
-		c, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _, done := echoConn(t, lab.HostNS(2), lab.HostAddr(vocab.Host, 2), lab.HostNS(1))
+	defer done()
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	var rtts []time.Duration
 	b := []byte{1}

@@ -180,6 +180,17 @@ func parseIperf3(stdout []byte, raw string, runErr error, udp bool) ([]result.Ob
 	return obs, "", nil
 }
 
+// Iperf3Throughput is a TCP run's throughput in Gbit/s, read from the JSON
+// iperf3 -J printed as the net.iperf3 workload reads it (make bench's
+// delay-line ceiling runs iperf3 itself between emulated hosts).
+func Iperf3Throughput(stdout []byte) (float64, error) {
+	obs, _, err := parseIperf3(stdout, "", nil, false)
+	if err != nil {
+		return 0, err
+	}
+	return obs[0].Value, nil
+}
+
 // iperf3UDP reads a UDP test: the rate is the receiver's bytes over the
 // receiver's window, as for net.udp_stream, never the sender's rate scaled
 // by the loss (the two windows and the datagrams still in flight at the end

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 )
 
 // blockingSock drives a TCP connection with blocking read and write system
@@ -95,9 +94,10 @@ func (b *blockingSock) Read(p []byte) (int, error) {
 	}
 }
 
-// Write first sends without waiting (MSG_DONTWAIT) as a raw system call,
-// which cannot block and so need not be announced to the Go scheduler; only
-// when the socket buffer is full does it fall back to a blocking write. The
+// Write first sends without waiting (MSG_DONTWAIT) as a raw system call
+// (rawWrite, the HTTP generator's send too), which cannot block and so need
+// not be announced to the Go scheduler; only when the socket buffer is
+// full does it fall back to a blocking write. The
 // announcement matters on a shared CPU: the send wakes the peer, the kernel
 // may run the peer at once, and a thread the scheduler believes is in a
 // system call that long has its P taken away and another thread woken
@@ -106,11 +106,10 @@ func (b *blockingSock) Read(p []byte) (int, error) {
 func (b *blockingSock) Write(p []byte) (int, error) {
 	w := 0
 	for w < len(p) {
-		r, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(b.fd), uintptr(unsafe.Pointer(&p[w])), uintptr(len(p)-w),
-			syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+		r, e := rawWrite(b.fd, p[w:])
 		switch e {
-		case 0:
-			w += int(r)
+		case nil:
+			w += r
 			continue
 		case syscall.EINTR:
 			continue

@@ -44,11 +44,12 @@ func TestConformance(t *testing.T) {
 			t.Errorf("podman processes of the campaign still run: %s", out)
 		}
 		// podman's bridge (CNI's, named by ctrbench) goes with the campaign.
-		if out, _ := exec.Command("ip", "-o", "link", "show", "type", "bridge").Output(); strings.Contains(string(out), engine.BridgeName(campaign+"-podman")) {
-			t.Errorf("podman's bridge %s is still there", engine.BridgeName(campaign+"-podman"))
+		br := engine.BridgeName(campaign + "-podman")
+		if out, _ := exec.Command("ip", "-o", "link", "show", "type", "bridge").Output(); strings.Contains(string(out), br) {
+			t.Errorf("podman's bridge %s is still there", br)
 		}
 		for _, chain := range []string{"CNI-ISOLATION-STAGE-1", "CNI-ISOLATION-STAGE-2"} {
-			if out, _ := exec.Command("iptables", "-w", "-S", chain).Output(); strings.Contains(string(out), engine.BridgeName(campaign+"-podman")) {
+			if out, _ := exec.Command("iptables", "-w", "-S", chain).Output(); strings.Contains(string(out), br) {
 				t.Errorf("iptables %s still names podman's bridge:\n%s", chain, out)
 			}
 		}
