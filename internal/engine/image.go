@@ -98,9 +98,22 @@ func buildImage(ctx context.Context, api API, plan *image.Context, labels map[st
 	go func() { pw.CloseWithError(plan.WriteTar(pw)) }()
 	// Unblocks the tar writer whichever way the build ends.
 	defer pr.Close()
+	return buildFrom(ctx, api, plan.Tag, pr, labels)
+}
 
-	resp, err := api.ImageBuild(ctx, pr, dockerbuild.ImageBuildOptions{
-		Tags:        []string{plan.Tag},
+// BuildFrom builds image tag from a build context an image plan wrote
+// (image.Context.WriteTar) elsewhere: a virtual machine's engine builds
+// the agent image from the context its host wrote to a disk.
+func (e *Engine) BuildFrom(ctx context.Context, tag string, buildContext io.Reader, labels map[string]string) error {
+	if err := buildFrom(ctx, e.api, tag, buildContext, labels); err != nil {
+		return fmt.Errorf("building image %s: %w", tag, err)
+	}
+	return nil
+}
+
+func buildFrom(ctx context.Context, api API, tag string, buildContext io.Reader, labels map[string]string) error {
+	resp, err := api.ImageBuild(ctx, buildContext, dockerbuild.ImageBuildOptions{
+		Tags:        []string{tag},
 		Labels:      labels,
 		Remove:      true,
 		ForceRemove: true,

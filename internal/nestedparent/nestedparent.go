@@ -99,7 +99,7 @@ func Run(ctx context.Context, c Config, stderr io.Writer) error {
 		return err
 	}
 	if c.Preloaded != "" {
-		if err := populate(c.DataRoot, c.Preloaded); err != nil {
+		if err := Populate(c.DataRoot, c.Preloaded); err != nil {
 			return fmt.Errorf("preloaded image store %s: %w", c.Preloaded, err)
 		}
 	}
@@ -203,12 +203,12 @@ func lookPath(name string) (string, error) {
 // carried over.
 var storeDirs = []string{"image", "overlay2"}
 
-// populate makes dst an engine data root from the prepared store src:
+// Populate makes dst an engine data root from the prepared store src:
 // its image parts copied, except the overlay2 layers' contents
 // (overlay2/<id>/diff), which are bind-mounted read-only — the store's
 // layers are shared, never written (each container's writable layer is a
 // new directory of its own).
-func populate(dst, src string) error {
+func Populate(dst, src string) error {
 	for _, dir := range storeDirs {
 		if err := populateDir(dst, src, dir); err != nil {
 			return err

@@ -71,7 +71,7 @@ func TestPopulate(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(store, "overlay2/l"), 0o755)
 	os.Symlink("../abc/diff", filepath.Join(store, "overlay2/l/L1"))
-	if err := populate(dst, store); err != nil {
+	if err := Populate(dst, store); err != nil {
 		t.Fatal(err)
 	}
 	diff := filepath.Join(dst, "overlay2/abc/diff")

@@ -73,6 +73,8 @@ type Config struct {
 	// with a copy that lacks it before any of the workload's processes
 	// start.
 	Env []string `json:"env,omitempty"`
+	// Engine, when set, runs the agent in a Docker Engine in the machine.
+	Engine *Engine `json:"engine,omitempty"`
 }
 
 // Encode is the Config as Param's value.
@@ -153,6 +155,9 @@ func run(stderr io.Writer) (int, error) {
 	if err := raw(port); err != nil {
 		return 0, err
 	}
+	if cfg.Engine != nil {
+		return runEngine(cfg, port, stderr)
+	}
 	cmd := exec.Command("/ctrbench", cfg.Args...)
 	cmd.Stdout, cmd.Stderr = port, stderr
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
@@ -167,7 +172,7 @@ func run(stderr io.Writer) (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	go control(port, cmd.Process)
+	go control(port, func(s syscall.Signal) { _ = cmd.Process.Signal(s) })
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	switch {
@@ -209,16 +214,16 @@ func hideKey(cfg Config) error {
 }
 
 // control passes the host's control lines to the agent as signals.
-func control(port io.Reader, p *os.Process) {
+func control(port io.Reader, signal func(syscall.Signal)) {
 	sc := bufio.NewScanner(port)
 	for sc.Scan() {
 		switch strings.TrimSpace(sc.Text()) {
 		case CtlTerm:
-			_ = p.Signal(syscall.SIGTERM)
+			signal(syscall.SIGTERM)
 		case CtlGo:
-			_ = p.Signal(syscall.SIGUSR1)
+			signal(syscall.SIGUSR1)
 		case CtlKill:
-			_ = p.Kill()
+			signal(syscall.SIGKILL)
 		}
 	}
 }

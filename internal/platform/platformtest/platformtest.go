@@ -29,6 +29,9 @@ type Options struct {
 	// Caps are the platform's declared capabilities: the phases it says it
 	// times must be timed.
 	Caps platform.Capabilities
+	// Options are the levels of the platform's own factors every
+	// instance is started with (InstanceSpec.Options).
+	Options map[string]string
 }
 
 // Run runs the suite against p, already Prepared for campaign with the
@@ -79,7 +82,7 @@ func (s *suite) spec(network vocab.Network, inv invocation.Agent) platform.Insta
 	// On a platform that brings its nodes, the suite's instances share
 	// node 1: a client on the host network reaches its server over
 	// loopback there.
-	sp := platform.InstanceSpec{Name: s.campaign + "-i" + strconv.Itoa(s.n), Agent: inv, Network: network, Labels: s.labels}
+	sp := platform.InstanceSpec{Name: s.campaign + "-i" + strconv.Itoa(s.n), Agent: inv, Network: network, Labels: s.labels, Options: s.o.Options}
 	if s.o.Caps.Nodes != nil {
 		sp.Host = 1
 	}

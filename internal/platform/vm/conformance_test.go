@@ -41,6 +41,32 @@ func TestConformance(t *testing.T) {
 		Storages: map[vocab.Storage]string{vocab.Layer: "ext4"}, Caps: vm.Caps})
 }
 
+// TestConformanceEngineInside: the same suite with the agent in a
+// container of a Docker Engine inside each machine (vm.engine docker):
+// its data directory is the container's writable layer (overlay), the
+// image store a seed machine built, mounted read-only.
+func TestConformanceEngineInside(t *testing.T) {
+	needVM(t)
+	ctx := context.Background()
+	campaign, labels := platformtest.NewCampaign("test-vme")
+	p := vm.New(testutil.Binary(t))
+	nets := []vocab.Network{vocab.Bridge}
+	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets,
+		Options: map[string][]string{vm.FEngine: {vm.EngineDocker}}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v", p.Info())
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		leftovers(t, campaign)
+	})
+	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets,
+		Storages: map[vocab.Storage]string{vocab.Layer: "overlay"}, Caps: vm.Caps,
+		Options: map[string]string{vm.FEngine: vm.EngineDocker}})
+}
+
 // TestCleanAfterKill: a machine a killed run left is removed, with its
 // tap, bridge and directory, by the driver's Clean.
 func TestCleanAfterKill(t *testing.T) {

@@ -33,6 +33,15 @@ var Caps = platform.Capabilities{
 	Phases:     []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:      true,
 	UserImages: true,
+	Factors: []platform.Factor{
+		{Name: FEngine, Default: EngineNone, Doc: "what runs the agent in the machine: none (the machine's init starts it, a process in the machine) or docker (a container of a Docker Engine in the machine, on the machine's network, writing to its layer; the engine is the docker.io package's, its image store built once by a seed machine)",
+			Check: func(v string) (string, error) {
+				if v != EngineNone && v != EngineDocker {
+					return "", fmt.Errorf("want %s or %s", EngineNone, EngineDocker)
+				}
+				return v, nil
+			}},
+	},
 }
 
 func init() {
@@ -76,7 +85,7 @@ func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error)
 	})
 	if err == nil && o.Images && o.Campaign == "" {
 		var removed []string
-		removed, err = workdir.RemoveCaches("vm initramfs files", ImageRoot)
+		removed, err = workdir.RemoveCaches("vm initramfs files and image stores", ImageRoot)
 		out.Removed = append(out.Removed, removed...)
 	}
 	return out, err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -131,8 +132,8 @@ type initramfs struct {
 // buildInitramfs writes the machines' initramfs: the agent image's
 // content (the static binary, the tools and their libraries) with the
 // kernel's virtio modules and their load order, once per content.
-func buildInitramfs(binary string, tools []string, k Kernel) (initramfs, error) {
-	modules, err := kernelModules(k)
+func buildInitramfs(binary string, tools []string, k Kernel, moreModules ...string) (initramfs, error) {
+	modules, err := kernelModules(k, moreModules...)
 	if err != nil {
 		return initramfs{}, err
 	}
@@ -147,12 +148,12 @@ func buildInitramfs(binary string, tools []string, k Kernel) (initramfs, error) 
 }
 
 // kernelModules are the module files the machine loads, in load order.
-func kernelModules(k Kernel) ([]string, error) {
+func kernelModules(k Kernel, more ...string) ([]string, error) {
 	dep, err := os.Open(filepath.Join(modulesDir, k.Version, "modules.dep"))
 	if err != nil {
 		return nil, err
 	}
-	order, err := ModuleOrder(dep, builtinModules(k.Version), wantModules)
+	order, err := ModuleOrder(dep, builtinModules(k.Version), append(slices.Clone(wantModules), more...))
 	dep.Close()
 	if err != nil {
 		return nil, fmt.Errorf("kernel %s: %w", k.Version, err)

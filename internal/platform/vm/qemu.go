@@ -89,7 +89,9 @@ type machine struct {
 	Tap       string // the NIC's tap; "" without a NIC
 	MAC       string
 	Disk      string // the data disk's image; "" without one
-	Init      vminit.Config
+	// Drives are more disk images, read-only, after Disk (vdb, vdc…).
+	Drives []string
+	Init   vminit.Config
 }
 
 // defaultMemoryMB is a machine's memory without a memory limit.
@@ -156,6 +158,12 @@ func (m machine) Args() ([]string, error) {
 			return nil, errors.New("disk image path has a comma")
 		}
 		args = append(args, "-drive", "file="+m.Disk+",if=virtio,format=raw,cache=none,aio=threads")
+	}
+	for _, d := range m.Drives {
+		if strings.ContainsAny(d, ",") {
+			return nil, errors.New("disk image path has a comma")
+		}
+		args = append(args, "-drive", "file="+d+",if=virtio,format=raw,readonly=on,cache=none,aio=threads")
 	}
 	return args, nil
 }

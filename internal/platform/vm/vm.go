@@ -25,13 +25,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/hostbridge"
+	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vminit"
@@ -51,7 +54,7 @@ const bridgeNet = "198.18.203."
 const diskSize = 8 << 30
 
 // qemuBinary is the emulator of the machine's own architecture.
-const qemuBinary = "qemu-system-x86_64"
+var qemuBinary = "qemu-system-x86_64"
 
 // Platform runs agents in virtual machines, for one campaign.
 type Platform struct {
@@ -66,6 +69,7 @@ type Platform struct {
 	bridge   *hostbridge.Bridge
 	version  string
 	users    map[string]userInitrd // users' images' initramfs, by platform.Image.Key
+	engine   engineImage           // machines with an engine inside (FEngine)
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -118,6 +122,11 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err := p.userImages(ctx, s.Images, progress); err != nil {
 		return err
 	}
+	if slices.Contains(s.Options[FEngine], EngineDocker) {
+		if err := p.prepareEngine(ctx, s.Tools, progress); err != nil {
+			return err
+		}
+	}
 	if p.bridge == nil {
 		b, err := hostbridge.Make(BridgeName(p.campaign), bridgeNet)
 		if err != nil {
@@ -147,6 +156,10 @@ func (p *Platform) Info() map[string]string {
 	if p.accel.Reason != "" {
 		info["vm.accel_reason"] = p.accel.Reason
 		info["vm."+vocab.InfoNotComparable] = "emulated (TCG: " + p.accel.Reason + "); QEMU interprets every instruction, so these numbers say how slow emulation is, nothing about a hypervisor's cost"
+	}
+	if p.engine.store != "" {
+		info["vm.engine"] = "dockerd of the docker.io package in the machines with " + FEngine + " " + EngineDocker + " (" + p.engine.version + "), its agent image " + p.engine.tag
+		info["vm.engine_store"] = p.engine.store
 	}
 	if p.bridge != nil {
 		info["vm.bridge"] = p.bridge.Name
@@ -186,15 +199,11 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if spec.Storage != "" && spec.Storage != vocab.Layer {
 		return nil, fmt.Errorf("vm %s: a virtual machine writes to its own disk only (storage %s), not %s", spec.Name, vocab.Layer, spec.Storage)
 	}
-	initrd := p.initrd.Path
-	var seen map[string]string
-	if spec.Image != nil {
-		u, ok := p.users[spec.Image.Key()]
-		if !ok {
-			return nil, fmt.Errorf("vm %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
-		}
-		initrd, seen = u.Path, map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: u.digest}
+	what, err := p.bootOf(spec)
+	if err != nil {
+		return nil, fmt.Errorf("vm %s: %w", spec.Name, err)
 	}
+	initrd, seen, inv, drives, inside := what.initrd, what.seen, what.inv, what.drives, what.inside
 	dir := filepath.Join(p.work, "m", spec.Name)
 	in := &instance{p: p, name: spec.Name, dir: dir, done: make(chan struct{}), console: filepath.Join(dir, "console.log"),
 		seen: seen, Clock: platform.NewClock(requested)}
@@ -218,12 +227,10 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err := makeDisk(disk); err != nil {
 		return fail(err)
 	}
-	inv := spec.Agent
-	inv.DataDir = vminit.DataMount
 	m := machine{Name: "ctrbench-" + spec.Name, Accel: p.accel, CPUs: spec.Limits.CPUs, HostCPUs: runtime.NumCPU(),
 		MemoryMB: spec.Limits.MemoryBytes >> 20, Kernel: p.kernel.Path, Initramfs: initrd, Console: in.console,
-		Tap: in.tap, MAC: macFor(n), Disk: disk,
-		Init: vminit.Config{Args: inv.Args(), Address: ip + "/24", Gateway: p.bridge.Gateway(), Disk: "/dev/vda", Env: inv.Env()}}
+		Tap: in.tap, MAC: macFor(n), Disk: disk, Drives: drives,
+		Init: vminit.Config{Args: inv.Args(), Address: ip + "/24", Gateway: p.bridge.Gateway(), Disk: "/dev/vda", Env: inv.Env(), Engine: inside}}
 	args, err := m.Args()
 	if err != nil {
 		return fail(err)
@@ -235,40 +242,57 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return fail(fmt.Errorf("cgroup: %w", err))
 	}
 	in.group = g
+	in.args = args
 	in.Mark(vocab.Create)
-	cmd := exec.Command(qemuBinary, args...)
-	// Dies with ctrbench; its own process group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	out, w, err := os.Pipe()
+	b, err := in.boot()
 	if err != nil {
 		return fail(err)
 	}
-	ctl, err := cmd.StdinPipe()
-	if err != nil {
-		return fail(err)
-	}
-	cmd.Stdout = w
-	cmd.Stderr = &in.qemuErr
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		out.Close()
-		return fail(fmt.Errorf("starting QEMU: %w", err))
-	}
-	if err := g.Add(cmd.Process.Pid); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		out.Close()
-		return fail(err)
-	}
-	in.cmd, in.stdout, in.ctl = cmd, out, ctl
+	in.cur = b
+	in.stdout, in.pw = io.Pipe()
 	in.Mark(vocab.Start)
-	go func() {
-		in.err = cmd.Wait()
-		in.Mark(vocab.Exit)
-		close(in.done)
-	}()
+	go in.supervise(b)
 	return in, nil
+}
+
+// booted is what a machine boots: its initramfs, more disks, the engine
+// inside it, the agent's invocation, and what a trial records of them.
+type booted struct {
+	initrd string
+	drives []string
+	inside *vminit.Engine
+	inv    invocation.Agent
+	seen   map[string]string
+}
+
+// bootOf is what spec's machine boots: ctrbench's initramfs with the
+// agent as init's child, a user's image's, or the engine's initramfs and
+// image store (FEngine).
+func (p *Platform) bootOf(spec platform.InstanceSpec) (booted, error) {
+	b := booted{initrd: p.initrd.Path, inv: spec.Agent}
+	b.inv.DataDir = vminit.DataMount
+	switch {
+	case spec.Options[FEngine] == EngineDocker:
+		if spec.Image != nil {
+			return b, fmt.Errorf("a user's image in a machine's engine is not built yet: run it with %s %s, or on the docker platform", FEngine, EngineNone)
+		}
+		if p.engine.store == "" {
+			return b, fmt.Errorf("%s %s not prepared (Setup.Options lacks it)", FEngine, EngineDocker)
+		}
+		b.initrd, b.drives = p.engine.initrd.Path, []string{p.engine.store}
+		b.inside = &vminit.Engine{Image: p.engine.tag, Device: "/dev/vdb"}
+		// The agent writes in its container's writable layer (overlay2 on
+		// the machine's disk), as the docker platform's do in theirs.
+		b.inv.DataDir = ""
+		b.seen = map[string]string{FEngine: EngineDocker, "vm.engine_image": p.engine.tag}
+	case spec.Image != nil:
+		u, ok := p.users[spec.Image.Key()]
+		if !ok {
+			return b, fmt.Errorf("image %s not prepared (Setup.Images lacks it)", spec.Image)
+		}
+		b.initrd, b.seen = u.Path, map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: u.digest}
+	}
+	return b, nil
 }
 
 // makeDisk creates a sparse disk image with an ext4 file system.
@@ -305,24 +329,41 @@ type instance struct {
 	ip      string
 	tap     string
 	group   *cgroup.Group
-	cmd     *exec.Cmd
-	stdout  io.ReadCloser
-	ctl     io.WriteCloser
+	args    []string       // QEMU's, for a second boot (lockup.go)
+	stdout  *io.PipeReader // the agent's output, across boots
+	pw      *io.PipeWriter
 	qemuErr bytes.Buffer      // QEMU's own messages (safe: read after done)
 	seen    map[string]string // the user's image it boots
 	done    chan struct{}
 	err     error
+	lockup  string // the kernel's lockup message that ended it ("" if none)
 	once    sync.Once
 
-	ctlMu sync.Mutex
+	mu       sync.Mutex
+	cur      boot // the QEMU process running the machine now
+	removing bool
+	restarts int
+	output   atomic.Bool // the agent's output has begun
 	*platform.Clock
 }
 
 func (in *instance) Stdout() io.Reader { return in.stdout }
 
-// Seen implements platform.Seer: the user's image the machine booted.
-func (in *instance) Seen() map[string]string { return maps.Clone(in.seen) }
-func (in *instance) IP() string              { return in.ip }
+// Seen implements platform.Seer: the user's image the machine booted, its
+// engine, and a restart after its kernel locked up while booting.
+func (in *instance) Seen() map[string]string {
+	out := maps.Clone(in.seen)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.restarts > 0 {
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[SeenRestarts] = strconv.Itoa(in.restarts)
+	}
+	return out
+}
+func (in *instance) IP() string { return in.ip }
 
 // consoleTail is the end of the machine's console.
 func (in *instance) consoleTail() string {
@@ -343,6 +384,9 @@ func (in *instance) Wait(ctx context.Context) (platform.Exit, error) {
 		return platform.Exit{Code: -1, Stderr: in.consoleTail()}, ctx.Err()
 	}
 	console := in.consoleTail()
+	if in.lockup != "" {
+		return platform.Exit{Code: -1, Stderr: console}, fmt.Errorf("its kernel locked up (%q), and ctrbench stopped it: seen under TCG emulation, a platform's failure, not the workload's", in.lockup)
+	}
 	if code, ok := vminit.ParseExit(console); ok {
 		return platform.Exit{Code: code, Stderr: console}, nil
 	}
@@ -360,9 +404,9 @@ func (in *instance) send(line string) error {
 		return nil
 	default:
 	}
-	in.ctlMu.Lock()
-	defer in.ctlMu.Unlock()
-	_, err := io.WriteString(in.ctl, line+"\n")
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	_, err := io.WriteString(in.cur.ctl, line+"\n")
 	return err
 }
 
@@ -376,11 +420,15 @@ func (in *instance) Go(context.Context) error { return in.send(vminit.CtlGo) }
 // state worth a shutdown) and its tap, disk and cgroup go.
 func (in *instance) Remove(context.Context) error {
 	in.once.Do(func() {
-		if in.cmd != nil {
+		in.mu.Lock()
+		in.removing = true
+		b := in.cur
+		in.mu.Unlock()
+		if b.cmd != nil {
 			select {
 			case <-in.done:
 			default:
-				_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+				b.kill()
 				<-in.done
 			}
 			in.stdout.Close()

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/platform/vm"
+)
+
+// Issue 29: containers inside virtual machines, where S2 and S3 ran
+// Docker. The workloads run as containers of a Docker Engine inside each
+// machine (vm.engine docker; the process the machine's init starts, none,
+// is the vm platform's conformance suite and every other vm test): a CPU
+// kernel, a disk test in the data directory (the container's overlay
+// layer on the machine's ext4 disk) and request/response between two
+// machines on the bridge. Every trial must be ok and say where it ran;
+// nothing is left. Functional only: under emulation (TCG) the numbers say
+// nothing about a hypervisor.
+func TestVMWithEngineInside(t *testing.T) {
+	requireDocker(t)
+	if err := vm.Available(); err != nil {
+		t.Skip(err)
+	}
+	db, id := runStored(t, `name: e2e-vm-engine
+seed: 3
+repetitions: 1
+warmup: 0
+timeout: 3m
+factors:
+  platform: [vm]
+  network: [bridge]
+  vm.engine: [docker]
+workloads:
+  - {name: cpu, type: cpu.primes, params: {duration: 1s, max_prime: 2000}}
+  - {name: disk, type: disk.fio, params: {size: 16MiB, runtime: 500ms}}
+  - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
+`)
+	cells, workloads := cellFactors(t, db, id), cellWorkloads(t, db, id)
+	n := 0
+	for _, tr := range storedTrials(t, db, id) {
+		engine := cells[tr.CellID][vm.FEngine]
+		if tr.Status != "ok" {
+			t.Errorf("trial %d (%s, %s): %s %s", tr.Seq, engine, workloads[tr.CellID], tr.Status, tr.Error)
+			continue
+		}
+		n++
+		if got := tr.Seen["platform.vm.engine"]; got != vm.EngineDocker {
+			t.Errorf("trial %d (%s): seen vm.engine %q", tr.Seq, engine, got)
+		}
+		m := trialMeasures(tr)
+		switch workloads[tr.CellID] {
+		case "cpu":
+			if m["events_per_sec"] <= 0 {
+				t.Errorf("trial %d (%s): %v", tr.Seq, engine, m)
+			}
+		case "disk":
+			if fs := tr.Seen["data.fstype"]; fs != "overlay" || m["seq_write_mbs"] <= 0 {
+				t.Errorf("trial %d (%s): data on %q (want the container's overlay layer), %v", tr.Seq, engine, fs, m)
+			}
+		case "rr":
+			if m["transactions_per_sec"] <= 0 {
+				t.Errorf("trial %d (%s): %v", tr.Seq, engine, m)
+			}
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d ok trials, want 3", n)
+	}
+}
