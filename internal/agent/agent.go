@@ -364,6 +364,10 @@ func Loop(ctx context.Context, o Options) error {
 		spec += "=" + o.Params
 	}
 	ns, err := resolveNeighbours([]string{spec})
+	if err == nil && o.Role != "" && o.Role != workload.Main {
+		// One end of a client/server neighbour, its other in another instance.
+		ns[0].End = &neighbour.End{Role: o.Role, Bind: o.Bind, Port: o.Port, Target: o.Target}
+	}
 	if err == nil && len(o.JoinCgroups) > 0 {
 		err = cgroup.JoinSelf(o.JoinCgroups)
 	}

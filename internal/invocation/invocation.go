@@ -198,12 +198,14 @@ func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
 	fs.StringVar(&d.a.DataDir, flagDataDir, "", "directory in which disk workloads write (default: the system's temporary directory)")
 	fs.StringVar(&d.telemetry, flagTelemetry, "", "counters that are this instance's own: cgroup, netns (comma-separated)")
 	fs.StringVar(&d.join, flagJoinCgroups, "", "cgroup directories to enter before any work (comma-separated)")
+	// A neighbour loops one end of a client/server workload when given
+	// its role (its other end in another instance); every end otherwise.
+	fs.StringVar(&d.a.Role, flagRole, "", "role, e.g. server or client (default main"+map[Kind]string{Loop: "; a neighbour: every role, over loopback"}[kind]+")")
+	fs.StringVar(&d.a.Bind, flagBind, "", "address a server listens on (default 127.0.0.1)")
+	fs.IntVar(&d.a.Port, flagPort, 0, "port a server listens on (default: any free one)")
+	fs.StringVar(&d.a.Target, flagTarget, "", "host:port of the server, for a client")
 	if kind == Run {
-		fs.StringVar(&d.a.Role, flagRole, "", "role, e.g. server or client (default main)")
 		fs.StringVar(&d.a.Root, flagRoot, "", "root filesystem of a user's image the workload's commands run in (chroot)")
-		fs.StringVar(&d.a.Bind, flagBind, "", "address a server listens on (default 127.0.0.1)")
-		fs.IntVar(&d.a.Port, flagPort, 0, "port a server listens on (default: any free one)")
-		fs.StringVar(&d.a.Target, flagTarget, "", "host:port of the server, for a client")
 		fs.StringArrayVar(&d.neighbours, flagNeighbour, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
 		fs.BoolVar(&d.a.WaitNet, flagWaitNet, false, "wait until an interface besides loopback has an address (ctrbench wires the namespace from outside)")
 		fs.BoolVar(&d.a.WaitRoute, flagWaitRoute, false, "before the workload, wait until the target's host answers an ICMP echo (a cluster's overlay learns new addresses by gossip)")

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -26,6 +27,21 @@ const Idle = "idle"
 type Spec struct {
 	Type   string
 	Params workload.Values
+	// End, when set, is the one role of a client/server workload this
+	// neighbour loops, its other end in another instance (S0's netperf
+	// neighbour across the bridge); unset, every role runs here, chained
+	// over loopback.
+	End *End
+}
+
+// End is one end of a client/server neighbour: its role and, for the
+// server, where it listens (one port, the same every iteration), for the
+// client the server's host:port.
+type End struct {
+	Role   string
+	Bind   string
+	Port   int
+	Target string
 }
 
 // Parse reads "TYPE=JSON" as given on the agent's command line.
@@ -110,8 +126,10 @@ func loop(ctx context.Context, s Spec, rep *Report, started func(), dataDir stri
 	}
 	for ctx.Err() == nil {
 		t0 := time.Now()
-		started()
-		err := once(ctx, spec, s.Params, dataDir, logf)
+		if s.End == nil || spec.RoleList()[0] != s.End.Role {
+			started() // a server has begun once it listens (once)
+		}
+		err := once(ctx, spec, s, dataDir, logf, started)
 		rep.Windows = append(rep.Windows, Window{Start: t0, End: time.Now()})
 		switch {
 		case ctx.Err() != nil:
@@ -131,10 +149,15 @@ func loop(ctx context.Context, s Spec, rep *Report, started func(), dataDir stri
 	}
 }
 
+// refusedFor is how long a client end tries again while its server does
+// not listen, before its iteration fails.
+const refusedFor = 5 * time.Second
+
 // once runs a workload a single time. A multi-role neighbour runs all its
 // roles here, chained over loopback: the load lands on this instance's
 // CPUs and network stack.
-func once(ctx context.Context, spec *workload.Spec, p workload.Values, dataDir string, logf func(string, ...any)) error {
+func once(ctx context.Context, spec *workload.Spec, s Spec, dataDir string, logf func(string, ...any), listening func()) error {
+	p := s.Params
 	data, err := os.MkdirTemp(dataDir, "ctrbench-neighbour-")
 	if err != nil {
 		return fmt.Errorf("making a data directory: %w", err)
@@ -143,6 +166,24 @@ func once(ctx context.Context, spec *workload.Spec, p workload.Values, dataDir s
 	roles := spec.RoleList()
 	env := func(role string) workload.Env {
 		return workload.Env{Role: role, Bind: "127.0.0.1", Log: logf, Ready: func(string) {}, DataDir: data}
+	}
+	if e := s.End; e != nil {
+		run, ok := spec.Run[e.Role]
+		if !ok {
+			return fmt.Errorf("%s has no role %q (roles: %s)", spec.Type, e.Role, strings.Join(roles, ", "))
+		}
+		env := env(e.Role)
+		env.Bind, env.Port, env.Target = e.Bind, e.Port, e.Target
+		env.Ready = func(string) { listening() }
+		// A client between two of its server's iterations finds no one
+		// listening for a moment: it tries again at once, in the same
+		// iteration, rather than leave a gap in the load.
+		for end := time.Now().Add(refusedFor); ; time.Sleep(2 * time.Millisecond) {
+			_, _, err := run(ctx, p, env)
+			if e.Target == "" || !errors.Is(err, syscall.ECONNREFUSED) || ctx.Err() != nil || time.Now().After(end) {
+				return err
+			}
+		}
 	}
 	if len(roles) == 1 {
 		_, _, err := spec.Run[roles[0]](ctx, p, env(roles[0]))

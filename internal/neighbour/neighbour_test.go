@@ -84,3 +84,43 @@ func TestNeighboursLoopAndCover(t *testing.T) {
 		}
 	}
 }
+
+// TestEndsLoopApart: a client/server neighbour split into its two ends —
+// the server listening on one port every iteration, the client reaching
+// it — loops as the whole does: the server's first iteration has begun
+// once it listens, so the client never starts before it, and both ends
+// iterate without a failure (a client between two of the server's
+// iterations finds no one listening for a moment, and tries again within
+// its iteration).
+func TestEndsLoopApart(t *testing.T) {
+	p := map[string]string{"duration": "100ms"}
+	srv := resolve(t, "net.tcp_stream", p)
+	srv.End = &End{Role: "server", Bind: "127.0.0.1", Port: 15211}
+	cli := resolve(t, "net.tcp_stream", p)
+	cli.End = &End{Role: "client", Target: "127.0.0.1:15211"}
+	rs, err := Start(context.Background(), []Spec{srv}, t.TempDir(), func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := Start(context.Background(), []Spec{cli}, t.TempDir(), func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	c, s := rc.Stop()[0], rs.Stop()[0]
+	for _, rep := range []Report{s, c} {
+		if rep.Iterations < 3 || rep.Failures > 0 {
+			t.Errorf("%s end: %d iterations, %d failures (%s)", rep.Type, rep.Iterations, rep.Failures, rep.LastError)
+		}
+	}
+	bad := srv
+	bad.End = &End{Role: "pong"}
+	rb, err := Start(context.Background(), []Spec{bad}, t.TempDir(), func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if rep := rb.Stop()[0]; rep.Iterations != 0 || !strings.Contains(rep.LastError, `no role "pong"`) {
+		t.Errorf("an unknown role: %+v", rep)
+	}
+}

@@ -77,6 +77,11 @@ func instancesOf(c *Cell) map[platformCost]int {
 	}
 	if c.Neighbours.Separate {
 		out[costOf(c.Neighbours.Role)] += len(c.Neighbours.Specs)
+		for _, ends := range c.Neighbours.Ends {
+			if ends != nil { // a client/server neighbour: its server too
+				out[costOf(c.Neighbours.Role)]++
+			}
+		}
 	}
 	return out
 }

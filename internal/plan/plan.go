@@ -78,6 +78,14 @@ type Neighbours struct {
 	Separate bool
 	Role     Role
 	Images   []*platform.Image
+	// Ends, for a separate neighbour whose workload is a client and a
+	// server on one TCP port (S0's netperf N), are its roles, server
+	// first: each end runs in an instance of its own, placed as Role, the
+	// client reaching the server as Link says (across the cell's network,
+	// as S0's crossed the bridge). Nil: every role in one instance, over
+	// loopback.
+	Ends [][]string
+	Link Link
 }
 
 // Cell is a cell resolved for running.
@@ -269,12 +277,23 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 		n.Specs = append(n.Specs, w.Type+"="+string(p))
 	}
 	n.Separate = len(n.Specs) > 0 && c.Factors[vocab.FPackaging] == vocab.PackSeparate
-	if n.Separate {
-		r, err := place(c, vocab.RoleNeighbour, []string{vocab.RoleNeighbour})
-		if err != nil {
-			return n, err
+	if !n.Separate {
+		return n, nil
+	}
+	r, err := place(c, vocab.RoleNeighbour, []string{vocab.RoleNeighbour})
+	if err != nil {
+		return n, err
+	}
+	n.Role = r
+	n.Ends = make([][]string, len(n.Specs))
+	for i, sp := range n.Specs {
+		typ, _, _ := strings.Cut(sp, "=")
+		if ws, ok := workload.Lookup(typ); ok && ws.OneTCPPort && len(ws.RoleList()) == 2 {
+			n.Ends[i] = ws.RoleList()
 		}
-		n.Role = r
+	}
+	if n.Link, err = link(r, r); err != nil {
+		return n, fmt.Errorf("the neighbours' two ends: %w", err)
 	}
 	return n, nil
 }

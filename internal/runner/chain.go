@@ -86,7 +86,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error
 	var loops []*watched
 	if c.Neighbours.Separate {
 		var err error
-		if loops, err = startNeighbours(ctx, in, c, nameOf); err != nil {
+		if loops, err = startNeighbours(ctx, env, in, c, nameOf); err != nil {
 			return out, err
 		}
 	}

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/neighbour"
@@ -11,28 +13,74 @@ import (
 )
 
 // startNeighbours starts each neighbour of a separate-packaging cell in an
-// instance of its own and returns once each is under way, so the target
-// never starts alone.
-func startNeighbours(ctx context.Context, in *instances, c *plan.Cell, nameOf func(role string) string) ([]*watched, error) {
+// instance of its own — a client/server neighbour in two, its server's
+// first — and returns once each is under way, so the target never starts
+// alone.
+func startNeighbours(ctx context.Context, env *Env, in *instances, c *plan.Cell, nameOf func(role string) string) ([]*watched, error) {
 	var loops []*watched
 	for i, nb := range c.Neighbours.Specs {
 		typ, params := neighbour.Parse(nb)
-		var none string
 		role := c.Neighbours.Role
 		if i < len(c.Neighbours.Images) {
 			role.Image = c.Neighbours.Images[i]
 		}
-		r, err := in.start(ctx, role, nameOf(fmt.Sprintf("neighbour%d", i+1)),
-			invocation.Agent{Kind: invocation.Loop, Workload: typ, Params: params}, &none)
-		if err != nil {
-			return nil, err
+		name := fmt.Sprintf("neighbour%d", i+1)
+		loop := invocation.Agent{Kind: invocation.Loop, Workload: typ, Params: params}
+		var ends []invocation.Agent
+		if i < len(c.Neighbours.Ends) && c.Neighbours.Ends[i] != nil {
+			loop.Role = c.Neighbours.Ends[i][0]
+			srv, err := startEnd(ctx, env, in, c.Neighbours.Link, role, nameOf(name+"-"+loop.Role), loop)
+			if err != nil {
+				return nil, fmt.Errorf("neighbour %s: %w", typ, err)
+			}
+			loops = append(loops, srv.watched)
+			loop.Role, loop.Target = c.Neighbours.Ends[i][1], srv.target
+			name += "-" + loop.Role
 		}
-		if _, err := r.awaitReady(ctx); err != nil {
-			return nil, fmt.Errorf("neighbour %s: %w", typ, err)
+		ends = append(ends, loop)
+		for _, inv := range ends {
+			var none string
+			r, err := in.start(ctx, role, nameOf(name), inv, &none)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := r.awaitReady(ctx); err != nil {
+				return nil, fmt.Errorf("neighbour %s: %w", typ, err)
+			}
+			loops = append(loops, r.watched)
 		}
-		loops = append(loops, r.watched)
 	}
 	return loops, nil
+}
+
+// neighbourServer is the server end of a client/server neighbour, and
+// where its client reaches it.
+type neighbourServer struct {
+	*started
+	target string
+}
+
+// startEnd starts the server end of a client/server neighbour on the
+// port every iteration listens on, and returns once it listens.
+func startEnd(ctx context.Context, env *Env, in *instances, link plan.Link, role plan.Role, name string, loop invocation.Agent) (neighbourServer, error) {
+	bind, err := env.resolve(link.Bind, "")
+	if err != nil {
+		return neighbourServer{}, fmt.Errorf("where its server listens: %w", err)
+	}
+	loop.Bind, loop.Port = bind, plan.PublishedPort
+	var none string
+	s, err := in.start(ctx, role, name, loop, &none)
+	if err != nil {
+		return neighbourServer{}, err
+	}
+	if _, err := s.awaitReady(ctx); err != nil {
+		return neighbourServer{}, err
+	}
+	host, err := env.resolve(link.Target, s.ip)
+	if err != nil {
+		return neighbourServer{}, fmt.Errorf("its server's address: %w", err)
+	}
+	return neighbourServer{started: s, target: net.JoinHostPort(host, strconv.Itoa(plan.PublishedPort))}, nil
 }
 
 // stopNeighbours ends neighbours that ran in their own instances and adds
