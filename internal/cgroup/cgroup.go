@@ -342,6 +342,46 @@ func (g *Group) createV2(name string, sp Spec) error {
 	return errors.Join(errs...)
 }
 
+// SetCPUs changes the group's CFS quota to cores (0: none), for what runs
+// in it from now on and below it (an emulated machine's quota, trial by
+// trial).
+func (g *Group) SetCPUs(cores float64) error {
+	const period = 100000
+	quota := int(cores * period)
+	if V2() {
+		if len(g.Dirs) == 0 {
+			return errors.New("the group has no directory")
+		}
+		v := "max " + strconv.Itoa(period)
+		if cores > 0 {
+			v = fmt.Sprintf("%d %d", quota, period)
+		}
+		return os.WriteFile(filepath.Join(g.Dirs[0], "cpu.max"), []byte(v), 0o644)
+	}
+	dir, ok := g.dirOf("cpu")
+	if !ok {
+		return errors.New("the group has no cpu controller")
+	}
+	if cores <= 0 {
+		quota = -1
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), []byte(strconv.Itoa(period)), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), []byte(strconv.Itoa(quota)), 0o644)
+}
+
+// dirOf is the group's directory in controller ctrl's hierarchy (v1).
+func (g *Group) dirOf(ctrl string) (string, bool) {
+	prefix := filepath.Join(Root, ctrl) + "/"
+	for _, d := range g.Dirs {
+		if strings.HasPrefix(d, prefix) {
+			return d, true
+		}
+	}
+	return "", false
+}
+
 // JoinSelf moves the calling process into every directory of dirs.
 func JoinSelf(dirs []string) error {
 	pid := []byte(strconv.Itoa(os.Getpid()))

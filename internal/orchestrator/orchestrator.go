@@ -15,6 +15,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/plan"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -154,8 +155,9 @@ type running struct {
 	env   runner.Env
 	// machine is the emulated machine's cgroup, "" for none; undo removes
 	// what prepare made, last first.
-	machine string
-	undo    []func(context.Context) error
+	machine      string
+	machineGroup *cgroup.Group
+	undo         []func(context.Context) error
 }
 
 func newRunning(cfg Config) (*running, error) {

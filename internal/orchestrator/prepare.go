@@ -16,13 +16,15 @@ import (
 // of it. What it made is undone by close, in reverse.
 func (c *running) prepare(ctx context.Context) error {
 	cfg := c.cfg
-	if env := cfg.Experiment.Envelope; !env.IsZero() {
-		// The emulated machine: one cgroup every instance is placed under.
+	if env := cfg.Experiment.Envelope; !env.IsZero() || cfg.Experiment.VariesMachine() {
+		// The emulated machine: one cgroup every instance is placed under
+		// (its quota set trial by trial when cells vary it: setMachine).
 		c.machine = cgroup.CampaignTree(cfg.CampaignID) + "/machine"
 		g, err := cgroup.Create(c.machine, cgroup.Spec{CPUs: env.CPUs, Cpuset: env.Cpuset, MemoryBytes: env.MemoryBytes, Always: true})
 		if err != nil {
 			return fmt.Errorf("emulated machine: %w", err)
 		}
+		c.machineGroup = g
 		c.undo = append(c.undo, func(context.Context) error {
 			_ = g.Remove()
 			cgroup.RemoveTree(cgroup.CampaignTree(cfg.CampaignID))

@@ -45,6 +45,10 @@ func (c *running) attempt(ctx context.Context, pc *plan.Cell, pt schedule.Trial,
 	t = result.Trial{CampaignID: c.cfg.CampaignID, CellID: pc.ID, Seq: pt.Seq, Repetition: pt.Repetition, Warmup: pt.Warmup, Started: time.Now().UTC()}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if err := c.setMachine(pc); err != nil {
+		t.Ended, t.Status, t.Error, t.FailedBy = time.Now().UTC(), result.Failed, err.Error(), result.FailedByPlatform
+		return t, true
+	}
 	out, err := c.cfg.Runner(pc).Run(tctx, &c.env, runner.Trial{Cell: pc, Seq: pt.Seq, Attempt: n})
 	t.Ended = time.Now().UTC()
 	t.Seen = out.Seen
@@ -65,4 +69,17 @@ func (c *running) attempt(ctx context.Context, pc *plan.Cell, pt schedule.Trial,
 		t.FailedBy = result.FailedByPlatform
 	}
 	return t, platformFailed
+}
+
+// setMachine gives the emulated machine the cell's quota (machine.cpus)
+// before its trial, when cells vary it; its instances, all below the
+// machine's cgroup, share that quota.
+func (c *running) setMachine(pc *plan.Cell) error {
+	if c.machineGroup == nil || !c.cfg.Experiment.VariesMachine() {
+		return nil
+	}
+	if err := c.machineGroup.SetCPUs(pc.MachineCPUs); err != nil {
+		return fmt.Errorf("setting the emulated machine's quota to %g cores: %w", pc.MachineCPUs, err)
+	}
+	return nil
 }

@@ -27,9 +27,12 @@ func Describe(w io.Writer, e *spec.Experiment) error {
 	if files := e.HostFiles(); len(files) > 0 {
 		fmt.Fprintf(w, "files of this machine it reads (never writes): %s\n", strings.Join(files, "; "))
 	}
-	if v := e.Envelope; !v.IsZero() {
+	if v := e.Envelope; !v.IsZero() || e.VariesMachine() {
 		var parts []string
-		if v.CPUs > 0 {
+		switch {
+		case e.VariesMachine():
+			parts = append(parts, "cores by cell ("+vocab.FMachineCPUs+")")
+		case v.CPUs > 0:
 			parts = append(parts, fmt.Sprintf("%g cores", v.CPUs))
 		}
 		if v.Cpuset != "" {

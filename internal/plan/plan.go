@@ -109,6 +109,9 @@ type Cell struct {
 	// them (S4).
 	CPUs    []int
 	Pinning vocab.Pinning
+	// MachineCPUs is the emulated machine's CPU quota in cores for this
+	// cell (machine.cpus, else the machine mapping's cpus; 0: none).
+	MachineCPUs float64
 }
 
 // machineCPUs is how many CPUs the machine has.
@@ -156,7 +159,7 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 		return nil, err
 	}
 	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: underlay,
-		Pinning: spec.PinningOf(c.Factors), CPUs: e.CPUs(machineCPUs())}
+		Pinning: spec.PinningOf(c.Factors), CPUs: e.CPUs(machineCPUs()), MachineCPUs: e.MachineCPUs(c.Factors)}
 	if n := spec.Instances(c.Factors); n > 1 {
 		pc.Pairs, pc.Instances = n, true
 	}

@@ -402,7 +402,12 @@ const (
 // core each instance was given and the CPUs its agent really ran on — and
 // fails the trial when an agent ran elsewhere than pinning placed it.
 func recordPlacement(c *plan.Cell, pairs []*pair, out *Outcome) error {
-	cores := len(c.CPUs)
+	// The cores the trial had: the CPUs it may use, or the emulated
+	// machine's quota where that is less (S4's core count).
+	cores := float64(len(c.CPUs))
+	if c.MachineCPUs > 0 && c.MachineCPUs < cores {
+		cores = c.MachineCPUs
+	}
 	entities := 0
 	for _, pr := range pairs {
 		entities += len(pr.servers)
@@ -415,8 +420,8 @@ func recordPlacement(c *plan.Cell, pairs []*pair, out *Outcome) error {
 	}
 	out.see("placement.", map[string]string{
 		"entities":          strconv.Itoa(entities),
-		"cores":             strconv.Itoa(cores),
-		"entities_per_core": strconv.FormatFloat(float64(entities)/float64(cores), 'f', 3, 64),
+		"cores":             strconv.FormatFloat(cores, 'f', -1, 64),
+		"entities_per_core": strconv.FormatFloat(float64(entities)/cores, 'f', 3, 64),
 		"pinning":           string(c.Pinning),
 	})
 	if c.Pinning == vocab.PinNone {

@@ -47,7 +47,7 @@ func splitFactor(name string) (role, base string) {
 func knownFactorNames() string {
 	names := append([]string{}, placementFactors...)
 	names = append(names, "<role>.<"+strings.Join(placementFactors, "|")+"> (roles: "+strings.Join(workload.RoleNames(), ", ")+")")
-	names = append(names, vocab.FNeighbour, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning)
+	names = append(names, vocab.FNeighbour, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning, vocab.FMachineCPUs)
 	seen := map[string]bool{}
 	for _, d := range platform.Drivers() {
 		for _, f := range d.Caps.Factors {
@@ -75,7 +75,7 @@ func checkFactorName(name string, wls []Workload) error {
 		return fmt.Errorf("factor %q: no workload of this file has a parameter %q", name, p)
 	}
 	switch name {
-	case vocab.FNeighbour, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning:
+	case vocab.FNeighbour, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning, vocab.FMachineCPUs:
 		return nil
 	}
 	if _, _, ok := platform.FactorOf(name); ok {

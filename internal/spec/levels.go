@@ -20,10 +20,11 @@ var wholeChecks, baseChecks map[string]levelCheck
 func init() {
 	wholeChecks = map[string]levelCheck{
 		vocab.FHosts: checkCount(vocab.MaxHosts), vocab.FPairs: checkCount(vocab.MaxPairs), vocab.FInstances: checkCount(vocab.MaxInstances),
-		vocab.FUnderlay:  checkUnderlay,
-		vocab.FPackaging: checkOneOf(func() []string { return vocab.Packagings }),
-		vocab.FPinning:   checkOneOf(func() []string { return vocab.Strings(vocab.Pinnings) }),
-		vocab.FNeighbour: checkNeighbour,
+		vocab.FUnderlay:    checkUnderlay,
+		vocab.FPackaging:   checkOneOf(func() []string { return vocab.Packagings }),
+		vocab.FPinning:     checkOneOf(func() []string { return vocab.Strings(vocab.Pinnings) }),
+		vocab.FNeighbour:   checkNeighbour,
+		vocab.FMachineCPUs: checkCPUs,
 	}
 	baseChecks = map[string]levelCheck{
 		vocab.FPlatform:    checkOneOf(platform.Names),

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -29,6 +30,33 @@ func (e *Experiment) CPUs(ncpu int) []int {
 		cpus[i] = i
 	}
 	return cpus
+}
+
+// MachineCPUs is the emulated machine's CPU quota for a cell, in cores:
+// its machine.cpus level, else the machine mapping's cpus; 0 for none.
+func (e *Experiment) MachineCPUs(factors map[string]string) float64 {
+	if v, ok := factors[vocab.FMachineCPUs]; ok {
+		f, _ := strconv.ParseFloat(v, 64) // "none": 0
+		return f
+	}
+	return e.Envelope.CPUs
+}
+
+// VariesMachine reports whether cells set the emulated machine's quota
+// themselves (machine.cpus), so its cgroup exists even without a
+// machine mapping and each trial sets it.
+func (e *Experiment) VariesMachine() bool {
+	for _, f := range e.Factors {
+		if f.Name == vocab.FMachineCPUs {
+			return true
+		}
+		for _, set := range f.Bundle {
+			if _, ok := set[vocab.FMachineCPUs]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // pinningProblem says why cell factors cannot be pinned as they ask, ""

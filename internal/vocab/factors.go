@@ -50,6 +50,9 @@ const (
 	// FPinning places each instance of a cell on cores (Pinning):
 	// S4's CPU pinning.
 	FPinning = "pinning"
+	// FMachineCPUs is the emulated machine's CPU quota as a factor (S4's
+	// core count): the machine mapping's cpus, cell by cell.
+	FMachineCPUs = "machine.cpus"
 	// MaxHosts, MaxPairs and MaxInstances bound those factors.
 	MaxHosts     = 16
 	MaxPairs     = 100
