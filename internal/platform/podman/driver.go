@@ -21,7 +21,7 @@ import (
 // layer or a tmpfs, limits.
 var Caps = platform.Capabilities{
 	StartStop:   time.Second, // rough: for the dry run's estimate
-	Networks:    []vocab.Network{vocab.Host, vocab.Bridge},
+	Networks:    []vocab.Network{vocab.Host, vocab.Bridge, vocab.Published},
 	OwnNetNS:    true,
 	Wireable:    true,
 	JoinNetwork: true,
