@@ -10,9 +10,10 @@ import (
 // Docker. The workloads run as containers of a Docker Engine inside each
 // machine (vm.engine docker; the process the machine's init starts, none,
 // is the vm platform's conformance suite and every other vm test): a CPU
-// kernel, a disk test in the data directory (the container's overlay
-// layer on the machine's ext4 disk) and request/response between two
-// machines on the bridge. Every trial must be ok and say where it ran;
+// kernel, and request/response between two machines on the bridge (the
+// data directory in the container's overlay layer is the conformance
+// suite's; these workloads need no tool, so the image store the seed
+// machine builds here is the one that suite uses). Every trial must be ok and say where it ran;
 // nothing is left. Functional only: under emulation (TCG) the numbers say
 // nothing about a hypervisor.
 func TestVMWithEngineInside(t *testing.T) {
@@ -31,7 +32,6 @@ factors:
   vm.engine: [docker]
 workloads:
   - {name: cpu, type: cpu.primes, params: {duration: 1s, max_prime: 2000}}
-  - {name: disk, type: disk.fio, params: {size: 16MiB, runtime: 500ms}}
   - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
 `)
 	cells, workloads := cellFactors(t, db, id), cellWorkloads(t, db, id)
@@ -52,17 +52,13 @@ workloads:
 			if m["events_per_sec"] <= 0 {
 				t.Errorf("trial %d (%s): %v", tr.Seq, engine, m)
 			}
-		case "disk":
-			if fs := tr.Seen["data.fstype"]; fs != "overlay" || m["seq_write_mbs"] <= 0 {
-				t.Errorf("trial %d (%s): data on %q (want the container's overlay layer), %v", tr.Seq, engine, fs, m)
-			}
 		case "rr":
 			if m["transactions_per_sec"] <= 0 {
 				t.Errorf("trial %d (%s): %v", tr.Seq, engine, m)
 			}
 		}
 	}
-	if n != 3 {
-		t.Errorf("%d ok trials, want 3", n)
+	if n != 2 {
+		t.Errorf("%d ok trials, want 2", n)
 	}
 }

@@ -17,6 +17,9 @@ func TestRoundTrip(t *testing.T) {
 			Neighbours: []string{`cpu.primes={"duration":"1s"}`, "idle"}, Counters: Counters{Cgroup: true}},
 		{Kind: Loop, Workload: "idle"},
 		{Kind: Loop, Workload: "disk.fio", Params: `{"size":"64MiB"}`, DataDir: "/tmp/d", Counters: Counters{Netns: true}},
+		// The two ends of a client/server neighbour in two instances.
+		{Kind: Loop, Workload: "net.tcp_stream", Role: "server", Bind: "0.0.0.0", Port: 15201},
+		{Kind: Loop, Workload: "net.tcp_stream", Role: "client", Target: "172.18.0.3:15201"},
 	}
 	for _, a := range cases {
 		got, err := Parse(a.Args())
@@ -33,7 +36,7 @@ func TestParseRejects(t *testing.T) {
 	for _, args := range [][]string{
 		{"agent", "wireguard"},
 		{"agent", "run"},
-		{"agent", "loop", "--workload", "idle", "--role", "server"},
+		{"agent", "loop", "--workload", "idle", "--root", "/img"}, // a user's image root: run only
 		{"agent", "run", "--workload", "x", "--telemetry", "disk"},
 		{"agent", "run", "--workload", "x", "extra"},
 	} {
