@@ -176,11 +176,14 @@ func once(ctx context.Context, spec *workload.Spec, s Spec, dataDir string, logf
 		env.Bind, env.Port, env.Target = e.Bind, e.Port, e.Target
 		env.Ready = func(string) { listening() }
 		// A client between two of its server's iterations finds no one
-		// listening for a moment: it tries again at once, in the same
-		// iteration, rather than leave a gap in the load.
+		// listening for a moment (refused), or is reset as the server
+		// closes the listener its connection was queued on: it tries
+		// again at once, in the same iteration, rather than leave a gap
+		// in the load.
 		for end := time.Now().Add(refusedFor); ; time.Sleep(2 * time.Millisecond) {
 			_, _, err := run(ctx, p, env)
-			if e.Target == "" || !errors.Is(err, syscall.ECONNREFUSED) || ctx.Err() != nil || time.Now().After(end) {
+			between := errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+			if e.Target == "" || !between || ctx.Err() != nil || time.Now().After(end) {
 				return err
 			}
 		}

@@ -120,7 +120,8 @@ func TestEndsLoopApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if rep := rb.Stop()[0]; rep.Iterations != 0 || !strings.Contains(rep.LastError, `no role "pong"`) {
+	// (An iteration Stop cuts short counts, whatever it was doing.)
+	if rep := rb.Stop()[0]; rep.Failures == 0 || !strings.Contains(rep.LastError, `no role "pong"`) {
 		t.Errorf("an unknown role: %+v", rep)
 	}
 }

@@ -103,10 +103,16 @@ func runEngine(cfg Config, port *os.File, stderr io.Writer) (int, error) {
 	return runAgent(ctx, cfg, eng, port, stderr)
 }
 
+// dockerd is the machine's engine process; exited receives its end.
+type dockerd struct {
+	cmd    *exec.Cmd
+	exited <-chan error
+}
+
 // startEngine starts dockerd with root as its data root and waits until
 // it answers. DOCKER_RAMDISK: the machine's root is the initramfs, which
 // pivot_root cannot leave, so runc moves into a container's root instead.
-func startEngine(ctx context.Context, root string, stderr io.Writer) (*exec.Cmd, *engine.Engine, error) {
+func startEngine(ctx context.Context, root string, stderr io.Writer) (*dockerd, *engine.Engine, error) {
 	c := nestedparent.Config{Socket: engineSock, DataRoot: root}
 	if _, err := os.Stat("/usr/sbin/dockerd"); err != nil {
 		return nil, nil, errNoEngine
@@ -134,7 +140,7 @@ func startEngine(ctx context.Context, root string, stderr io.Writer) (*exec.Cmd,
 		cancel()
 		if err == nil {
 			fmt.Fprintf(stderr, "ctrbench vm init: dockerd answers after %.1fs\n", time.Since(start).Seconds())
-			return d, eng, nil
+			return &dockerd{cmd: d, exited: exited}, eng, nil
 		}
 		select {
 		case werr := <-exited:
@@ -153,7 +159,7 @@ func startEngine(ctx context.Context, root string, stderr io.Writer) (*exec.Cmd,
 // seed builds the agent image from the build context on the second disk,
 // stops the engine and unmounts the data disk, so the host can keep it as
 // the store.
-func seed(ctx context.Context, e *Engine, d *exec.Cmd, eng *engine.Engine) error {
+func seed(ctx context.Context, e *Engine, d *dockerd, eng *engine.Engine) error {
 	f, err := os.Open(e.Device)
 	if err != nil {
 		return err
@@ -163,11 +169,11 @@ func seed(ctx context.Context, e *Engine, d *exec.Cmd, eng *engine.Engine) error
 	if err != nil {
 		return err
 	}
-	_ = d.Process.Signal(syscall.SIGTERM)
-	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if d.ProcessState != nil || syscall.Kill(d.Process.Pid, 0) != nil {
-			break
-		}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(time.Minute):
+		return errors.New("dockerd did not stop within a minute of SIGTERM")
 	}
 	unix.Sync()
 	for _, m := range []string{filepath.Join(DataMount, StoreDir), DataMount} {

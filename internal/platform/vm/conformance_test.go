@@ -21,38 +21,25 @@ import (
 // (TCG here: no hardware virtualisation) through the suite every platform
 // passes, on the campaign's bridge, with the data directory on the
 // machine's ext4 disk; afterwards no QEMU, tap, bridge or file is left.
-func TestConformance(t *testing.T) {
-	needVM(t)
-	ctx := context.Background()
-	campaign, labels := platformtest.NewCampaign("test-vm")
-	p := vm.New(testutil.Binary(t))
-	nets := []vocab.Network{vocab.Bridge}
-	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets}); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%v", p.Info())
-	t.Cleanup(func() {
-		if err := p.Close(context.Background()); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		leftovers(t, campaign)
-	})
-	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets,
-		Storages: map[vocab.Storage]string{vocab.Layer: "ext4"}, Caps: vm.Caps})
-}
+func TestConformance(t *testing.T) { conform(t, "test-vm", vm.EngineNone, "ext4") }
 
 // TestConformanceEngineInside: the same suite with the agent in a
 // container of a Docker Engine inside each machine (vm.engine docker):
 // its data directory is the container's writable layer (overlay), the
 // image store a seed machine built, mounted read-only.
 func TestConformanceEngineInside(t *testing.T) {
+	conform(t, "test-vme", vm.EngineDocker, "overlay")
+}
+
+// conform runs the suite on machines whose agent runs as engine says,
+// its data directory on a file system of type fstype.
+func conform(t *testing.T, prefix, engine, fstype string) {
 	needVM(t)
-	ctx := context.Background()
-	campaign, labels := platformtest.NewCampaign("test-vme")
+	campaign, labels := platformtest.NewCampaign(prefix)
 	p := vm.New(testutil.Binary(t))
 	nets := []vocab.Network{vocab.Bridge}
-	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets,
-		Options: map[string][]string{vm.FEngine: {vm.EngineDocker}}}); err != nil {
+	if err := p.Prepare(context.Background(), platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets,
+		Options: map[string][]string{vm.FEngine: {engine}}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%v", p.Info())
@@ -63,8 +50,8 @@ func TestConformanceEngineInside(t *testing.T) {
 		leftovers(t, campaign)
 	})
 	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets,
-		Storages: map[vocab.Storage]string{vocab.Layer: "overlay"}, Caps: vm.Caps,
-		Options: map[string]string{vm.FEngine: vm.EngineDocker}})
+		Storages: map[vocab.Storage]string{vocab.Layer: fstype}, Caps: vm.Caps,
+		Options: map[string]string{vm.FEngine: engine}})
 }
 
 // TestCleanAfterKill: a machine a killed run left is removed, with its
