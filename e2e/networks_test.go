@@ -85,7 +85,8 @@ workloads:
 }
 
 // TestEmulatedHosts: processes and containers on two emulated hosts, over
-// the routed bridge, the overlay and the encrypted overlay, S2's ping-pong
+// the routed bridge, the overlay, the encrypted overlay and Open vSwitch
+// (a bridge per host, routed; S1 Exp 5's OVS across hosts), S2's ping-pong
 // across three roles; the underlay's tbf rate caps a stream between hosts.
 func TestEmulatedHosts(t *testing.T) {
 	requireDocker(t)
@@ -99,6 +100,7 @@ factors:
     docker: {platform: docker, network: bridge}
     overlay: {platform: docker, network: overlay}
     encrypted: {platform: docker, network: overlay-encrypted}
+    ovs: {platform: docker, network: ovs}
   underlay: [none, 200mbit]
 exclude:
   - {workload: pp, underlay: 200mbit}
@@ -115,7 +117,7 @@ workloads:
 			tcp[r.Cell["layer"]+"/"+r.Cell["underlay"]] = r.Mean
 		}
 	}
-	for _, l := range []string{"reference", "docker", "overlay", "encrypted"} {
+	for _, l := range []string{"reference", "docker", "overlay", "encrypted", "ovs"} {
 		if pp[l] <= 0 {
 			t.Errorf("ping-pong over %s: transfer rate %v", l, pp[l])
 		}

@@ -44,7 +44,11 @@ func (l *Lab) Attach(ctx context.Context, mode vocab.Network, host int, netnsPat
 	case vocab.Bridge, vocab.Overlay, vocab.OverlayEncrypted:
 		a, err = l.attachVeth(mode, host, n, netnsPath)
 	case vocab.OVS:
-		a, err = l.attachOVS(ctx, n, netnsPath)
+		if host > 0 {
+			a, err = l.attachOVSHost(ctx, host, n, netnsPath)
+		} else {
+			a, err = l.attachOVS(ctx, n, netnsPath)
+		}
 	case vocab.Macvlan:
 		a, err = l.attachMacvlan(n, netnsPath)
 	}

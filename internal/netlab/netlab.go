@@ -160,13 +160,15 @@ type Lab struct {
 
 	mu         sync.Mutex
 	closed     bool
-	attaching  sync.WaitGroup    // Attach calls in flight; Close waits for them
-	namespaces []string          // namespace names this lab created
-	stops      []func() error    // WireGuard agents
-	ovsBridge  string            // set once the OVS bridge exists
-	lines      []*delayline.Line // each host's delay line (Config.DelayLine), host h at h-1
-	info       map[string]string
-	inUse      map[slot]map[int]bool // allocated last address octets
+	attaching  sync.WaitGroup // Attach calls in flight; Close waits for them
+	namespaces []string       // namespace names this lab created
+	stops      []func() error // WireGuard agents
+	ovsBridge  string         // set once the OVS bridge exists
+	// ovsHostBridges are the hosts' own OVS bridges (OVS with hosts ≥ 2).
+	ovsHostBridges []string
+	lines          []*delayline.Line // each host's delay line (Config.DelayLine), host h at h-1
+	info           map[string]string
+	inUse          map[slot]map[int]bool // allocated last address octets
 }
 
 // slot is one mode's network on one host.
@@ -258,6 +260,12 @@ func (l *Lab) build(ctx context.Context) error {
 		{vocab.Overlay, func(ctx context.Context) error { return l.buildOverlay(ctx, overlayPlain) }},
 		{vocab.OverlayEncrypted, l.buildEncrypted},
 		{vocab.OVS, l.buildOVS},
+		{vocab.OVS, func(ctx context.Context) error {
+			if l.hosts < 2 {
+				return nil
+			}
+			return l.buildOVSHosts(ctx)
+		}},
 		{vocab.Macvlan, l.buildMacvlan},
 	}
 	for _, s := range steps {
@@ -304,6 +312,9 @@ func (l *Lab) HostAddr(mode vocab.Network, host int) string {
 	case vocab.OverlayEncrypted:
 		return overlayEncrypted.hostIP(host).String()
 	case vocab.OVS:
+		if host > 0 {
+			return ovsHostAddr(host).String()
+		}
 		return ovsHostIP
 	case vocab.Macvlan:
 		return macvlanHostIP
@@ -321,8 +332,10 @@ func (l *Lab) check(mode vocab.Network, host int) error {
 		return nil // the underlay (or loopback) is always there
 	case host == 0 && !mode.Lab(1) && mode.Lab(2):
 		return fmt.Errorf("netlab: %s needs emulated hosts (host ≥ 1), not the machine itself", mode)
-	case host > 0 && mode.Lab(1):
+	case host > 0 && !mode.Lab(2):
 		return fmt.Errorf("netlab: %s is only on the machine itself (host 0)", mode)
+	case host > 0 && mode == vocab.OVS && l.hosts < 2:
+		return fmt.Errorf("netlab: %s between emulated hosts needs two or more (the lab has %d)", mode, l.hosts)
 	case !mode.Lab(1) && !mode.Lab(2):
 		return fmt.Errorf("netlab: unknown mode %q", mode)
 	}
@@ -364,6 +377,11 @@ func (l *Lab) Close() error {
 	l.stops = nil
 	ovsBridge := l.ovsBridge
 	l.ovsBridge = ""
+	ovsBridges := l.ovsHostBridges
+	l.ovsHostBridges = nil
+	if ovsBridge != "" {
+		ovsBridges = append(ovsBridges, ovsBridge)
+	}
 	namespaces := l.namespaces
 	l.namespaces = nil
 	lines := l.lines
@@ -383,9 +401,11 @@ func (l *Lab) Close() error {
 	}
 	// If Open vSwitch is down (stopped by Clean, say), its bridge is gone
 	// from its point of view; a leftover tap is removed with the links.
-	if ovsBridge != "" && ovsRunning(context.Background()) {
-		if err := ovsDelBridge(context.Background(), ovsBridge); err != nil {
-			errs = append(errs, err)
+	if len(ovsBridges) > 0 && ovsRunning(context.Background()) {
+		for _, br := range ovsBridges {
+			if err := ovsDelBridge(context.Background(), br); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if _, err := links.RemoveMatching(rootLinkRE(l.tok).MatchString); err != nil {
@@ -399,7 +419,7 @@ func (l *Lab) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if ovsBridge != "" {
+	if len(ovsBridges) > 0 {
 		if stopped, err := maybeStopOVS(context.Background()); err != nil {
 			errs = append(errs, err)
 		} else if stopped {
@@ -428,13 +448,15 @@ func (l *Lab) switchName() string      { return "ctb" + l.tok + "u" }
 
 // rootLinkRE matches the root-namespace links netlab makes for tok ("" for
 // any token): the OVS bridge's internal port and container veths
-// (s, s<k>, p<k>) and the macvlan parent pair and host child (m, n, mh).
+// (s, s<k>, p<k>), the hosts' OVS bridges, uplinks and container veths
+// (o<h>, q<h>, r<h>, s<h>x<n>, p<h>x<n>), and the macvlan parent pair and
+// host child (m, n, mh).
 func rootLinkRE(tok string) *regexp.Regexp {
 	t := regexp.QuoteMeta(tok)
 	if tok == "" {
 		t = "[0-9a-f]{4}"
 	}
-	return regexp.MustCompile(`^ctb` + t + `(s[0-9]*|p[0-9]+|m|n|mh)$`)
+	return regexp.MustCompile(`^ctb` + t + `(s[0-9]*|p[0-9]+|[oqr][0-9]+|[sp][0-9]+x[0-9]+|m|n|mh)$`)
 }
 
 // Clean removes what crashed labs left behind: every namespace

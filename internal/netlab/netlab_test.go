@@ -680,9 +680,53 @@ func TestClean(t *testing.T) {
 	}
 }
 
+// TestOVSBetweenHosts: with two emulated hosts each gets an OVS bridge of
+// its own, its uplink in the host's namespace; a container on one host
+// reaches a container on the other (OVS, host, underlay, host, OVS), each
+// host its own containers and the other's, and Detach and Close leave no
+// port, veth or bridge.
+func TestOVSBetweenHosts(t *testing.T) {
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.OVS}})
+	c1, c2 := container(t, lab, 1), container(t, lab, 2)
+	a1 := attach(t, lab, vocab.OVS, 1, c1, "198.18.101.2", 1500)
+	a2 := attach(t, lab, vocab.OVS, 2, c2, "198.18.102.2", 1500)
+	if got := lab.HostAddr(vocab.OVS, 2); got != "198.18.102.1" {
+		t.Errorf("HostAddr(ovs, 2) = %q", got)
+	}
+	echo(t, c2, a2.IP, c1)                                 // container to container across hosts
+	echo(t, c1, a1.IP, lab.HostNS(1))                      // host to its own container
+	echo(t, c1, a1.IP, lab.HostNS(2))                      // host to a container on another host
+	echo(t, lab.HostNS(2), lab.HostAddr(vocab.OVS, 2), c1) // container to another host
+	for h, a := range []Attachment{a1, a2} {
+		if err := a.Detach(); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Detach(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := ovsVsctl(context.Background(), "list-ports", lab.ovsHostBridge(h+1))
+		if err != nil || strings.TrimSpace(out) != lab.name("q", h+1) {
+			t.Errorf("ports on %s after Detach: %q (%v), want its uplink alone", lab.ovsHostBridge(h+1), out, err)
+		}
+	}
+	a1 = attach(t, lab, vocab.OVS, 1, c1, "198.18.101.2", 1500)
+	echo(t, c1, a1.IP, lab.HostNS(2))
+	if err := lab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if brs, err := ovsListBridges(context.Background()); err == nil {
+		for _, br := range brs {
+			if strings.HasPrefix(br, "ctb"+lab.tok) {
+				t.Errorf("OVS bridge %s left after Close", br)
+			}
+		}
+	}
+}
+
 func TestRootLinkPattern(t *testing.T) {
 	re := rootLinkRE("")
-	for _, name := range []string{"ctb1a2bs", "ctb1a2bs12", "ctb1a2bp3", "ctb1a2bm", "ctb1a2bn", "ctb1a2bmh"} {
+	for _, name := range []string{"ctb1a2bs", "ctb1a2bs12", "ctb1a2bp3", "ctb1a2bm", "ctb1a2bn", "ctb1a2bmh",
+		"ctb1a2bo2", "ctb1a2bq2", "ctb1a2br2", "ctb1a2bs2x3", "ctb1a2bp16x254"} {
 		if !re.MatchString(name) {
 			t.Errorf("%s not matched", name)
 		}
@@ -700,7 +744,8 @@ func TestRootLinkPattern(t *testing.T) {
 func TestNamesFitIFNAMSIZ(t *testing.T) {
 	l := &Lab{tok: "abcd"}
 	for _, name := range []string{l.name("h", MaxHosts), l.name("u", MaxHosts), l.name("s", 253), l.name("p", 253),
-		l.name("b", 254), l.name("o", 254), l.name("e", 254), "ctb" + l.tok + "mh", l.ovsName(), l.switchName()} {
+		l.name("b", 254), l.name("o", 254), l.name("e", 254), "ctb" + l.tok + "mh", l.ovsName(), l.switchName(),
+		l.ovsHostBridge(MaxHosts), l.name("q", MaxHosts), l.name("r", MaxHosts), l.name(fmt.Sprintf("s%dx", MaxHosts), 254), l.name(fmt.Sprintf("p%dx", MaxHosts), 254)} {
 		if len(name) > 15 {
 			t.Errorf("%s is longer than 15", name)
 		}
@@ -736,7 +781,7 @@ func TestWrongModeAndHost(t *testing.T) {
 		want string
 	}{
 		{vocab.Macvlan, 1, "only on the machine itself (host 0)"},
-		{vocab.OVS, 1, "only on the machine itself (host 0)"},
+		{vocab.OVS, 1, "between emulated hosts needs two or more"},
 		{vocab.Bridge, 0, "needs emulated hosts"},
 		{vocab.Overlay, 0, "needs emulated hosts"},
 		{vocab.Overlay, 1, "not built"},

@@ -225,9 +225,9 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 	case n.NeedsHosts() && hosts < 2:
 		return Provision{}, false, fmt.Errorf("network %s joins emulated hosts: it needs hosts 2 or more", n)
 	case n.MachineOnly() && hosts > 1:
-		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use bridge, overlay or overlay-encrypted there", n, hosts)
+		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use bridge, ovs, overlay or overlay-encrypted there", n, hosts)
 	case n == vocab.Host && hosts > 1:
-		return Provision{}, false, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use platform native for processes on the hosts, or bridge/overlay for containers", d.Noun, hosts)
+		return Provision{}, false, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use platform native for processes on the hosts, or bridge/ovs/overlay for containers", d.Noun, hosts)
 	case n == vocab.Loopback && c.JoinNetwork:
 		return Provision{Platform: vocab.None, Join: true}, true, nil
 	case hosts <= 1 && slices.Contains(c.Networks, n):

@@ -69,7 +69,8 @@ func TestProvision(t *testing.T) {
 		{ns, vocab.Loopback, 1, Provision{Platform: vocab.None, Join: true}, ""},
 		{ns, vocab.Overlay, 3, Provision{Platform: vocab.None, Wire: vocab.Overlay}, ""},
 		{ns, vocab.Overlay, 1, Provision{}, "network overlay joins emulated hosts: it needs hosts 2 or more"},
-		{ns, vocab.OVS, 2, Provision{}, "network ovs is on the machine itself"},
+		{ns, vocab.OVS, 2, Provision{Platform: vocab.None, Wire: vocab.OVS}, ""}, // a bridge per emulated host
+		{ns, vocab.Macvlan, 2, Provision{}, "network macvlan is on the machine itself"},
 		{ns, vocab.Host, 2, Provision{}, "a box cannot share an emulated host's namespace"},
 		{ns, vocab.BridgeDefault, 1, Provision{}, "platform box does not offer network bridge-default here (hosts 1); it offers host, loopback, bridge, macvlan, ovs"},
 		{proc, vocab.Bridge, 1, Provision{Platform: vocab.Host}, ""}, // a process talks across from the host side

@@ -229,14 +229,14 @@ func TestNetworkValidation(t *testing.T) {
 	m := Machine{CPUs: 2}
 	base := "name: n\nfactors:\n  platform: [docker]\n%s\nworkloads: [{name: tcp, type: net.tcp_stream}]\n"
 	for name, c := range map[string]struct{ factors, want string }{
-		"overlay needs hosts":   {"  network: [overlay]", "n.yaml:4:3: network overlay joins emulated hosts: it needs hosts 2 or more"},
-		"ovs on emulated hosts": {"  hosts: [2]\n  network: [ovs]", "n.yaml:5:3: network ovs is on the machine itself"},
-		"docker host on hosts":  {"  hosts: [2]\n  network: [host]", "n.yaml:5:3: a Docker container cannot share an emulated host's namespace"},
-		"host beyond hosts":     {"  hosts: [2]\n  network: [bridge]\n  server.host: [3]", "n.yaml:6:3: server is placed on emulated host 3, but the cell has hosts 2"},
-		"half loopback":         {"  network: [bridge]\n  client.network: [loopback]", "network loopback puts every role of the workload in one container's namespace"},
-		"bad underlay":          {"  underlay: [fast]", `n.yaml:4:14: level "fast" of underlay: want none, a rate such as 100mbit`},
-		"too many pairs":        {"  pairs: [500]", `n.yaml:4:11: level "500" of pairs: want a whole number from 1 to 100`},
-		"pairs with neighbours": {"  pairs: [2]\n  neighbour: [tcp]\n  packaging: [separate-containers]", "pairs and neighbours do not combine"},
+		"overlay needs hosts":       {"  network: [overlay]", "n.yaml:4:3: network overlay joins emulated hosts: it needs hosts 2 or more"},
+		"macvlan on emulated hosts": {"  hosts: [2]\n  network: [macvlan]", "n.yaml:5:3: network macvlan is on the machine itself"},
+		"docker host on hosts":      {"  hosts: [2]\n  network: [host]", "n.yaml:5:3: a Docker container cannot share an emulated host's namespace"},
+		"host beyond hosts":         {"  hosts: [2]\n  network: [bridge]\n  server.host: [3]", "n.yaml:6:3: server is placed on emulated host 3, but the cell has hosts 2"},
+		"half loopback":             {"  network: [bridge]\n  client.network: [loopback]", "network loopback puts every role of the workload in one container's namespace"},
+		"bad underlay":              {"  underlay: [fast]", `n.yaml:4:14: level "fast" of underlay: want none, a rate such as 100mbit`},
+		"too many pairs":            {"  pairs: [500]", `n.yaml:4:11: level "500" of pairs: want a whole number from 1 to 100`},
+		"pairs with neighbours":     {"  pairs: [2]\n  neighbour: [tcp]\n  packaging: [separate-containers]", "pairs and neighbours do not combine"},
 	} {
 		src := strings.Replace(base, "%s", c.factors, 1)
 		_, err := Parse("n.yaml", []byte(src), nil, m)

@@ -51,7 +51,7 @@ func (n Network) NeedsHosts() bool { return n == Overlay || n == OverlayEncrypte
 // MachineOnly reports whether the mode exists only on the machine itself,
 // not between emulated hosts.
 func (n Network) MachineOnly() bool {
-	return n == Macvlan || n == OVS || n == BridgeDefault || n.Publishes()
+	return n == Macvlan || n == BridgeDefault || n.Publishes()
 }
 
 // Publishes reports whether the mode reaches a server through a port its
@@ -75,11 +75,12 @@ func (n Network) HostSided() bool {
 
 // Lab reports whether ctrbench's network lab (netlab) builds the mode
 // with hosts emulated hosts (0 or 1: the machine alone): macvlan and Open
-// vSwitch on the machine; the bridge and the overlays between emulated
-// hosts, and their own namespaces (Host) on them.
+// vSwitch on the machine; the bridge, Open vSwitch (a bridge per host)
+// and the overlays between emulated hosts, and their own namespaces
+// (Host) on them.
 func (n Network) Lab(hosts int) bool {
 	if hosts > 1 {
-		return n == Host || n == Bridge || n == Overlay || n == OverlayEncrypted
+		return n == Host || n == Bridge || n == OVS || n == Overlay || n == OverlayEncrypted
 	}
 	return n == Macvlan || n == OVS
 }

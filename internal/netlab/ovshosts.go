@@ -1,0 +1,171 @@
+package netlab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// Open vSwitch between emulated hosts (S1 Exp 5's OVS across two hosts):
+// each host gets an OVS bridge of its own (ctb<tok>o<h>, in the one
+// ovs-vswitchd, whatever its datapath), joined to the host's namespace by
+// an uplink veth (ctb<tok>q<h> on the bridge, ifOVS inside the host, with
+// 198.18.<100+h>.1/24), and the hosts route each other's OVS subnets over
+// the underlay, as bridge mode routes its bridges'. A container on host h
+// is a veth on host h's bridge (ctb<tok>s<h>x<n>, 198.18.<100+h>.<n>,
+// its gateway the host's uplink address): its traffic to another host
+// crosses its OVS bridge, its host's namespace, the underlay, the other
+// host's namespace and that host's OVS bridge.
+
+// ifOVS is the OVS uplink inside each host.
+const ifOVS = "ctbos0"
+
+// ovsHostsThird is where host h's OVS subnet is: 198.18.<100+h>.0/24,
+// between the bridges' 198.18.<h> (h ≤ MaxHosts) and the machine-wide
+// subnets from 198.18.200.
+const ovsHostsThird = 100
+
+// ovsHostAddr is host h's address on its OVS bridge.
+func ovsHostAddr(h int) net.IP { return net.ParseIP(ip4(198, 18, ovsHostsThird+h, 1)).To4() }
+
+func (l *Lab) ovsHostBridge(h int) string { return l.name("o", h) }
+
+// buildOVSHosts makes each host's OVS bridge and uplink, and the routes
+// between the hosts' OVS subnets; Open vSwitch runs (buildOVS started it).
+func (l *Lab) buildOVSHosts(ctx context.Context) error {
+	datapath := l.Info()["ovs.datapath"]
+	for h := 1; h <= l.hosts; h++ {
+		br := l.ovsHostBridge(h)
+		l.mu.Lock()
+		l.ovsHostBridges = append(l.ovsHostBridges, br) // from here on Close deletes it
+		l.mu.Unlock()
+		if _, err := ovsVsctl(ctx, ovsTimeout, "add-br", br, "--", "set", "bridge", br, "datapath_type="+datapath); err != nil {
+			return fmt.Errorf("netlab: ovs on host %d: %w", h, err)
+		}
+		addr := &net.IPNet{IP: ovsHostAddr(h), Mask: net.CIDRMask(24, 32)}
+		if err := l.plugOVS(ctx, br, l.name("q", h), l.name("r", h), l.HostNS(h), ifOVS, addr, nil); err != nil {
+			return fmt.Errorf("netlab: ovs on host %d: uplink: %w", h, err)
+		}
+		hh, err := handleAt(l.HostNS(h))
+		if err != nil {
+			return err
+		}
+		for j := 1; j <= l.hosts; j++ {
+			if j == h {
+				continue
+			}
+			dst := &net.IPNet{IP: net.ParseIP(ip4(198, 18, ovsHostsThird+j, 0)).To4(), Mask: net.CIDRMask(24, 32)}
+			if err := hh.RouteAdd(&netlink.Route{Dst: dst, Gw: net.ParseIP(ip4(198, 18, 0, j)).To4()}); err != nil {
+				hh.Close()
+				return fmt.Errorf("netlab: ovs on host %d: route to %s: %w", h, dst, err)
+			}
+		}
+		hh.Close()
+	}
+	l.notef("ovs between hosts: a bridge per host (ctb%so<h>) with 198.18.<100+h>.1/24 in the host, routed over the underlay", l.tok)
+	return nil
+}
+
+// plugOVS makes a veth whose end port is a port of OVS bridge br and
+// whose other end, made as tmp, goes into the namespace at nsPath as
+// ifname with addr (and a default route via gw when set): checksum
+// offload off on both ends while they are in the root namespace (the
+// setting moves with the device; OVS's userspace datapath does not
+// compute checksums).
+func (l *Lab) plugOVS(ctx context.Context, br, port, tmp, nsPath, ifname string, addr *net.IPNet, gw net.IP) error {
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: tmp, PeerHardwareAddr: macFor(addr.IP)}
+	if err := rootNL.LinkAdd(veth); err != nil {
+		return fmt.Errorf("creating veth %s/%s: %w", port, tmp, err)
+	}
+	for _, name := range []string{port, tmp} {
+		if err := checksumOffloadOff(name); err != nil {
+			return err
+		}
+	}
+	nsf, err := os.Open(nsPath)
+	if err != nil {
+		return err
+	}
+	defer nsf.Close()
+	nh, err := handleAt(nsPath)
+	if err != nil {
+		return err
+	}
+	defer nh.Close()
+	peer, err := rootNL.LinkByName(tmp)
+	if err != nil {
+		return fmt.Errorf("finding %s: %w", tmp, err)
+	}
+	if err := rootNL.LinkSetNsFd(peer, int(nsf.Fd())); err != nil {
+		return fmt.Errorf("moving %s into %s: %w", tmp, nsPath, err)
+	}
+	if peer, err = nh.LinkByName(tmp); err != nil {
+		return fmt.Errorf("finding %s in %s: %w", tmp, nsPath, err)
+	}
+	if err := nh.LinkSetName(peer, ifname); err != nil {
+		return fmt.Errorf("renaming %s to %s: %w", tmp, ifname, err)
+	}
+	if err := configure(nh, ifname, addr, gw); err != nil {
+		return err
+	}
+	if err := setUp(rootNL, port, nil); err != nil {
+		return err
+	}
+	_, err = ovsVsctl(ctx, ovsTimeout, "add-port", br, port)
+	return err
+}
+
+// attachOVSHost plugs a container's namespace into host's OVS bridge.
+func (l *Lab) attachOVSHost(ctx context.Context, host, n int, netnsPath string) (Attachment, error) {
+	cf, ch, err := nsOpen(netnsPath)
+	if err != nil {
+		return Attachment{}, err
+	}
+	ch.Close()
+	cf.Close()
+	br := l.ovsHostBridge(host)
+	port, tmp := l.name(fmt.Sprintf("s%dx", host), n), l.name(fmt.Sprintf("p%dx", host), n)
+	addr := &net.IPNet{IP: net.ParseIP(ip4(198, 18, ovsHostsThird+host, n)).To4(), Mask: net.CIDRMask(24, 32)}
+	remove := func() error {
+		var errs []error
+		if !l.isClosed() { // Close deleted the bridge and may have stopped OVS
+			if _, err := ovsVsctl(context.Background(), ovsTimeout, "--if-exists", "del-port", br, port); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, name := range []string{port, tmp} {
+			lk, err := rootNL.LinkByName(name)
+			if err == nil {
+				err = rootNL.LinkDel(lk)
+			}
+			if err != nil && !isNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting %s: %w", name, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	ifname, err := pickIfaceAt(netnsPath)
+	if err != nil {
+		return Attachment{}, err
+	}
+	if err := l.plugOVS(ctx, br, port, tmp, netnsPath, ifname, addr, ovsHostAddr(host)); err != nil {
+		return Attachment{}, errors.Join(err, remove())
+	}
+	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(vocab.OVS, host, n, remove)}, nil
+}
+
+// pickIfaceAt is pickIface in the namespace at path.
+func pickIfaceAt(path string) (string, error) {
+	h, err := handleAt(path)
+	if err != nil {
+		return "", err
+	}
+	defer h.Close()
+	return pickIface(h)
+}
