@@ -205,18 +205,28 @@ func nsLabel(path string) string {
 	return path
 }
 
+// acrossHosts attaches a container on each of two hosts to mode at the
+// addresses third.2 of 198.18.<third1> and 198.18.<third2>, checks host
+// 2's address on it, and that each reaches what it should: the other
+// container across hosts, its host, the other host, and back.
+func acrossHosts(t *testing.T, lab *Lab, mode vocab.Network, third1, third2 int) (c1 string, a1, a2 Attachment) {
+	t.Helper()
+	c1, c2 := container(t, lab, 1), container(t, lab, 2)
+	a1 = attach(t, lab, mode, 1, c1, ip4(198, 18, third1, 2), 1500)
+	a2 = attach(t, lab, mode, 2, c2, ip4(198, 18, third2, 2), 1500)
+	if got := lab.HostAddr(mode, 2); got != ip4(198, 18, third2, 1) {
+		t.Errorf("HostAddr(%s, 2) = %q", mode, got)
+	}
+	echo(t, c2, a2.IP, c1)                            // container to container across hosts
+	echo(t, c1, a1.IP, lab.HostNS(1))                 // host to its own container
+	echo(t, c1, a1.IP, lab.HostNS(2))                 // host to a container on another host
+	echo(t, lab.HostNS(2), lab.HostAddr(mode, 2), c1) // container to another host
+	return c1, a1, a2
+}
+
 func TestBridgeMode(t *testing.T) {
 	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Bridge}})
-	c1, c2 := container(t, lab, 1), container(t, lab, 2)
-	a1 := attach(t, lab, vocab.Bridge, 1, c1, "198.18.1.2", 1500)
-	a2 := attach(t, lab, vocab.Bridge, 2, c2, "198.18.2.2", 1500)
-	if got := lab.HostAddr(vocab.Bridge, 2); got != "198.18.2.1" {
-		t.Errorf("HostAddr(bridge, 2) = %q", got)
-	}
-	echo(t, c2, a2.IP, c1)                                    // container to container across hosts
-	echo(t, c1, a1.IP, lab.HostNS(1))                         // host to its own container
-	echo(t, c1, a1.IP, lab.HostNS(2))                         // host to a container on another host
-	echo(t, lab.HostNS(2), lab.HostAddr(vocab.Bridge, 2), c1) // container to another host
+	c1, a1, _ := acrossHosts(t, lab, vocab.Bridge, 1, 2)
 
 	// Detach removes the host end (and with it the container's), twice is
 	// fine, and the address comes back with the same MAC, so the host's
@@ -687,16 +697,7 @@ func TestClean(t *testing.T) {
 // port, veth or bridge.
 func TestOVSBetweenHosts(t *testing.T) {
 	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.OVS}})
-	c1, c2 := container(t, lab, 1), container(t, lab, 2)
-	a1 := attach(t, lab, vocab.OVS, 1, c1, "198.18.101.2", 1500)
-	a2 := attach(t, lab, vocab.OVS, 2, c2, "198.18.102.2", 1500)
-	if got := lab.HostAddr(vocab.OVS, 2); got != "198.18.102.1" {
-		t.Errorf("HostAddr(ovs, 2) = %q", got)
-	}
-	echo(t, c2, a2.IP, c1)                                 // container to container across hosts
-	echo(t, c1, a1.IP, lab.HostNS(1))                      // host to its own container
-	echo(t, c1, a1.IP, lab.HostNS(2))                      // host to a container on another host
-	echo(t, lab.HostNS(2), lab.HostAddr(vocab.OVS, 2), c1) // container to another host
+	c1, a1, a2 := acrossHosts(t, lab, vocab.OVS, 101, 102)
 	for h, a := range []Attachment{a1, a2} {
 		if err := a.Detach(); err != nil {
 			t.Fatal(err)

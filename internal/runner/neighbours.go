@@ -26,8 +26,8 @@ func startNeighbours(ctx context.Context, env *Env, in *instances, c *plan.Cell,
 		}
 		name := fmt.Sprintf("neighbour%d", i+1)
 		loop := invocation.Agent{Kind: invocation.Loop, Workload: typ, Params: params}
-		var ends []invocation.Agent
 		if i < len(c.Neighbours.Ends) && c.Neighbours.Ends[i] != nil {
+			// Its server first, then its client (below) against it.
 			loop.Role = c.Neighbours.Ends[i][0]
 			srv, err := startEnd(ctx, env, in, c.Neighbours.Link, role, nameOf(name+"-"+loop.Role), loop)
 			if err != nil {
@@ -37,18 +37,15 @@ func startNeighbours(ctx context.Context, env *Env, in *instances, c *plan.Cell,
 			loop.Role, loop.Target = c.Neighbours.Ends[i][1], srv.target
 			name += "-" + loop.Role
 		}
-		ends = append(ends, loop)
-		for _, inv := range ends {
-			var none string
-			r, err := in.start(ctx, role, nameOf(name), inv, &none)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := r.awaitReady(ctx); err != nil {
-				return nil, fmt.Errorf("neighbour %s: %w", typ, err)
-			}
-			loops = append(loops, r.watched)
+		var none string
+		r, err := in.start(ctx, role, nameOf(name), loop, &none)
+		if err != nil {
+			return nil, err
 		}
+		if _, err := r.awaitReady(ctx); err != nil {
+			return nil, fmt.Errorf("neighbour %s: %w", typ, err)
+		}
+		loops = append(loops, r.watched)
 	}
 	return loops, nil
 }
