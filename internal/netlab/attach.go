@@ -259,71 +259,18 @@ func (l *Lab) attachVeth(mode vocab.Network, host, n int, netnsPath string) (Att
 	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: mtu, Detach: l.detacher(mode, host, n, remove)}, nil
 }
 
-// attachOVS plugs a veth into the OVS bridge: both ends get checksum
-// offload off while still in the root namespace (the setting moves with
-// the device), then the container end moves in and is renamed.
+// attachOVS plugs a veth into the OVS bridge (plugOVS).
 func (l *Lab) attachOVS(ctx context.Context, n int, netnsPath string) (Attachment, error) {
 	k := n - 1
 	hostEnd, tmp := l.name("s", k), l.name("p", k)
 	addr := &net.IPNet{IP: net.ParseIP(ip4(198, 18, 200, n)).To4(), Mask: net.CIDRMask(24, 32)}
-	cf, ch, err := nsOpen(netnsPath)
+	remove := l.unplugOVS("", hostEnd)
+	ifname, err := pickIfaceAt(netnsPath)
 	if err != nil {
 		return Attachment{}, err
 	}
-	defer cf.Close()
-	defer ch.Close()
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostEnd}, PeerName: tmp, PeerHardwareAddr: macFor(addr.IP)}
-	if err := rootNL.LinkAdd(veth); err != nil {
-		return Attachment{}, fmt.Errorf("creating veth %s/%s: %w", hostEnd, tmp, err)
-	}
-	remove := func() error {
-		var errs []error
-		if !l.isClosed() { // Close deleted the bridge and may have stopped OVS
-			if _, err := ovsVsctl(context.Background(), ovsTimeout, "--if-exists", "del-port", hostEnd); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		lk, err := rootNL.LinkByName(hostEnd)
-		if err == nil {
-			err = rootNL.LinkDel(lk)
-		}
-		if err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting %s: %w", hostEnd, err))
-		}
-		return errors.Join(errs...)
-	}
-	fail := func(err error) (Attachment, error) { return Attachment{}, errors.Join(err, remove()) }
-	for _, name := range []string{hostEnd, tmp} {
-		if err := checksumOffloadOff(name); err != nil {
-			return fail(err)
-		}
-	}
-	ifname, err := pickIface(ch)
-	if err != nil {
-		return fail(err)
-	}
-	peer, err := rootNL.LinkByName(tmp)
-	if err != nil {
-		return fail(fmt.Errorf("finding %s: %w", tmp, err))
-	}
-	if err := rootNL.LinkSetNsFd(peer, int(cf.Fd())); err != nil {
-		return fail(fmt.Errorf("moving %s into the namespace: %w", tmp, err))
-	}
-	peer, err = ch.LinkByName(tmp)
-	if err != nil {
-		return fail(fmt.Errorf("finding %s in the namespace: %w", tmp, err))
-	}
-	if err := ch.LinkSetName(peer, ifname); err != nil {
-		return fail(fmt.Errorf("renaming %s to %s: %w", tmp, ifname, err))
-	}
-	if err := configure(ch, ifname, addr, net.ParseIP(ovsHostIP).To4()); err != nil {
-		return fail(err)
-	}
-	if err := setUp(rootNL, hostEnd, nil); err != nil {
-		return fail(err)
-	}
-	if _, err := ovsVsctl(ctx, ovsTimeout, "add-port", l.ovsName(), hostEnd); err != nil {
-		return fail(err)
+	if err := l.plugOVS(ctx, l.ovsName(), hostEnd, tmp, netnsPath, ifname, addr, net.ParseIP(ovsHostIP).To4()); err != nil {
+		return Attachment{}, errors.Join(err, remove())
 	}
 	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(vocab.OVS, 0, n, remove)}, nil
 }

@@ -232,11 +232,18 @@ func (l *Lab) buildHostBridge(h int) error {
 	if _, err := addBridge(hh, ifBridge, addr, 1500); err != nil {
 		return err
 	}
+	return l.routeHosts(hh, h, func(j int) int { return j })
+}
+
+// routeHosts adds, in host h (hh), a route to each other host j's
+// 198.18.<third(j)>.0/24 through j's underlay address: how the hosts
+// reach each other's bridges (the Linux bridge's, OVS's).
+func (l *Lab) routeHosts(hh *netlink.Handle, h int, third func(j int) int) error {
 	for j := 1; j <= l.hosts; j++ {
 		if j == h {
 			continue
 		}
-		dst := &net.IPNet{IP: net.ParseIP(ip4(198, 18, j, 0)).To4(), Mask: net.CIDRMask(24, 32)}
+		dst := &net.IPNet{IP: net.ParseIP(ip4(198, 18, third(j), 0)).To4(), Mask: net.CIDRMask(24, 32)}
 		gw := net.ParseIP(ip4(198, 18, 0, j)).To4()
 		if err := hh.RouteAdd(&netlink.Route{Dst: dst, Gw: gw}); err != nil {
 			return fmt.Errorf("route to %s via %s: %w", dst, gw, err)

@@ -56,17 +56,11 @@ func (l *Lab) buildOVSHosts(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		for j := 1; j <= l.hosts; j++ {
-			if j == h {
-				continue
-			}
-			dst := &net.IPNet{IP: net.ParseIP(ip4(198, 18, ovsHostsThird+j, 0)).To4(), Mask: net.CIDRMask(24, 32)}
-			if err := hh.RouteAdd(&netlink.Route{Dst: dst, Gw: net.ParseIP(ip4(198, 18, 0, j)).To4()}); err != nil {
-				hh.Close()
-				return fmt.Errorf("netlab: ovs on host %d: route to %s: %w", h, dst, err)
-			}
-		}
+		err = l.routeHosts(hh, h, func(j int) int { return ovsHostsThird + j })
 		hh.Close()
+		if err != nil {
+			return fmt.Errorf("netlab: ovs on host %d: %w", h, err)
+		}
 	}
 	l.notef("ovs between hosts: a bridge per host (ctb%so<h>) with 198.18.<100+h>.1/24 in the host, routed over the underlay", l.tok)
 	return nil
@@ -123,23 +117,38 @@ func (l *Lab) plugOVS(ctx context.Context, br, port, tmp, nsPath, ifname string,
 
 // attachOVSHost plugs a container's namespace into host's OVS bridge.
 func (l *Lab) attachOVSHost(ctx context.Context, host, n int, netnsPath string) (Attachment, error) {
-	cf, ch, err := nsOpen(netnsPath)
-	if err != nil {
-		return Attachment{}, err
-	}
-	ch.Close()
-	cf.Close()
 	br := l.ovsHostBridge(host)
 	port, tmp := l.name(fmt.Sprintf("s%dx", host), n), l.name(fmt.Sprintf("p%dx", host), n)
 	addr := &net.IPNet{IP: net.ParseIP(ip4(198, 18, ovsHostsThird+host, n)).To4(), Mask: net.CIDRMask(24, 32)}
-	remove := func() error {
+	remove := l.unplugOVS(br, port, tmp)
+	ifname, err := pickIfaceAt(netnsPath)
+	if err != nil {
+		return Attachment{}, err
+	}
+	if err := l.plugOVS(ctx, br, port, tmp, netnsPath, ifname, addr, ovsHostAddr(host)); err != nil {
+		return Attachment{}, errors.Join(err, remove())
+	}
+	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(vocab.OVS, host, n, remove)}, nil
+}
+
+// unplugOVS undoes plugOVS: port leaves its bridge (br, or whichever
+// bridge has it when br is ""), unless the lab is closed (Close deleted
+// the bridges and may have stopped OVS), and the veth goes — by the root
+// end of each name given (a tmp end not yet moved into the namespace is
+// one).
+func (l *Lab) unplugOVS(br, port string, more ...string) func() error {
+	return func() error {
 		var errs []error
-		if !l.isClosed() { // Close deleted the bridge and may have stopped OVS
-			if _, err := ovsVsctl(context.Background(), ovsTimeout, "--if-exists", "del-port", br, port); err != nil {
+		if !l.isClosed() {
+			args := []string{ovsTimeout, "--if-exists", "del-port"}
+			if br != "" {
+				args = append(args, br)
+			}
+			if _, err := ovsVsctl(context.Background(), append(args, port)...); err != nil {
 				errs = append(errs, err)
 			}
 		}
-		for _, name := range []string{port, tmp} {
+		for _, name := range append([]string{port}, more...) {
 			lk, err := rootNL.LinkByName(name)
 			if err == nil {
 				err = rootNL.LinkDel(lk)
@@ -150,14 +159,6 @@ func (l *Lab) attachOVSHost(ctx context.Context, host, n int, netnsPath string) 
 		}
 		return errors.Join(errs...)
 	}
-	ifname, err := pickIfaceAt(netnsPath)
-	if err != nil {
-		return Attachment{}, err
-	}
-	if err := l.plugOVS(ctx, br, port, tmp, netnsPath, ifname, addr, ovsHostAddr(host)); err != nil {
-		return Attachment{}, errors.Join(err, remove())
-	}
-	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(vocab.OVS, host, n, remove)}, nil
 }
 
 // pickIfaceAt is pickIface in the namespace at path.
