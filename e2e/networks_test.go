@@ -130,6 +130,47 @@ workloads:
 	}
 }
 
+// TestDockerOnEmulatedHostsNetwork: Docker containers on network host with
+// emulated hosts share their host's namespace (the lab adopts a namespace
+// a container of the campaign holds). A container and a host process on
+// host 1 talk over loopback, which only one namespace has: faster than
+// the 200 Mbit/s underlay allows. Two containers on hosts 1 and 2 talk
+// across the shaped underlay: at most its rate. Bounds of a tbf shaper
+// and of loopback, not a statistic: chance failure nil.
+func TestDockerOnEmulatedHostsNetwork(t *testing.T) {
+	requireDocker(t)
+	rows, db := runReport[netRow](t, `name: e2e-hostns
+seed: 14
+repetitions: 1
+factors:
+  hosts: [2]
+  underlay: [200mbit]
+  network: [host]
+  layer:
+    shared: {client.platform: native, server.platform: docker, client.host: 1, server.host: 1}
+    across: {client.platform: docker, server.platform: docker}
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
+`)
+	got := map[string]float64{}
+	for _, r := range rows {
+		if r.Metric == "throughput" {
+			got[r.Cell["layer"]] = r.Mean
+		}
+	}
+	if v := got["shared"]; v < 0.5 {
+		t.Errorf("a container and a process in host 1's namespace, over loopback: %.3f Gbit/s, want well above the 0.2 Gbit/s underlay", v)
+	}
+	if v := got["across"]; v <= 0 || v > 0.23 {
+		t.Errorf("containers on hosts 1 and 2's networks, across a 200 Mbit/s underlay: %.3f Gbit/s", v)
+	}
+	for _, tr := range storedTrials(t, db, rows[0].Campaign) {
+		if tr.Status != result.OK {
+			t.Errorf("trial %d: %s %s", tr.Seq, tr.Status, tr.Error)
+		}
+	}
+}
+
 // TestPairs: four client/server pairs at once; each pair's result is kept,
 // the aggregate is their work over the span, and Jain's index is in (0, 1]
 // — read from the stored trial, as the pairs measured it.

@@ -79,7 +79,21 @@ the agent with its output on the second serial port, and powers off.`,
 			return vminit.Run(cmd.ErrOrStderr())
 		},
 	}
-	c.AddCommand(run, loop, wg, parent, vm)
+	hold := &cobra.Command{
+		Use:   "hold",
+		Short: "Hold this process's network namespace for an emulated host until stopped (SIGTERM)",
+		Long: `The first process of a container started with --network none whose network
+namespace ctrbench's lab adopts as an emulated host's: Docker shares a
+namespace only by container, so the host's namespace is this container's,
+and the campaign's containers on that host's network join it. Does nothing
+until SIGTERM or SIGINT.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			<-cmd.Context().Done()
+			return nil
+		},
+	}
+	c.AddCommand(run, loop, wg, parent, vm, hold)
 	return c
 }
 

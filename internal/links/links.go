@@ -152,19 +152,26 @@ func LoopbackUp(nsPath string) error {
 
 // AddTap creates a persistent tap link (a virtual machine's NIC: QEMU
 // opens it by name) in the machine's namespace, plugged into bridge
-// master and up. Its name must carry the ctrbench prefix.
+// master and up; with master "", down and in no bridge, for its user to
+// plug in. Its name must carry the ctrbench prefix.
 func AddTap(name, master string) error {
 	if !strings.HasPrefix(name, vocab.LinkPrefix) {
 		return fmt.Errorf("tap %s: ctrbench's links are named %s…", name, vocab.LinkPrefix)
 	}
-	br, err := netlink.LinkByName(master)
-	if err != nil {
-		return fmt.Errorf("tap %s: bridge %s: %w", name, master, err)
+	var br netlink.Link
+	if master != "" {
+		var err error
+		if br, err = netlink.LinkByName(master); err != nil {
+			return fmt.Errorf("tap %s: bridge %s: %w", name, master, err)
+		}
 	}
 	tap := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: name}, Mode: netlink.TUNTAP_MODE_TAP,
 		Flags: netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR}
 	if err := netlink.LinkAdd(tap); err != nil {
 		return fmt.Errorf("creating tap %s: %w", name, err)
+	}
+	if br == nil {
+		return nil // its user plugs it in (and sets it up)
 	}
 	if err := netlink.LinkSetMaster(tap, br); err != nil {
 		_ = netlink.LinkDel(tap)

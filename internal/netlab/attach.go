@@ -59,6 +59,45 @@ func (l *Lab) Attach(ctx context.Context, mode vocab.Network, host int, netnsPat
 	return a, nil
 }
 
+// Plug takes link, a link on the machine made for an instance whose
+// network stack is more than a namespace (a virtual machine's tap), as a
+// port of mode's network, and reserves the address the instance is to
+// configure itself (Attachment's IP, Prefix and Gateway). Open vSwitch on
+// the machine only: its bridge takes any link as a port. OVS's userspace
+// datapath computes no checksums, so the instance must offload none (a
+// virtual NIC without checksum offload: a tap's offloads are what its
+// owner sets, where the lab turns a veth's off). Detach removes the port
+// but leaves the link, which is its maker's.
+func (l *Lab) Plug(ctx context.Context, mode vocab.Network, host int, link string) (Attachment, error) {
+	if err := l.check(mode, host); err != nil {
+		return Attachment{}, err
+	}
+	if mode != vocab.OVS || host != 0 {
+		return Attachment{}, fmt.Errorf("netlab: only Open vSwitch on the machine takes an instance's own link as a port, not %s on host %d", mode, host)
+	}
+	n, err := l.alloc(mode, host)
+	if err != nil {
+		return Attachment{}, err
+	}
+	defer l.attaching.Done()
+	remove := func() error {
+		if l.isClosed() {
+			return nil // the bridge went with its ports
+		}
+		_, err := ovsVsctl(context.Background(), ovsTimeout, "--if-exists", "del-port", l.ovsName(), link)
+		return err
+	}
+	err = setUp(rootNL, link, nil)
+	if err == nil {
+		_, err = ovsVsctl(ctx, ovsTimeout, "add-port", l.ovsName(), link)
+	}
+	if err != nil {
+		l.release(mode, host, n)
+		return Attachment{}, fmt.Errorf("netlab: plugging %s into %s: %w", link, mode, errors.Join(err, remove()))
+	}
+	return Attachment{IP: ip4(198, 18, 200, n), Prefix: 24, Gateway: ovsHostIP, Iface: link, MTU: 1500, Detach: l.detacher(mode, host, n, remove)}, nil
+}
+
 // alloc reserves the lowest free last octet (2..254) on mode's network on
 // host and counts the caller as an Attach in flight.
 func (l *Lab) alloc(mode vocab.Network, host int) (int, error) {

@@ -31,9 +31,14 @@ func handleAt(path string) (*netlink.Handle, error) {
 	return h, nil
 }
 
-// createNS creates a lab namespace and records it for Close.
-func (l *Lab) createNS(name string) (string, error) {
-	path, err := netns.Create(name)
+// createNS creates a lab namespace, or names the existing one at src
+// (netns.Adopt) when src is not "", and records it for Close.
+func (l *Lab) createNS(name, src string) (string, error) {
+	create := netns.Create
+	if src != "" {
+		create = func(name string) (string, error) { return netns.Adopt(name, src) }
+	}
+	path, err := create(name)
 	if err != nil {
 		return "", fmt.Errorf("netlab: %w", err)
 	}
@@ -54,7 +59,7 @@ func quietBridges(path string) {
 
 // buildUnderlay creates the switch namespace and bridge and every host.
 func (l *Lab) buildUnderlay(ctx context.Context) error {
-	swPath, err := l.createNS(l.switchName())
+	swPath, err := l.createNS(l.switchName(), "")
 	if err != nil {
 		return err
 	}
@@ -90,9 +95,14 @@ func (l *Lab) buildUnderlay(ctx context.Context) error {
 	return nil
 }
 
-// buildHost makes host h's namespace and plugs it into the switch.
+// buildHost makes host h's namespace, or adopts the one given for it
+// (Config.HostNamespaces), and plugs it into the switch.
 func (l *Lab) buildHost(sw *netlink.Handle, br netlink.Link, h int) error {
-	path, err := l.createNS(l.hostNSName(h))
+	var src string
+	if h <= len(l.cfg.HostNamespaces) {
+		src = l.cfg.HostNamespaces[h-1]
+	}
+	path, err := l.createNS(l.hostNSName(h), src)
 	if err != nil {
 		return err
 	}

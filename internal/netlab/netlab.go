@@ -137,6 +137,13 @@ type Config struct {
 	// switch, so SetUnderlay can delay, jitter and lose packets.
 	DelayLine bool
 	Spawn     Spawner // starts the WireGuard agent; needed only for overlay-encrypted
+	// HostNamespaces are existing network namespaces (paths such as
+	// /proc/<pid>/ns/net), host h's at h-1, that the lab adopts as the
+	// hosts' own instead of creating them: a platform that shares a
+	// namespace only by holding it (Docker's container:<id>) holds them,
+	// and its instances then share the hosts' namespaces. Close still
+	// deletes them, killing what runs in them.
+	HostNamespaces []string
 	// skipWarmup: tests whose stand-in WireGuard agent passes no traffic.
 	skipWarmup bool
 	Progress   io.Writer // one-line human notes, may be nil
@@ -144,10 +151,14 @@ type Config struct {
 
 // Attachment is a container's interface on a lab network.
 type Attachment struct {
-	IP     string       // the container's address, without prefix length
-	Iface  string       // interface name inside the container
-	MTU    int          // its MTU
-	Detach func() error // removes what Attach made; safe twice, fine if the namespace died
+	IP     string // the container's address, without prefix length
+	Prefix int    // its prefix length (Plug)
+	// Gateway is the host's address on the network (Plug: the instance's
+	// default route, which it configures itself).
+	Gateway string
+	Iface   string       // interface name inside the container
+	MTU     int          // its MTU
+	Detach  func() error // removes what Attach made; safe twice, fine if the namespace died
 }
 
 // Lab is a built topology. Its methods are safe for concurrent use.
@@ -216,6 +227,9 @@ func (l *Lab) validate() error {
 	}
 	if l.hosts < 0 || l.hosts > MaxHosts {
 		return fmt.Errorf("netlab: %d hosts: must be 0..%d", l.hosts, MaxHosts)
+	}
+	if len(l.cfg.HostNamespaces) > l.hosts {
+		return fmt.Errorf("netlab: %d namespaces to adopt for %d hosts", len(l.cfg.HostNamespaces), l.hosts)
 	}
 	for _, m := range l.cfg.Modes {
 		switch m {

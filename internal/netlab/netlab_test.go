@@ -977,3 +977,99 @@ func rate(t *testing.T, s string) vocab.Rate {
 	}
 	return r
 }
+
+// TestAdoptedHostNamespace builds host 1 on a namespace something else
+// holds (a process that unshared its own, as Docker's anchor container
+// does) and host 2 on one of the lab's: what runs in the holder's
+// namespace is on host 1, across the bridge to host 2 and its
+// containers, and Close ends the holder with the namespace.
+func TestAdoptedHostNamespace(t *testing.T) {
+	needRoot(t)
+	holder := exec.Command("unshare", "--net", "sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Skipf("unshare: %v", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- holder.Wait() }()
+	defer func() { _ = holder.Process.Kill() }()
+	src := fmt.Sprintf("/proc/%d/ns/net", holder.Process.Pid)
+	self, _ := os.Readlink("/proc/self/ns/net")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if own, err := os.Readlink(src); err == nil && own != self {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the holder never left this namespace")
+		}
+	}
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Bridge}, HostNamespaces: []string{src}})
+	var held, named unix.Stat_t
+	if err := unix.Stat(src, &held); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(lab.HostNS(1), &named); err != nil {
+		t.Fatal(err)
+	}
+	if held.Ino != named.Ino {
+		t.Fatalf("host 1's namespace %s is not the holder's", lab.HostNS(1))
+	}
+	acrossHosts(t, lab, vocab.Bridge, 1, 2)
+	echo(t, lab.HostNS(2), lab.HostAddr(vocab.Host, 2), src) // the holder's namespace is host 1's
+	echo(t, src, lab.HostAddr(vocab.Host, 1), lab.HostNS(2))
+	if err := lab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Error("the holder still runs after Close")
+	}
+}
+
+// TestPlugTap takes a tap (a virtual machine's NIC, made by its platform)
+// as a port of the machine's OVS bridge: it gets the OVS network's first
+// free address and the host's as gateway, the port goes on Detach (twice
+// is fine) and the tap stays, its maker's; only OVS on the machine plugs.
+func TestPlugTap(t *testing.T) {
+	lab := newLab(t, Config{Modes: []vocab.Network{vocab.OVS, vocab.Macvlan}})
+	tap := lab.name("x", 1)
+	if err := rootNL.LinkAdd(&netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: tap}, Mode: netlink.TUNTAP_MODE_TAP}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if lk, err := rootNL.LinkByName(tap); err == nil {
+			_ = rootNL.LinkDel(lk)
+		}
+	}()
+	if _, err := lab.Plug(context.Background(), vocab.Macvlan, 0, tap); err == nil {
+		t.Error("macvlan took a tap as a port")
+	}
+	a, err := lab.Plug(context.Background(), vocab.OVS, 0, tap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.IP != "198.18.200.2" || a.Prefix != 24 || a.Gateway != lab.HostAddr(vocab.OVS, 0) || a.Iface != tap {
+		t.Errorf("Plug = %+v", a)
+	}
+	ports, err := ovsVsctl(context.Background(), "list-ports", lab.ovsName())
+	if err != nil || !slices.Contains(strings.Fields(ports), tap) {
+		t.Errorf("ports of %s: %q (%v), want %s", lab.ovsName(), ports, err, tap)
+	}
+	for range 2 {
+		if err := a.Detach(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ports, _ = ovsVsctl(context.Background(), "list-ports", lab.ovsName())
+	if slices.Contains(strings.Fields(ports), tap) {
+		t.Errorf("%s still a port after Detach", tap)
+	}
+	if _, err := rootNL.LinkByName(tap); err != nil {
+		t.Errorf("the tap went with the port: %v", err)
+	}
+	if b, err := lab.Plug(context.Background(), vocab.OVS, 0, tap); err != nil || b.IP != a.IP {
+		t.Errorf("plugged again: %+v %v, want the freed address %s", b, err, a.IP)
+	} else {
+		_ = b.Detach()
+	}
+}

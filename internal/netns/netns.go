@@ -42,7 +42,21 @@ var mountMu sync.Mutex
 // Create makes a named network namespace at /run/netns/<name> (iproute2's
 // convention: `ip netns list` shows it) without changing the caller's
 // namespace, and returns its path. name must start with "ctb".
-func Create(name string) (string, error) {
+func Create(name string) (string, error) { return mountNS(name, "") }
+
+// Adopt names an existing network namespace, src (a path like
+// /proc/<pid>/ns/net), as Create names a new one: a bind mount at
+// /run/netns/<name> that keeps it alive after what holds it ends. Delete
+// then kills what runs in it, as for one Create made.
+func Adopt(name, src string) (string, error) {
+	if src == "" {
+		return "", fmt.Errorf("adopting netns %s: no namespace given", name)
+	}
+	return mountNS(name, src)
+}
+
+// mountNS mounts src, or a new namespace when src is "", at RunDir/name.
+func mountNS(name, src string) (string, error) {
 	if err := checkName(name); err != nil {
 		return "", err
 	}
@@ -60,12 +74,16 @@ func Create(name string) (string, error) {
 		return "", fmt.Errorf("creating netns %s: %w", name, err)
 	}
 	f.Close()
-	err = onThread(
-		func() error { return unix.Unshare(unix.CLONE_NEWNET) },
-		func() error {
-			self := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
-			return unix.Mount(self, path, "none", unix.MS_BIND, "")
-		})
+	if src != "" {
+		err = unix.Mount(src, path, "none", unix.MS_BIND, "")
+	} else {
+		err = onThread(
+			func() error { return unix.Unshare(unix.CLONE_NEWNET) },
+			func() error {
+				self := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
+				return unix.Mount(self, path, "none", unix.MS_BIND, "")
+			})
+	}
 	if err != nil {
 		os.Remove(path)
 		return "", fmt.Errorf("creating netns %s: %w", name, err)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -284,5 +285,63 @@ func TestSysctlIsPerNamespace(t *testing.T) {
 	}
 	if err := Sysctl(path, "net.ipv4.no_such_key", "1"); err == nil {
 		t.Error("writing a missing key succeeded")
+	}
+}
+
+// TestAdoptNamesAHeldNamespace adopts the namespace of a process that made
+// its own (unshare), as the lab adopts a container's: the name is that
+// namespace (same inode), Delete kills its holder, and the name is gone.
+func TestAdoptNamesAHeldNamespace(t *testing.T) {
+	needRoot(t)
+	holder := exec.Command("unshare", "--net", "sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Skipf("unshare: %v", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- holder.Wait() }()
+	defer func() { _ = holder.Process.Kill() }()
+	src := "/proc/" + strconv.Itoa(holder.Process.Pid) + "/ns/net"
+	var want syscall.Stat_t
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		// unshare forks nothing: the namespace changes once it has run.
+		own, err1 := os.Readlink(src)
+		self, err2 := os.Readlink("/proc/self/ns/net")
+		if err1 == nil && err2 == nil && own != self {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the holder never left this namespace")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Stat(src, &want); err != nil {
+		t.Fatal(err)
+	}
+	name := tempName(t)
+	if _, err := Adopt(name, ""); err == nil {
+		t.Error("Adopt with no namespace succeeded")
+	}
+	path, err := Adopt(name, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got syscall.Stat_t
+	if err := syscall.Stat(path, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Ino != want.Ino || got.Dev != want.Dev {
+		t.Errorf("%s is namespace %d:%d, the holder's is %d:%d", path, got.Dev, got.Ino, want.Dev, want.Ino)
+	}
+	if err := Delete(name); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Error("the holder still runs after Delete")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still exists", path)
 	}
 }

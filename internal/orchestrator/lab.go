@@ -17,8 +17,9 @@ import (
 )
 
 // buildLab creates the networks ctrbench wires itself: the emulated hosts
-// and the modes the cells use (netlab).
-func (c *running) buildLab(ctx context.Context) error {
+// and the modes the cells use (netlab), the hosts on the namespaces held
+// for them, if any.
+func (c *running) buildLab(ctx context.Context, held []string) error {
 	hosts, modes := c.needs.Hosts, c.needs.Lab
 	if hosts < 2 {
 		hosts = 0 // the machine itself only: macvlan, OVS
@@ -27,12 +28,13 @@ func (c *running) buildLab(ctx context.Context) error {
 		modes = []vocab.Network{vocab.Host}
 	}
 	lab, err := netlab.New(ctx, netlab.Config{
-		Token:     c.env.Token,
-		Hosts:     hosts,
-		Modes:     modes,
-		DelayLine: c.needs.Delays,
-		Spawn:     c.spawnWireGuard,
-		Progress:  c.cfg.Progress.Notes(),
+		Token:          c.env.Token,
+		Hosts:          hosts,
+		Modes:          modes,
+		DelayLine:      c.needs.Delays,
+		HostNamespaces: held,
+		Spawn:          c.spawnWireGuard,
+		Progress:       c.cfg.Progress.Notes(),
 	})
 	if err != nil {
 		return fmt.Errorf("building the network lab: %w", err)

@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
 // prepare makes what the cells need, in order: the emulated machine's
-// cgroup, the network lab, then each platform the cells use — opened from
-// its driver unless given — with the networks, storages and tools they ask
-// of it. What it made is undone by close, in reverse.
+// cgroup, each platform the cells use — opened from its driver unless
+// given — with the networks, storages and tools they ask of it, then the
+// network lab (on namespaces a platform holds, when its containers share
+// emulated hosts' namespaces). What it made is undone by close, in reverse.
 func (c *running) prepare(ctx context.Context) error {
 	cfg := c.cfg
 	if env := cfg.Experiment.Envelope; !env.IsZero() || cfg.Experiment.VariesMachine() {
@@ -32,14 +34,6 @@ func (c *running) prepare(ctx context.Context) error {
 		})
 	}
 	info := map[string]string{}
-	if c.needs.NeedsLab() {
-		if err := c.buildLab(ctx); err != nil {
-			return err
-		}
-		for k, v := range c.env.Lab.Info() {
-			info["net."+k] = v
-		}
-	}
 	binary, err := c.binary()
 	if err != nil {
 		return err
@@ -82,10 +76,50 @@ func (c *running) prepare(ctx context.Context) error {
 			info[k] = v
 		}
 	}
+	if c.needs.NeedsLab() {
+		held, err := c.holdHostNamespaces(ctx)
+		if err != nil {
+			return err
+		}
+		if err := c.buildLab(ctx, held); err != nil {
+			return err
+		}
+		for k, v := range c.env.Lab.Info() {
+			info["net."+k] = v
+		}
+	}
 	if cfg.Prepared != nil {
 		cfg.Prepared(info)
 	}
 	return nil
+}
+
+// holdHostNamespaces has the platform whose containers share emulated
+// hosts' namespaces by holding them (Docker) hold one per host, for the
+// lab to adopt; nil when no cell asks for it.
+func (c *running) holdHostNamespaces(ctx context.Context) ([]string, error) {
+	switch len(c.needs.HostNS) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, fmt.Errorf("platforms %s all share emulated hosts' namespaces (network host with hosts) by holding them, and a host has one namespace: use one of them on the hosts' network per campaign", strings.Join(c.needs.HostNS, " and "))
+	}
+	name := c.needs.HostNS[0]
+	holder, ok := c.env.Platforms[name].(platform.NamespaceHolder)
+	if !ok {
+		return nil, fmt.Errorf("platform %s cannot hold an emulated host's namespace", name)
+	}
+	paths := make([]string, c.needs.Hosts)
+	for h := range paths {
+		p, err := holder.HoldNamespace(ctx, h+1)
+		if err != nil {
+			return nil, err
+		}
+		paths[h] = p
+	}
+	fmt.Fprintf(c.cfg.Progress.Notes(), "%s: holding the network namespaces of %d emulated hosts (their containers on network host join them)\n", name, len(paths))
+	return paths, nil
 }
 
 // binary is the ctrbench executable that runs agents.

@@ -110,7 +110,7 @@ func hostSide(cli Role, host int) (Addr, error) {
 	}
 	a := Addr{Kind: HostSide, Network: network, Host: host}
 	if host == 0 {
-		if cli.Provision.Wire == "" && cli.Provision.Platform == network && network != vocab.Host {
+		if cli.Provision.Wire == "" && cli.Provision.Plug == "" && cli.Provision.Platform == network && network != vocab.Host {
 			a.Platform = cli.Platform // a network the client's platform made
 		} else if !network.Lab(1) {
 			return Addr{}, fmt.Errorf("no host-side address on network %s", cli.Network)

@@ -22,6 +22,10 @@ type Needs struct {
 	// Delays says a cell's underlay delays, jitters or loses packets: the
 	// lab puts a delay line between each emulated host and the switch.
 	Delays bool
+	// HostNS are the platforms whose instances share emulated hosts'
+	// namespaces by holding them (Capabilities.HoldsHostNS), sorted: the
+	// lab adopts the first's.
+	HostNS []string
 }
 
 // PlatformNeeds is what one platform must provide, each list sorted.
@@ -75,8 +79,13 @@ func Collect(cells []*Cell) Needs {
 				pn.Tools = addSorted(pn.Tools, t.Binary)
 			}
 		}
-		if r.Provision.Wire != "" {
-			n.Lab = addSorted(n.Lab, r.Provision.Wire)
+		for _, m := range []vocab.Network{r.Provision.Wire, r.Provision.Plug} {
+			if m != "" {
+				n.Lab = addSorted(n.Lab, m)
+			}
+		}
+		if r.Provision.HostNS && r.Driver.Caps.HoldsHostNS {
+			n.HostNS = addSorted(n.HostNS, r.Platform)
 		}
 	}
 	for _, c := range cells {

@@ -60,12 +60,12 @@ func (r Role) RootNS() bool {
 	if seen := r.Driver.Caps.Seen; seen != nil {
 		n = seen(n, r.Options)
 	}
-	return n == vocab.Host
+	return n == vocab.Host && !r.InHostNS()
 }
 
-// InHostNS reports whether the role is a process in an emulated host's
-// namespace (InstanceSpec.NetNS).
-func (r Role) InHostNS() bool { return !r.Driver.Caps.OwnNetNS && r.Host > 0 }
+// InHostNS reports whether the role runs in an emulated host's namespace
+// (InstanceSpec.NetNS): a process there, or a container sharing it.
+func (r Role) InHostNS() bool { return r.Provision.HostNS && r.Host > 0 }
 
 // Neighbours are the neighbours of a cell.
 type Neighbours struct {

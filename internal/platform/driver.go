@@ -32,6 +32,18 @@ type Capabilities struct {
 	// JoinNetwork: an instance can join another's namespace
 	// (ShareNetworkWith), which is the loopback network.
 	JoinNetwork bool
+	// HoldsHostNS: an instance can share an emulated host's namespace
+	// (network host with hosts ≥ 2) when the platform holds that
+	// namespace itself (NamespaceHolder): its instances join a namespace
+	// by instance, not by path, so the lab adopts the ones it holds as the
+	// hosts' own.
+	HoldsHostNS bool
+	// Plugs are the lab's modes on the machine whose network the platform
+	// plugs an instance's own link (a virtual machine's tap) into as it
+	// starts (InstanceSpec.Plug), configuring the address the lab gives
+	// it: for instances with a network stack beyond a namespace, which
+	// the lab cannot wire from outside.
+	Plugs []vocab.Network
 	// Storages are the storage levels it can give an instance.
 	Storages []vocab.Storage
 	// OwnCgroup: every instance has a cgroup of its own, so its cgroup
@@ -173,6 +185,12 @@ type Provision struct {
 	Wire vocab.Network
 	// Join: the instance joins the first instance of its pair (loopback).
 	Join bool
+	// HostNS: the instance runs in its emulated host's namespace
+	// (InstanceSpec.NetNS).
+	HostNS bool
+	// Plug is the lab's mode the platform plugs the instance's own link
+	// into as it starts (InstanceSpec.Plug); "" for none.
+	Plug vocab.Network
 }
 
 // Provision decides how an instance of the platform gets network mode n
@@ -207,7 +225,7 @@ func (d Driver) provision(n vocab.Network, hosts int) (Provision, bool, error) {
 func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 	c := d.Caps
 	if !c.OwnNetNS {
-		return Provision{Platform: vocab.Host}, true, nil
+		return Provision{Platform: vocab.Host, HostNS: hosts > 1}, true, nil
 	}
 	if c.Nodes != nil {
 		switch {
@@ -226,16 +244,35 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 		return Provision{}, false, fmt.Errorf("network %s joins emulated hosts: it needs hosts 2 or more", n)
 	case n.MachineOnly() && hosts > 1:
 		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use bridge, ovs, overlay or overlay-encrypted there", n, hosts)
+	case n == vocab.Host && hosts > 1 && c.HoldsHostNS:
+		return Provision{Platform: vocab.Host, HostNS: true}, true, nil
 	case n == vocab.Host && hosts > 1:
-		return Provision{}, false, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use platform native for processes on the hosts, or bridge/ovs/overlay for containers", d.Noun, hosts)
+		return Provision{}, false, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use %s on the hosts' network, or bridge/ovs/overlay", d.Noun, hosts, hostNSPlatforms())
 	case n == vocab.Loopback && c.JoinNetwork:
 		return Provision{Platform: vocab.None, Join: true}, true, nil
 	case hosts <= 1 && slices.Contains(c.Networks, n):
 		return Provision{Platform: n}, true, nil
+	case hosts <= 1 && slices.Contains(c.Plugs, n):
+		return Provision{Platform: n, Plug: n}, true, nil
 	case c.Wireable && n.Lab(hosts):
 		return Provision{Platform: vocab.None, Wire: n}, true, nil
 	}
 	return Provision{}, false, nil
+}
+
+// hostNSPlatforms names the registered platforms whose instances run in
+// an emulated host's namespace: processes, and containers that share it.
+func hostNSPlatforms() string {
+	var out []string
+	for _, d := range Drivers() {
+		if !d.Caps.OwnNetNS && d.Caps.Nodes == nil || d.Caps.HoldsHostNS {
+			out = append(out, "platform "+d.Name)
+		}
+	}
+	if len(out) == 0 {
+		return "a process"
+	}
+	return strings.Join(out, " or ")
 }
 
 // offered lists the modes Provision accepts with hosts emulated hosts.

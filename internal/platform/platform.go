@@ -63,8 +63,15 @@ type InstanceSpec struct {
 	// ShareNetworkWith names a running instance (by its Name) whose network
 	// namespace this one joins: both ends over loopback. Overrides Network.
 	ShareNetworkWith string
-	// NetNS is the path of an emulated host's network namespace to run in;
-	// only for platforms without a namespace of their own (OwnNetNS false).
+	// Plug, for network a lab mode the platform plugs into
+	// (Capabilities.Plugs), takes the instance's own link on the machine
+	// (a tap) as a port of that network and returns the address the
+	// instance is to configure; the port goes when the trial ends.
+	Plug func(ctx context.Context, link string) (Plugged, error)
+	// NetNS is the path of an emulated host's network namespace to run in:
+	// for platforms without a namespace of their own (OwnNetNS false), and
+	// for a NamespaceHolder's instance on network Host (a namespace it
+	// holds, adopted by the lab).
 	NetNS string
 	// Host is the node of a cluster platform the instance runs on
 	// (1-based; 0: the platform chooses); Node, when set, names the node
@@ -83,6 +90,15 @@ type InstanceSpec struct {
 	// ctrbench's agent put into it (Capabilities.UserImages); nil: the
 	// agent image.
 	Image *Image
+}
+
+// Plugged is the address the lab gave a link it took as a port
+// (InstanceSpec.Plug).
+type Plugged struct {
+	IP      string // the instance's address, without prefix length
+	Prefix  int    // its prefix length
+	Gateway string // the host's address on the network: the default route
+	MTU     int
 }
 
 // Image is a user's image: one in the machine's engine (Ref) or an
@@ -237,6 +253,17 @@ const (
 // "none": unshaped).
 type Shaper interface {
 	SetUnderlayRate(rate vocab.Rate) error
+}
+
+// NamespaceHolder is a platform that holds network namespaces for
+// emulated hosts (Capabilities.HoldsHostNS): the lab adopts them as the
+// hosts' own, and an instance given one of them as InstanceSpec.NetNS (by
+// the lab's path for it) joins it.
+type NamespaceHolder interface {
+	// HoldNamespace makes a network namespace with loopback only, held
+	// until Close, and returns its path (/proc/<pid>/ns/net) for the lab
+	// to adopt. host (1-based) names it in the platform's objects.
+	HoldNamespace(ctx context.Context, host int) (string, error)
 }
 
 // NetNSer is an instance whose network namespace can be entered by path,

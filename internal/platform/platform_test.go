@@ -49,6 +49,10 @@ func TestProvision(t *testing.T) {
 			}
 			return nil
 		}}}
+	holder := ns // shares a host's namespace by holding it (Docker)
+	holder.Caps.HoldsHostNS = true
+	// A machine: a NIC the lab plugs into OVS, nothing it can wire.
+	machine := Driver{Name: "machine", Noun: "machine", Caps: Capabilities{Networks: []vocab.Network{vocab.Bridge}, OwnNetNS: true, Plugs: []vocab.Network{vocab.OVS}}}
 	refusing := ns
 	refusing.Caps.Refuse = func(n vocab.Network) error {
 		if n == vocab.Bridge {
@@ -74,7 +78,13 @@ func TestProvision(t *testing.T) {
 		{ns, vocab.Host, 2, Provision{}, "a box cannot share an emulated host's namespace"},
 		{ns, vocab.BridgeDefault, 1, Provision{}, "platform box does not offer network bridge-default here (hosts 1); it offers host, loopback, bridge, macvlan, ovs"},
 		{proc, vocab.Bridge, 1, Provision{Platform: vocab.Host}, ""}, // a process talks across from the host side
-		{proc, vocab.Host, 3, Provision{Platform: vocab.Host}, ""},
+		{holder, vocab.Host, 2, Provision{Platform: vocab.Host, HostNS: true}, ""},
+		{holder, vocab.Host, 1, Provision{Platform: vocab.Host}, ""}, // the machine's own
+		{proc, vocab.Host, 3, Provision{Platform: vocab.Host, HostNS: true}, ""},
+		{proc, vocab.Host, 1, Provision{Platform: vocab.Host}, ""},
+		{machine, vocab.OVS, 1, Provision{Platform: vocab.OVS, Plug: vocab.OVS}, ""},
+		{machine, vocab.OVS, 2, Provision{}, "platform machine does not offer network ovs here (hosts 2); it offers none"},
+		{machine, vocab.Macvlan, 1, Provision{}, "platform machine does not offer network macvlan here (hosts 1); it offers bridge, ovs"},
 		{nodes, vocab.Overlay, 1, Provision{Platform: vocab.Overlay}, ""}, // one node: still its overlay
 		{nodes, vocab.Host, 4, Provision{Platform: vocab.Host}, ""},       // a node's host network
 		{nodes, vocab.Overlay, 5, Provision{}, "platform fleet gives a cell at most 4 nodes (hosts 5)"},

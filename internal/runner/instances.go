@@ -47,6 +47,18 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	if r.InHostNS() {
 		isp.NetNS = in.env.Lab.HostNS(r.Host)
 	}
+	if mode := r.Provision.Plug; mode != "" {
+		isp.Plug = func(ctx context.Context, link string) (platform.Plugged, error) {
+			att, err := in.env.Lab.Plug(ctx, mode, r.Host, link)
+			if err != nil {
+				return platform.Plugged{}, err
+			}
+			in.mu.Lock()
+			in.detach = append(in.detach, att.Detach)
+			in.mu.Unlock()
+			return platform.Plugged{IP: att.IP, Prefix: att.Prefix, Gateway: att.Gateway, MTU: att.MTU}, nil
+		}
+	}
 	if r.Provision.Join {
 		if *loopOwner == "" {
 			*loopOwner = name

@@ -231,7 +231,7 @@ func TestNetworkValidation(t *testing.T) {
 	for name, c := range map[string]struct{ factors, want string }{
 		"overlay needs hosts":       {"  network: [overlay]", "n.yaml:4:3: network overlay joins emulated hosts: it needs hosts 2 or more"},
 		"macvlan on emulated hosts": {"  hosts: [2]\n  network: [macvlan]", "n.yaml:5:3: network macvlan is on the machine itself"},
-		"docker host on hosts":      {"  hosts: [2]\n  network: [host]", "n.yaml:5:3: a Docker container cannot share an emulated host's namespace"},
+		"podman host on hosts":      {"  hosts: [2]\n  network: [host]\n  server.platform: [podman]", "n.yaml:5:3: a podman container cannot share an emulated host's namespace"},
 		"host beyond hosts":         {"  hosts: [2]\n  network: [bridge]\n  server.host: [3]", "n.yaml:6:3: server is placed on emulated host 3, but the cell has hosts 2"},
 		"half loopback":             {"  network: [bridge]\n  client.network: [loopback]", "network loopback puts every role of the workload in one container's namespace"},
 		"bad underlay":              {"  underlay: [fast]", `n.yaml:4:14: level "fast" of underlay: want none, a rate such as 100mbit`},
@@ -242,6 +242,13 @@ func TestNetworkValidation(t *testing.T) {
 		_, err := Parse("n.yaml", []byte(src), nil, m)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v\nwant %s", name, err, c.want)
+		}
+	}
+	// Docker's containers share their emulated hosts' namespaces, with
+	// each other and with processes there.
+	for _, f := range []string{"  hosts: [2]\n  network: [host]", "  hosts: [2]\n  network: [host]\n  client.platform: [native]"} {
+		if _, err := Parse("n.yaml", []byte(strings.Replace(base, "%s", f, 1)), nil, m); err != nil {
+			t.Errorf("docker on its hosts' network (%q): %v", f, err)
 		}
 	}
 	// Every machine network with a host process on one side is valid.

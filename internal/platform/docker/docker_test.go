@@ -27,6 +27,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	ctrimage "github.com/ctrbench/ctrbench/internal/image"
+	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
@@ -464,6 +465,57 @@ func TestHostNetwork(t *testing.T) {
 	if exit := wait(t, inst); exit.Code != 0 {
 		t.Errorf("exit %d: %s", exit.Code, exit.Stderr)
 	}
+}
+
+// TestHoldNamespace: the namespace HoldNamespace returns, adopted under
+// another name as the lab adopts it, is the one a container started with
+// that name (network host) runs in: a server it starts on loopback answers
+// a client in the named namespace. A path the platform does not hold is
+// refused; Close removes the holder.
+func TestHoldNamespace(t *testing.T) {
+	p, campaign := newCampaign(t)
+	ctx := context.Background()
+	held, err := p.HoldNamespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "ctbt" + randHex(6)
+	named, err := netns.Adopt(name, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer netns.Delete(name)
+	inst := start(t, p, platform.InstanceSpec{Network: vocab.Host, NetNS: named}, "serve", "127.0.0.1:7077", "1")
+	if mode := inspect(t, inst).HostConfig.NetworkMode; !strings.HasPrefix(string(mode), "container:") {
+		t.Errorf("network mode %q, want the holder's container", mode)
+	}
+	if l := readLine(t, bufio.NewReader(inst.Stdout())); !strings.HasPrefix(l, "listening") {
+		t.Fatalf("server said %q", l)
+	}
+	var line string
+	err = netns.Do(named, func() error {
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:7077", 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		line, err = bufio.NewReader(conn).ReadString('\n')
+		return err
+	})
+	if err != nil || !strings.HasPrefix(line, "hello from") {
+		t.Errorf("dialling the server over the held namespace's loopback: %q, %v", line, err)
+	}
+	if exit := wait(t, inst); exit.Code != 0 {
+		t.Errorf("exit %d: %s", exit.Code, exit.Stderr)
+	}
+	_, err = p.Start(ctx, platform.InstanceSpec{Name: "ctrbench-" + campaign + "-x", Network: vocab.Host, NetNS: "/proc/self/ns/net"})
+	if err == nil || !strings.Contains(err.Error(), "not a namespace the docker platform holds") {
+		t.Errorf("a namespace it does not hold: %v", err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t, campaign)
 }
 
 func TestExitCodeAndStderr(t *testing.T) {

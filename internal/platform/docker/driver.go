@@ -14,13 +14,14 @@ import (
 // Caps are what Docker containers can do: namespaces and a cgroup of their
 // own, Docker's host, per-campaign bridge and default bridge networks, any
 // namespace ctrbench wires itself (--network none), one container joining
-// another's (loopback), the writable layer, a volume or a tmpfs.
+// another's (loopback) or an emulated host's (one it holds), the writable layer, a volume or a tmpfs.
 var Caps = platform.Capabilities{
 	StartStop:   700 * time.Millisecond, // rough: for the dry run's estimate
 	Networks:    []vocab.Network{vocab.Host, vocab.Bridge, vocab.BridgeDefault, vocab.Published, vocab.PublishedProxy},
 	OwnNetNS:    true,
 	Wireable:    true,
 	JoinNetwork: true,
+	HoldsHostNS: true,
 	Storages:    []vocab.Storage{vocab.Layer, vocab.Volume, vocab.Tmpfs},
 	OwnCgroup:   true,
 	Limits:      true,

@@ -148,6 +148,15 @@ func networkMode(camp prepared, spec platform.InstanceSpec) (mode, ipOn string, 
 	switch {
 	case spec.ShareNetworkWith != "":
 		return "container:" + spec.ShareNetworkWith, "", nil
+	case spec.NetNS != "": // an emulated host's, which a container of ours holds
+		if spec.Network != vocab.Host && spec.Network != "" {
+			return "", "", fmt.Errorf("instance %s: an emulated host's namespace is shared on network host, not %s", spec.Name, spec.Network)
+		}
+		in, err := camp.heldAt(spec.NetNS)
+		if err != nil {
+			return "", "", fmt.Errorf("instance %s: %w", spec.Name, err)
+		}
+		return "container:" + in.id, "", nil
 	case spec.Network == vocab.Host || spec.Network == "":
 		return "host", netName, nil
 	case spec.Network == vocab.Bridge || spec.Network.Publishes():

@@ -106,6 +106,9 @@ type prepared struct {
 	runtimes  []string // OCI runtimes checked for the campaign
 	// users are the users' images made runnable, by platform.Image.Key.
 	users map[string]engine.UserImage
+	// held are the containers holding emulated hosts' namespaces
+	// (HoldNamespace), by namespace.
+	held map[nsID]*instance
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -287,6 +290,7 @@ func (p *Platform) Close(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	if c := p.camp; c != nil {
+		errs = append(errs, p.releaseHeld(ctx, c)...)
 		ids, err := p.eng.CampaignContainers(ctx, c.id)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing containers of campaign %s: %w", c.id, err))

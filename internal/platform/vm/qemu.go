@@ -88,6 +88,11 @@ type machine struct {
 	Console   string // file the first serial port (the console) writes to
 	Tap       string // the NIC's tap; "" without a NIC
 	MAC       string
+	// NoOffload: the NIC offers the guest no checksum offload (so no
+	// segmentation offload either): every frame leaves with its checksum
+	// computed, as a switch that computes none (OVS's userspace datapath)
+	// needs.
+	NoOffload bool
 	Disk      string // the data disk's image; "" without one
 	// Drives are more disk images, read-only, after Disk (vdb, vdc…).
 	Drives []string
@@ -126,6 +131,14 @@ func (m machine) memoryMB() int64 {
 // maxCmdline is the x86 kernel's command-line limit (COMMAND_LINE_SIZE).
 const maxCmdline = 2048
 
+// offload is the NIC's offload properties: none with NoOffload.
+func (m machine) offload() string {
+	if m.NoOffload {
+		return ",csum=off,guest_csum=off"
+	}
+	return ""
+}
+
 // Args are QEMU's arguments for the machine: no default devices, no
 // display, no reboot (the guest's power-off ends QEMU); the kernel and
 // initramfs booted directly with ctrbench as init; the console on the
@@ -151,7 +164,7 @@ func (m machine) Args() ([]string, error) {
 		"-serial", "file:"+m.Console, "-serial", "stdio")
 	if m.Tap != "" {
 		args = append(args, "-netdev", "tap,id=n0,ifname="+m.Tap+",script=no,downscript=no",
-			"-device", "virtio-net-pci,netdev=n0,mac="+m.MAC)
+			"-device", "virtio-net-pci,netdev=n0,mac="+m.MAC+m.offload())
 	}
 	if m.Disk != "" {
 		if strings.ContainsAny(m.Disk, ",") {

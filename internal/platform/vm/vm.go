@@ -7,7 +7,8 @@
 // about a hypervisor's cost (emulation is ten or more times slower).
 //
 // A machine has a virtio NIC on a tap (ctb…) in the campaign's bridge
-// (package hostbridge): a machine has no "host network" to share. Its data
+// (package hostbridge), or a port of the network lab's Open vSwitch
+// bridge: a machine has no "host network" to share. Its data
 // directory is an ext4 file system on a virtio disk of its own (a sparse
 // image file made per machine). `cpus` and `memory` size the machine
 // (-smp, rounded up, and -m); QEMU itself runs in a cgroup with the cpus
@@ -193,8 +194,9 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if p.initrd.Path == "" || p.bridge == nil {
 		return nil, errors.New("vm platform: Start before Prepare")
 	}
-	if spec.ShareNetworkWith != "" || spec.Network != vocab.Bridge {
-		return nil, fmt.Errorf("vm %s: a virtual machine has a NIC on the campaign's bridge only (network %s), not %q", spec.Name, vocab.Bridge, spec.Network)
+	plugged := spec.Network == vocab.OVS && spec.Plug != nil
+	if spec.ShareNetworkWith != "" || spec.Network != vocab.Bridge && !plugged {
+		return nil, fmt.Errorf("vm %s: a virtual machine has a NIC on the campaign's bridge (network %s) or, plugged in by the lab, on Open vSwitch (%s), not %q", spec.Name, vocab.Bridge, vocab.OVS, spec.Network)
 	}
 	if spec.Storage != "" && spec.Storage != vocab.Layer {
 		return nil, fmt.Errorf("vm %s: a virtual machine writes to its own disk only (storage %s), not %s", spec.Name, vocab.Layer, spec.Storage)
@@ -214,13 +216,8 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail(err)
 	}
-	n, ip, err := p.bridge.Alloc()
+	nic, err := p.nic(ctx, in, spec)
 	if err != nil {
-		return fail(err)
-	}
-	in.addr, in.ip = n, ip
-	in.tap = hostbridge.Port(p.bridge.Name, "t", n)
-	if err := links.AddTap(in.tap, p.bridge.Name); err != nil {
 		return fail(err)
 	}
 	disk := filepath.Join(dir, "disk.img")
@@ -229,8 +226,8 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	m := machine{Name: "ctrbench-" + spec.Name, Accel: p.accel, CPUs: spec.Limits.CPUs, HostCPUs: runtime.NumCPU(),
 		MemoryMB: spec.Limits.MemoryBytes >> 20, Kernel: p.kernel.Path, Initramfs: initrd, Console: in.console,
-		Tap: in.tap, MAC: macFor(n), Disk: disk, Drives: drives,
-		Init: vminit.Config{Args: inv.Args(), Address: ip + "/24", Gateway: p.bridge.Gateway(), Disk: "/dev/vda", Env: inv.Env(), Engine: inside}}
+		Tap: in.tap, MAC: macFor(in.addr), NoOffload: plugged, Disk: disk, Drives: drives,
+		Init: vminit.Config{Args: inv.Args(), Address: nic.address, Gateway: nic.gateway, Disk: "/dev/vda", Env: inv.Env(), Engine: inside}}
 	args, err := m.Args()
 	if err != nil {
 		return fail(err)
@@ -253,6 +250,35 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	in.Mark(vocab.Start)
 	go in.supervise(b)
 	return in, nil
+}
+
+// nicAddr is a machine's address (with prefix length) and default route.
+type nicAddr struct{ address, gateway string }
+
+// nic makes the machine's tap: a port of the campaign's bridge, with an
+// address of the bridge's, or, on Open vSwitch, a tap the lab plugs in
+// (spec.Plug) with the address the lab gives it. The tap is named and the
+// MAC made after a number of the bridge's either way, so both are unique.
+func (p *Platform) nic(ctx context.Context, in *instance, spec platform.InstanceSpec) (nicAddr, error) {
+	n, ip, err := p.bridge.Alloc()
+	if err != nil {
+		return nicAddr{}, err
+	}
+	in.addr, in.ip = n, ip
+	if spec.Network != vocab.OVS {
+		in.tap = hostbridge.Port(p.bridge.Name, "t", n)
+		return nicAddr{ip + "/24", p.bridge.Gateway()}, links.AddTap(in.tap, p.bridge.Name)
+	}
+	in.tap = hostbridge.Port(p.bridge.Name, "o", n)
+	if err := links.AddTap(in.tap, ""); err != nil {
+		return nicAddr{}, err
+	}
+	got, err := spec.Plug(ctx, in.tap)
+	if err != nil {
+		return nicAddr{}, fmt.Errorf("plugging %s into %s: %w", in.tap, spec.Network, err)
+	}
+	in.ip = got.IP
+	return nicAddr{fmt.Sprintf("%s/%d", got.IP, got.Prefix), got.Gateway}, nil
 }
 
 // booted is what a machine boots: its initramfs, more disks, the engine

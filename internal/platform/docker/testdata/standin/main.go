@@ -11,6 +11,7 @@
 //	sleep SECONDS        sleep
 //	spam N               write N numbered lines to stderr
 //	exit CODE MSG...     print MSG to stderr and exit with CODE
+//	agent hold           wait for SIGTERM (what HoldNamespace's container runs)
 package main
 
 import (
@@ -19,8 +20,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -111,6 +114,14 @@ func run(c []string) {
 			fmt.Fprintf(w, "line %d\n", i)
 		}
 		w.Flush()
+	case "agent":
+		if len(c) < 2 || c[1] != "hold" {
+			fmt.Fprintln(os.Stderr, "agent: only hold is played")
+			os.Exit(64)
+		}
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		<-sig
 	case "exit":
 		fmt.Fprintln(os.Stderr, strings.Join(c[2:], " "))
 		code, _ := strconv.Atoi(c[1])
