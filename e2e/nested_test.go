@@ -148,24 +148,38 @@ workloads:
 // its child shares — on Open vSwitch on the machine (S1's OVS parents) and
 // on the routed bridge between two emulated hosts whose underlay is shaped
 // (S1's remote hosts, Table V) — and the server child sees the address the
-// lab gave its parent.
+// lab gave its parent. With parent.network ovs (S1 Table III's OVS parent
+// with a bridged child) the child is on its parent engine's bridge
+// (198.19.0.0/16) and the machine reaches it, or it the machine, only
+// through the parent's wired address on OVS: a server child and a client
+// child both work.
 func TestNestedWiredByLab(t *testing.T) {
 	requireDocker(t)
 	db, id := runStored(t, `name: e2e-nested-lab
 seed: 4
 repetitions: 1
 factors:
-  server.platform: [nested]
-  client.platform: [native]
   topology:
-    ovs: {hosts: 1, network: ovs}
-    two-hosts: {hosts: 2, network: bridge, underlay: 200mbit}
+    ovs: {hosts: 1, network: ovs, server.platform: nested, client.platform: native}
+    two-hosts: {hosts: 2, network: bridge, underlay: 200mbit, server.platform: nested, client.platform: native}
+    ovs-parent: {hosts: 1, network: bridge, parent.network: ovs, server.platform: nested, client.platform: native}
+    ovs-parent-client: {hosts: 1, network: bridge, parent.network: ovs, server.platform: native, client.platform: nested}
 workloads:
   - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
 `)
+	cells := cellFactors(t, db, id)
 	for _, tr := range storedTrials(t, db, id) {
-		if tr.Seen["server.platform.parent"] == "" {
-			t.Errorf("trial %d: the server's parent is not recorded: %v", tr.Seq, tr.Seen)
+		topo := cells[tr.CellID]["topology"]
+		nested := "server."
+		if topo == "ovs-parent-client" {
+			nested = ""
+		}
+		if tr.Status != "ok" {
+			t.Errorf("trial %d (%s): %s %s", tr.Seq, topo, tr.Status, tr.Error)
+			continue
+		}
+		if tr.Seen[nested+"platform.parent"] == "" {
+			t.Errorf("trial %d (%s): the nested child's parent is not recorded: %v", tr.Seq, topo, tr.Seen)
 		}
 		var tput float64
 		for _, o := range tr.Observations {
@@ -173,18 +187,18 @@ workloads:
 				tput = o.Value
 			}
 		}
-		ifs := tr.Seen["server.net.interfaces"]
+		ifs := tr.Seen[nested+"net.interfaces"]
+		want := map[string]string{"ovs": "198.18.200.", "two-hosts": "198.18.2.", "ovs-parent": "198.19.", "ovs-parent-client": "198.19."}[topo]
 		switch {
-		case strings.Contains(ifs, "198.18.200."): // OVS on the machine
-			if tput <= 0 {
-				t.Errorf("over OVS: throughput %v", tput)
-			}
-		case strings.Contains(ifs, "198.18.2."): // emulated host 2's bridge
-			if tput <= 0 || tput > 0.23 {
-				t.Errorf("across a 200 Mbit/s underlay: %.3f Gbit/s", tput)
-			}
-		default:
-			t.Errorf("trial %d: the server child saw %q, not the parent's wired address", tr.Seq, ifs)
+		case !strings.Contains(ifs, " "+want):
+			t.Errorf("trial %d (%s): the nested child saw %q, want an address in %s*", tr.Seq, topo, ifs, want)
+		case topo == "two-hosts" && (tput <= 0 || tput > 0.23):
+			t.Errorf("across a 200 Mbit/s underlay: %.3f Gbit/s", tput)
+		case tput <= 0:
+			t.Errorf("trial %d (%s): throughput %v", tr.Seq, topo, tput)
+		}
+		if strings.HasPrefix(topo, "ovs-parent") && tr.Seen[nested+"platform.parent.network"] != "none" {
+			t.Errorf("trial %d (%s): the parent's network %q, want none (wired by the lab)", tr.Seq, topo, tr.Seen[nested+"platform.parent.network"])
 		}
 	}
 }

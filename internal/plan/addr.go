@@ -105,8 +105,11 @@ func link(srv, cli Role) (Link, error) {
 // host's own network for a process without a namespace of its own.
 func hostSide(cli Role, host int) (Addr, error) {
 	network := cli.Network
-	if !cli.Driver.Caps.OwnNetNS {
+	switch {
+	case !cli.Driver.Caps.OwnNetNS:
 		network = vocab.Host
+	case cli.Provision.Wire != "":
+		network = cli.Provision.Wire // its outer namespace's (a nested parent's)
 	}
 	a := Addr{Kind: HostSide, Network: network, Host: host}
 	if host == 0 {

@@ -251,7 +251,7 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 		}
 	}
 	var err error
-	if r.Provision, err = d.Provision(pl.Network, hosts); err != nil {
+	if r.Provision, err = d.ProvisionWith(pl.Network, hosts, r.Options); err != nil {
 		return Role{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if r.Limits, err = pl.Limits(); err != nil {

@@ -76,6 +76,13 @@ type Capabilities struct {
 	// Combine, when set, refuses a network mode with the platform's own
 	// factors' levels that it cannot give, saying why.
 	Combine func(n vocab.Network, options map[string]string) error
+	// Outer, when set, is the lab mode on the machine the lab wires an
+	// instance's outer namespace into, by the platform's own factors,
+	// whatever the cell's mode, which is then the instance's inside it (a
+	// nested parent on Open vSwitch, its child on the inner engine's
+	// bridge: Provision's Platform the cell's mode, its Wire this); ""
+	// for none.
+	Outer func(options map[string]string) vocab.Network
 	// EndOneAtATime: the instances of a trial must not end together. Docker
 	// 20.10's libnetwork takes its network and controller locks in
 	// opposite orders when a container leaves a network and when another's
@@ -199,7 +206,21 @@ type Provision struct {
 // own always runs in its host's; which other modes it can talk across is a
 // matter of the whole chain, which validation checks.
 func (d Driver) Provision(n vocab.Network, hosts int) (Provision, error) {
+	return d.ProvisionWith(n, hosts, nil)
+}
+
+// ProvisionWith is Provision for an instance with the platform's own
+// factors at options' levels (Capabilities.Outer).
+func (d Driver) ProvisionWith(n vocab.Network, hosts int, options map[string]string) (Provision, error) {
 	p, ok, err := d.provision(n, hosts)
+	if ok && err == nil && d.Caps.Outer != nil {
+		if w := d.Caps.Outer(options); w != "" {
+			if hosts > 1 || !w.Lab(1) {
+				return Provision{}, fmt.Errorf("platform %s wires its instances' outer namespace into %s on the machine only, not between emulated hosts (hosts %d)", d.Name, w, hosts)
+			}
+			p.Wire = w
+		}
+	}
 	if err == nil && !ok {
 		err = fmt.Errorf("platform %s does not offer network %s here (hosts %d); it offers %s", d.Name, n, hosts, d.offered(hosts))
 	}

@@ -266,6 +266,13 @@ type NamespaceHolder interface {
 	HoldNamespace(ctx context.Context, host int) (string, error)
 }
 
+// Wired is an instance told the address the lab wired its namespace with
+// (Provision.Wire), for what it routes there: a nested parent on Open
+// vSwitch routes the machine to its inner bridge through it.
+type Wired interface {
+	Wired(ip string) error
+}
+
 // NetNSer is an instance whose network namespace can be entered by path,
 // so ctrbench can wire links into it (Capabilities.Wireable).
 type NetNSer interface {

@@ -107,7 +107,8 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error
 		return out, err
 	}
 
-	// The drivers. One pair's client runs as soon as it starts; several
+	// The drivers. One pair's client runs as soon as it starts (unless
+	// wired around, below); several
 	// pairs' clients are all started, connected to nothing yet and ready,
 	// then all given the go signal at once, however long their hosting
 	// entities took to start, so their measured runs overlap.
@@ -119,7 +120,12 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error
 		}
 		return inv
 	}
-	if c.Instances || c.Pairs > 1 {
+	// A driver with an address of its own inside a namespace the lab
+	// wires after it starts (a nested child on the bridge of a parent on
+	// Open vSwitch) could run before its parent has a way out: it too
+	// waits for the go signal, given once it is wired.
+	wiredAround := drv.Provision.Wire != "" && drv.Provision.Platform != vocab.None
+	if c.Instances || c.Pairs > 1 || wiredAround {
 		if err := runCopies(ctx, in, c, pairs, func(p int) string { return pairName(drv.Name, p) }, driverAgent); err != nil {
 			return out, err
 		}

@@ -106,7 +106,14 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 		in.mu.Lock()
 		in.detach = append(in.detach, att.Detach)
 		in.mu.Unlock()
-		s.ip = att.IP
+		if wd, ok := inst.(platform.Wired); ok {
+			if err := wd.Wired(att.IP); err != nil {
+				return nil, platformErr(fmt.Errorf("%s on %s, wired into %s: %w", r.Name, r.Platform, w, err))
+			}
+		}
+		if s.ip == "" { // else an address of its own inside (a nested child on its parent's bridge)
+			s.ip = att.IP
+		}
 	}
 	return s, nil
 }

@@ -371,7 +371,7 @@ func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
 	if !ok || !d.Caps.OwnNetNS {
 		return // processes in their host's namespace: checkCells
 	}
-	if _, err := d.Provision(pl.Network, hosts); err != nil {
+	if _, err := d.ProvisionWith(pl.Network, hosts, d.Options(c.Factors)); err != nil {
 		r.add(c, role, vocab.FNetwork, err.Error())
 	} else if comb := d.Caps.Combine; comb != nil {
 		if err := comb(pl.Network, d.Options(c.Factors)); err != nil {

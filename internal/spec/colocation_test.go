@@ -232,6 +232,9 @@ func TestNetworkValidation(t *testing.T) {
 		"overlay needs hosts":       {"  network: [overlay]", "n.yaml:4:3: network overlay joins emulated hosts: it needs hosts 2 or more"},
 		"macvlan on emulated hosts": {"  hosts: [2]\n  network: [macvlan]", "n.yaml:5:3: network macvlan is on the machine itself"},
 		"podman host on hosts":      {"  hosts: [2]\n  network: [host]\n  server.platform: [podman]", "n.yaml:5:3: a podman container cannot share an emulated host's namespace"},
+		"ovs parent, child in it":   {"  server.platform: [nested]\n  network: [host]\n  parent.network: [ovs]", "parent.network ovs wires the parent into Open vSwitch with the child on its engine's bridge: network must be bridge"},
+		"ovs parent, two children":  {"  server.platform: [nested]\n  network: [bridge]\n  parent.network: [ovs]\n  children: [2]", "parent.network ovs wires each child's parent on its own: children must be 1"},
+		"ovs parent across hosts":   {"  server.platform: [nested]\n  hosts: [2]\n  network: [bridge]\n  parent.network: [ovs]", "platform nested wires its instances' outer namespace into ovs on the machine only"},
 		"host beyond hosts":         {"  hosts: [2]\n  network: [bridge]\n  server.host: [3]", "n.yaml:6:3: server is placed on emulated host 3, but the cell has hosts 2"},
 		"half loopback":             {"  network: [bridge]\n  client.network: [loopback]", "network loopback puts every role of the workload in one container's namespace"},
 		"bad underlay":              {"  underlay: [fast]", `n.yaml:4:14: level "fast" of underlay: want none, a rate such as 100mbit`},
@@ -242,6 +245,12 @@ func TestNetworkValidation(t *testing.T) {
 		_, err := Parse("n.yaml", []byte(src), nil, m)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v\nwant %s", name, err, c.want)
+		}
+	}
+	// A nested child on the bridge of a parent on Open vSwitch, either end.
+	for _, f := range []string{"  server.platform: [nested]\n  client.platform: [native]\n  network: [bridge]\n  parent.network: [ovs]", "  client.platform: [nested]\n  server.platform: [native]\n  network: [bridge]\n  parent.network: [ovs]"} {
+		if _, err := Parse("n.yaml", []byte(strings.Replace(strings.Replace(base, "%s", f, 1), "  platform: [docker]\n", "", 1)), nil, m); err != nil {
+			t.Errorf("an OVS parent's bridged child (%q): %v", f, err)
 		}
 	}
 	// Docker's containers share their emulated hosts' namespaces, with

@@ -34,7 +34,7 @@ const (
 )
 
 // parentNetworks are the networks a parent can have today.
-var parentNetworks = []vocab.Network{vocab.Bridge, vocab.Host}
+var parentNetworks = []vocab.Network{vocab.Bridge, vocab.Host, vocab.OVS}
 
 // Caps are what nested children can do: a namespace and cgroup of their
 // own (inside the parent's), the parent's network or the inner engine's
@@ -58,7 +58,7 @@ var Caps = platform.Capabilities{
 			Check: oneOf(ImageLoad, ImagePreloaded)},
 		{Name: FChildren, Default: "1", Doc: "children per parent, 1 to 256: a trial's instances fill one parent before the next starts",
 			Check: wholeNumber(1, MaxChildren)},
-		{Name: FParentNetwork, Default: string(vocab.Bridge), Doc: "the parent's network on the machine: bridge (the campaign's Docker bridge) or host; the cell's network is the child's inside the parent (host: the parent's namespace; bridge: the inner engine's own bridge)",
+		{Name: FParentNetwork, Default: string(vocab.Bridge), Doc: "the parent's network on the machine: bridge (the campaign's Docker bridge), host, or ovs (the lab's Open vSwitch bridge, with the child on the inner engine's bridge: S1 Table III's OVS parent with a bridged child); the cell's network is the child's inside the parent (host: the parent's namespace; bridge: the inner engine's own bridge)",
 			Check: oneOf(vocab.Strings(parentNetworks)...)},
 		{Name: FParentCPUs, Default: noLimit, Doc: "CFS quota of the parent in cores, bounding all its children", Check: cores},
 		{Name: FParentCpuset, Default: noLimit, Doc: "CPUs the parent (and so its children) may use", Check: cpuset},
@@ -70,7 +70,22 @@ var Caps = platform.Capabilities{
 		}
 		return n // the inner bridge, or a mode wired into the parent
 	},
+	Outer: func(o map[string]string) vocab.Network {
+		if vocab.Network(o[FParentNetwork]) == vocab.OVS {
+			return vocab.OVS
+		}
+		return ""
+	},
 	Combine: func(n vocab.Network, o map[string]string) error {
+		if vocab.Network(o[FParentNetwork]) == vocab.OVS {
+			if n != vocab.Bridge {
+				return fmt.Errorf("parent.network ovs wires the parent into Open vSwitch with the child on its engine's bridge: network must be bridge (network %s is a child in its parent's namespace on that network: leave parent.network at bridge)", n)
+			}
+			if o[FChildren] != "1" {
+				return fmt.Errorf("parent.network ovs wires each child's parent on its own: children must be 1")
+			}
+			return nil
+		}
 		if n.Lab(1) && n != vocab.Bridge || n.NeedsHosts() {
 			if o[FParentNetwork] != string(vocab.Bridge) {
 				return fmt.Errorf("with network %s the parent is wired to it and the child shares the parent's namespace: parent.network does not apply (leave it at bridge)", n)

@@ -326,7 +326,7 @@ func (p *Platform) parentFor(spec platform.InstanceSpec) (*parent, bool, error) 
 		network: vocab.Network(o[FParentNetwork]), preloaded: o[FImage] == ImagePreloaded,
 		labels: spec.Labels, subnet: -1, requested: time.Now()}
 	switch {
-	case spec.Network == vocab.None: // the lab wires the parent
+	case spec.Network == vocab.None, pr.network == vocab.OVS: // the lab wires the parent (Provision.Wire)
 		pr.network = vocab.None
 	case pr.network == "":
 		pr.network = vocab.Bridge
@@ -472,19 +472,36 @@ func parentConfig(pr *parent) nestedparent.Config {
 // so from containers on the campaign's bridge and other parents): through
 // the parent's address on the campaign's bridge.
 func routeTo(pr *parent) error {
-	if pr.subnet < 0 || pr.network != vocab.Bridge || pr.ip == "" {
+	via := pr.routeVia()
+	if via == "" {
 		return nil
 	}
 	dst, _ := subnetOf(pr.subnet)
-	return links.RouteVia(dst, net.ParseIP(pr.ip))
+	return links.RouteVia(dst, net.ParseIP(via))
 }
 
 func unroute(pr *parent) error {
-	if pr.subnet < 0 || pr.network != vocab.Bridge || pr.ip == "" {
+	via := pr.routeVia()
+	if via == "" {
 		return nil
 	}
 	dst, _ := subnetOf(pr.subnet)
-	return links.RouteDel(dst, net.ParseIP(pr.ip))
+	return links.RouteDel(dst, net.ParseIP(via))
+}
+
+// routeVia is the parent's address through which the machine reaches its
+// inner bridge: on the campaign's bridge, or the one the lab wired it with
+// (a parent on Open vSwitch, once wired); "" when there is none.
+func (pr *parent) routeVia() string {
+	switch {
+	case pr.subnet < 0:
+		return ""
+	case pr.network == vocab.Bridge:
+		return pr.ip
+	case pr.network == vocab.None:
+		return pr.wired
+	}
+	return ""
 }
 
 // Ping implements platform.Pinger: the machine's engine, which runs the

@@ -48,7 +48,10 @@ type parent struct {
 	outer platform.Instance // the parent container
 	inner *docker.Platform  // its engine
 	ip    string            // its address on the machine's side ("" on the host network)
-	sock  string            // host directory of its API socket
+	// wired is the address the lab wired a parent with network none with
+	// (Wired), once it has; guarded by mu.
+	wired string
+	sock  string // host directory of its API socket
 	at    map[vocab.Phase]time.Time
 	done  func() // forget it in the platform
 
@@ -314,6 +317,25 @@ func (c *instance) Go(ctx context.Context) error {
 		return errors.New("the child cannot be given the go signal")
 	}
 	return g.Go(ctx)
+}
+
+// Wired implements platform.Wired: a parent the lab wired (on Open
+// vSwitch) whose child is on its inner bridge is the machine's route to
+// that bridge, through the address the lab gave it; a child in its
+// parent's namespace needs no route.
+func (c *instance) Wired(ip string) error {
+	pr := c.parent
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.subnet < 0 || pr.network != vocab.None || pr.wired != "" || pr.removed {
+		return nil
+	}
+	pr.wired = ip
+	if err := routeTo(pr); err != nil {
+		pr.wired = ""
+		return fmt.Errorf("routing the machine to parent %s's inner bridge: %w", pr.name, err)
+	}
+	return nil
 }
 
 // NetNSPath implements platform.NetNSer: the parent's namespace, which a
