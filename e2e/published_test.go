@@ -97,3 +97,80 @@ workloads:
 		t.Logf("trial %d %s: published %q, proxy %q, proxy CPU %.2f s", tr.Seq, n, addr, tr.Seen["server.platform."+docker.SeenProxy], cpu)
 	}
 }
+
+// TestPublishedMorePorts: servers that listen on more than the port
+// ctrbench's agent is given, published all the same. A UDP stream's
+// datagrams go to its UDP socket, on the agent's port number, published
+// apart (15201/udp); redis (a real server, in a Docker container from the
+// agent image with redis-server in it) on its own port 6379, driven by
+// redis-benchmark on the machine through where Docker published 6379/tcp.
+// Every trial ok, each extra port published where the level says, and
+// the userland proxies' CPU says which path carried the UDP stream: the
+// proxy's for the loopback level, none for the bridge's address.
+func TestPublishedMorePorts(t *testing.T) {
+	requireDocker(t)
+	db, id := runStored(t, `name: e2e-published-more
+seed: 30
+repetitions: 1
+warmup: 0
+timeout: 1m
+factors:
+  platform: [docker]
+  server.network: [published, published-proxy]
+  client.platform: [native]
+workloads:
+  - {name: udp, type: net.udp_stream, params: {duration: 1s, bitrate: 200M}}
+  - name: redis
+    type: service
+    params:
+      command: [redis-server, --port, "6379", --save, "", --appendonly, "no", --protected-mode, "no"]
+      port: 6379
+      client:
+        type: exec
+        params:
+          command: [redis-benchmark, -h, "{server.host}", -p, "{server.port}", -n, "5000", -c, "4", -t, ping, -q, --csv]
+          format: csv
+          metrics: {ping_rps: {select: "PING_INLINE,rps", unit: req/s, better: higher}}
+`)
+	cells := cellFactors(t, db, id)
+	works := cellWorkloads(t, db, id)
+	n := 0
+	for _, tr := range storedTrials(t, db, id) {
+		w, network := works[tr.CellID], cells[tr.CellID]["server.network"]
+		if tr.Status != "ok" {
+			t.Errorf("trial %d (%s, %s): %s %s", tr.Seq, w, network, tr.Status, tr.Error)
+			continue
+		}
+		n++
+		ports := tr.Seen["server.platform."+docker.SeenPublishedPorts]
+		cpu, _ := strconv.ParseFloat(tr.Seen["server.platform."+docker.SeenProxyCPU], 64)
+		m := trialMeasures(tr)
+		t.Logf("trial %d %s %s: ports %q, proxy CPU %.2f s, %v", tr.Seq, w, network, ports, cpu, m)
+		more := map[string]string{"udp": "15201/udp=", "redis": "6379/tcp="}[w]
+		if !strings.Contains(ports, more) {
+			t.Errorf("trial %d (%s, %s): published %q, want %s…", tr.Seq, w, network, ports, more)
+		}
+		if network == "published-proxy" && !strings.Contains(ports, more+"127.0.0.1:") {
+			t.Errorf("trial %d (%s): %q, want %s on loopback", tr.Seq, w, ports, more)
+		}
+		switch w {
+		case "udp":
+			if m["received_mbps"] <= 0 {
+				t.Errorf("trial %d (udp, %s): received %v Mbit/s", tr.Seq, network, m["received_mbps"])
+			}
+			if network == "published" && cpu > 0.05 {
+				t.Errorf("trial %d (udp, published): the userland proxies took %.2f s of CPU: the datagrams went through them, not the kernel's NAT", tr.Seq, cpu)
+			}
+			if network == "published-proxy" && cpu < 0.05 {
+				t.Errorf("trial %d (udp, published-proxy): the userland proxies took %.2f s of CPU: the datagrams did not go through them", tr.Seq, cpu)
+			}
+		case "redis":
+			if m["ping_rps"] <= 0 {
+				t.Errorf("trial %d (redis, %s): %v", tr.Seq, network, m)
+			}
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d ok trials, want 4", n)
+	}
+}

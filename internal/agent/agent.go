@@ -187,7 +187,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	defer os.RemoveAll(data)
 	env := workload.Env{
 		DataDir: data, Root: o.Root, Role: o.Role,
-		Bind: o.Bind, Port: o.Port, Target: o.Target,
+		Bind: o.Bind, Port: o.Port, Target: o.Target, Ports: o.Ports,
 		Ready: func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
 		Log:   func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
 	}

@@ -7,6 +7,8 @@ package invocation
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,6 +85,9 @@ type Agent struct {
 	// engine publishes must be known before the instance is created.
 	Port   int
 	Target string // host:port of the server, for a client
+	// Ports are where the server's engine published its other ports
+	// ("6379/tcp" → "HOST:PORT"), for a client (workload.Env.Ports).
+	Ports map[string]string
 	// DataDir is where disk workloads write; "" = the system's temporary
 	// directory. The platform sets it where it mounts storage.
 	DataDir string
@@ -133,6 +138,7 @@ const (
 	flagBind        = "bind"
 	flagPort        = "port"
 	flagTarget      = "target"
+	flagPorts       = "ports"
 	flagDataDir     = "data-dir"
 	flagRoot        = "root"
 	flagNeighbour   = "neighbour"
@@ -159,6 +165,7 @@ func (a Agent) Args() []string {
 		add(flagPort, strconv.Itoa(a.Port))
 	}
 	add(flagTarget, a.Target)
+	add(flagPorts, encodePorts(a.Ports))
 	add(flagDataDir, a.DataDir)
 	add(flagRoot, a.Root)
 	for _, n := range a.Neighbours {
@@ -183,10 +190,10 @@ func (a Agent) Args() []string {
 
 // Decoder holds flag values until Decode turns them into an Agent.
 type Decoder struct {
-	kind            Kind
-	a               Agent
-	telemetry, join string
-	neighbours      []string
+	kind                   Kind
+	a                      Agent
+	telemetry, join, ports string
+	neighbours             []string
 }
 
 // Bind defines the flags of the kind's subcommand on fs; after fs has
@@ -204,6 +211,7 @@ func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
 	fs.StringVar(&d.a.Bind, flagBind, "", "address a server listens on (default 127.0.0.1)")
 	fs.IntVar(&d.a.Port, flagPort, 0, "port a server listens on (default: any free one)")
 	fs.StringVar(&d.a.Target, flagTarget, "", "host:port of the server, for a client")
+	fs.StringVar(&d.ports, flagPorts, "", "where the server's other ports were published, for a client: PORT/PROTO=HOST:PORT,… (comma-separated)")
 	if kind == Run {
 		fs.StringVar(&d.a.Root, flagRoot, "", "root filesystem of a user's image the workload's commands run in (chroot)")
 		fs.StringArrayVar(&d.neighbours, flagNeighbour, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
@@ -231,7 +239,35 @@ func (d *Decoder) Decode() (Agent, error) {
 		a.JoinCgroups = strings.Split(d.join, ",")
 	}
 	a.Neighbours = d.neighbours
+	if a.Ports, err = decodePorts(d.ports); err != nil {
+		return a, fmt.Errorf("--%s: %w", flagPorts, err)
+	}
 	return a, nil
+}
+
+// encodePorts writes published ports as --ports takes them, sorted.
+func encodePorts(m map[string]string) string {
+	out := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, k+"="+m[k])
+	}
+	return strings.Join(out, ",")
+}
+
+// decodePorts reads --ports: PORT/PROTO=HOST:PORT, comma-separated.
+func decodePorts(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if _, _, err := net.SplitHostPort(v); !ok || !strings.Contains(k, "/") || err != nil {
+			return nil, fmt.Errorf("%q: want PORT/PROTO=HOST:PORT", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
 }
 
 // Parse decodes args as Args encodes them ("agent", the kind, flags).

@@ -15,6 +15,8 @@ func TestRoundTrip(t *testing.T) {
 			Counters: Counters{Cgroup: true, Netns: true}, WaitNet: true, DataDir: "/data", JoinCgroups: []string{"/sys/fs/cgroup/cpu/x", "/sys/fs/cgroup/memory/x"}},
 		{Kind: Run, Workload: "net.tcp_stream", Role: "client", Target: "10.0.0.2:5001", WaitGo: true, Linger: true,
 			Neighbours: []string{`cpu.primes={"duration":"1s"}`, "idle"}, Counters: Counters{Cgroup: true}},
+		// A client of a published server with more published ports.
+		{Kind: Run, Workload: "service", Role: "client", Target: "172.18.0.1:32768", Ports: map[string]string{"6379/tcp": "172.18.0.1:32769", "15201/udp": "127.0.0.1:32770"}},
 		{Kind: Loop, Workload: "idle"},
 		{Kind: Loop, Workload: "disk.fio", Params: `{"size":"64MiB"}`, DataDir: "/tmp/d", Counters: Counters{Netns: true}},
 		// The two ends of a client/server neighbour in two instances.
@@ -39,6 +41,8 @@ func TestParseRejects(t *testing.T) {
 		{"agent", "loop", "--workload", "idle", "--root", "/img"}, // a user's image root: run only
 		{"agent", "run", "--workload", "x", "--telemetry", "disk"},
 		{"agent", "run", "--workload", "x", "extra"},
+		{"agent", "run", "--workload", "x", "--ports", "6379=1.2.3.4:5"},
+		{"agent", "run", "--workload", "x", "--ports", "6379/tcp=1.2.3.4"},
 	} {
 		if _, err := Parse(args); err == nil {
 			t.Errorf("%s: accepted", strings.Join(args, " "))

@@ -112,6 +112,10 @@ type Cell struct {
 	// MachineCPUs is the emulated machine's CPU quota in cores for this
 	// cell (machine.cpus, else the machine mapping's cpus; 0: none).
 	MachineCPUs float64
+	// Publish are the ports a server reached through a published port
+	// listens on besides PublishedPort (its agent's), which its engine
+	// publishes too.
+	Publish []vocab.Port
 }
 
 // machineCPUs is how many CPUs the machine has.
@@ -177,8 +181,16 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.Target.Kind == Published && !ws.OneTCPPort {
-			return nil, fmt.Errorf("network %s publishes one TCP port of the %s, and %s's servers use more (or UDP): use it with %s", l.Target.Network, pc.Chain[i].Name, ws.Type, strings.Join(oneTCPPort(), ", "))
+		if l.Target.Kind == Published {
+			if !ws.Publishable() {
+				return nil, fmt.Errorf("network %s publishes the %s's ports, and %s's servers listen on ports chosen as they run (or ones it cannot name): use it with %s", l.Target.Network, pc.Chain[i].Name, ws.Type, strings.Join(publishable(), ", "))
+			}
+			pc.Publish = morePorts(ws, c.Params)
+			for _, m := range pc.Publish {
+				if m == (vocab.Port{Number: PublishedPort, Proto: "tcp"}) {
+					return nil, fmt.Errorf("network %s: the %s listens on port %s, which its agent takes on a published network: give it another port", l.Target.Network, pc.Chain[i].Name, m)
+				}
+			}
 		}
 		pc.Links = append(pc.Links, l)
 	}
@@ -309,14 +321,31 @@ func userImage(ref, archive string) *platform.Image {
 	return &platform.Image{Ref: ref, Archive: archive}
 }
 
-// oneTCPPort lists the workload types whose servers listen on one TCP
-// port, the one they are given.
-func oneTCPPort() []string {
+// publishable lists the workload types a published network can carry.
+func publishable() []string {
 	var out []string
 	for _, t := range workload.Types() {
-		if ws, _ := workload.Lookup(t); ws.OneTCPPort {
+		if ws, _ := workload.Lookup(t); ws.Publishable() {
 			out = append(out, t)
 		}
+	}
+	return out
+}
+
+// morePorts are the ports a published server listens on besides
+// PublishedPort (workload.Spec.MorePorts), a number of 0 being
+// PublishedPort's.
+func morePorts(ws *workload.Spec, params map[string]string) []vocab.Port {
+	if ws.MorePorts == nil {
+		return nil
+	}
+	v, _ := ws.Resolve(params)
+	var out []vocab.Port
+	for _, p := range ws.MorePorts(v) {
+		if p.Number == 0 {
+			p.Number = PublishedPort
+		}
+		out = append(out, p)
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,6 +268,31 @@ workloads: [{type: `+w.typ+`}]
 			}
 		}
 	}
+	// More ports: a UDP workload's socket on the agent's port number, a
+	// service's own port.
+	for _, w := range []struct {
+		typ, params string
+		want        []vocab.Port
+	}{
+		{"net.udp_stream", "{}", []vocab.Port{{Number: PublishedPort, Proto: "udp"}}},
+		{"net.udp_rr", "{}", []vocab.Port{{Number: PublishedPort, Proto: "udp"}}},
+		{"service", "{command: [redis-server], port: 6379, client: {type: net.tcp_rr}}", []vocab.Port{{Number: 6379, Proto: "tcp"}}},
+		{"net.tcp_rr", "{}", nil},
+	} {
+		_, cells := resolve(t, `name: p
+factors:
+  platform: [docker]
+  server.network: [published, bridge]
+  client.platform: [native]
+workloads: [{type: `+w.typ+`, params: `+w.params+`}]
+`)
+		if got := find(t, cells, "server.network=published").Publish; !slices.Equal(got, w.want) {
+			t.Errorf("%s published: more ports %v, want %v", w.typ, got, w.want)
+		}
+		if got := find(t, cells, "server.network=bridge").Publish; got != nil {
+			t.Errorf("%s on the bridge: more ports %v, want none", w.typ, got)
+		}
+	}
 	for _, bad := range []struct{ file, want string }{
 		{`name: p
 factors: {platform: [docker], network: [published]}
@@ -274,8 +300,12 @@ workloads: [{type: net.tcp_stream}]
 `, "its client must run on the machine"},
 		{`name: p
 factors: {platform: [docker], server.network: [published], client.platform: [native]}
-workloads: [{type: net.udp_stream}]
-`, "use it with http.get, http.pingpong, http.wrk, net.tcp_rr, net.tcp_stream"},
+workloads: [{type: net.iperf3}]
+`, "use it with http.get, http.pingpong, http.wrk, net.tcp_rr, net.tcp_stream, net.udp_rr, net.udp_stream, service"},
+		{`name: p
+factors: {platform: [docker], server.network: [published], client.platform: [native]}
+workloads: [{type: service, params: {command: [redis-server], port: 15201, client: {type: net.tcp_rr}}}]
+`, "the server listens on port 15201/tcp, which its agent takes on a published network"},
 		{`name: p
 factors: {platform: [docker], server.network: [published], client.platform: [native], hosts: [2]}
 workloads: [{type: net.tcp_stream}]

@@ -63,6 +63,10 @@ type InstanceSpec struct {
 	// ShareNetworkWith names a running instance (by its Name) whose network
 	// namespace this one joins: both ends over loopback. Overrides Network.
 	ShareNetworkWith string
+	// Publish, on a network that publishes (vocab.Network.Publishes), are
+	// the server's ports its engine publishes besides the agent's
+	// (Agent.Port, TCP), each where the engine chooses.
+	Publish []vocab.Port
 	// Plug, for network a lab mode the platform plugs into
 	// (Capabilities.Plugs), takes the instance's own link on the machine
 	// (a tap) as a port of that network and returns the address the
@@ -178,6 +182,9 @@ type Instance interface {
 // "HOST:PORT", once it runs; "" when nothing was published.
 type Publisher interface {
 	Published() string
+	// PublishedPorts are every port it published, "6379/tcp" →
+	// "HOST:PORT" (the agent's too).
+	PublishedPorts() map[string]string
 }
 
 // Clock records when an instance's phases ended, as its platform sees

@@ -40,7 +40,10 @@ type pair struct {
 	// serverRes are the servers' results, as servers, once collected.
 	serverRes []*result.Result
 	target    string // address of the last server started, for the next role
-	owner     string // the instance whose namespace loopback roles join
+	// ports are where that server's engine published its other ports
+	// (a published network), for the next role.
+	ports map[string]string
+	owner string // the instance whose namespace loopback roles join
 }
 
 // Run implements TrialRunner.
@@ -79,8 +82,8 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error
 	if err != nil {
 		return out, err
 	}
-	agent := func(role, target string) invocation.Agent {
-		return invocation.Agent{Kind: invocation.Run, Workload: c.WorkloadType, Role: role, Params: params, Target: target}
+	agent := func(role string, pr *pair) invocation.Agent {
+		return invocation.Agent{Kind: invocation.Run, Workload: c.WorkloadType, Role: role, Params: params, Target: pr.target, Ports: pr.ports}
 	}
 
 	var loops []*watched
@@ -114,7 +117,7 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error
 	// entities took to start, so their measured runs overlap.
 	drv := c.Driver()
 	driverAgent := func(p int) invocation.Agent {
-		inv := agent(drv.Name, pairs[p].target)
+		inv := agent(drv.Name, pairs[p])
 		if !c.Neighbours.Separate {
 			inv.Neighbours = c.Neighbours.Specs
 		}
@@ -223,7 +226,7 @@ func runCopies(ctx context.Context, in *instances, c *plan.Cell, copies []*pair,
 
 // startServers starts the servers of one pair in chain order, each ready
 // before its client's address is worked out.
-func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, pr *pair, name func(string) string, agent func(role, target string) invocation.Agent) error {
+func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, pr *pair, name func(string) string, agent func(role string, pr *pair) invocation.Agent) error {
 	c := t.Cell
 	for i, srv := range c.Chain[:len(c.Chain)-1] {
 		link := c.Links[i]
@@ -231,12 +234,13 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 		if err != nil {
 			return fmt.Errorf("where the %s listens: %w", srv.Name, err)
 		}
-		inv := agent(srv.Name, pr.target)
+		inv := agent(srv.Name, pr)
 		inv.Bind = bind
+		var publish []vocab.Port
 		if link.Target.Kind == plan.Published {
-			inv.Port = plan.PublishedPort
+			inv.Port, publish = plan.PublishedPort, c.Publish
 		}
-		s, err := in.start(ctx, c.Pinned(srv, p, i), name(srv.Name), inv, &pr.owner)
+		s, err := in.start(ctx, c.Pinned(srv, p, i), name(srv.Name), inv, &pr.owner, publish...)
 		if err != nil {
 			return err
 		}
@@ -249,8 +253,9 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 		if err != nil {
 			return fmt.Errorf("%s announced a bad address %q: %w", srv.Name, addr, err)
 		}
+		pr.ports = nil
 		if link.Target.Kind == plan.Published {
-			if pr.target, err = published(s.inst, srv, port); err != nil {
+			if pr.target, pr.ports, err = published(s.inst, srv, port, c.Publish); err != nil {
 				return err
 			}
 			continue
@@ -264,18 +269,31 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 	return nil
 }
 
-// published is where a client reaches a server whose port its engine
-// published: the machine's address and port the engine chose, for the
-// port the server announced.
-func published(inst platform.Instance, srv plan.Role, port string) (string, error) {
+// published is where a client reaches a server whose ports its engine
+// published: the machine's address and port the engine chose for the port
+// the server announced, and where it published each of the server's more
+// ports.
+func published(inst platform.Instance, srv plan.Role, port string, more []vocab.Port) (string, map[string]string, error) {
 	p, ok := inst.(platform.Publisher)
 	if !ok || p.Published() == "" {
-		return "", fmt.Errorf("the %s's platform %s published no port for it on network %s", srv.Name, srv.Platform, srv.Network)
+		return "", nil, fmt.Errorf("the %s's platform %s published no port for it on network %s", srv.Name, srv.Platform, srv.Network)
 	}
 	if port != strconv.Itoa(plan.PublishedPort) {
-		return "", fmt.Errorf("the %s listens on port %s, not on %d, the port its engine published", srv.Name, port, plan.PublishedPort)
+		return "", nil, fmt.Errorf("the %s listens on port %s, not on %d, the port its engine published", srv.Name, port, plan.PublishedPort)
 	}
-	return p.Published(), nil
+	all := p.PublishedPorts()
+	var ports map[string]string
+	for _, m := range more {
+		a, ok := all[m.String()]
+		if !ok {
+			return "", nil, fmt.Errorf("the %s's platform %s did not publish its port %s", srv.Name, srv.Platform, m)
+		}
+		if ports == nil {
+			ports = map[string]string{}
+		}
+		ports[m.String()] = a
+	}
+	return p.Published(), ports, nil
 }
 
 // collect gathers the results of every role of every pair: the driver's,

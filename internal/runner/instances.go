@@ -10,6 +10,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/plan"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // instances are what one trial started, removed together at its end.
@@ -38,9 +39,10 @@ type started struct {
 
 // start launches one agent as role r places it: on its emulated host, in
 // its network (wired by the lab after it starts, or joining the first
-// instance of its pair — *loopOwner — for loopback).
-func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string) (*started, error) {
-	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options, Image: r.Image}
+// instance of its pair — *loopOwner — for loopback); publish are its
+// server's more ports its engine publishes (a published network).
+func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, publish ...vocab.Port) (*started, error) {
+	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options, Image: r.Image, Publish: publish}
 	if r.Driver.Caps.Nodes != nil {
 		isp.Host, isp.Node = r.Host, r.Node
 	}

@@ -5,7 +5,10 @@
 // these values rather than spellings of their own.
 package vocab
 
-import "slices"
+import (
+	"slices"
+	"strconv"
+)
 
 // Network is a network mode: how the instances of a cell reach each other.
 type Network string
@@ -90,6 +93,15 @@ func (n Network) Lab(hosts int) bool {
 // with nothing ("vm.not_comparable": a virtual machine under emulation),
 // and why; reports mark the rows of cells placed on it.
 const InfoNotComparable = "not_comparable"
+
+// Port is a port a server listens on, and its protocol ("tcp" or "udp").
+type Port struct {
+	Number int
+	Proto  string
+}
+
+// String is the port as engines key it: "6379/tcp".
+func (p Port) String() string { return strconv.Itoa(p.Number) + "/" + p.Proto }
 
 // Storage is where a disk workload writes.
 type Storage string

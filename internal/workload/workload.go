@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // Role names. A workload has either the single role Main, or Server and
@@ -48,10 +49,15 @@ type Env struct {
 	Bind string
 	// Port is the port it listens on, 0 for any free one (ListenAddr): a
 	// port an engine publishes is chosen before the instance exists. Only
-	// a workload whose Spec says OneTCPPort is given one.
+	// a workload whose Spec says OneTCPPort, or has MorePorts, is given
+	// one.
 	Port int
 	// Target is host:port of the server, for a client.
 	Target string
+	// Ports, for a client whose server's engine published more of its
+	// ports than the one Target names (Spec.MorePorts), are where each
+	// was published: "6379/tcp" → "HOST:PORT". Reach reads them.
+	Ports map[string]string
 	// Ready is called by a server once it accepts connections, with the
 	// host:port it listens on.
 	Ready func(addr string)
@@ -73,6 +79,21 @@ type Env struct {
 	// or the repetitions of a cell merge it.
 	Histogram func(result.Histogram)
 }
+
+// Reach is the address at which a client reaches its server's port (proto
+// "tcp" or "udp") on host: where the server's engine published it, when
+// it did (Ports), else host:port.
+func (e Env) Reach(host string, port int, proto string) string {
+	if a, ok := e.Ports[vocab.Port{Number: port, Proto: proto}.String()]; ok {
+		return a
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// Publishable reports whether a published network can carry the
+// workload: its server listens on the port it is given, and on the ports
+// MorePorts names, if any.
+func (s *Spec) Publishable() bool { return s.OneTCPPort || s.MorePorts != nil }
 
 // RunFunc runs one role once. It returns observations, or an error that makes
 // the trial failed. raw may carry the tool's output for the record.
@@ -104,6 +125,13 @@ type Spec struct {
 	// (Env.ListenAddr), and nothing else: a port an engine publishes
 	// (network published) carries all of it.
 	OneTCPPort bool
+	// MorePorts, when set, are the ports its server listens on besides
+	// the TCP port it is given (a Number of 0 is that port's number, on
+	// another protocol), by its parameters' values: a published network
+	// publishes them too, and the client reaches each where its engine
+	// published it (Env.Reach). With OneTCPPort or MorePorts a workload
+	// can be published.
+	MorePorts func(v Values) []vocab.Port
 	// Measures, when set, is how long one run measures with these
 	// parameters, for a workload whose time is not its duration
 	// parameter (MeasuredTime); false when it cannot say.

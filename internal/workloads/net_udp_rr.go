@@ -30,6 +30,7 @@ func init() {
 		}, rttMetrics("round trip of one answered transaction: from the request's send to its response's receipt")...),
 		Histograms: []workload.Histogram{rttHistogram},
 		Roles:      []string{workload.Server, workload.Client},
+		MorePorts:  udpMorePorts, // its UDP socket, published with its control port
 		Run:        map[string]workload.RunFunc{workload.Server: udpRRServer, workload.Client: udpRRClient},
 		Smoke:      map[string]string{"duration": "300ms"},
 	})
@@ -118,7 +119,7 @@ func udpRRServer(ctx context.Context, p workload.Values, env workload.Env) ([]re
 }
 
 func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
-	ctl, uc, _, closeAll, err := dialUDPServer(ctx, env.Target)
+	ctl, uc, _, closeAll, err := dialUDPServer(ctx, env)
 	if err != nil {
 		return nil, "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -84,9 +85,11 @@ func targetHost(target string) (string, error) {
 	return host, nil
 }
 
-// listenUDP opens the server's UDP socket on its bind address.
+// listenUDP opens the server's UDP socket on its bind address: on the
+// number of the TCP port it was given, when given one (an engine publishes
+// both: udpMorePorts), else on any free port.
 func listenUDP(env workload.Env) (*net.UDPConn, error) {
-	addr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(env.Bind, "0"))
+	addr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(env.Bind, strconv.Itoa(env.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("bind address %q: %w", env.Bind, err)
 	}
@@ -187,9 +190,11 @@ func isTimeout(err error) bool {
 
 // dialUDPServer opens the control connection to a UDP workload's server,
 // reads its hello (the UDP port it listens on) and connects a UDP socket to
-// that port on the same host. closeAll closes both, and both are closed
+// that port on the same host (or where its engine published it: Env.Reach).
+// closeAll closes both, and both are closed
 // when ctx ends, so a blocked read returns.
-func dialUDPServer(ctx context.Context, target string) (ctl *ctlConn, uc *net.UDPConn, hello udpHello, closeAll func(), err error) {
+func dialUDPServer(ctx context.Context, env workload.Env) (ctl *ctlConn, uc *net.UDPConn, hello udpHello, closeAll func(), err error) {
+	target := env.Target
 	ctl, err = dialCtl(ctx, target)
 	if err != nil {
 		return nil, nil, hello, nil, err
@@ -207,7 +212,8 @@ func dialUDPServer(ctx context.Context, target string) (ctl *ctlConn, uc *net.UD
 	if err != nil {
 		return fail(err)
 	}
-	raddr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, strconv.Itoa(hello.Port)))
+	// Where the server's engine published its UDP port, if it did.
+	raddr, err := net.ResolveUDPAddr("udp", env.Reach(host, hello.Port, "udp"))
 	if err != nil {
 		return fail(fmt.Errorf("server's UDP address: %w", err))
 	}
@@ -223,6 +229,10 @@ func dialUDPServer(ctx context.Context, target string) (ctl *ctlConn, uc *net.UD
 		ctl.Close()
 	}, nil
 }
+
+// udpMorePorts are a UDP workload's ports besides its control port: its
+// UDP socket, on the control port's number when given one.
+func udpMorePorts(workload.Values) []vocab.Port { return []vocab.Port{{Proto: "udp"}} }
 
 // acceptUDPClient is the server side of dialUDPServer: it listens for the
 // control connection and opens the UDP socket, announces readiness, and

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -63,6 +64,7 @@ func init() {
 			{Name: "client", Kind: workload.Object, Doc: "what drives the server: {type: http.get, params: {path, concurrency, duration, rate, request_timeout}}, {type: net.tcp_rr, params: {duration, request_size, burst, socket_buffer, nodelay}} against an echo server, {type: net.tcp_stream, params: {duration, message_size}} against a sink, or {type: exec, params: {command, format, metrics, …}} whose command may name {server.host} and {server.port}", Check: checkClient, CheckDoc: "a mapping {type: http.get, net.tcp_rr, net.tcp_stream or exec, params: {…}}"},
 		},
 		Roles:             []string{workload.Server, workload.Client},
+		MorePorts:         servicePorts,
 		Measures:          serviceMeasures,
 		Declared:          serviceMetrics,
 		NamedTools:        serviceTools,
@@ -399,6 +401,12 @@ func awaitReady(ctx context.Context, r readyProbe, addr string, exited chan erro
 	}
 }
 
+// servicePorts is the service's own port, which a published network
+// publishes besides its agent's control port.
+func servicePorts(v workload.Values) []vocab.Port {
+	return []vocab.Port{{Number: int(v.Int("port")), Proto: "tcp"}}
+}
+
 // serviceClient drives the service: env.Target is the server agent's
 // control address, whose host is the service's.
 func serviceClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
@@ -406,7 +414,11 @@ func serviceClient(ctx context.Context, p workload.Values, env workload.Env) ([]
 	if err != nil {
 		return nil, "", fmt.Errorf("service client: bad target %q: %w", env.Target, err)
 	}
-	port := p.String("port")
+	// Where the server's engine published the service's port, if it did.
+	host, port, err := net.SplitHostPort(env.Reach(host, int(p.Int("port")), "tcp"))
+	if err != nil {
+		return nil, "", fmt.Errorf("service client: %w", err)
+	}
 	c, spec, v, err := clientOf(p)
 	if err != nil {
 		return nil, "", err

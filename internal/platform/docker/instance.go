@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"net"
 	"sync"
 	"syscall"
 	"time"
@@ -70,6 +69,7 @@ func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tw
 		return nil, err
 	}
 	inst.seen = seen
+	inst.control = vocab.Port{Number: spec.Agent.Port, Proto: "tcp"}.String()
 	if err := p.run(ctx, inst, cs.Network, ipOn); err != nil {
 		inst.Remove(ctx)
 		return nil, err
@@ -136,6 +136,9 @@ func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerS
 			hostIP = "127.0.0.1"
 		}
 		cs.Publish = []engine.PortBinding{{Port: inv.Port, Proto: "tcp", HostIP: hostIP}}
+		for _, more := range spec.Publish {
+			cs.Publish = append(cs.Publish, engine.PortBinding{Port: more.Number, Proto: more.Proto, HostIP: hostIP})
+		}
 	}
 	cs.Cmd, cs.Env = inv.Args(), append(cs.Env, inv.Env()...)
 	return cs, ipOn, nil
@@ -250,11 +253,9 @@ func (p *Platform) run(ctx context.Context, inst *instance, mode, ipOn string) e
 	if c.Known {
 		inst.pid = c.Pid
 	}
-	for _, b := range c.Published {
-		inst.published = b // one port published per instance
-		if host, port, err := net.SplitHostPort(b); err == nil && inst.hostPID {
-			go inst.watchProxy(host, port)
-		}
+	inst.ports, inst.published = c.Published, c.Published[inst.control]
+	if len(c.Published) > 0 && inst.hostPID {
+		go inst.watchProxies(c.Published)
 	}
 	if ipOn != "" && mode != "host" {
 		inst.ip = c.IPs[ipOn]
@@ -296,8 +297,11 @@ type instance struct {
 	name string
 	ip   string
 	// published is the machine's address and port its engine published
-	// for it ("" for none).
+	// for its agent's port, control ("" for none); ports are all it
+	// published, by "PORT/PROTO".
 	published string
+	control   string
+	ports     map[string]string
 	pid       int // the container's first process, as its engine sees it
 	// hostPID: pid is the machine's (the engine is not nested).
 	hostPID bool
@@ -314,6 +318,9 @@ type instance struct {
 
 // Published implements platform.Publisher.
 func (i *instance) Published() string { return i.published }
+
+// PublishedPorts implements platform.Publisher.
+func (i *instance) PublishedPorts() map[string]string { return maps.Clone(i.ports) }
 
 // mark records when a phase ended, once.
 func (i *instance) mark(ph vocab.Phase) {

@@ -2,8 +2,11 @@ package docker
 
 import (
 	"bytes"
+	"maps"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,10 +20,13 @@ import (
 // traffic: the proxy listens, but the kernel's rules reach the container
 // first).
 const (
-	SeenPublished     = "published"
-	SeenProxy         = "published.proxy"
-	SeenProxyCPU      = "published.proxy_cpu_seconds"
-	proxyPollInterval = 100 * time.Millisecond
+	SeenPublished = "published"
+	// SeenPublishedPorts lists every port published, when more than the
+	// agent's: "6379/tcp=HOST:PORT,…".
+	SeenPublishedPorts = "published.ports"
+	SeenProxy          = "published.proxy"
+	SeenProxyCPU       = "published.proxy_cpu_seconds"
+	proxyPollInterval  = 100 * time.Millisecond
 )
 
 // findProxy is the pid of the engine's userland proxy (docker-proxy) that
@@ -50,32 +56,60 @@ func argAfter(args []string, flag string) string {
 	return ""
 }
 
-// watchProxy follows the CPU time of the proxy behind an instance's
-// published port until the instance's output ends (the proxy goes with
-// the container, so its last reading is kept), recording it in the
-// instance's Seen.
-func (in *instance) watchProxy(hostIP, hostPort string) {
-	pid := findProxy(hostIP, hostPort)
+// watchProxies follows the CPU time of the proxies behind an instance's
+// published ports ("PORT/PROTO" → "HOST:PORT"), summed, until the
+// instance's output ends (the proxies go with the container, so their
+// last readings are kept), recording it in the instance's Seen with where
+// the agent's port was published (and, with more, every port).
+func (in *instance) watchProxies(bound map[string]string) {
+	var pids []int
+	var names, all []string
+	for _, key := range slices.Sorted(maps.Keys(bound)) {
+		all = append(all, key+"="+bound[key])
+		host, port, err := net.SplitHostPort(bound[key])
+		if err != nil {
+			continue
+		}
+		if pid := findProxy(host, port); pid != 0 {
+			pids = append(pids, pid)
+			names = append(names, strconv.Itoa(pid))
+		}
+	}
 	in.mu.Lock()
 	if in.seen == nil {
 		in.seen = map[string]string{}
 	}
-	in.seen[SeenPublished] = hostIP + ":" + hostPort
-	if pid == 0 {
+	in.seen[SeenPublished] = in.published
+	if len(bound) > 1 {
+		in.seen[SeenPublishedPorts] = strings.Join(all, ",")
+	}
+	if len(pids) == 0 {
 		in.seen[SeenProxy] = "none (the engine runs without its userland proxy, or is not on this machine)"
 		in.mu.Unlock()
 		return
 	}
-	in.seen[SeenProxy] = "docker-proxy pid " + strconv.Itoa(pid)
+	in.seen[SeenProxy] = "docker-proxy pid " + strings.Join(names, ", ")
 	in.mu.Unlock()
 	t := time.NewTicker(proxyPollInterval)
 	defer t.Stop()
+	last := make([]float64, len(pids))
 	for {
-		if cpu, ok := sysinfo.ProcCPUSeconds(pid); ok {
-			in.mu.Lock()
-			in.seen[SeenProxyCPU] = strconv.FormatFloat(cpu, 'f', 2, 64)
-			in.mu.Unlock()
-		} else {
+		gone := 0
+		for i, pid := range pids {
+			if cpu, ok := sysinfo.ProcCPUSeconds(pid); ok {
+				last[i] = cpu
+			} else {
+				gone++
+			}
+		}
+		var sum float64
+		for _, c := range last {
+			sum += c
+		}
+		in.mu.Lock()
+		in.seen[SeenProxyCPU] = strconv.FormatFloat(sum, 'f', 2, 64)
+		in.mu.Unlock()
+		if gone == len(pids) {
 			return
 		}
 		select {
