@@ -121,6 +121,10 @@ bin/ctb-stream: kernels/stream.c | kernel-cc
 	$(KERNEL_CC) $(KERNEL_CFLAGS) -fopenmp -o $@ $< -lm
 
 # Side by side with the reference tools (iperf3, sockperf, wrk): prints ratios
-# with 95% intervals against the targets. A few minutes on 2 cores.
+# with 95% intervals against the targets. A few minutes on 2 cores. First the
+# Go benchmarks with targets of their own: the memory reading a 10 MB output
+# takes, per format (fails above its target), and the placement advice's
+# exact packing.
 bench: setup build images
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/outputs ./internal/advice
 	$(GO) run ./bench -bin $(BIN)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -92,7 +93,16 @@ func Open(ctx context.Context, path string, widths []int, scripts ...string) (Re
 		return Report{}, err
 	}
 	pageURL := (&url.URL{Scheme: "file", Path: abs}).String()
+	// Chromium's profile and the temporary directories it makes itself
+	// (org.chromium.Chromium.*, which it leaves when it is killed) live
+	// in one directory of ours, removed once Chromium has ended.
+	tmp, err := os.MkdirTemp("", "ctrbench-chromium-")
+	if err != nil {
+		return Report{}, err
+	}
+	defer os.RemoveAll(tmp)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.UserDataDir(filepath.Join(tmp, "profile")), chromedp.Env("TMPDIR="+tmp),
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("hide-scrollbars", true), chromedp.Flag("mute-audio", true),
 		// Nothing the page asks for may leave the machine: names resolve
