@@ -174,3 +174,58 @@ workloads:
 		t.Errorf("%d ok trials, want 4", n)
 	}
 }
+
+// TestPublishedBetweenHosts: S3's network path, two Docker containers on
+// two hosts through NAT. The server's container is on emulated host 2's
+// NAT bridge, its ports published on host 2's address; the client is a
+// container on host 1's NAT bridge (masqueraded as it leaves) or a process
+// on host 1. Every trial ok, the server on its host's private subnet, a
+// TCP stream bounded by the 200 Mbit/s underlay it crosses (a tbf bound,
+// not a statistic), and a UDP stream received through its own published
+// port.
+func TestPublishedBetweenHosts(t *testing.T) {
+	requireDocker(t)
+	db, id := runStored(t, `name: e2e-published-hosts
+seed: 31
+repetitions: 1
+warmup: 0
+factors:
+  hosts: [2]
+  underlay: [200mbit]
+  platform: [docker]
+  server.network: [published]
+  client:
+    container: {client.platform: docker, client.network: published}
+    process: {client.platform: native}
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
+  - {name: udp, type: net.udp_stream, params: {duration: 1s, bitrate: 50M}}
+`)
+	cells, works := cellFactors(t, db, id), cellWorkloads(t, db, id)
+	n := 0
+	for _, tr := range storedTrials(t, db, id) {
+		what := works[tr.CellID] + " from a " + cells[tr.CellID]["client"]
+		if tr.Status != "ok" {
+			t.Errorf("trial %d (%s): %s %s", tr.Seq, what, tr.Status, tr.Error)
+			continue
+		}
+		n++
+		if ifs := tr.Seen["server.net.interfaces"]; !strings.Contains(ifs, " 198.18.152.") {
+			t.Errorf("trial %d (%s): the server saw %q, want host 2's NAT bridge (198.18.152.0/24)", tr.Seq, what, ifs)
+		}
+		m := trialMeasures(tr)
+		switch works[tr.CellID] {
+		case "tcp":
+			if v := m["throughput"]; v <= 0 || v > 0.23 {
+				t.Errorf("trial %d (%s): %.3f Gbit/s across a 200 Mbit/s underlay", tr.Seq, what, v)
+			}
+		case "udp":
+			if m["received_mbps"] <= 0 {
+				t.Errorf("trial %d (%s): %v", tr.Seq, what, m)
+			}
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d ok trials, want 4", n)
+	}
+}

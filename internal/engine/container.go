@@ -54,11 +54,12 @@ type ContainerSpec struct {
 }
 
 // PortBinding is a container's port published on the machine's address
-// HostIP, at a port the engine chooses.
+// HostIP, at HostPort or, when 0, a port the engine chooses.
 type PortBinding struct {
-	Port   int
-	Proto  string // tcp or udp
-	HostIP string
+	Port     int
+	Proto    string // tcp or udp
+	HostIP   string
+	HostPort int
 }
 
 // Resources are a container's limits and cgroup.
@@ -114,7 +115,11 @@ func (s ContainerSpec) configs() (*container.Config, *container.HostConfig) {
 		for _, b := range s.Publish {
 			port := nat.Port(strconv.Itoa(b.Port) + "/" + b.Proto)
 			cfg.ExposedPorts[port] = struct{}{}
-			hc.PortBindings[port] = append(hc.PortBindings[port], nat.PortBinding{HostIP: b.HostIP})
+			pb := nat.PortBinding{HostIP: b.HostIP}
+			if b.HostPort != 0 {
+				pb.HostPort = strconv.Itoa(b.HostPort)
+			}
+			hc.PortBindings[port] = append(hc.PortBindings[port], pb)
 		}
 	}
 	return cfg, hc

@@ -41,7 +41,7 @@ func (l *Lab) Attach(ctx context.Context, mode vocab.Network, host int, netnsPat
 	defer l.attaching.Done()
 	var a Attachment
 	switch mode {
-	case vocab.Bridge, vocab.Overlay, vocab.OverlayEncrypted:
+	case vocab.Bridge, vocab.Overlay, vocab.OverlayEncrypted, vocab.Published:
 		a, err = l.attachVeth(mode, host, n, netnsPath)
 	case vocab.OVS:
 		if host > 0 {
@@ -230,6 +230,10 @@ func (l *Lab) attachVeth(mode vocab.Network, host, n int, netnsPath string) (Att
 		brName, letter, mtu = ifBridge, "b", 1500
 		addr = &net.IPNet{IP: net.ParseIP(ip4(198, 18, host, n)).To4(), Mask: net.CIDRMask(24, 32)}
 		gw = net.ParseIP(ip4(198, 18, host, 1)).To4()
+	case vocab.Published:
+		brName, letter, mtu = ifNAT, "a", 1500
+		addr = &net.IPNet{IP: net.ParseIP(natAddr(host, n)).To4(), Mask: net.CIDRMask(24, 32)}
+		gw = net.ParseIP(natAddr(host, 1)).To4()
 	case vocab.Overlay, vocab.OverlayEncrypted:
 		o := overlayPlain
 		if mode == vocab.OverlayEncrypted {

@@ -180,6 +180,7 @@ type Lab struct {
 	lines          []*delayline.Line // each host's delay line (Config.DelayLine), host h at h-1
 	info           map[string]string
 	inUse          map[slot]map[int]bool // allocated last address octets
+	published      map[int]map[int]bool  // ports published on each host (Publish)
 }
 
 // slot is one mode's network on one host.
@@ -238,7 +239,7 @@ func (l *Lab) validate() error {
 			if l.hosts < 1 {
 				return errors.New("netlab: bridge mode needs emulated hosts (Hosts ≥ 1)")
 			}
-		case vocab.Overlay, vocab.OverlayEncrypted:
+		case vocab.Overlay, vocab.OverlayEncrypted, vocab.Published:
 			if l.hosts < 2 {
 				return fmt.Errorf("netlab: %s needs at least 2 emulated hosts", m)
 			}
@@ -281,6 +282,7 @@ func (l *Lab) build(ctx context.Context) error {
 			return l.buildOVSHosts(ctx)
 		}},
 		{vocab.Macvlan, l.buildMacvlan},
+		{vocab.Published, l.buildNAT},
 	}
 	for _, s := range steps {
 		if !l.modes[s.mode] {
@@ -330,6 +332,10 @@ func (l *Lab) HostAddr(mode vocab.Network, host int) string {
 			return ovsHostAddr(host).String()
 		}
 		return ovsHostIP
+	case vocab.Published:
+		// Its bridge is routed to from no other host: a host is reached
+		// at its underlay address, through the masquerade.
+		return ip4(198, 18, 0, host)
 	case vocab.Macvlan:
 		return macvlanHostIP
 	}

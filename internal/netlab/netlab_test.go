@@ -1,6 +1,7 @@
 package netlab
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -1071,5 +1072,80 @@ func TestPlugTap(t *testing.T) {
 		t.Errorf("plugged again: %+v %v, want the freed address %s", b, err, a.IP)
 	} else {
 		_ = b.Detach()
+	}
+}
+
+// TestPublishedBetweenHosts: S3's two hosts with Docker's NAT. A server
+// on host 2's NAT bridge is reached at the port the lab published on host
+// 2's underlay address — from a container on host 1's NAT bridge (its
+// source masqueraded to host 1's address), from host 1 itself, and from
+// host 2's own processes — and not at its own address, to which no host
+// routes. Unpublished, the port answers no more.
+func TestPublishedBetweenHosts(t *testing.T) {
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Published}})
+	c1, c2 := container(t, lab, 1), container(t, lab, 2)
+	attach(t, lab, vocab.Published, 1, c1, "198.18.151.2", 1500)
+	a2 := attach(t, lab, vocab.Published, 2, c2, "198.18.152.2", 1500)
+	var ln net.Listener
+	if err := inNS(c2, func() (err error) { ln, err = net.Listen("tcp", "0.0.0.0:15201"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprintln(c, c.RemoteAddr())
+			c.Close()
+		}
+	}()
+	ports, unpublish, err := lab.Publish(2, a2.IP, []vocab.Port{{Number: 15201, Proto: "tcp"}, {Number: 15201, Proto: "udp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := ports["15201/tcp"]
+	if host, _, _ := net.SplitHostPort(at); host != "198.18.0.2" || ports["15201/udp"] != at {
+		t.Fatalf("published at %v, want host 2's underlay address, one port number for both protocols", ports)
+	}
+	peer := func(from, to string) (string, error) {
+		var line string
+		err := inNS(from, func() error {
+			c, err := net.DialTimeout("tcp", to, time.Second)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			line, err = bufio.NewReader(c).ReadString('\n')
+			return err
+		})
+		return strings.TrimSpace(line), err
+	}
+	for _, from := range []struct{ ns, sourceHost string }{
+		{c1, "198.18.0.1"},            // a container on host 1, masqueraded
+		{lab.HostNS(1), "198.18.0.1"}, // host 1
+		{lab.HostNS(2), "198.18.0.2"}, // host 2's own processes (OUTPUT), from the address they dialled
+	} {
+		got, err := peer(from.ns, at)
+		if err != nil {
+			t.Errorf("%s to %s: %v", from.ns, at, err)
+			continue
+		}
+		if host, _, _ := net.SplitHostPort(got); host != from.sourceHost {
+			t.Errorf("%s to %s: the server saw %s, want %s", from.ns, at, got, from.sourceHost)
+		}
+	}
+	if _, err := peer(c1, net.JoinHostPort(a2.IP, "15201")); err == nil {
+		t.Errorf("a container on host 1 reached host 2's container at its own address %s: its NAT bridge is routed to", a2.IP)
+	}
+	for range 2 {
+		if err := unpublish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := peer(c1, at); err == nil {
+		t.Errorf("%s still answers after unpublish", at)
 	}
 }

@@ -69,6 +69,11 @@ type Link struct {
 // host-side address of the network its client sits on.
 func link(srv, cli Role) (Link, error) {
 	loop := Addr{Kind: Loopback}
+	if srv.Network.Publishes() && srv.Host > 0 {
+		// The lab publishes it on its emulated host's address: any client
+		// of the cell's hosts reaches it there.
+		return Link{Addr{Kind: Any}, Addr{Kind: Published, Network: srv.Network, Host: srv.Host}}, nil
+	}
 	if srv.Network.Publishes() {
 		if !cli.RootNS() {
 			return Link{}, fmt.Errorf("network %s reaches the %s through a port its engine publishes on this machine: its %s must run on the machine (a host process, or a container on the host network), not on network %s; set %s.network: host or %s.platform: native",

@@ -268,6 +268,31 @@ workloads: [{type: `+w.typ+`}]
 			}
 		}
 	}
+	// Between emulated hosts the lab publishes: the server on its host's
+	// NAT bridge, reached at its host's address by a client on another.
+	_, cells := resolve(t, `name: p
+factors:
+  platform: [docker]
+  hosts: [2]
+  server.network: [published]
+  client:
+    native: {client.platform: native}
+    docker: {client.platform: docker, client.network: published}
+workloads: [{type: net.udp_stream}]
+`)
+	for _, cli := range []string{"native", "docker"} {
+		cell := find(t, cells, "client="+cli)
+		want := Link{anyA, Addr{Kind: Published, Network: vocab.Published, Host: 2}}
+		if len(cell.Links) != 1 || cell.Links[0] != want {
+			t.Errorf("across hosts, client %s: links %+v, want %+v", cli, cell.Links, want)
+		}
+		if srv := cell.Chain[0]; srv.Provision != (platform.Provision{Platform: vocab.None, Wire: vocab.Published}) || srv.Host != 2 {
+			t.Errorf("across hosts: server %+v on host %d", srv.Provision, srv.Host)
+		}
+		if !slices.Equal(cell.Publish, []vocab.Port{{Number: PublishedPort, Proto: "udp"}}) {
+			t.Errorf("across hosts: more ports %v", cell.Publish)
+		}
+	}
 	// More ports: a UDP workload's socket on the agent's port number, a
 	// service's own port.
 	for _, w := range []struct {
@@ -300,16 +325,16 @@ workloads: [{type: net.tcp_stream}]
 `, "its client must run on the machine"},
 		{`name: p
 factors: {platform: [docker], server.network: [published], client.platform: [native]}
-workloads: [{type: net.iperf3}]
-`, "use it with http.get, http.pingpong, http.wrk, net.tcp_rr, net.tcp_stream, net.udp_rr, net.udp_stream, service"},
+workloads: [{type: net.sockperf}]
+`, "use it with http.get, http.pingpong, http.wrk, net.iperf3, net.tcp_rr, net.tcp_stream, net.udp_rr, net.udp_stream, service"},
 		{`name: p
 factors: {platform: [docker], server.network: [published], client.platform: [native]}
 workloads: [{type: service, params: {command: [redis-server], port: 15201, client: {type: net.tcp_rr}}}]
 `, "the server listens on port 15201/tcp, which its agent takes on a published network"},
 		{`name: p
-factors: {platform: [docker], server.network: [published], client.platform: [native], hosts: [2]}
+factors: {platform: [docker], server.network: [published-proxy], client.platform: [native], hosts: [2]}
 workloads: [{type: net.tcp_stream}]
-`, "published"},
+`, "network published-proxy is on the machine itself"},
 	} {
 		e, err := spec.Parse("p.yaml", []byte(bad.file), nil, spec.Machine{CPUs: 2, MemBytes: 8 << 30})
 		if err == nil {

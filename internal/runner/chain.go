@@ -254,6 +254,12 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 			return fmt.Errorf("%s announced a bad address %q: %w", srv.Name, addr, err)
 		}
 		pr.ports = nil
+		if link.Target.Kind == plan.Published && link.Target.Host > 0 {
+			if pr.target, pr.ports, err = in.publishOnHost(srv, link.Target.Host, s.ip, port, c.Publish); err != nil {
+				return err
+			}
+			continue
+		}
 		if link.Target.Kind == plan.Published {
 			if pr.target, pr.ports, err = published(s.inst, srv, port, c.Publish); err != nil {
 				return err
@@ -294,6 +300,32 @@ func published(inst platform.Instance, srv plan.Role, port string, more []vocab.
 		ports[m.String()] = a
 	}
 	return p.Published(), ports, nil
+}
+
+// publishOnHost publishes, on emulated host's underlay address, the port
+// the server announced and its more ports (the lab's NAT, as Docker's
+// -p), until the trial ends, and says where, as published does.
+func (in *instances) publishOnHost(srv plan.Role, host int, ip, port string, more []vocab.Port) (string, map[string]string, error) {
+	n, err := strconv.Atoi(port)
+	if err != nil || ip == "" {
+		return "", nil, fmt.Errorf("the %s announced port %q at address %q: nothing to publish", srv.Name, port, ip)
+	}
+	control := vocab.Port{Number: n, Proto: "tcp"}
+	all, unpublish, err := in.env.Lab.Publish(host, ip, append([]vocab.Port{control}, more...))
+	if err != nil {
+		return "", nil, platformErr(err)
+	}
+	in.mu.Lock()
+	in.detach = append(in.detach, unpublish)
+	in.mu.Unlock()
+	var ports map[string]string
+	for _, m := range more {
+		if ports == nil {
+			ports = map[string]string{}
+		}
+		ports[m.String()] = all[m.String()]
+	}
+	return all[control.String()], ports, nil
 }
 
 // collect gathers the results of every role of every pair: the driver's,

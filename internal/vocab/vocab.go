@@ -34,7 +34,11 @@ const (
 	// a client on the machine, or on another host, when the engine's
 	// userland proxy is off). PublishedProxy publishes it on loopback,
 	// which the engine's userland proxy (docker-proxy) carries: the path
-	// of a client on the machine with the engine's defaults.
+	// of a client on the machine with the engine's defaults. Between
+	// emulated hosts, Published is Docker's default networking on each
+	// host, which the lab builds: a bridge per host whose subnet is
+	// masqueraded as it leaves, the server's ports published on its
+	// host's address (S3's two hosts).
 	Published      Network = "published"
 	PublishedProxy Network = "published-proxy"
 	None           Network = "none" // a namespace with loopback only, wired from outside
@@ -54,7 +58,7 @@ func (n Network) NeedsHosts() bool { return n == Overlay || n == OverlayEncrypte
 // MachineOnly reports whether the mode exists only on the machine itself,
 // not between emulated hosts.
 func (n Network) MachineOnly() bool {
-	return n == Macvlan || n == BridgeDefault || n.Publishes()
+	return n == Macvlan || n == BridgeDefault || n == PublishedProxy
 }
 
 // Publishes reports whether the mode reaches a server through a port its
@@ -78,12 +82,12 @@ func (n Network) HostSided() bool {
 
 // Lab reports whether ctrbench's network lab (netlab) builds the mode
 // with hosts emulated hosts (0 or 1: the machine alone): macvlan and Open
-// vSwitch on the machine; the bridge, Open vSwitch (a bridge per host)
-// and the overlays between emulated hosts, and their own namespaces
-// (Host) on them.
+// vSwitch on the machine; the bridge, Open vSwitch (a bridge per host),
+// the overlays and published ports (a NAT bridge per host) between
+// emulated hosts, and their own namespaces (Host) on them.
 func (n Network) Lab(hosts int) bool {
 	if hosts > 1 {
-		return n == Host || n == Bridge || n == OVS || n == Overlay || n == OverlayEncrypted
+		return n == Host || n == Bridge || n == OVS || n == Overlay || n == OverlayEncrypted || n == Published
 	}
 	return n == Macvlan || n == OVS
 }

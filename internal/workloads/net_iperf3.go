@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
@@ -36,10 +37,11 @@ func init() {
 			{Name: "loss", Unit: "%", Better: result.Lower, Doc: "UDP datagrams lost, as the receiver counted them", Combine: workload.WeightedBy("sent")},
 			{Name: "sent", Unit: "datagrams", Better: result.Higher, Doc: "UDP datagrams the receiver expected (end.sum_received.packets): what loss is a share of", Combine: workload.Count},
 		},
-		Roles: []string{workload.Server, workload.Client},
-		Tools: []workload.Tool{iperf3Tool},
-		Run:   map[string]workload.RunFunc{workload.Server: iperf3Server, workload.Client: iperf3Client},
-		Smoke: map[string]string{"duration": "1s", "bitrate": "100M"},
+		Roles:     []string{workload.Server, workload.Client},
+		MorePorts: iperf3Ports,
+		Tools:     []workload.Tool{iperf3Tool},
+		Run:       map[string]workload.RunFunc{workload.Server: iperf3Server, workload.Client: iperf3Client},
+		Smoke:     map[string]string{"duration": "1s", "bitrate": "100M"},
 	})
 }
 
@@ -55,14 +57,27 @@ func freePort(bind string) (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// iperf3Ports: iperf3's server takes its control and TCP data connections
+// on one port, and UDP datagrams on that port's number: with protocol udp
+// a published server's UDP port too, which an engine must publish at the
+// same number as its TCP port (iperf3's client sends to it).
+func iperf3Ports(v workload.Values) []vocab.Port {
+	if v.String("protocol") == "udp" {
+		return []vocab.Port{{Proto: "udp"}}
+	}
+	return []vocab.Port{}
+}
+
 func iperf3Server(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
 	path, err := lookTool(iperf3Tool)
 	if err != nil {
 		return nil, "", err
 	}
-	port, err := freePort(env.Bind)
-	if err != nil {
-		return nil, "", err
+	port := env.Port // a port its engine publishes (iperf3Ports)
+	if port == 0 {
+		if port, err = freePort(env.Bind); err != nil {
+			return nil, "", err
+		}
 	}
 	// --forceflush: iperf3 block-buffers stdout into a pipe, and we must
 	// see "Server listening" the moment it is true.

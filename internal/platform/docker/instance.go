@@ -139,6 +139,9 @@ func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerS
 		for _, more := range spec.Publish {
 			cs.Publish = append(cs.Publish, engine.PortBinding{Port: more.Number, Proto: more.Proto, HostIP: hostIP})
 		}
+		if err := sharePortNumbers(cs.Publish); err != nil {
+			return engine.ContainerSpec{}, "", fmt.Errorf("instance %s: %w", spec.Name, err)
+		}
 	}
 	cs.Cmd, cs.Env = inv.Args(), append(cs.Env, inv.Env()...)
 	return cs, ipOn, nil

@@ -2,6 +2,8 @@ package docker
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 )
 
@@ -29,9 +32,53 @@ const (
 	proxyPollInterval  = 100 * time.Millisecond
 )
 
+// sharePortNumbers gives a container port published on two protocols one
+// host port, free on both, that the engine then takes (it chooses each
+// apart otherwise): iperf3's client sends its UDP datagrams to its TCP
+// port's number.
+func sharePortNumbers(bs []engine.PortBinding) error {
+	protos := map[int]int{}
+	for _, b := range bs {
+		protos[b.Port]++
+	}
+	chosen := map[int]int{}
+	for i, b := range bs {
+		if protos[b.Port] < 2 {
+			continue
+		}
+		if _, ok := chosen[b.Port]; !ok {
+			p, err := freeOnBoth(b.HostIP)
+			if err != nil {
+				return fmt.Errorf("a port for %d on tcp and udp: %w", b.Port, err)
+			}
+			chosen[b.Port] = p
+		}
+		bs[i].HostPort = chosen[b.Port]
+	}
+	return nil
+}
+
+// freeOnBoth is a port of ip free for TCP and for UDP at once.
+func freeOnBoth(ip string) (int, error) {
+	for range 20 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			return 0, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		pc, err := net.ListenPacket("udp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		ln.Close()
+		if err == nil {
+			pc.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("none found in 20 tries")
+}
+
 // findProxy is the pid of the engine's userland proxy (docker-proxy) that
-// listens on hostIP:hostPort, 0 for none.
-func findProxy(hostIP, hostPort string) int {
+// listens on hostIP:hostPort for proto, 0 for none.
+func findProxy(hostIP, hostPort, proto string) int {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		b, err := os.ReadFile(d + "/cmdline")
@@ -39,7 +86,7 @@ func findProxy(hostIP, hostPort string) int {
 			continue
 		}
 		args := strings.Split(string(b), "\x00")
-		if argAfter(args, "-host-ip") == hostIP && argAfter(args, "-host-port") == hostPort {
+		if argAfter(args, "-host-ip") == hostIP && argAfter(args, "-host-port") == hostPort && argAfter(args, "-proto") == proto {
 			pid, _ := strconv.Atoi(filepath.Base(d))
 			return pid
 		}
@@ -70,7 +117,8 @@ func (in *instance) watchProxies(bound map[string]string) {
 		if err != nil {
 			continue
 		}
-		if pid := findProxy(host, port); pid != 0 {
+		_, proto, _ := strings.Cut(key, "/")
+		if pid := findProxy(host, port, proto); pid != 0 {
 			pids = append(pids, pid)
 			names = append(names, strconv.Itoa(pid))
 		}
