@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctrbench/ctrbench/internal/netns"
+	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
 func needRoot(t *testing.T) {
@@ -986,23 +987,7 @@ func rate(t *testing.T, s string) vocab.Rate {
 // containers, and Close ends the holder with the namespace.
 func TestAdoptedHostNamespace(t *testing.T) {
 	needRoot(t)
-	holder := exec.Command("unshare", "--net", "sleep", "60")
-	if err := holder.Start(); err != nil {
-		t.Skipf("unshare: %v", err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- holder.Wait() }()
-	defer func() { _ = holder.Process.Kill() }()
-	src := fmt.Sprintf("/proc/%d/ns/net", holder.Process.Pid)
-	self, _ := os.Readlink("/proc/self/ns/net")
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if own, err := os.Readlink(src); err == nil && own != self {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the holder never left this namespace")
-		}
-	}
+	src, waited := testutil.HoldNetNS(t)
 	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Bridge}, HostNamespaces: []string{src}})
 	var held, named unix.Stat_t
 	if err := unix.Stat(src, &held); err != nil {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
 func needRoot(t *testing.T) {
@@ -293,28 +294,8 @@ func TestSysctlIsPerNamespace(t *testing.T) {
 // namespace (same inode), Delete kills its holder, and the name is gone.
 func TestAdoptNamesAHeldNamespace(t *testing.T) {
 	needRoot(t)
-	holder := exec.Command("unshare", "--net", "sleep", "60")
-	if err := holder.Start(); err != nil {
-		t.Skipf("unshare: %v", err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- holder.Wait() }()
-	defer func() { _ = holder.Process.Kill() }()
-	src := "/proc/" + strconv.Itoa(holder.Process.Pid) + "/ns/net"
+	src, waited := testutil.HoldNetNS(t)
 	var want syscall.Stat_t
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		// unshare forks nothing: the namespace changes once it has run.
-		own, err1 := os.Readlink(src)
-		self, err2 := os.Readlink("/proc/self/ns/net")
-		if err1 == nil && err2 == nil && own != self {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the holder never left this namespace")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	if err := syscall.Stat(src, &want); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,10 @@ type Capabilities struct {
 	// by instance, not by path, so the lab adopts the ones it holds as the
 	// hosts' own.
 	HoldsHostNS bool
+	// JoinsNSPath: an instance can run in a network namespace given by
+	// path (InstanceSpec.NetNS): it shares an emulated host's (network
+	// host with hosts ≥ 2) as the lab made it.
+	JoinsNSPath bool
 	// Plugs are the lab's modes on the machine whose network the platform
 	// plugs an instance's own link (a virtual machine's tap) into as it
 	// starts (InstanceSpec.Plug), configuring the address the lab gives
@@ -265,7 +269,7 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 		return Provision{}, false, fmt.Errorf("network %s joins emulated hosts: it needs hosts 2 or more", n)
 	case n.MachineOnly() && hosts > 1:
 		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use bridge, ovs, overlay or overlay-encrypted there", n, hosts)
-	case n == vocab.Host && hosts > 1 && c.HoldsHostNS:
+	case n == vocab.Host && hosts > 1 && (c.HoldsHostNS || c.JoinsNSPath):
 		return Provision{Platform: vocab.Host, HostNS: true}, true, nil
 	case n == vocab.Host && hosts > 1:
 		return Provision{}, false, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use %s on the hosts' network, or bridge/ovs/overlay", d.Noun, hosts, hostNSPlatforms())
@@ -286,7 +290,7 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 func hostNSPlatforms() string {
 	var out []string
 	for _, d := range Drivers() {
-		if !d.Caps.OwnNetNS && d.Caps.Nodes == nil || d.Caps.HoldsHostNS {
+		if !d.Caps.OwnNetNS && d.Caps.Nodes == nil || d.Caps.HoldsHostNS || d.Caps.JoinsNSPath {
 			out = append(out, "platform "+d.Name)
 		}
 	}

@@ -75,7 +75,8 @@ type InstanceSpec struct {
 	// NetNS is the path of an emulated host's network namespace to run in:
 	// for platforms without a namespace of their own (OwnNetNS false), and
 	// for a NamespaceHolder's instance on network Host (a namespace it
-	// holds, adopted by the lab).
+	// holds, adopted by the lab), and for one of a platform that joins a
+	// namespace by path (Capabilities.JoinsNSPath) on network Host.
 	NetNS string
 	// Host is the node of a cluster platform the instance runs on
 	// (1-based; 0: the platform chooses); Node, when set, names the node

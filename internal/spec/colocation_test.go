@@ -231,7 +231,7 @@ func TestNetworkValidation(t *testing.T) {
 	for name, c := range map[string]struct{ factors, want string }{
 		"overlay needs hosts":       {"  network: [overlay]", "n.yaml:4:3: network overlay joins emulated hosts: it needs hosts 2 or more"},
 		"macvlan on emulated hosts": {"  hosts: [2]\n  network: [macvlan]", "n.yaml:5:3: network macvlan is on the machine itself"},
-		"podman host on hosts":      {"  hosts: [2]\n  network: [host]\n  server.platform: [podman]", "n.yaml:5:3: a podman container cannot share an emulated host's namespace"},
+		"vm host on hosts":          {"  hosts: [2]\n  network: [host]\n  server.platform: [vm]", "n.yaml:5:3: a virtual machine cannot share an emulated host's namespace (network host with hosts 2): use platform native or platform docker or platform lxc or platform podman on the hosts' network"},
 		"ovs parent, child in it":   {"  server.platform: [nested]\n  network: [host]\n  parent.network: [ovs]", "parent.network ovs wires the parent into Open vSwitch with the child on its engine's bridge: network must be bridge"},
 		"ovs parent, two children":  {"  server.platform: [nested]\n  network: [bridge]\n  parent.network: [ovs]\n  children: [2]", "parent.network ovs wires each child's parent on its own: children must be 1"},
 		"ovs parent across hosts":   {"  server.platform: [nested]\n  hosts: [2]\n  network: [bridge]\n  parent.network: [ovs]", "platform nested wires its instances' outer namespace into ovs on the machine only"},
@@ -253,9 +253,10 @@ func TestNetworkValidation(t *testing.T) {
 			t.Errorf("an OVS parent's bridged child (%q): %v", f, err)
 		}
 	}
-	// Docker's containers share their emulated hosts' namespaces, with
+	// Docker's, LXC's and podman's containers share their emulated
+	// hosts' namespaces (a container's the lab adopted; by path), with
 	// each other and with processes there.
-	for _, f := range []string{"  hosts: [2]\n  network: [host]", "  hosts: [2]\n  network: [host]\n  client.platform: [native]"} {
+	for _, f := range []string{"  hosts: [2]\n  network: [host]", "  hosts: [2]\n  network: [host]\n  client.platform: [native]", "  hosts: [2]\n  network: [host]\n  client.platform: [lxc]\n  server.platform: [podman]"} {
 		if _, err := Parse("n.yaml", []byte(strings.Replace(base, "%s", f, 1)), nil, m); err != nil {
 			t.Errorf("docker on its hosts' network (%q): %v", f, err)
 		}

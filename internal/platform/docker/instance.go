@@ -51,7 +51,7 @@ func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tw
 	if err != nil {
 		return nil, err
 	}
-	cs, ipOn, err := containerSpec(camp, spec)
+	cs, ipOn, err := containerSpec(camp, spec, p.nsPath)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +80,8 @@ func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tw
 // containerSpec is the container an instance of the campaign is: its
 // image and agent, labels, network, limits and storage; ipOn is the
 // network whose address is the instance's ("" for none).
-func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerSpec, string, error) {
-	mode, ipOn, err := networkMode(camp, spec)
+func containerSpec(camp prepared, spec platform.InstanceSpec, nsPath bool) (engine.ContainerSpec, string, error) {
+	mode, ipOn, err := networkMode(camp, spec, nsPath)
 	if err != nil {
 		return engine.ContainerSpec{}, "", err
 	}
@@ -148,15 +148,19 @@ func containerSpec(camp prepared, spec platform.InstanceSpec) (engine.ContainerS
 }
 
 // networkMode is the engine's network mode of an instance, and the
-// network whose address is the instance's ("" for none).
-func networkMode(camp prepared, spec platform.InstanceSpec) (mode, ipOn string, err error) {
+// network whose address is the instance's ("" for none); nsPath: the
+// engine joins a namespace by path (WithNamespacePaths).
+func networkMode(camp prepared, spec platform.InstanceSpec, nsPath bool) (mode, ipOn string, err error) {
 	netName := camp.bridge.Name
 	switch {
 	case spec.ShareNetworkWith != "":
 		return "container:" + spec.ShareNetworkWith, "", nil
-	case spec.NetNS != "": // an emulated host's, which a container of ours holds
+	case spec.NetNS != "": // an emulated host's: by path, or held by a container of ours
 		if spec.Network != vocab.Host && spec.Network != "" {
 			return "", "", fmt.Errorf("instance %s: an emulated host's namespace is shared on network host, not %s", spec.Name, spec.Network)
+		}
+		if nsPath {
+			return "ns:" + spec.NetNS, "", nil
 		}
 		in, err := camp.heldAt(spec.NetNS)
 		if err != nil {

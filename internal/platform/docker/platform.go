@@ -45,6 +45,7 @@ type options struct {
 	users  map[string]engine.UserImage
 	engine []engine.Option
 	bridge string
+	nsPath bool
 }
 
 // WithBinary sets the statically linked ctrbench binary put in the image.
@@ -68,6 +69,12 @@ func WithUserImages(m map[string]engine.UserImage) Option {
 // engine.BridgeName(campaign+owner), so the two never share one.
 func WithBridgeOf(owner string) Option { return func(o *options) { o.bridge = owner } }
 
+// WithNamespacePaths says the engine joins a network namespace by path
+// (podman's network mode ns:<path>), so a container given an emulated
+// host's (InstanceSpec.NetNS) joins it there; Docker joins only
+// containers' (HoldNamespace).
+func WithNamespacePaths() Option { return func(o *options) { o.nsPath = true } }
+
 // WithEngine drives the engine the options name (engine.WithHost: a
 // nested parent's, podman's) rather than the one the environment names.
 func WithEngine(opts ...engine.Option) Option {
@@ -85,6 +92,7 @@ type Platform struct {
 	// presetUsers: WithUserImages, users' images already runnable there.
 	presetUsers map[string]engine.UserImage
 	bridgeOf    string // WithBridgeOf
+	nsPath      bool   // WithNamespacePaths
 
 	mu     sync.Mutex // serialises Prepare and Close; guards the two below
 	camp   *prepared  // nil until Prepare
@@ -124,7 +132,7 @@ func New(opts ...Option) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{eng: eng, binary: o.binary, preset: o.image, presetUsers: o.users, bridgeOf: o.bridge}, nil
+	return &Platform{eng: eng, binary: o.binary, preset: o.image, presetUsers: o.users, bridgeOf: o.bridge, nsPath: o.nsPath}, nil
 }
 
 // Name implements platform.Platform.

@@ -16,8 +16,9 @@ import (
 )
 
 // Caps are what LXC containers can do here: namespaces and cgroups of
-// their own; the host's network, a bridge, another container's namespace
-// (loopback) and every mode the network lab wires; the overlay layer, a
+// their own; the host's network (the machine's, or an emulated host's,
+// joined by path), a bridge, another container's namespace (loopback) and
+// every mode the network lab wires; the overlay layer, a
 // bind-mounted host directory (volume) or a tmpfs; limits.
 var Caps = platform.Capabilities{
 	StartStop:   time.Second, // rough: for the dry run's estimate
@@ -25,6 +26,7 @@ var Caps = platform.Capabilities{
 	OwnNetNS:    true,
 	Wireable:    true,
 	JoinNetwork: true,
+	JoinsNSPath: true, // lxc.namespace.share.net takes a namespace file
 	Storages:    []vocab.Storage{vocab.Layer, vocab.Volume, vocab.Tmpfs},
 	OwnCgroup:   true,
 	Limits:      true,

@@ -383,8 +383,8 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	return in, nil
 }
 
-// wire puts the container on its network: another's namespace, the
-// host's, the campaign's bridge (an address of it), or an empty one the
+// wire puts the container on its network: another's namespace, an
+// emulated host's, the machine's, the campaign's bridge (an address of it), or an empty one the
 // network lab wires.
 func (p *Platform) wire(spec platform.InstanceSpec, c *containerConfig, in *instance) error {
 	switch {
@@ -397,6 +397,8 @@ func (p *Platform) wire(spec platform.InstanceSpec, c *containerConfig, in *inst
 		}
 		c.JoinNetNS = other.NetNSPath()
 		in.ip = other.ip
+	case spec.NetNS != "" && (spec.Network == vocab.Host || spec.Network == ""):
+		c.JoinNetNS = spec.NetNS // an emulated host's, by the lab's path
 	case spec.Network == vocab.Host || spec.Network == "":
 		c.HostNet = true
 	case spec.Network == vocab.Bridge:

@@ -13,7 +13,8 @@ import (
 )
 
 // Caps are what podman containers can do here: a namespace and cgroup of
-// their own, the host's network, another container's namespace (loopback)
+// their own, the host's network (the machine's, or an emulated host's,
+// joined by path), another container's namespace (loopback)
 // and every mode the network lab wires (a container started with no
 // network, its namespace entered by its process), podman's own bridge
 // network (CNI here, netavark on newer podman: a network of the campaign
@@ -25,6 +26,7 @@ var Caps = platform.Capabilities{
 	OwnNetNS:    true,
 	Wireable:    true,
 	JoinNetwork: true,
+	JoinsNSPath: true, // network mode ns:<path>
 	Storages:    []vocab.Storage{vocab.Layer, vocab.Tmpfs},
 	OwnCgroup:   true,
 	Limits:      true,

@@ -147,7 +147,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	}
 	// podman names an image it loads without a registry localhost/….
 	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+sock), engine.WithLocalHost()), docker.WithImage("localhost/"+p.outer.AgentImage()),
-		docker.WithUserImages(users), docker.WithBridgeOf(bridgeOf))
+		docker.WithUserImages(users), docker.WithBridgeOf(bridgeOf), docker.WithNamespacePaths())
 	if err != nil {
 		return err
 	}
