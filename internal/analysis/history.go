@@ -26,6 +26,9 @@ type HistoryQuery struct {
 	// Until is a campaign ID (or unique prefix): the history up to and
 	// including it; "" for every campaign.
 	Until string
+	// Last, when above 0, keeps the most recent Last runs (up to Until):
+	// the ones before are counted (History.Earlier), not loaded.
+	Last int
 	// Alpha is the probability, over the whole history, of showing a
 	// changepoint in a history where nothing changed (0.05 by default):
 	// shared by its series (Bonferroni), each series' split tested at its
@@ -44,6 +47,9 @@ type History struct {
 	Series    []HistorySeries
 	// Skipped are the experiment's campaigns left out (not done), with why.
 	Skipped []string
+	// Earlier is how many finished runs before the first of Runs were
+	// left out (HistoryQuery.Last).
+	Earlier int
 }
 
 // HistoryRun is one campaign of the history.
@@ -183,6 +189,10 @@ func historyRuns(ctx context.Context, srcs []Store, q HistoryQuery, h *History) 
 			cur.Changes = append(cur.Changes, EnvDifference{Key: SpecKey, A: prev.SpecHash, B: cur.SpecHash, Strict: true})
 		}
 		cur.Changes = append(cur.Changes, envDiffs(prev.Campaign.Env, cur.Campaign.Env)...)
+	}
+	if q.Last > 0 && len(runs) > q.Last {
+		h.Earlier = len(runs) - q.Last
+		runs = runs[h.Earlier:]
 	}
 	return runs, nil
 }

@@ -81,6 +81,15 @@ func TestLoadHistory(t *testing.T) {
 	if err != nil || len(until.Runs) != 4 || len(until.ChangedRuns()) != 0 {
 		t.Errorf("until run3: %d runs, changed %v, %v", len(until.Runs), until.ChangedRuns(), err)
 	}
+	// The last 3 runs up to run 5: runs 2 to 4, the change at run 4 still
+	// against run 3, the 2 before counted.
+	last, err := LoadHistory(context.Background(), []Store{a, b}, HistoryQuery{Name: "exp", Until: "run4", Last: 3})
+	if err != nil || len(last.Runs) != 3 || last.Earlier != 2 || last.Runs[0].Campaign.ID != "run2" || len(last.Runs[2].Changes) != 2 {
+		t.Errorf("the last 3 up to run4: %d runs from %v, %d earlier, %v", len(last.Runs), last.Runs, last.Earlier, err)
+	}
+	if all, _ := LoadHistory(context.Background(), []Store{a, b}, HistoryQuery{Name: "exp", Last: 10}); len(all.Runs) != 6 || all.Earlier != 0 {
+		t.Errorf("the last 10 of 6: %d runs, %d earlier", len(all.Runs), all.Earlier)
+	}
 	// A prefix of several runs is refused, naming them, not read as the
 	// last of them.
 	if _, err := LoadHistory(context.Background(), []Store{a, b}, HistoryQuery{Name: "exp", Until: "run"}); err == nil || !strings.Contains(err.Error(), "ambiguous prefix") || !strings.Contains(err.Error(), "run0") {

@@ -18,6 +18,7 @@ type historyOptions struct {
 	DBs          []string
 	Format       string
 	Until        string
+	Last         int
 	Alpha        float64
 	HTML         string
 	FailOnChange bool
@@ -45,6 +46,7 @@ func newHistoryCmd() *cobra.Command {
 	f.StringArrayVar(&o.DBs, "db", []string{DefaultDB}, "results database (SQLite); repeat to read several")
 	f.StringVar(&o.Format, "format", "table", strings.Join(report.HistoryFormats, ", "))
 	f.StringVar(&o.Until, "until", "", "the history up to and including this campaign (ID or unique prefix)")
+	f.IntVar(&o.Last, "last", 0, "only the most recent N runs (up to --until); 0: every run")
 	f.Float64Var(&o.Alpha, "alpha", 0.05, "the probability of showing a changepoint in a history where nothing changed")
 	f.StringVar(&o.HTML, "html", "", "also write the newest run's HTML report, with the history's figures, to this file")
 	f.BoolVar(&o.FailOnChange, "fail-on-change", false, "exit 1 when a series regressed at the newest run (improvements do not fail)")
@@ -54,6 +56,9 @@ func newHistoryCmd() *cobra.Command {
 func runHistory(ctx context.Context, name string, o historyOptions, w io.Writer) error {
 	if !slices.Contains(report.HistoryFormats, o.Format) {
 		return usageError{fmt.Errorf("--format %q: %s", o.Format, strings.Join(report.HistoryFormats, ", "))}
+	}
+	if o.Last < 0 {
+		return usageError{fmt.Errorf("--last %d: a number of runs, 0 for all", o.Last)}
 	}
 	if !(o.Alpha > 0 && o.Alpha < 1) {
 		return usageError{fmt.Errorf("--alpha %g: a probability between 0 and 1", o.Alpha)}
@@ -67,7 +72,7 @@ func runHistory(ctx context.Context, name string, o historyOptions, w io.Writer)
 		defer db.Close()
 		srcs = append(srcs, db)
 	}
-	h, err := analysis.LoadHistory(ctx, srcs, analysis.HistoryQuery{Name: name, Until: o.Until, Alpha: o.Alpha})
+	h, err := analysis.LoadHistory(ctx, srcs, analysis.HistoryQuery{Name: name, Until: o.Until, Last: o.Last, Alpha: o.Alpha})
 	if err != nil {
 		return err
 	}
@@ -104,8 +109,14 @@ func regressedAtNewest(h analysis.History) int {
 	return n
 }
 
-// historyOf is the history of campaign id's experiment in src up to it,
-// for its HTML report; nil when the campaign is not finished.
+// htmlHistoryRuns bounds the runs a campaign's HTML report loads for its
+// History: each is read whole, and an experiment run nightly has hundreds
+// (`history --html` shows any number).
+const htmlHistoryRuns = 50
+
+// historyOf is the history of campaign id's experiment in src up to it (the
+// last htmlHistoryRuns runs), for its HTML report; nil when the campaign is
+// not finished.
 func historyOf(ctx context.Context, src analysis.Source, id string) (*analysis.History, error) {
 	st, ok := src.(analysis.Store)
 	if !ok {
@@ -118,7 +129,7 @@ func historyOf(ctx context.Context, src analysis.Source, id string) (*analysis.H
 	if c.Status != result.CampaignDone || c.Kind != "" {
 		return nil, nil
 	}
-	h, err := analysis.LoadHistory(ctx, []analysis.Store{st}, analysis.HistoryQuery{Name: c.Name, Until: c.ID})
+	h, err := analysis.LoadHistory(ctx, []analysis.Store{st}, analysis.HistoryQuery{Name: c.Name, Until: c.ID, Last: htmlHistoryRuns})
 	if err != nil {
 		return nil, err
 	}

@@ -168,7 +168,11 @@ func historySection(h analysis.History, cells []result.Cell) PageSection {
 		ids[c.Workload+" "+result.FactorString(c.Factors)] = c.ID
 	}
 	s := figure.History(h, ids)
-	ps := PageSection{ID: s.ID, Title: fmt.Sprintf("History of %s (%d runs)", h.Name, len(h.Runs)),
+	title := fmt.Sprintf("History of %s (%d runs)", h.Name, len(h.Runs))
+	if h.Earlier > 0 {
+		title = fmt.Sprintf("History of %s (its last %d runs of %d)", h.Name, len(h.Runs), len(h.Runs)+h.Earlier)
+	}
+	ps := PageSection{ID: s.ID, Title: title,
 		Doc: fmt.Sprintf("Each workload's headline metric per cell, run by run, with its 95%% interval. Changepoints (dashed red lines, judged on each run's median): %s; "+
 			"a history in which nothing changed shows one with probability at most %g. The table says what changed between runs: the experiment file's hash and the environment fingerprint.", report.HistoryMethod, h.Alpha)}
 	for _, f := range s.Figures {

@@ -32,6 +32,9 @@ func History(w io.Writer, h analysis.History, format string) error {
 	for _, s := range h.Skipped {
 		fmt.Fprintf(w, "left out: %s\n", s)
 	}
+	if h.Earlier > 0 {
+		fmt.Fprintf(w, "left out: the %d finished run(s) before run 1 (--last)\n", h.Earlier)
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "run\tcampaign\tstarted\tfile\tchanged since the run before")
@@ -175,7 +178,8 @@ func historyJSON(w io.Writer, h analysis.History) error {
 		Series     []historySeriesJSON `json:"series"`
 		ChangedAt  []int               `json:"changed_runs"`
 		Skipped    []string            `json:"skipped"`
-	}{Version: SchemaVersion, Experiment: h.Name, Method: HistoryMethod, Alpha: h.Alpha, PerSeries: h.PerSeries, Runs: []historyRunJSON{}, Series: []historySeriesJSON{}, ChangedAt: []int{}, Skipped: h.Skipped}
+		Earlier    int                 `json:"earlier"` // finished runs before the first, left out (--last)
+	}{Version: SchemaVersion, Experiment: h.Name, Method: HistoryMethod, Alpha: h.Alpha, PerSeries: h.PerSeries, Runs: []historyRunJSON{}, Series: []historySeriesJSON{}, ChangedAt: []int{}, Skipped: h.Skipped, Earlier: h.Earlier}
 	if out.Skipped == nil {
 		out.Skipped = []string{}
 	}
