@@ -66,7 +66,16 @@ func (c *running) mendLab(ctx context.Context) error {
 	if err := old.Close(); err != nil {
 		fmt.Fprintf(c.cfg.Progress.Notes(), "netlab: removing what is left of it: %v\n", err)
 	}
-	lab, err := netlab.New(ctx, old.Config())
+	cfg := old.Config()
+	if cfg.HostNamespaces != nil {
+		// Closing the lab ended what held the hosts' namespaces: new ones.
+		held, err := c.holdHostNamespaces(ctx)
+		if err != nil {
+			return fmt.Errorf("rebuilding the network lab (%v): %w", broken, err)
+		}
+		cfg.HostNamespaces = held
+	}
+	lab, err := netlab.New(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("rebuilding the network lab (%v): %w", broken, err)
 	}

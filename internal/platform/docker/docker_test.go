@@ -508,6 +508,17 @@ func TestHoldNamespace(t *testing.T) {
 	if exit := wait(t, inst); exit.Code != 0 {
 		t.Errorf("exit %d: %s", exit.Code, exit.Stderr)
 	}
+	// Held again (the lab rebuilt): a new namespace, the old holder gone.
+	again, err := p.HoldNamespace(ctx, 1)
+	if err != nil {
+		t.Fatalf("holding host 1 again: %v", err)
+	}
+	if again == held {
+		t.Errorf("held again at the same path %s", again)
+	}
+	if _, err := os.Stat(held); err == nil {
+		t.Errorf("the old holder's namespace %s is still there", held)
+	}
 	_, err = p.Start(ctx, platform.InstanceSpec{Name: "ctrbench-" + campaign + "-x", Network: vocab.Host, NetNS: "/proc/self/ns/net"})
 	if err == nil || !strings.Contains(err.Error(), "not a namespace the docker platform holds") {
 		t.Errorf("a namespace it does not hold: %v", err)

@@ -30,6 +30,21 @@ func (p *Platform) HoldNamespace(ctx context.Context, host int) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	// One held again (the lab rebuilt): its holder, ended with the old
+	// namespace, goes first, and its name with it.
+	for k, in := range camp.held {
+		if in.host == host {
+			if err := in.Remove(context.WithoutCancel(ctx)); err != nil {
+				return "", fmt.Errorf("removing emulated host %d's old holder: %w", host, err)
+			}
+			p.mu.Lock()
+			c := *p.camp
+			c.held = maps.Clone(c.held)
+			delete(c.held, k)
+			p.camp = &c
+			p.mu.Unlock()
+		}
+	}
 	spec := platform.InstanceSpec{
 		Name:    fmt.Sprintf("%s-host%d", engine.NetworkName(camp.id), host),
 		Network: vocab.None,
@@ -40,6 +55,7 @@ func (p *Platform) HoldNamespace(ctx context.Context, host int) (string, error) 
 		return "", fmt.Errorf("holding emulated host %d's network namespace: %w", host, err)
 	}
 	in := inst.(*instance)
+	in.host = host
 	path := in.NetNSPath()
 	var st unix.Stat_t
 	if path == "" {

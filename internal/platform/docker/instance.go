@@ -310,6 +310,7 @@ type instance struct {
 	control   string
 	ports     map[string]string
 	pid       int // the container's first process, as its engine sees it
+	host      int // the emulated host whose namespace it holds (HoldNamespace), else 0
 	// hostPID: pid is the machine's (the engine is not nested).
 	hostPID bool
 
