@@ -105,9 +105,16 @@ func (in *instance) supervise(b boot) {
 }
 
 // reboot starts the machine again after a lockup, unless it is being
-// removed; the locked-up console is kept beside the new one.
+// removed, on a data disk made anew (the first boot may have written to it:
+// an engine's store populated, a journal left open); the locked-up console
+// is kept beside the new one.
 func (in *instance) reboot() (boot, bool) {
 	_ = os.Rename(in.console, in.console+".lockup")
+	if in.disk != "" {
+		if err := makeDisk(in.disk); err != nil {
+			return boot{}, false
+		}
+	}
 	in.qemuErr.Reset()
 	nb, err := in.boot()
 	if err != nil {

@@ -46,7 +46,11 @@ func startFake(t *testing.T, script string) *instance {
 	}
 	t.Cleanup(func() { _ = g.Remove(); cgroup.RemoveTree("ctrbench-test-lockup") })
 	console := filepath.Join(dir, "console.log")
-	in := &instance{name: "fake", dir: dir, console: console, group: g, args: []string{console},
+	disk := filepath.Join(dir, "disk.img")
+	if err := os.WriteFile(disk, []byte("written by the first boot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{name: "fake", dir: dir, console: console, disk: disk, group: g, args: []string{console},
 		done: make(chan struct{}), Clock: platform.NewClock(time.Now())}
 	b, err := in.boot()
 	if err != nil {
@@ -78,6 +82,18 @@ func TestLockupBeforeOutputReboots(t *testing.T) {
 	}
 	if _, err := os.Stat(in.console + ".lockup"); err != nil {
 		t.Errorf("the locked-up console is not kept: %v", err)
+	}
+	// The second boot had a data disk made anew, not the first's.
+	f, err := os.Open(in.disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	_, err = io.ReadFull(f, head)
+	st, _ := f.Stat()
+	if err != nil || strings.HasPrefix(string(head), "written by the first boot") || st.Size() != diskSize {
+		t.Errorf("the data disk after the reboot: %d bytes starting %q, %v", st.Size(), head, err)
 	}
 }
 

@@ -221,6 +221,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return fail(err)
 	}
 	disk := filepath.Join(dir, "disk.img")
+	in.disk = disk
 	if err := makeDisk(disk); err != nil {
 		return fail(err)
 	}
@@ -353,6 +354,7 @@ type instance struct {
 	console string
 	addr    int
 	ip      string
+	disk    string // its data disk image
 	tap     string
 	group   *cgroup.Group
 	args    []string       // QEMU's, for a second boot (lockup.go)
