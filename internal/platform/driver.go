@@ -268,7 +268,7 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 	case n.NeedsHosts() && hosts < 2:
 		return Provision{}, false, fmt.Errorf("network %s joins emulated hosts: it needs hosts 2 or more", n)
 	case n.MachineOnly() && hosts > 1:
-		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use bridge, ovs, overlay or overlay-encrypted there", n, hosts)
+		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use %s there", n, hosts, betweenHosts())
 	case n == vocab.Host && hosts > 1 && (c.HoldsHostNS || c.JoinsNSPath):
 		return Provision{Platform: vocab.Host, HostNS: true}, true, nil
 	case n == vocab.Host && hosts > 1:
@@ -283,6 +283,18 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 		return Provision{Platform: vocab.None, Wire: n}, true, nil
 	}
 	return Provision{}, false, nil
+}
+
+// betweenHosts lists the modes the lab builds between emulated hosts for
+// instances of their own (all of vocab's but the hosts' own namespaces).
+func betweenHosts() string {
+	var out []string
+	for _, n := range vocab.Networks {
+		if n != vocab.Host && n.Lab(2) {
+			out = append(out, string(n))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // hostNSPlatforms names the registered platforms whose instances run in
