@@ -160,12 +160,5 @@ func Names(line string) (string, bool) {
 	return linkAfter(f, "-i")
 }
 
-func run(args ...string) error {
-	cmd := exec.Command("iptables", append([]string{"-w"}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
-}
+// run runs iptables in the machine's namespace.
+func run(args ...string) error { return runIn("", args...) }

@@ -57,16 +57,22 @@ func Unpublish(nsPath, hostIP string, hostPort int, proto, to string) error {
 	return nil
 }
 
-// runIn runs iptables inside the namespace at nsPath.
+// runIn runs iptables inside the namespace at nsPath ("": the machine's).
 func runIn(nsPath string, args ...string) error {
 	cmd := exec.Command("iptables", append([]string{"-w"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := netns.Start(nsPath, cmd); err != nil {
-		return fmt.Errorf("iptables %s in %s: %w", strings.Join(args, " "), nsPath, err)
+	what := "iptables " + strings.Join(args, " ")
+	start := cmd.Start
+	if nsPath != "" {
+		what += " in " + nsPath
+		start = func() error { return netns.Start(nsPath, cmd) }
+	}
+	if err := start(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("iptables %s in %s: %w: %s", strings.Join(args, " "), nsPath, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("%s: %w: %s", what, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }

@@ -106,20 +106,26 @@ func (l *Lab) alloc(mode vocab.Network, host int) (int, error) {
 	if l.closed {
 		return 0, errors.New("netlab: lab is closed")
 	}
-	s := slot{mode, host}
-	used := l.inUse[s]
-	if used == nil {
-		used = map[int]bool{}
-		l.inUse[s] = used
-	}
-	for n := 2; n <= 254; n++ {
-		if !used[n] {
-			used[n] = true
-			l.attaching.Add(1)
-			return n, nil
-		}
+	if n, ok := takeLowest(l.inUse, slot{mode, host}, 2, 254); ok {
+		l.attaching.Add(1)
+		return n, nil
 	}
 	return 0, fmt.Errorf("netlab: no free address on %s, host %d (253 attached)", mode, host)
+}
+
+// takeLowest marks the lowest number from first to last not yet used
+// under key and returns it; false when all are. The caller holds l.mu.
+func takeLowest[K comparable](used map[K]map[int]bool, key K, first, last int) (int, bool) {
+	if used[key] == nil {
+		used[key] = map[int]bool{}
+	}
+	for n := first; n <= last; n++ {
+		if !used[key][n] {
+			used[key][n] = true
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 func (l *Lab) release(mode vocab.Network, host, n int) {

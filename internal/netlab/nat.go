@@ -109,19 +109,8 @@ func (l *Lab) Publish(host int, ip string, ports []vocab.Port) (map[string]strin
 func (l *Lab) allocPort(host int) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.published == nil {
-		l.published = map[int]map[int]bool{}
-	}
-	used := l.published[host]
-	if used == nil {
-		used = map[int]bool{}
-		l.published[host] = used
-	}
-	for p := natPortFirst; p <= natPortLast; p++ {
-		if !used[p] {
-			used[p] = true
-			return p, nil
-		}
+	if p, ok := takeLowest(l.published, host, natPortFirst, natPortLast); ok {
+		return p, nil
 	}
 	return 0, fmt.Errorf("netlab: every port from %d to %d of host %d is published", natPortFirst, natPortLast, host)
 }

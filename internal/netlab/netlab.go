@@ -203,12 +203,13 @@ func NewToken() (string, error) {
 // New builds everything cfg asks for. On error it removes what it made.
 func New(ctx context.Context, cfg Config) (*Lab, error) {
 	l := &Lab{
-		cfg:   cfg,
-		tok:   cfg.Token,
-		hosts: cfg.Hosts,
-		modes: map[vocab.Network]bool{},
-		info:  map[string]string{},
-		inUse: map[slot]map[int]bool{},
+		cfg:       cfg,
+		tok:       cfg.Token,
+		hosts:     cfg.Hosts,
+		modes:     map[vocab.Network]bool{},
+		info:      map[string]string{},
+		inUse:     map[slot]map[int]bool{},
+		published: map[int]map[int]bool{},
 	}
 	if err := l.validate(); err != nil {
 		return nil, err

@@ -254,14 +254,13 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 			return fmt.Errorf("%s announced a bad address %q: %w", srv.Name, addr, err)
 		}
 		pr.ports = nil
-		if link.Target.Kind == plan.Published && link.Target.Host > 0 {
-			if pr.target, pr.ports, err = in.publishOnHost(srv, link.Target.Host, s.ip, port, c.Publish); err != nil {
-				return err
-			}
-			continue
-		}
 		if link.Target.Kind == plan.Published {
-			if pr.target, pr.ports, err = published(s.inst, srv, port, c.Publish); err != nil {
+			if link.Target.Host > 0 { // the lab publishes it on its emulated host
+				pr.target, pr.ports, err = in.publishOnHost(srv, link.Target.Host, s.ip, port, c.Publish)
+			} else {
+				pr.target, pr.ports, err = published(s.inst, srv, port, c.Publish)
+			}
+			if err != nil {
 				return err
 			}
 			continue
@@ -287,19 +286,28 @@ func published(inst platform.Instance, srv plan.Role, port string, more []vocab.
 	if port != strconv.Itoa(plan.PublishedPort) {
 		return "", nil, fmt.Errorf("the %s listens on port %s, not on %d, the port its engine published", srv.Name, port, plan.PublishedPort)
 	}
-	all := p.PublishedPorts()
+	ports, err := morePublished(p.PublishedPorts(), more)
+	if err != nil {
+		return "", nil, fmt.Errorf("the %s's platform %s %w", srv.Name, srv.Platform, err)
+	}
+	return p.Published(), ports, nil
+}
+
+// morePublished are where the server's more ports were published, of all
+// that were ("PORT/PROTO" → "HOST:PORT"); nil when it has none more.
+func morePublished(all map[string]string, more []vocab.Port) (map[string]string, error) {
 	var ports map[string]string
 	for _, m := range more {
 		a, ok := all[m.String()]
 		if !ok {
-			return "", nil, fmt.Errorf("the %s's platform %s did not publish its port %s", srv.Name, srv.Platform, m)
+			return nil, fmt.Errorf("did not publish its port %s", m)
 		}
 		if ports == nil {
 			ports = map[string]string{}
 		}
 		ports[m.String()] = a
 	}
-	return p.Published(), ports, nil
+	return ports, nil
 }
 
 // publishOnHost publishes, on emulated host's underlay address, the port
@@ -318,12 +326,9 @@ func (in *instances) publishOnHost(srv plan.Role, host int, ip, port string, mor
 	in.mu.Lock()
 	in.detach = append(in.detach, unpublish)
 	in.mu.Unlock()
-	var ports map[string]string
-	for _, m := range more {
-		if ports == nil {
-			ports = map[string]string{}
-		}
-		ports[m.String()] = all[m.String()]
+	ports, err := morePublished(all, more)
+	if err != nil {
+		return "", nil, platformErr(fmt.Errorf("the lab %w", err))
 	}
 	return all[control.String()], ports, nil
 }

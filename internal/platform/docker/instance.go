@@ -260,7 +260,7 @@ func (p *Platform) run(ctx context.Context, inst *instance, mode, ipOn string) e
 	if c.Known {
 		inst.pid = c.Pid
 	}
-	inst.ports, inst.published = c.Published, c.Published[inst.control]
+	inst.ports = c.Published
 	if len(c.Published) > 0 && inst.hostPID {
 		go inst.watchProxies(c.Published)
 	}
@@ -303,14 +303,12 @@ type instance struct {
 	id   string
 	name string
 	ip   string
-	// published is the machine's address and port its engine published
-	// for its agent's port, control ("" for none); ports are all it
-	// published, by "PORT/PROTO".
-	published string
-	control   string
-	ports     map[string]string
-	pid       int // the container's first process, as its engine sees it
-	host      int // the emulated host whose namespace it holds (HoldNamespace), else 0
+	// ports are what its engine published on the machine, "PORT/PROTO" →
+	// "HOST:PORT"; control is its agent's port among them.
+	control string
+	ports   map[string]string
+	pid     int // the container's first process, as its engine sees it
+	host    int // the emulated host whose namespace it holds (HoldNamespace), else 0
 	// hostPID: pid is the machine's (the engine is not nested).
 	hostPID bool
 
@@ -325,7 +323,7 @@ type instance struct {
 }
 
 // Published implements platform.Publisher.
-func (i *instance) Published() string { return i.published }
+func (i *instance) Published() string { return i.ports[i.control] }
 
 // PublishedPorts implements platform.Publisher.
 func (i *instance) PublishedPorts() map[string]string { return maps.Clone(i.ports) }

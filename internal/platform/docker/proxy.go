@@ -127,7 +127,7 @@ func (in *instance) watchProxies(bound map[string]string) {
 	if in.seen == nil {
 		in.seen = map[string]string{}
 	}
-	in.seen[SeenPublished] = in.published
+	in.seen[SeenPublished] = in.Published()
 	if len(bound) > 1 {
 		in.seen[SeenPublishedPorts] = strings.Join(all, ",")
 	}
