@@ -6,6 +6,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/platform/lxc"
 	"github.com/ctrbench/ctrbench/internal/platform/vm"
+	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 // Issue 29: S1 Table II's VM rows and their mixes with containers, on the
@@ -41,19 +42,11 @@ workloads:
   - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
 `)
 	cells := cellFactors(t, db, id)
-	n := 0
-	for _, tr := range storedTrials(t, db, id) {
-		if tr.Status != "ok" {
-			t.Errorf("trial %d (%s): %s %s", tr.Seq, cells[tr.CellID]["placement"], tr.Status, tr.Error)
-			continue
-		}
+	placement := func(tr result.Trial) string { return cells[tr.CellID]["placement"] }
+	for _, tr := range okTrials(t, db, id, 5, placement) {
 		if m := trialMeasures(tr); m["transactions_per_sec"] <= 0 {
-			t.Errorf("trial %d (%s): %v", tr.Seq, cells[tr.CellID]["placement"], m)
+			t.Errorf("trial %d (%s): %v", tr.Seq, placement(tr), m)
 		}
-		n++
-	}
-	if n != 5 {
-		t.Errorf("%d ok trials, want 5", n)
 	}
 }
 
@@ -83,13 +76,8 @@ workloads:
   - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
 `)
 	cells := cellFactors(t, db, id)
-	n := 0
-	for _, tr := range storedTrials(t, db, id) {
+	for _, tr := range okTrials(t, db, id, 3, func(tr result.Trial) string { return cells[tr.CellID]["placement"] }) {
 		c := cells[tr.CellID]
-		if tr.Status != "ok" {
-			t.Errorf("trial %d (%s): %s %s", tr.Seq, c["placement"], tr.Status, tr.Error)
-			continue
-		}
 		if m := trialMeasures(tr); m["transactions_per_sec"] <= 0 {
 			t.Errorf("trial %d (%s): %v", tr.Seq, c["placement"], m)
 		}
@@ -100,9 +88,5 @@ workloads:
 		if nic := tr.Seen[key]; !strings.Contains(nic, " 198.18.200.") {
 			t.Errorf("trial %d (%s): the VM's interfaces %q, want an address on OVS's 198.18.200.0/24", tr.Seq, c["placement"], nic)
 		}
-		n++
-	}
-	if n != 3 {
-		t.Errorf("%d ok trials, want 3", n)
 	}
 }

@@ -262,3 +262,22 @@ func trialMeasures(tr result.Trial) map[string]float64 {
 	}
 	return m
 }
+
+// okTrials are the stored campaign's trials that ended ok, in run order:
+// every other one is a test error, named by what(trial), and there must be
+// want ok ones.
+func okTrials(t *testing.T, db, id string, want int, what func(result.Trial) string) []result.Trial {
+	t.Helper()
+	var ok []result.Trial
+	for _, tr := range storedTrials(t, db, id) {
+		if tr.Status != result.OK {
+			t.Errorf("trial %d (%s): %s %s", tr.Seq, what(tr), tr.Status, tr.Error)
+			continue
+		}
+		ok = append(ok, tr)
+	}
+	if len(ok) != want {
+		t.Errorf("%d ok trials, want %d", len(ok), want)
+	}
+	return ok
+}
