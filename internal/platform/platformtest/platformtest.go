@@ -109,7 +109,7 @@ func (s *suite) main(t *testing.T, network vocab.Network) {
 		t.Fatalf("exit code %d, stderr %q", ex.Code, ex.Stderr)
 	}
 	checkTimings(t, in, s.o.Caps, vocab.Exit)
-	if err := in.Remove(context.Background()); err != nil {
+	if err := remove(t, in); err != nil {
 		t.Fatal(err)
 	}
 	checkTimings(t, in, s.o.Caps, vocab.Remove)
@@ -127,7 +127,7 @@ func (s *suite) failedWorkload(t *testing.T, network vocab.Network) {
 // exitCode: an agent that cannot start exits non-zero, saying why.
 func (s *suite) exitCode(t *testing.T, network vocab.Network) {
 	in := start(t, s.p, s.spec(network, runAgent("", ""))) // --workload is required
-	drain(in)
+	drain(t, in)
 	ex := wait(t, in)
 	if ex.Code == 0 {
 		t.Fatalf("want a non-zero exit code")
@@ -143,10 +143,10 @@ func (s *suite) removeStops(t *testing.T, network vocab.Network) {
 	in := start(t, s.p, s.spec(network, runAgent("cpu.primes", `{"duration":"10m"}`)))
 	time.Sleep(300 * time.Millisecond)
 	begin := time.Now()
-	if err := in.Remove(context.Background()); err != nil {
+	if err := remove(t, in); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
-	if err := in.Remove(context.Background()); err != nil {
+	if err := remove(t, in); err != nil {
 		t.Fatalf("second remove must be harmless: %v", err)
 	}
 	if d := time.Since(begin); d > 20*time.Second {
@@ -310,8 +310,41 @@ func start(t *testing.T, p platform.Platform, s platform.InstanceSpec) platform.
 	if err != nil {
 		t.Fatalf("start %s: %v", s.Name, err)
 	}
-	t.Cleanup(func() { _ = in.Remove(context.Background()) })
+	t.Cleanup(func() { _ = remove(t, in) })
 	return in
+}
+
+// Bounds on what must end by itself: a platform call that never returns
+// fails its test, saying which, instead of holding the package until its
+// timeout (when nothing says where it hung).
+const (
+	removeWithin = 2 * time.Minute
+	drainWithin  = time.Minute
+)
+
+// remove removes in, and fails the test if that does not return within
+// removeWithin.
+func remove(t *testing.T, in platform.Instance) error {
+	t.Helper()
+	var err error
+	within(t, removeWithin, "Remove", func() { err = in.Remove(context.Background()) })
+	return err
+}
+
+// within runs f, and fails the test at once if it does not return within
+// d (f goes on in the background: a call that hangs cannot be stopped).
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %s", what, d)
+	}
 }
 
 // event reads a line of an agent's output: an event signed with the
@@ -347,10 +380,15 @@ func readResult(t *testing.T, in platform.Instance, key string) *result.Result {
 	return nil
 }
 
-func drain(in platform.Instance) {
-	sc := bufio.NewScanner(in.Stdout())
-	for sc.Scan() {
-	}
+// drain reads in's output to its end, which must come within
+// drainWithin once the agent has ended.
+func drain(t *testing.T, in platform.Instance) {
+	t.Helper()
+	within(t, drainWithin, "reading the output to its end", func() {
+		sc := bufio.NewScanner(in.Stdout())
+		for sc.Scan() {
+		}
+	})
 }
 
 func wait(t *testing.T, in platform.Instance) platform.Exit {

@@ -330,14 +330,53 @@ func (in *instance) watch(ctx context.Context) {
 	scancel()
 	<-streamed
 	// The whole output, from the swarm's record: what the stream missed.
-	var all, errOut bytes.Buffer
-	if err := in.p.mgr.TaskLogs(context.WithoutCancel(ctx), taskID, false, &all, &errOut); err == nil {
-		if rest := all.Bytes(); int64(len(rest)) > out.n {
+	all, errOut, err := record(ctx, func(ctx context.Context, stdout, stderr io.Writer) error {
+		return in.p.mgr.TaskLogs(ctx, taskID, false, stdout, stderr)
+	}, recordTries, recordWait)
+	if err == nil {
+		if rest := all; int64(len(rest)) > out.n {
 			_, _ = in.out.Write(rest[out.n:])
 		}
-		_, _ = in.stderr.Write(errOut.Bytes())
+		_, _ = in.stderr.Write(errOut)
+	} else {
+		fmt.Fprintf(in.stderr, "\nswarm: the task's log record (what the stream missed) did not come: %v; the output is what the stream delivered (%d bytes)", err, out.n)
 	}
 	in.out.Close()
+}
+
+// How long one read of a task's log record may take, and how many are
+// made: the swarm's log API sometimes never ends a request (moby/moby
+// #38640, docker/cli#4678), and a read that hangs would hold the trial,
+// and the campaign, for ever.
+const (
+	recordWait  = 15 * time.Second
+	recordTries = 3
+)
+
+// record reads a finished task's whole output with fetch, each read
+// bounded by wait and made anew (from the start) up to tries times; the
+// output of a read that did not end is dropped. It stops early when ctx
+// ends (the instance is being removed).
+func record(ctx context.Context, fetch func(ctx context.Context, stdout, stderr io.Writer) error, tries int, wait time.Duration) (stdout, stderr []byte, err error) {
+	var errs []error
+	for i := range tries {
+		var o, e bytes.Buffer
+		rctx, cancel := context.WithTimeout(ctx, wait)
+		err := fetch(rctx, &o, &e)
+		timedOut := rctx.Err() != nil
+		cancel()
+		if err == nil && !timedOut {
+			return o.Bytes(), e.Bytes(), nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil, errors.Join(append(errs, ctx.Err())...)
+		}
+		if err == nil {
+			err = context.DeadlineExceeded
+		}
+		errs = append(errs, fmt.Errorf("read %d of %d (bounded by %s): %w", i+1, tries, wait, err))
+	}
+	return nil, nil, errors.Join(errs...)
 }
 
 // Stdout implements platform.Instance.
