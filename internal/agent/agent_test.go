@@ -217,7 +217,9 @@ func TestWindowIsTheMeasuredRun(t *testing.T) {
 	if got := res.Started.Sub(before); got < wait {
 		t.Errorf("window starts %v after the agent, before the go signal (%v)", got, wait)
 	}
-	if d := res.Ended.Sub(res.Started); d < 100*time.Millisecond || d > 2*time.Second {
+	// At least the run; the upper bound only says the window is the run
+	// and not the agent's life (loose: a busy machine stretches a run).
+	if d := res.Ended.Sub(res.Started); d < 100*time.Millisecond || d > 10*time.Second {
 		t.Errorf("window %v, want the 100ms run", d)
 	}
 }

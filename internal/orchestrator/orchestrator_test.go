@@ -243,7 +243,8 @@ workloads: [{type: cpu.primes, params: {duration: 1m}}]
 	if len(s.trials) != 0 {
 		t.Errorf("an interrupted trial was recorded: %+v", s.trials)
 	}
-	if d := time.Since(start); d > 15*time.Second {
+	// Promptness, not a timing: far below the trial's minute.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("stopping took %s", d)
 	}
 }

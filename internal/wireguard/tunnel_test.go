@@ -199,7 +199,7 @@ func TestTunnelCarriesEncryptedTCP(t *testing.T) {
 			c.Close()
 			t.Fatal("TCP connect through the tunnel succeeded with a wrong peer key")
 		}
-		if took > badDialTimeout+2*time.Second {
+		if took > badDialTimeout+10*time.Second { // the dial's own bound, with room for a busy machine
 			t.Errorf("connect took %v to fail", took)
 		}
 		tun1 := n.stats(t, n.hB, cfgB.Interface)

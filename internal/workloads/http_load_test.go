@@ -57,7 +57,9 @@ func TestLoadTimesOutAStalledServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > 2*time.Second {
+	// Promptness, not a timing: a request that waited for the stalled
+	// server would hold the run for ever.
+	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("took %v", took)
 	}
 	if tally.ok != 0 || tally.errs < 2 || !strings.Contains(tally.lastErr, "no full response within 100ms") {

@@ -213,7 +213,8 @@ func TestTCPRRCancel(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, _, err := tcpRRClient(ctx, p, workload.Env{Target: addr})
-	if err == nil || time.Since(start) > 2*time.Second {
+	// Promptness, not a timing: far below the run's hour.
+	if err == nil || time.Since(start) > 30*time.Second {
 		t.Fatalf("client after cancel: %v in %s", err, time.Since(start))
 	}
 	select {

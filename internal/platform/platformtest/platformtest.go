@@ -137,20 +137,17 @@ func (s *suite) exitCode(t *testing.T, network vocab.Network) {
 	}
 }
 
-// removeStops: removing a running agent stops it, promptly, and twice is
-// harmless.
+// removeStops: removing a running agent stops it — Remove does not wait
+// for the workload's 10 minutes (remove fails the test past removeWithin)
+// — and twice is harmless.
 func (s *suite) removeStops(t *testing.T, network vocab.Network) {
 	in := start(t, s.p, s.spec(network, runAgent("cpu.primes", `{"duration":"10m"}`)))
 	time.Sleep(300 * time.Millisecond)
-	begin := time.Now()
 	if err := remove(t, in); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
 	if err := remove(t, in); err != nil {
 		t.Fatalf("second remove must be harmless: %v", err)
-	}
-	if d := time.Since(begin); d > 20*time.Second {
-		t.Fatalf("remove took %s", d)
 	}
 }
 
@@ -304,7 +301,7 @@ func checkTimings(t *testing.T, in platform.Instance, caps platform.Capabilities
 
 func start(t *testing.T, p platform.Platform, s platform.InstanceSpec) platform.Instance {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), startWithin)
 	defer cancel()
 	in, err := p.Start(ctx, s)
 	if err != nil {
@@ -316,8 +313,14 @@ func start(t *testing.T, p platform.Platform, s platform.InstanceSpec) platform.
 
 // Bounds on what must end by itself: a platform call that never returns
 // fails its test, saying which, instead of holding the package until its
-// timeout (when nothing says where it hung).
+// timeout (when nothing says where it hung). They are not timings: each is
+// many times what it takes on an idle machine (seconds), so that a busy
+// one (several engines and emulated machines starting at once on two
+// cores) does not fail the suite.
 const (
+	startWithin  = 3 * time.Minute
+	resultWithin = 3 * time.Minute
+	waitWithin   = time.Minute
 	removeWithin = 2 * time.Minute
 	drainWithin  = time.Minute
 )
@@ -374,8 +377,8 @@ func readResult(t *testing.T, in platform.Instance, key string) *result.Result {
 			t.Fatalf("no result event (exit %d, stderr %q)", ex.Code, ex.Stderr)
 		}
 		return res
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no result within 60s")
+	case <-time.After(resultWithin):
+		t.Fatalf("no result within %s", resultWithin)
 	}
 	return nil
 }
@@ -393,7 +396,7 @@ func drain(t *testing.T, in platform.Instance) {
 
 func wait(t *testing.T, in platform.Instance) platform.Exit {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitWithin)
 	defer cancel()
 	ex, err := in.Wait(ctx)
 	if err != nil {
