@@ -334,7 +334,7 @@ workloads: [{type: service, params: {command: [redis-server], port: 15201, clien
 		{`name: p
 factors: {platform: [docker], server.network: [published-proxy], client.platform: [native], hosts: [2]}
 workloads: [{type: net.tcp_stream}]
-`, "network published-proxy is on the machine itself"},
+`, "a client on another host never reaches an engine's userland proxy"},
 	} {
 		e, err := spec.Parse("p.yaml", []byte(bad.file), nil, spec.Machine{CPUs: 2, MemBytes: 8 << 30})
 		if err == nil {

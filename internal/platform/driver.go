@@ -267,6 +267,8 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 	switch {
 	case n.NeedsHosts() && hosts < 2:
 		return Provision{}, false, fmt.Errorf("network %s joins emulated hosts: it needs hosts 2 or more", n)
+	case n == vocab.PublishedProxy && hosts > 1:
+		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): a client on another host never reaches an engine's userland proxy — the engine's DNAT rules take its connection first, proxy on or off — so %s is that path: use it there", n, hosts, vocab.Published)
 	case n.MachineOnly() && hosts > 1:
 		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use %s there", n, hosts, betweenHosts())
 	case n == vocab.Host && hosts > 1 && (c.HoldsHostNS || c.JoinsNSPath):

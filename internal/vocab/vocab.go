@@ -31,8 +31,9 @@ const (
 	// Published reaches a server on the campaign's bridge through a port
 	// its engine publishes on the machine (docker run -p), on the
 	// bridge's own address: the engine's NAT rules carry it (the path of
-	// a client on the machine, or on another host, when the engine's
-	// userland proxy is off). PublishedProxy publishes it on loopback,
+	// a client on the machine when the engine's userland proxy is off,
+	// and of a client on another host, proxy on or off: the DNAT rules
+	// take its connection first). PublishedProxy publishes it on loopback,
 	// which the engine's userland proxy (docker-proxy) carries: the path
 	// of a client on the machine with the engine's defaults. Between
 	// emulated hosts, Published is Docker's default networking on each
