@@ -90,3 +90,49 @@ workloads:
 		}
 	}
 }
+
+// Issue 29: S1 Tables IV and V's VM rows, across two emulated hosts. A
+// VM's tap moves into its host's namespace as a port of the host's
+// bridge (QEMU holds it by file descriptor), and the VM configures an
+// address on its host's subnet; its peer — a process, or a container the
+// lab wires — is on the other host, so every byte crosses the shaped
+// underlay: each TCP stream is positive and within the 200 Mbit/s the
+// underlay allows, and each VM saw its NIC on 198.18.1.0/24 or
+// 198.18.2.0/24. Every trial ok; nothing is left (runStored).
+func TestVMOnEmulatedHosts(t *testing.T) {
+	requireDocker(t)
+	if err := vm.Available(); err != nil {
+		t.Skip(err)
+	}
+	db, id := runStored(t, `name: e2e-vm-hosts
+seed: 5
+repetitions: 1
+warmup: 0
+timeout: 3m
+factors:
+  hosts: [2]
+  network: [bridge]
+  underlay: [200mbit]
+  placement:
+    vm-host: {client.platform: vm, server.platform: native}
+    host-vm: {client.platform: native, server.platform: vm}
+    container-vm: {client.platform: docker, server.platform: vm}
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 2s}}
+`)
+	cells := cellFactors(t, db, id)
+	placement := func(tr result.Trial) string { return cells[tr.CellID]["placement"] }
+	for _, tr := range okTrials(t, db, id, 3, placement) {
+		c := cells[tr.CellID]
+		if v := trialMeasures(tr)["throughput"]; v <= 0 || v > 0.23 {
+			t.Errorf("trial %d (%s): %.3f Gbit/s across a 200 Mbit/s underlay", tr.Seq, placement(tr), v)
+		}
+		key := "server.net.interfaces"
+		if c["client.platform"] == "vm" {
+			key = "net.interfaces"
+		}
+		if nic := tr.Seen[key]; !strings.Contains(nic, " 198.18.1.") && !strings.Contains(nic, " 198.18.2.") {
+			t.Errorf("trial %d (%s): the VM's interfaces %q, want an address on its host's subnet", tr.Seq, placement(tr), nic)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -132,6 +133,30 @@ func Remove(name string) error {
 		return fmt.Errorf("removing %s: %w", name, err)
 	}
 	return nil
+}
+
+// OpenTap opens tap name (ctrbench's, made by AddTap) as its user does:
+// the file descriptor a virtual machine's NIC takes (QEMU's -netdev
+// tap,fd=). It stays the tap's wherever the tap then moves (into an
+// emulated host's namespace, where its name means nothing here).
+func OpenTap(name string) (*os.File, error) {
+	if !strings.HasPrefix(name, vocab.LinkPrefix) {
+		return nil, fmt.Errorf("tap %s: ctrbench's links are named %s…", name, vocab.LinkPrefix)
+	}
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("tap %s: opening /dev/net/tun: %w", name, err)
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err == nil {
+		ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
+		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("tap %s: attaching to it: %w", name, err)
+	}
+	return os.NewFile(uintptr(fd), "tap "+name), nil
 }
 
 // LoopbackUp sets the loopback interface up inside the network namespace

@@ -62,24 +62,39 @@ func (l *Lab) Attach(ctx context.Context, mode vocab.Network, host int, netnsPat
 // Plug takes link, a link on the machine made for an instance whose
 // network stack is more than a namespace (a virtual machine's tap), as a
 // port of mode's network, and reserves the address the instance is to
-// configure itself (Attachment's IP, Prefix and Gateway). Open vSwitch on
-// the machine only: its bridge takes any link as a port. OVS's userspace
-// datapath computes no checksums, so the instance must offload none (a
-// virtual NIC without checksum offload: a tap's offloads are what its
-// owner sets, where the lab turns a veth's off). Detach removes the port
-// but leaves the link, which is its maker's.
+// configure itself (Attachment's IP, Prefix and Gateway). Two networks
+// take one:
+//
+//   - Open vSwitch on the machine: its bridge takes any link as a port.
+//     OVS's userspace datapath computes no checksums, so the instance must
+//     offload none (a virtual NIC without checksum offload: a tap's
+//     offloads are what its owner sets, where the lab turns a veth's off).
+//     Detach removes the port but leaves the link, which is its maker's.
+//   - An emulated host's bridge: the link moves into the host's namespace
+//     and becomes a port of its bridge, as a container's veth end does;
+//     its maker must hold what it needs of it already (a tap's file
+//     descriptor: its name means nothing outside the host). Detach deletes
+//     it there, where its maker cannot reach it.
 func (l *Lab) Plug(ctx context.Context, mode vocab.Network, host int, link string) (Attachment, error) {
 	if err := l.check(mode, host); err != nil {
 		return Attachment{}, err
 	}
-	if mode != vocab.OVS || host != 0 {
-		return Attachment{}, fmt.Errorf("netlab: only Open vSwitch on the machine takes an instance's own link as a port, not %s on host %d", mode, host)
+	if !mode.TakesLinks(host > 0) {
+		return Attachment{}, fmt.Errorf("netlab: only Open vSwitch on the machine and an emulated host's bridge take an instance's own link as a port, not %s on host %d", mode, host)
 	}
 	n, err := l.alloc(mode, host)
 	if err != nil {
 		return Attachment{}, err
 	}
 	defer l.attaching.Done()
+	if host > 0 {
+		a, err := l.plugHost(host, n, link)
+		if err != nil {
+			l.release(mode, host, n)
+			return Attachment{}, fmt.Errorf("netlab: plugging %s into %s on host %d: %w", link, mode, host, err)
+		}
+		return a, nil
+	}
 	remove := func() error {
 		if l.isClosed() {
 			return nil // the bridge went with its ports
@@ -96,6 +111,61 @@ func (l *Lab) Plug(ctx context.Context, mode vocab.Network, host int, link strin
 		return Attachment{}, fmt.Errorf("netlab: plugging %s into %s: %w", link, mode, errors.Join(err, remove()))
 	}
 	return Attachment{IP: ip4(198, 18, 200, n), Prefix: 24, Gateway: ovsHostIP, Iface: link, MTU: 1500, Detach: l.detacher(mode, host, n, remove)}, nil
+}
+
+// plugHost moves link into host's namespace as a port of its bridge, up,
+// with the address n on the host's subnet reserved for its instance.
+func (l *Lab) plugHost(host, n int, link string) (Attachment, error) {
+	hostPath := l.HostNS(host)
+	f, hh, err := nsOpen(hostPath)
+	if err != nil {
+		return Attachment{}, err
+	}
+	defer f.Close()
+	defer hh.Close()
+	lk, err := rootNL.LinkByName(link)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("finding %s: %w", link, err)
+	}
+	if err := rootNL.LinkSetNsFd(lk, int(f.Fd())); err != nil {
+		return Attachment{}, fmt.Errorf("moving %s into the host's namespace: %w", link, err)
+	}
+	remove := func() error {
+		h, err := handleAt(hostPath)
+		if err != nil {
+			if isNotFound(err) {
+				return nil // the lab is closed: the link went with the host
+			}
+			return err
+		}
+		defer h.Close()
+		lk, err := h.LinkByName(link)
+		if err == nil {
+			err = h.LinkDel(lk)
+		}
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("deleting %s: %w", link, err)
+		}
+		return nil
+	}
+	br, err := hh.LinkByName(ifBridge)
+	if err == nil {
+		lk, err = hh.LinkByName(link)
+	}
+	if err == nil {
+		err = hh.LinkSetMTU(lk, 1500)
+	}
+	if err == nil {
+		err = hh.LinkSetMaster(lk, br)
+	}
+	if err == nil {
+		err = hh.LinkSetUp(lk)
+	}
+	if err != nil {
+		return Attachment{}, errors.Join(err, remove())
+	}
+	return Attachment{IP: ip4(198, 18, host, n), Prefix: 24, Gateway: ip4(198, 18, host, 1), Iface: link, MTU: 1500,
+		Detach: l.detacher(vocab.Bridge, host, n, remove)}, nil
 }
 
 // alloc reserves the lowest free last octet (2..254) on mode's network on

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/crypto/curve25519"
 	"golang.org/x/sys/unix"
 
+	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/testutil"
 )
@@ -1057,6 +1058,81 @@ func TestPlugTap(t *testing.T) {
 		t.Errorf("plugged again: %+v %v, want the freed address %s", b, err, a.IP)
 	} else {
 		_ = b.Detach()
+	}
+}
+
+// TestPlugTapIntoHost: a virtual machine's tap on an emulated host. The
+// lab moves it into the host's namespace as a port of the host's bridge,
+// up, and gives the machine an address on the host's subnet; the file
+// descriptor its maker opened before stays the tap's. Detach deletes it
+// there, and a tap still plugged when the lab closes goes with the host:
+// none comes back to the machine's namespace (assertGone).
+func TestPlugTapIntoHost(t *testing.T) {
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Bridge}})
+	mkTap := func(i int) (string, *os.File) {
+		tap := lab.name("x", i)
+		if err := rootNL.LinkAdd(&netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: tap}, Mode: netlink.TUNTAP_MODE_TAP,
+			Flags: netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if lk, err := rootNL.LinkByName(tap); err == nil {
+				_ = rootNL.LinkDel(lk)
+			}
+		})
+		f, err := links.OpenTap(tap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return tap, f
+	}
+	tap, f := mkTap(1)
+	if _, err := lab.Plug(context.Background(), vocab.Overlay, 1, tap); err == nil {
+		t.Error("a host's overlay took a tap")
+	}
+	a, err := lab.Plug(context.Background(), vocab.Bridge, 2, tap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.IP != "198.18.2.2" || a.Prefix != 24 || a.Gateway != "198.18.2.1" || a.Gateway != lab.HostAddr(vocab.Bridge, 2) || a.Iface != tap {
+		t.Errorf("Plug = %+v", a)
+	}
+	if _, err := rootNL.LinkByName(tap); err == nil {
+		t.Errorf("%s is still in the machine's namespace", tap)
+	}
+	h, err := handleAt(lab.HostNS(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	lk, err := h.LinkByName(tap)
+	if err != nil {
+		t.Fatalf("%s is not in host 2: %v", tap, err)
+	}
+	br, err := h.LinkByName(ifBridge)
+	if err != nil || lk.Attrs().MasterIndex != br.Attrs().Index || lk.Attrs().Flags&net.FlagUp == 0 {
+		t.Errorf("%s in host 2: master %d, flags %v; want up in %s (%v)", tap, lk.Attrs().MasterIndex, lk.Attrs().Flags, ifBridge, err)
+	}
+	ifr, err := unix.NewIfreq("")
+	if err == nil {
+		err = unix.IoctlIfreq(int(f.Fd()), unix.TUNGETIFF, ifr)
+	}
+	if err != nil || ifr.Name() != tap {
+		t.Errorf("the maker's descriptor after the move: %q, %v; want still %s", ifr.Name(), err, tap)
+	}
+	for range 2 {
+		if err := a.Detach(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.LinkByName(tap); err == nil {
+		t.Errorf("%s still in host 2 after Detach", tap)
+	}
+	// One left plugged, for Close.
+	tap2, _ := mkTap(2)
+	if b, err := lab.Plug(context.Background(), vocab.Bridge, 2, tap2); err != nil || b.IP != a.IP {
+		t.Errorf("plugged again: %+v %v, want the freed address %s", b, err, a.IP)
 	}
 }
 

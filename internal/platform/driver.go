@@ -42,11 +42,12 @@ type Capabilities struct {
 	// path (InstanceSpec.NetNS): it shares an emulated host's (network
 	// host with hosts ≥ 2) as the lab made it.
 	JoinsNSPath bool
-	// Plugs are the lab's modes on the machine whose network the platform
-	// plugs an instance's own link (a virtual machine's tap) into as it
-	// starts (InstanceSpec.Plug), configuring the address the lab gives
-	// it: for instances with a network stack beyond a namespace, which
-	// the lab cannot wire from outside.
+	// Plugs are the lab's modes whose network the platform plugs an
+	// instance's own link (a virtual machine's tap) into as it starts
+	// (InstanceSpec.Plug), configuring the address the lab gives it: for
+	// instances with a network stack beyond a namespace, which the lab
+	// cannot wire from outside. Where the lab takes a link (on the
+	// machine, between emulated hosts) is vocab.Network.TakesLinks.
 	Plugs []vocab.Network
 	// Storages are the storage levels it can give an instance.
 	Storages []vocab.Storage
@@ -279,7 +280,7 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 		return Provision{Platform: vocab.None, Join: true}, true, nil
 	case hosts <= 1 && slices.Contains(c.Networks, n):
 		return Provision{Platform: n}, true, nil
-	case hosts <= 1 && slices.Contains(c.Plugs, n):
+	case slices.Contains(c.Plugs, n) && n.TakesLinks(hosts > 1):
 		return Provision{Platform: n, Plug: n}, true, nil
 	case c.Wireable && n.Lab(hosts):
 		return Provision{Platform: vocab.None, Wire: n}, true, nil

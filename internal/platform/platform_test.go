@@ -51,8 +51,9 @@ func TestProvision(t *testing.T) {
 		}}}
 	holder := ns // shares a host's namespace by holding it (Docker)
 	holder.Caps.HoldsHostNS = true
-	// A machine: a NIC the lab plugs into OVS, nothing it can wire.
-	machine := Driver{Name: "machine", Noun: "machine", Caps: Capabilities{Networks: []vocab.Network{vocab.Bridge}, OwnNetNS: true, Plugs: []vocab.Network{vocab.OVS}}}
+	// A machine: a NIC the lab plugs into OVS or an emulated host's
+	// bridge, nothing it can wire.
+	machine := Driver{Name: "machine", Noun: "machine", Caps: Capabilities{Networks: []vocab.Network{vocab.Bridge}, OwnNetNS: true, Plugs: []vocab.Network{vocab.OVS, vocab.Bridge}}}
 	refusing := ns
 	refusing.Caps.Refuse = func(n vocab.Network) error {
 		if n == vocab.Bridge {
@@ -83,7 +84,9 @@ func TestProvision(t *testing.T) {
 		{proc, vocab.Host, 3, Provision{Platform: vocab.Host, HostNS: true}, ""},
 		{proc, vocab.Host, 1, Provision{Platform: vocab.Host}, ""},
 		{machine, vocab.OVS, 1, Provision{Platform: vocab.OVS, Plug: vocab.OVS}, ""},
-		{machine, vocab.OVS, 2, Provision{}, "platform machine does not offer network ovs here (hosts 2); it offers none"},
+		{machine, vocab.Bridge, 1, Provision{Platform: vocab.Bridge}, ""},                     // its own bridge
+		{machine, vocab.Bridge, 2, Provision{Platform: vocab.Bridge, Plug: vocab.Bridge}, ""}, // its host's bridge
+		{machine, vocab.OVS, 2, Provision{}, "platform machine does not offer network ovs here (hosts 2); it offers bridge"},
 		{machine, vocab.Macvlan, 1, Provision{}, "platform machine does not offer network macvlan here (hosts 1); it offers bridge, ovs"},
 		{nodes, vocab.Overlay, 1, Provision{Platform: vocab.Overlay}, ""}, // one node: still its overlay
 		{nodes, vocab.Host, 4, Provision{Platform: vocab.Host}, ""},       // a node's host network

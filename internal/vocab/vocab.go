@@ -56,6 +56,18 @@ func (n Network) Valid() bool { return slices.Contains(Networks, n) }
 // (an overlay joins hosts: it needs two or more).
 func (n Network) NeedsHosts() bool { return n == Overlay || n == OverlayEncrypted }
 
+// TakesLinks reports whether the network lab takes an instance's own link
+// (a virtual machine's tap) as a port of mode n, on the machine or, with
+// betweenHosts, on an emulated host: Open vSwitch's bridge on the machine
+// (any link can be its port), an emulated host's bridge (the link moves
+// into the host's namespace).
+func (n Network) TakesLinks(betweenHosts bool) bool {
+	if betweenHosts {
+		return n == Bridge
+	}
+	return n == OVS
+}
+
 // MachineOnly reports whether the mode exists only on the machine itself,
 // not between emulated hosts.
 func (n Network) MachineOnly() bool {

@@ -50,6 +50,9 @@ func (in *instance) boot() (boot, error) {
 	}
 	cmd.Stdout = w
 	cmd.Stderr = &in.qemuErr
+	if in.tapFile != nil {
+		cmd.ExtraFiles = []*os.File{in.tapFile} // its fd 3 (machine.TapFD)
+	}
 	err = cmd.Start()
 	w.Close()
 	if err != nil {

@@ -87,7 +87,10 @@ type machine struct {
 	Initramfs string
 	Console   string // file the first serial port (the console) writes to
 	Tap       string // the NIC's tap; "" without a NIC
-	MAC       string
+	// TapFD: QEMU is given the tap as its file descriptor 3 (a tap the lab
+	// plugs in may move to another namespace, where its name is unknown).
+	TapFD bool
+	MAC   string
 	// NoOffload: the NIC offers the guest no checksum offload (so no
 	// segmentation offload either): every frame leaves with its checksum
 	// computed, as a switch that computes none (OVS's userspace datapath)
@@ -163,7 +166,11 @@ func (m machine) Args() ([]string, error) {
 		"-kernel", m.Kernel, "-initrd", m.Initramfs, "-append", cmdline,
 		"-serial", "file:"+m.Console, "-serial", "stdio")
 	if m.Tap != "" {
-		args = append(args, "-netdev", "tap,id=n0,ifname="+m.Tap+",script=no,downscript=no",
+		tap := "ifname=" + m.Tap + ",script=no,downscript=no"
+		if m.TapFD {
+			tap = "fd=3"
+		}
+		args = append(args, "-netdev", "tap,id=n0,"+tap,
 			"-device", "virtio-net-pci,netdev=n0,mac="+m.MAC+m.offload())
 	}
 	if m.Disk != "" {

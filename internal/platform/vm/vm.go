@@ -194,9 +194,9 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if p.initrd.Path == "" || p.bridge == nil {
 		return nil, errors.New("vm platform: Start before Prepare")
 	}
-	plugged := spec.Network == vocab.OVS && spec.Plug != nil
-	if spec.ShareNetworkWith != "" || spec.Network != vocab.Bridge && !plugged {
-		return nil, fmt.Errorf("vm %s: a virtual machine has a NIC on the campaign's bridge (network %s) or, plugged in by the lab, on Open vSwitch (%s), not %q", spec.Name, vocab.Bridge, vocab.OVS, spec.Network)
+	plugged := spec.Plug != nil
+	if spec.ShareNetworkWith != "" || spec.Network != vocab.Bridge && (spec.Network != vocab.OVS || !plugged) {
+		return nil, fmt.Errorf("vm %s: a virtual machine has a NIC on the campaign's bridge (network %s) or, plugged in by the lab, on Open vSwitch (%s) or an emulated host's bridge, not %q", spec.Name, vocab.Bridge, vocab.OVS, spec.Network)
 	}
 	if spec.Storage != "" && spec.Storage != vocab.Layer {
 		return nil, fmt.Errorf("vm %s: a virtual machine writes to its own disk only (storage %s), not %s", spec.Name, vocab.Layer, spec.Storage)
@@ -227,7 +227,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	m := machine{Name: "ctrbench-" + spec.Name, Accel: p.accel, CPUs: spec.Limits.CPUs, HostCPUs: runtime.NumCPU(),
 		MemoryMB: spec.Limits.MemoryBytes >> 20, Kernel: p.kernel.Path, Initramfs: initrd, Console: in.console,
-		Tap: in.tap, MAC: macFor(in.addr), NoOffload: plugged, Disk: disk, Drives: drives,
+		Tap: in.tap, TapFD: in.tapFile != nil, MAC: macFor(in.addr), NoOffload: spec.Network == vocab.OVS, Disk: disk, Drives: drives,
 		Init: vminit.Config{Args: inv.Args(), Address: nic.address, Gateway: nic.gateway, Disk: "/dev/vda", Env: inv.Env(), Engine: inside}}
 	args, err := m.Args()
 	if err != nil {
@@ -257,21 +257,27 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 type nicAddr struct{ address, gateway string }
 
 // nic makes the machine's tap: a port of the campaign's bridge, with an
-// address of the bridge's, or, on Open vSwitch, a tap the lab plugs in
-// (spec.Plug) with the address the lab gives it. The tap is named and the
-// MAC made after a number of the bridge's either way, so both are unique.
+// address of the bridge's, or a tap the lab plugs in (spec.Plug: on Open
+// vSwitch, or on an emulated host's bridge, where the tap moves into the
+// host's namespace) with the address the lab gives it. A plugged tap is
+// opened here, before the lab takes it, and QEMU is given that file
+// descriptor. The tap is named and the MAC made after a number of the
+// bridge's either way, so both are unique.
 func (p *Platform) nic(ctx context.Context, in *instance, spec platform.InstanceSpec) (nicAddr, error) {
 	n, ip, err := p.bridge.Alloc()
 	if err != nil {
 		return nicAddr{}, err
 	}
 	in.addr, in.ip = n, ip
-	if spec.Network != vocab.OVS {
+	if spec.Plug == nil {
 		in.tap = hostbridge.Port(p.bridge.Name, "t", n)
 		return nicAddr{ip + "/24", p.bridge.Gateway()}, links.AddTap(in.tap, p.bridge.Name)
 	}
 	in.tap = hostbridge.Port(p.bridge.Name, "o", n)
 	if err := links.AddTap(in.tap, ""); err != nil {
+		return nicAddr{}, err
+	}
+	if in.tapFile, err = links.OpenTap(in.tap); err != nil {
 		return nicAddr{}, err
 	}
 	got, err := spec.Plug(ctx, in.tap)
@@ -356,6 +362,7 @@ type instance struct {
 	ip      string
 	disk    string // its data disk image
 	tap     string
+	tapFile *os.File // a plugged tap, open (QEMU's fd 3)
 	group   *cgroup.Group
 	args    []string       // QEMU's, for a second boot (lockup.go)
 	stdout  *io.PipeReader // the agent's output, across boots
@@ -469,8 +476,11 @@ func (in *instance) Remove(context.Context) error {
 
 // release removes what Start made.
 func (in *instance) release() {
+	if in.tapFile != nil {
+		in.tapFile.Close()
+	}
 	if in.tap != "" {
-		_ = links.Remove(in.tap)
+		_ = links.Remove(in.tap) // one the lab moved into a host is the lab's to remove
 	}
 	in.p.bridge.Release(in.addr)
 	if in.group != nil {
