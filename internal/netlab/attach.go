@@ -62,14 +62,16 @@ func (l *Lab) Attach(ctx context.Context, mode vocab.Network, host int, netnsPat
 // Plug takes link, a link on the machine made for an instance whose
 // network stack is more than a namespace (a virtual machine's tap), as a
 // port of mode's network, and reserves the address the instance is to
-// configure itself (Attachment's IP, Prefix and Gateway). Two networks
-// take one:
+// configure itself (Attachment's IP, Prefix and Gateway). Where the lab
+// takes one is vocab.Network.TakesLinks:
 //
-//   - Open vSwitch on the machine: its bridge takes any link as a port.
-//     OVS's userspace datapath computes no checksums, so the instance must
-//     offload none (a virtual NIC without checksum offload: a tap's
-//     offloads are what its owner sets, where the lab turns a veth's off).
-//     Detach removes the port but leaves the link, which is its maker's.
+//   - Open vSwitch, on the machine or an emulated host (whose OVS bridge
+//     is in the machine's namespace too): the bridge takes any link as a
+//     port. OVS's userspace datapath computes no checksums, so the
+//     instance must offload none (a virtual NIC without checksum offload:
+//     a tap's offloads are what its owner sets, where the lab turns a
+//     veth's off). Detach removes the port but leaves the link, which is
+//     its maker's.
 //   - An emulated host's bridge: the link moves into the host's namespace
 //     and becomes a port of its bridge, as a container's veth end does;
 //     its maker must hold what it needs of it already (a tap's file
@@ -80,37 +82,49 @@ func (l *Lab) Plug(ctx context.Context, mode vocab.Network, host int, link strin
 		return Attachment{}, err
 	}
 	if !mode.TakesLinks(host > 0) {
-		return Attachment{}, fmt.Errorf("netlab: only Open vSwitch on the machine and an emulated host's bridge take an instance's own link as a port, not %s on host %d", mode, host)
+		return Attachment{}, fmt.Errorf("netlab: %s on host %d takes no instance's own link as a port (Open vSwitch does, and an emulated host's bridge)", mode, host)
 	}
 	n, err := l.alloc(mode, host)
 	if err != nil {
 		return Attachment{}, err
 	}
 	defer l.attaching.Done()
+	var a Attachment
+	if mode == vocab.Bridge {
+		a, err = l.plugHost(host, n, link)
+	} else {
+		a, err = l.plugOVSPort(ctx, host, n, link)
+	}
+	if err != nil {
+		l.release(mode, host, n)
+		return Attachment{}, fmt.Errorf("netlab: plugging %s into %s on host %d: %w", link, mode, host, err)
+	}
+	return a, nil
+}
+
+// plugOVSPort makes link, up, a port of the OVS bridge of host (0: the
+// machine's), with the address n on that bridge's subnet reserved for its
+// instance.
+func (l *Lab) plugOVSPort(ctx context.Context, host, n int, link string) (Attachment, error) {
+	br, ip, gw := l.ovsName(), ip4(198, 18, 200, n), ovsHostIP
 	if host > 0 {
-		a, err := l.plugHost(host, n, link)
-		if err != nil {
-			l.release(mode, host, n)
-			return Attachment{}, fmt.Errorf("netlab: plugging %s into %s on host %d: %w", link, mode, host, err)
-		}
-		return a, nil
+		br, ip, gw = l.ovsHostBridge(host), ip4(198, 18, ovsHostsThird+host, n), ovsHostAddr(host).String()
 	}
 	remove := func() error {
 		if l.isClosed() {
 			return nil // the bridge went with its ports
 		}
-		_, err := ovsVsctl(context.Background(), ovsTimeout, "--if-exists", "del-port", l.ovsName(), link)
+		_, err := ovsVsctl(context.Background(), ovsTimeout, "--if-exists", "del-port", br, link)
 		return err
 	}
-	err = setUp(rootNL, link, nil)
+	err := setUp(rootNL, link, nil)
 	if err == nil {
-		_, err = ovsVsctl(ctx, ovsTimeout, "add-port", l.ovsName(), link)
+		_, err = ovsVsctl(ctx, ovsTimeout, "add-port", br, link)
 	}
 	if err != nil {
-		l.release(mode, host, n)
-		return Attachment{}, fmt.Errorf("netlab: plugging %s into %s: %w", link, mode, errors.Join(err, remove()))
+		return Attachment{}, errors.Join(err, remove())
 	}
-	return Attachment{IP: ip4(198, 18, 200, n), Prefix: 24, Gateway: ovsHostIP, Iface: link, MTU: 1500, Detach: l.detacher(mode, host, n, remove)}, nil
+	return Attachment{IP: ip, Prefix: 24, Gateway: gw, Iface: link, MTU: 1500, Detach: l.detacher(vocab.OVS, host, n, remove)}, nil
 }
 
 // plugHost moves link into host's namespace as a port of its bridge, up,
@@ -130,24 +144,7 @@ func (l *Lab) plugHost(host, n int, link string) (Attachment, error) {
 	if err := rootNL.LinkSetNsFd(lk, int(f.Fd())); err != nil {
 		return Attachment{}, fmt.Errorf("moving %s into the host's namespace: %w", link, err)
 	}
-	remove := func() error {
-		h, err := handleAt(hostPath)
-		if err != nil {
-			if isNotFound(err) {
-				return nil // the lab is closed: the link went with the host
-			}
-			return err
-		}
-		defer h.Close()
-		lk, err := h.LinkByName(link)
-		if err == nil {
-			err = h.LinkDel(lk)
-		}
-		if err != nil && !isNotFound(err) {
-			return fmt.Errorf("deleting %s: %w", link, err)
-		}
-		return nil
-	}
+	remove := func() error { return deleteIn(hostPath, link) }
 	br, err := hh.LinkByName(ifBridge)
 	if err == nil {
 		lk, err = hh.LinkByName(link)
@@ -166,6 +163,27 @@ func (l *Lab) plugHost(host, n int, link string) (Attachment, error) {
 	}
 	return Attachment{IP: ip4(198, 18, host, n), Prefix: 24, Gateway: ip4(198, 18, host, 1), Iface: link, MTU: 1500,
 		Detach: l.detacher(vocab.Bridge, host, n, remove)}, nil
+}
+
+// deleteIn deletes link in the host namespace at hostPath; a link, or a
+// host, already gone (the lab closed: its links went with it) is success.
+func deleteIn(hostPath, link string) error {
+	h, err := handleAt(hostPath)
+	if err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	defer h.Close()
+	lk, err := h.LinkByName(link)
+	if err == nil {
+		err = h.LinkDel(lk)
+	}
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("deleting %s: %w", link, err)
+	}
+	return nil
 }
 
 // alloc reserves the lowest free last octet (2..254) on mode's network on
@@ -350,24 +368,7 @@ func (l *Lab) attachVeth(mode vocab.Network, host, n int, netnsPath string) (Att
 		return Attachment{}, fmt.Errorf("creating veth %s/%s: %w", hostEnd, ifname, err)
 	}
 	// Deleting the host end takes the container end with it.
-	remove := func() error {
-		h, err := handleAt(hostPath)
-		if err != nil {
-			if isNotFound(err) {
-				return nil // the lab is closed: the host is gone
-			}
-			return err
-		}
-		defer h.Close()
-		lk, err := h.LinkByName(hostEnd)
-		if err == nil {
-			err = h.LinkDel(lk)
-		}
-		if err != nil && !isNotFound(err) {
-			return fmt.Errorf("deleting %s: %w", hostEnd, err)
-		}
-		return nil
-	}
+	remove := func() error { return deleteIn(hostPath, hostEnd) }
 	err = setUp(hh, hostEnd, nil)
 	if err == nil {
 		err = configure(ch, ifname, addr, gw)

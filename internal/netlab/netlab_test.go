@@ -1061,14 +1061,16 @@ func TestPlugTap(t *testing.T) {
 	}
 }
 
-// TestPlugTapIntoHost: a virtual machine's tap on an emulated host. The
-// lab moves it into the host's namespace as a port of the host's bridge,
-// up, and gives the machine an address on the host's subnet; the file
-// descriptor its maker opened before stays the tap's. Detach deletes it
-// there, and a tap still plugged when the lab closes goes with the host:
-// none comes back to the machine's namespace (assertGone).
+// TestPlugTapIntoHost: a virtual machine's tap on an emulated host. On
+// the bridge, the lab moves it into the host's namespace as a port of the
+// host's bridge, up, and gives the machine an address on the host's
+// subnet; the file descriptor its maker opened before stays the tap's.
+// Detach deletes it there, and a tap still plugged when the lab closes
+// goes with the host: none comes back to the machine's namespace
+// (assertGone). On OVS it becomes a port of the host's OVS bridge, which
+// is in the machine's namespace, and Detach leaves it to its maker.
 func TestPlugTapIntoHost(t *testing.T) {
-	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Bridge}})
+	lab := newLab(t, Config{Hosts: 2, Modes: []vocab.Network{vocab.Bridge, vocab.OVS}})
 	mkTap := func(i int) (string, *os.File) {
 		tap := lab.name("x", i)
 		if err := rootNL.LinkAdd(&netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: tap}, Mode: netlink.TUNTAP_MODE_TAP,
@@ -1133,6 +1135,28 @@ func TestPlugTapIntoHost(t *testing.T) {
 	tap2, _ := mkTap(2)
 	if b, err := lab.Plug(context.Background(), vocab.Bridge, 2, tap2); err != nil || b.IP != a.IP {
 		t.Errorf("plugged again: %+v %v, want the freed address %s", b, err, a.IP)
+	}
+
+	tap3, _ := mkTap(3)
+	o, err := lab.Plug(context.Background(), vocab.OVS, 1, tap3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.IP != "198.18.101.2" || o.Prefix != 24 || o.Gateway != "198.18.101.1" || o.Gateway != lab.HostAddr(vocab.OVS, 1) {
+		t.Errorf("Plug into host 1's OVS = %+v", o)
+	}
+	ports, err := ovsVsctl(context.Background(), "list-ports", lab.ovsHostBridge(1))
+	if err != nil || !slices.Contains(strings.Fields(ports), tap3) {
+		t.Errorf("ports of %s: %q (%v), want %s", lab.ovsHostBridge(1), ports, err, tap3)
+	}
+	if err := o.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	if ports, _ := ovsVsctl(context.Background(), "list-ports", lab.ovsHostBridge(1)); slices.Contains(strings.Fields(ports), tap3) {
+		t.Errorf("%s still a port after Detach", tap3)
+	}
+	if _, err := rootNL.LinkByName(tap3); err != nil {
+		t.Errorf("the tap went with the port: %v", err)
 	}
 }
 

@@ -86,7 +86,8 @@ func TestProvision(t *testing.T) {
 		{machine, vocab.OVS, 1, Provision{Platform: vocab.OVS, Plug: vocab.OVS}, ""},
 		{machine, vocab.Bridge, 1, Provision{Platform: vocab.Bridge}, ""},                     // its own bridge
 		{machine, vocab.Bridge, 2, Provision{Platform: vocab.Bridge, Plug: vocab.Bridge}, ""}, // its host's bridge
-		{machine, vocab.OVS, 2, Provision{}, "platform machine does not offer network ovs here (hosts 2); it offers bridge"},
+		{machine, vocab.OVS, 2, Provision{Platform: vocab.OVS, Plug: vocab.OVS}, ""},          // its host's OVS bridge
+		{machine, vocab.Overlay, 2, Provision{}, "platform machine does not offer network overlay here (hosts 2); it offers bridge, ovs"},
 		{machine, vocab.Macvlan, 1, Provision{}, "platform machine does not offer network macvlan here (hosts 1); it offers bridge, ovs"},
 		{nodes, vocab.Overlay, 1, Provision{Platform: vocab.Overlay}, ""}, // one node: still its overlay
 		{nodes, vocab.Host, 4, Provision{Platform: vocab.Host}, ""},       // a node's host network

@@ -58,14 +58,12 @@ func (n Network) NeedsHosts() bool { return n == Overlay || n == OverlayEncrypte
 
 // TakesLinks reports whether the network lab takes an instance's own link
 // (a virtual machine's tap) as a port of mode n, on the machine or, with
-// betweenHosts, on an emulated host: Open vSwitch's bridge on the machine
-// (any link can be its port), an emulated host's bridge (the link moves
-// into the host's namespace).
+// betweenHosts, on an emulated host: Open vSwitch's bridge, on the machine
+// or a host (any link can be its port), and an emulated host's bridge
+// (the link moves into the host's namespace). On the machine the bridge
+// is the platform's own.
 func (n Network) TakesLinks(betweenHosts bool) bool {
-	if betweenHosts {
-		return n == Bridge
-	}
-	return n == OVS
+	return n == OVS || betweenHosts && n == Bridge
 }
 
 // MachineOnly reports whether the mode exists only on the machine itself,
