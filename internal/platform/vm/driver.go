@@ -18,13 +18,13 @@ import (
 
 // Caps are what a virtual machine can do: a network stack of its own with
 // a NIC on the campaign's bridge, or plugged into the lab's Open vSwitch
-// bridge or an emulated host's bridge (no host network to share, no
-// namespace to join or wire), its own disk, and a size (cpus, memory)
-// with QEMU in a cgroup of its own.
+// bridge or an emulated host's bridge or OVS bridge (no host network to
+// share, no namespace to join or wire), its own disk, and a size (cpus,
+// memory) with QEMU in a cgroup of its own.
 var Caps = platform.Capabilities{
 	StartStop: 5 * time.Second, // rough: for the dry run's estimate
 	Networks:  []vocab.Network{vocab.Bridge},
-	Plugs:     []vocab.Network{vocab.OVS, vocab.Bridge}, // its tap a port of the lab's Open vSwitch bridge, or of an emulated host's bridge
+	Plugs:     []vocab.Network{vocab.OVS, vocab.Bridge}, // its tap a port of the lab's Open vSwitch bridge, or of an emulated host's bridge or OVS bridge
 	OwnNetNS:  true,
 	Storages:  []vocab.Storage{vocab.Layer},
 	OwnCgroup: true,

@@ -41,6 +41,14 @@ func TestArgsKVMAndTCG(t *testing.T) {
 			t.Errorf("%s: command line %q", accel, args[i+1])
 		}
 	}
+	// A tap the lab plugs in is QEMU's fd 3, not a name (it may be in
+	// another namespace), and on OVS offers the guest no offload.
+	m.Accel, m.TapFD, m.NoOffload = Accel{Name: "tcg"}, true, true
+	if args, err := m.Args(); err != nil || !slices.Contains(args, "tap,id=n0,fd=3") ||
+		!slices.Contains(args, "virtio-net-pci,netdev=n0,mac=52:54:00:ce:cb:02,csum=off,guest_csum=off") {
+		t.Errorf("a plugged tap: %v %v", args, err)
+	}
+	m.TapFD, m.NoOffload = false, false
 	m.Accel = Accel{Name: "hvf"}
 	if _, err := m.Args(); err == nil {
 		t.Error("an unknown accelerator was accepted")

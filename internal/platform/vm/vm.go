@@ -258,8 +258,9 @@ type nicAddr struct{ address, gateway string }
 
 // nic makes the machine's tap: a port of the campaign's bridge, with an
 // address of the bridge's, or a tap the lab plugs in (spec.Plug: on Open
-// vSwitch, or on an emulated host's bridge, where the tap moves into the
-// host's namespace) with the address the lab gives it. A plugged tap is
+// vSwitch, the machine's or an emulated host's, or on an emulated host's
+// bridge, where the tap moves into the host's namespace) with the address
+// the lab gives it. A plugged tap is
 // opened here, before the lab takes it, and QEMU is given that file
 // descriptor. The tap is named and the MAC made after a number of the
 // bridge's either way, so both are unique.
