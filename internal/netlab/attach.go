@@ -106,9 +106,9 @@ func (l *Lab) Plug(ctx context.Context, mode vocab.Network, host int, link strin
 // machine's), with the address n on that bridge's subnet reserved for its
 // instance.
 func (l *Lab) plugOVSPort(ctx context.Context, host, n int, link string) (Attachment, error) {
-	br, ip, gw := l.ovsName(), ip4(198, 18, 200, n), ovsHostIP
+	br := l.ovsName()
 	if host > 0 {
-		br, ip, gw = l.ovsHostBridge(host), ip4(198, 18, ovsHostsThird+host, n), ovsHostAddr(host).String()
+		br = l.ovsHostBridge(host)
 	}
 	remove := func() error {
 		if l.isClosed() {
@@ -124,7 +124,7 @@ func (l *Lab) plugOVSPort(ctx context.Context, host, n int, link string) (Attach
 	if err != nil {
 		return Attachment{}, errors.Join(err, remove())
 	}
-	return Attachment{IP: ip, Prefix: 24, Gateway: gw, Iface: link, MTU: 1500, Detach: l.detacher(vocab.OVS, host, n, remove)}, nil
+	return Attachment{IP: ovsAddr(host, n), Prefix: 24, Gateway: ovsAddr(host, 1), Iface: link, MTU: 1500, Detach: l.detacher(vocab.OVS, host, n, remove)}, nil
 }
 
 // plugHost moves link into host's namespace as a port of its bridge, up,
@@ -161,7 +161,7 @@ func (l *Lab) plugHost(host, n int, link string) (Attachment, error) {
 	if err != nil {
 		return Attachment{}, errors.Join(err, remove())
 	}
-	return Attachment{IP: ip4(198, 18, host, n), Prefix: 24, Gateway: ip4(198, 18, host, 1), Iface: link, MTU: 1500,
+	return Attachment{IP: bridgeAddr(host, n), Prefix: 24, Gateway: bridgeAddr(host, 1), Iface: link, MTU: 1500,
 		Detach: l.detacher(vocab.Bridge, host, n, remove)}, nil
 }
 
@@ -322,8 +322,8 @@ func (l *Lab) attachVeth(mode vocab.Network, host, n int, netnsPath string) (Att
 	switch mode {
 	case vocab.Bridge:
 		brName, letter, mtu = ifBridge, "b", 1500
-		addr = &net.IPNet{IP: net.ParseIP(ip4(198, 18, host, n)).To4(), Mask: net.CIDRMask(24, 32)}
-		gw = net.ParseIP(ip4(198, 18, host, 1)).To4()
+		addr = &net.IPNet{IP: net.ParseIP(bridgeAddr(host, n)).To4(), Mask: net.CIDRMask(24, 32)}
+		gw = net.ParseIP(bridgeAddr(host, 1)).To4()
 	case vocab.Published:
 		brName, letter, mtu = ifNAT, "a", 1500
 		addr = &net.IPNet{IP: net.ParseIP(natAddr(host, n)).To4(), Mask: net.CIDRMask(24, 32)}
@@ -383,13 +383,13 @@ func (l *Lab) attachVeth(mode vocab.Network, host, n int, netnsPath string) (Att
 func (l *Lab) attachOVS(ctx context.Context, n int, netnsPath string) (Attachment, error) {
 	k := n - 1
 	hostEnd, tmp := l.name("s", k), l.name("p", k)
-	addr := &net.IPNet{IP: net.ParseIP(ip4(198, 18, 200, n)).To4(), Mask: net.CIDRMask(24, 32)}
+	addr := &net.IPNet{IP: net.ParseIP(ovsAddr(0, n)).To4(), Mask: net.CIDRMask(24, 32)}
 	remove := l.unplugOVS("", hostEnd)
 	ifname, err := pickIfaceAt(netnsPath)
 	if err != nil {
 		return Attachment{}, err
 	}
-	if err := l.plugOVS(ctx, l.ovsName(), hostEnd, tmp, netnsPath, ifname, addr, net.ParseIP(ovsHostIP).To4()); err != nil {
+	if err := l.plugOVS(ctx, l.ovsName(), hostEnd, tmp, netnsPath, ifname, addr, ovsHostAddr(0)); err != nil {
 		return Attachment{}, errors.Join(err, remove())
 	}
 	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(vocab.OVS, 0, n, remove)}, nil

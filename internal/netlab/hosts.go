@@ -221,6 +221,10 @@ func addBridge(h *netlink.Handle, name string, addr *net.IPNet, mtu int) (netlin
 	return h.LinkByName(name)
 }
 
+// bridgeAddr is address n on host's bridge subnet, 198.18.<host>.0/24; n 1
+// is the host side.
+func bridgeAddr(host, n int) string { return ip4(198, 18, host, n) }
+
 // buildBridge gives every host a routed bridge.
 func (l *Lab) buildBridge(ctx context.Context) error {
 	for h := 1; h <= l.hosts; h++ {
@@ -238,7 +242,7 @@ func (l *Lab) buildHostBridge(h int) error {
 		return err
 	}
 	defer hh.Close()
-	addr := &net.IPNet{IP: net.ParseIP(ip4(198, 18, h, 1)).To4(), Mask: net.CIDRMask(24, 32)}
+	addr := &net.IPNet{IP: net.ParseIP(bridgeAddr(h, 1)).To4(), Mask: net.CIDRMask(24, 32)}
 	if _, err := addBridge(hh, ifBridge, addr, 1500); err != nil {
 		return err
 	}

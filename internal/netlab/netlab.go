@@ -323,16 +323,13 @@ func (l *Lab) HostAddr(mode vocab.Network, host int) string {
 		}
 		return ip4(198, 18, 0, host)
 	case vocab.Bridge:
-		return ip4(198, 18, host, 1)
+		return bridgeAddr(host, 1)
 	case vocab.Overlay:
 		return overlayPlain.hostIP(host).String()
 	case vocab.OverlayEncrypted:
 		return overlayEncrypted.hostIP(host).String()
 	case vocab.OVS:
-		if host > 0 {
-			return ovsHostAddr(host).String()
-		}
-		return ovsHostIP
+		return ovsAddr(host, 1)
 	case vocab.Published:
 		// Its bridge is routed to from no other host: a host is reached
 		// at its underlay address, through the masquerade.

@@ -16,11 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Machine-wide (root namespace) subnets.
-const (
-	ovsHostIP     = "198.18.200.1"
-	macvlanHostIP = "198.18.201.1"
-)
+// The machine-wide (root namespace) macvlan subnet's host side (OVS's is
+// ovsAddr(0, 1)).
+const macvlanHostIP = "198.18.201.1"
 
 // Open vSwitch control. There is no better interface than its tools.
 const (
@@ -133,7 +131,7 @@ func (l *Lab) buildOVS(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("netlab: ovs: internal port: %w", err)
 	}
-	addr := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(ovsHostIP).To4(), Mask: net.CIDRMask(24, 32)}}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: ovsHostAddr(0), Mask: net.CIDRMask(24, 32)}}
 	if err := netlink.AddrAdd(link, addr); err != nil {
 		return fmt.Errorf("netlab: ovs: adding %s to %s: %w", addr, br, err)
 	}
@@ -147,7 +145,7 @@ func (l *Lab) buildOVS(ctx context.Context) error {
 			l.setInfo("ovs.version", f[len(f)-1]) // "ovs-vsctl (Open vSwitch) 3.1.0"
 		}
 	}
-	l.notef("ovs: bridge %s (datapath %s) with %s/24", br, datapath, ovsHostIP)
+	l.notef("ovs: bridge %s (datapath %s) with %s/24", br, datapath, ovsAddr(0, 1))
 	return nil
 }
 

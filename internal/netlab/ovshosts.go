@@ -31,8 +31,18 @@ const ifOVS = "ctbos0"
 // subnets from 198.18.200.
 const ovsHostsThird = 100
 
+// ovsAddr is address n on the OVS subnet of host (0: the machine's
+// bridge, 198.18.200.0/24; h: host h's, 198.18.<100+h>.0/24); n 1 is the
+// host side.
+func ovsAddr(host, n int) string {
+	if host > 0 {
+		return ip4(198, 18, ovsHostsThird+host, n)
+	}
+	return ip4(198, 18, 200, n)
+}
+
 // ovsHostAddr is host h's address on its OVS bridge.
-func ovsHostAddr(h int) net.IP { return net.ParseIP(ip4(198, 18, ovsHostsThird+h, 1)).To4() }
+func ovsHostAddr(h int) net.IP { return net.ParseIP(ovsAddr(h, 1)).To4() }
 
 func (l *Lab) ovsHostBridge(h int) string { return l.name("o", h) }
 
@@ -119,7 +129,7 @@ func (l *Lab) plugOVS(ctx context.Context, br, port, tmp, nsPath, ifname string,
 func (l *Lab) attachOVSHost(ctx context.Context, host, n int, netnsPath string) (Attachment, error) {
 	br := l.ovsHostBridge(host)
 	port, tmp := l.name(fmt.Sprintf("s%dx", host), n), l.name(fmt.Sprintf("p%dx", host), n)
-	addr := &net.IPNet{IP: net.ParseIP(ip4(198, 18, ovsHostsThird+host, n)).To4(), Mask: net.CIDRMask(24, 32)}
+	addr := &net.IPNet{IP: net.ParseIP(ovsAddr(host, n)).To4(), Mask: net.CIDRMask(24, 32)}
 	remove := l.unplugOVS(br, port, tmp)
 	ifname, err := pickIfaceAt(netnsPath)
 	if err != nil {
