@@ -16,6 +16,7 @@ import (
 	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers every platform
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/store"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 )
 
@@ -26,6 +27,7 @@ type runOptions struct {
 	File     string
 	Profile  string
 	Sets     []string
+	Pool     string // --subnet-pool: the file's subnet_pool, overridden
 	DB       string
 	DryRun   bool
 	Resume   string
@@ -53,14 +55,17 @@ func newRunCmd() *cobra.Command {
 			if o.Resume != "" && len(args) > 0 {
 				return usageError{errors.New("--resume takes the experiment from the database; give no file")}
 			}
-			if o.Resume != "" && (o.Profile != "" || len(o.Sets) > 0) {
-				return usageError{errors.New("--resume runs the campaign as it was stored, with its profile and overrides; give neither --profile nor --set")}
+			if o.Resume != "" && (o.Profile != "" || len(o.Sets) > 0 || o.Pool != "") {
+				return usageError{errors.New("--resume runs the campaign as it was stored, with its profile, overrides and subnet pool; give neither --profile, --set nor --subnet-pool")}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.File = args[0]
+			}
+			if o.Pool != "" {
+				o.Sets = append(o.Sets, "subnet_pool="+o.Pool)
 			}
 			o.Stdout, o.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			return runCampaign(cmd.Context(), o)
@@ -69,6 +74,7 @@ func newRunCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.Profile, "profile", "", "apply a profile of the file (its profiles: key) before the --set overrides")
 	f.StringArrayVar(&o.Sets, "set", nil, "override a value of the file: path=value (repeatable), e.g. repetitions=10, factors.platform=[docker]")
+	f.StringVar(&o.Pool, "subnet-pool", "", "the IPv4 /15 every address the campaign configures comes from (the file's subnet_pool; default "+subnets.DefaultPool+", RFC 2544's benchmarking range)")
 	f.StringVar(&o.DB, "db", DefaultDB, "results database (SQLite)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "validate and print the cells and trial order; start nothing")
 	f.StringVar(&o.Resume, "resume", "", "resume an interrupted campaign by ID (or unique prefix): runs only its missing trials")

@@ -15,6 +15,26 @@ type Facts struct {
 	RootDir      string            // its data root, whose disk block I/O limits name
 	CgroupDriver string            // cgroupfs or systemd
 	Runtimes     []string          // the OCI runtimes it knows, sorted
+	// StorageDriver is its storage driver (overlay2, fuse-overlayfs, vfs)
+	// or, with the containerd image store, its snapshotter (overlayfs).
+	StorageDriver string
+}
+
+// LayerFS is the file system type a container's root (its image's layers
+// and its own) is mounted as under the storage driver, as statfs names
+// it: "overlay" for overlay2 and containerd's overlayfs snapshotter,
+// "fuse" for fuse-overlayfs (a FUSE file system); "" when the driver
+// names none (vfs copies layers onto the data root's own file system).
+func (f Facts) LayerFS() string {
+	switch f.StorageDriver {
+	case "overlay2", "overlay", "overlayfs":
+		return "overlay"
+	case "fuse-overlayfs":
+		return "fuse"
+	case "btrfs", "zfs":
+		return f.StorageDriver
+	}
+	return ""
 }
 
 // Facts reads the daemon's versions and configuration.
@@ -59,5 +79,5 @@ func (e *Engine) Facts(ctx context.Context) (Facts, error) {
 			delete(facts, k)
 		}
 	}
-	return Facts{Versions: facts, RootDir: info.DockerRootDir, CgroupDriver: info.CgroupDriver, Runtimes: runtimes}, nil
+	return Facts{Versions: facts, RootDir: info.DockerRootDir, CgroupDriver: info.CgroupDriver, Runtimes: runtimes, StorageDriver: info.Driver}, nil
 }

@@ -7,13 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"net/netip"
+	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 )
 
 // bridgeNameOption names the Linux bridge Docker creates for a network.
@@ -23,7 +27,8 @@ const bridgeNameOption = "com.docker.network.bridge.name"
 type Bridge struct {
 	Name, ID        string
 	Subnet, Gateway string
-	Link            string // the host's bridge link, ctb<hash>
+	Link            string            // the host's bridge link, ctb<hash>
+	Options         map[string]string // the driver's options, as the engine reports them
 }
 
 // BridgeName is the host link name of a campaign's bridge network: the
@@ -37,27 +42,57 @@ func BridgeName(campaign string) string {
 // NetworkName is the Docker network of a campaign.
 func NetworkName(campaign string) string { return "ctrbench-" + campaign }
 
-// CreateBridge makes the campaign's bridge network, or joins it when
-// another platform of the campaign on the same engine made it already (the
-// nested platform's parents share the docker platform's bridge). No subnet
-// is chosen here: Docker assigns one from its address pools, which avoids
-// clashing with networks this code cannot see.
-func (e *Engine) CreateBridge(ctx context.Context, campaign string, labels map[string]string, progress io.Writer) (Bridge, error) {
+// BridgeSpec is a campaign's bridge network to make.
+type BridgeSpec struct {
+	Campaign string
+	Labels   map[string]string
+	// Subnets are the subnets to try, in order: ctrbench's pool's blocks
+	// for engine networks that no link of the machine uses. The first the
+	// engine accepts is the network's (one another network of the engine
+	// holds is refused by it, and the next is tried).
+	Subnets []netip.Prefix
+	// Options are the bridge driver's further options (its gateway mode).
+	Options map[string]string
+}
+
+// CreateBridge makes the campaign's bridge network on the first of
+// s.Subnets the engine accepts, or joins it when another platform of the
+// campaign on the same engine made it already (the nested platform's
+// parents share the docker platform's bridge). Its gateway is the
+// subnet's first address.
+func (e *Engine) CreateBridge(ctx context.Context, s BridgeSpec, progress io.Writer) (Bridge, error) {
 	api := e.api
-	b := Bridge{Name: NetworkName(campaign), Link: BridgeName(campaign)}
-	resp, err := api.NetworkCreate(ctx, b.Name, network.CreateOptions{
-		Driver:  "bridge",
-		Labels:  labels,
-		Options: map[string]string{bridgeNameOption: b.Link},
-	})
+	b := Bridge{Name: NetworkName(s.Campaign), Link: BridgeName(s.Campaign)}
+	if len(s.Subnets) == 0 {
+		return Bridge{}, fmt.Errorf("creating network %s: no subnet of ctrbench's pool is free", b.Name)
+	}
+	opts := map[string]string{bridgeNameOption: b.Link}
+	maps.Copy(opts, s.Options)
+	var (
+		resp network.CreateResponse
+		err  error
+	)
+	for _, sub := range s.Subnets {
+		resp, err = api.NetworkCreate(ctx, b.Name, network.CreateOptions{
+			Driver:  "bridge",
+			Labels:  s.Labels,
+			Options: opts,
+			IPAM:    &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{Subnet: sub.String(), Gateway: subnets.Gateway(sub).String()}}},
+		})
+		if err == nil || !overlaps(err) {
+			break
+		}
+	}
 	verb := "created"
 	switch {
-	case cerrdefs.IsConflict(err):
+	case cerrdefs.IsConflict(err) && !overlaps(err):
 		n, ierr := api.NetworkInspect(ctx, b.Name, network.InspectOptions{})
-		if ierr != nil || n.Labels[platform.LabelCampaign] != campaign {
+		if ierr != nil || n.Labels[platform.LabelCampaign] != s.Campaign {
 			return Bridge{}, fmt.Errorf("creating network %s: %w", b.Name, err)
 		}
 		resp.ID, verb = n.ID, "joined"
+	case err != nil && overlaps(err):
+		return Bridge{}, fmt.Errorf("creating network %s: every free subnet of ctrbench's pool (%s to %s) is another network's of the engine: %w (`ctrbench clean` removes killed runs' networks)", b.Name, s.Subnets[0], s.Subnets[len(s.Subnets)-1], err)
 	case err != nil:
 		return Bridge{}, fmt.Errorf("creating network %s: %w", b.Name, err)
 	}
@@ -73,8 +108,17 @@ func (e *Engine) CreateBridge(ctx context.Context, campaign string, labels map[s
 	if b.Gateway == "" {
 		return b, fmt.Errorf("network %s has no IPv4 gateway", b.Name)
 	}
+	b.Options = n.Options
 	fmt.Fprintf(progress, "docker: %s network %s (subnet %s, gateway %s, bridge %s)\n", verb, b.Name, b.Subnet, b.Gateway, b.Link)
 	return b, nil
+}
+
+// overlaps reports whether the engine refused a network because another
+// of its networks holds the subnet ("Pool overlaps with other one on this
+// address space", Docker 20.10 to 28; podman: "subnet … is already used").
+func overlaps(err error) bool {
+	m := strings.ToLower(err.Error())
+	return strings.Contains(m, "overlaps") || strings.Contains(m, "already used") || strings.Contains(m, "already in use")
 }
 
 // RemoveBridge deletes the network; one already gone is removed.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -93,9 +95,15 @@ func (s *Swarm) State(ctx context.Context) (SwarmState, error) {
 }
 
 // Init makes the engine the first manager of a new swarm, advertised at
-// addr; it returns the token a worker joins with.
-func (s *Swarm) Init(ctx context.Context, addr string) (string, error) {
-	if _, err := s.api.SwarmInit(ctx, swarm.InitRequest{ListenAddr: "0.0.0.0:2377", AdvertiseAddr: addr}); err != nil {
+// addr, its overlays and ingress taking /24s of pool (swarm init's
+// --default-addr-pool; without it the swarm takes 10.0.0.0/8's); it
+// returns the token a worker joins with.
+func (s *Swarm) Init(ctx context.Context, addr string, pool netip.Prefix) (string, error) {
+	req := swarm.InitRequest{ListenAddr: "0.0.0.0:2377", AdvertiseAddr: addr}
+	if pool.IsValid() {
+		req.DefaultAddrPool, req.SubnetSize = []string{pool.String()}, 24
+	}
+	if _, err := s.api.SwarmInit(ctx, req); err != nil {
 		return "", fmt.Errorf("swarm init on %s: %w", s.Host, err)
 	}
 	sw, err := s.api.SwarmInspect(ctx)
@@ -170,13 +178,33 @@ type Overlay struct {
 const overlayMTU = "1450"
 
 // CreateOverlay creates an attachable swarm overlay network, encrypted
-// (IPsec ESP between nodes) when asked.
-func (s *Swarm) CreateOverlay(ctx context.Context, name string, labels map[string]string, encrypted bool) (Overlay, error) {
+// (IPsec ESP between nodes) when asked, on the first of subnets that none
+// of the swarm's networks holds (the ingress's among them: a manager
+// accepts a network whose subnet overlaps another's and then never
+// allocates it).
+func (s *Swarm) CreateOverlay(ctx context.Context, name string, labels map[string]string, encrypted bool, subnets []netip.Prefix) (Overlay, error) {
 	opts := map[string]string{}
 	if encrypted {
 		opts["encrypted"] = ""
 	}
-	resp, err := s.api.NetworkCreate(ctx, name, network.CreateOptions{Driver: "overlay", Attachable: true, Labels: labels, Options: opts})
+	held, err := s.subnets(ctx)
+	if err != nil {
+		return Overlay{}, err
+	}
+	subnets = slices.DeleteFunc(slices.Clone(subnets), func(p netip.Prefix) bool {
+		return slices.ContainsFunc(held, p.Overlaps)
+	})
+	var resp network.CreateResponse
+	for _, sub := range subnets {
+		resp, err = s.api.NetworkCreate(ctx, name, network.CreateOptions{Driver: "overlay", Attachable: true, Labels: labels, Options: opts,
+			IPAM: &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{Subnet: sub.String()}}}})
+		if err == nil || !overlaps(err) {
+			break
+		}
+	}
+	if len(subnets) == 0 {
+		err = errors.New("every subnet of the pool's swarm range is another network's")
+	}
 	if err != nil {
 		return Overlay{}, fmt.Errorf("creating overlay network %s on %s: %w", name, s.Host, err)
 	}
@@ -204,6 +232,23 @@ func (s *Swarm) CreateOverlay(ctx context.Context, name string, labels map[strin
 		o.Subnet = c.Subnet
 	}
 	return o, nil
+}
+
+// subnets are those of the swarm's networks.
+func (s *Swarm) subnets(ctx context.Context) ([]netip.Prefix, error) {
+	nets, err := s.api.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("scope", "swarm"))})
+	if err != nil {
+		return nil, fmt.Errorf("listing the swarm's networks on %s: %w", s.Host, err)
+	}
+	var out []netip.Prefix
+	for _, n := range nets {
+		for _, c := range n.IPAM.Config {
+			if p, err := netip.ParsePrefix(c.Subnet); err == nil {
+				out = append(out, p.Masked())
+			}
+		}
+	}
+	return out, nil
 }
 
 // RemoveNetwork removes a network, retrying while the swarm still takes

@@ -1,8 +1,7 @@
 // Package hostbridge is a Linux bridge ctrbench makes on the machine for
 // one campaign of a platform whose instances it plugs in itself (LXC's
 // veths, a virtual machine's taps): named ctb…, carrying the host's address
-// (.1 of a /24 in RFC 2544's benchmark range, from the network lab's address
-// plan), forwarding allowed between its ports in the machine's FORWARD
+// (.1 of a /24 of the campaign's subnet pool, package subnets), forwarding allowed between its ports in the machine's FORWARD
 // chain (package firewall), and the addresses .2 to .254 handed out to
 // instances, lowest free first.
 package hostbridge
@@ -13,16 +12,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"slices"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/ctrbench/ctrbench/internal/firewall"
 	"github.com/ctrbench/ctrbench/internal/links"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
-	"golang.org/x/sys/unix"
 )
 
 // Name is the bridge of a campaign for one kind of instance ("l" for LXC,
@@ -40,48 +38,33 @@ func Port(name, kind string, n int) string { return name + kind + strconv.Itoa(n
 
 // Bridge is one campaign's bridge.
 type Bridge struct {
-	Name     string // the link, ctb…
-	prefix   string // "198.18.202."
-	filtered bool   // the forward rule was inserted
+	Name     string       // the link, ctb…
+	subnet   netip.Prefix // its /24, 198.18.202.0/24
+	filtered bool         // the forward rule was inserted
 
 	mu    sync.Mutex
 	inUse [255]bool
 }
 
-// Spare subnets: when a bridge's own /24 is taken (another campaign's
-// bridge of the same kind is up), it takes the first free one of
-// 198.18.204.0/24 to 198.18.249.0/24, between the lab's fixed subnets
-// (.200 Open vSwitch, .201 macvlan, .202 LXC, .203 virtual machines) and
-// its overlay's (.250).
-const firstSpare, lastSpare = 204, 249
-
-// lockFile serialises choosing a subnet and addressing the bridge among
-// ctrbench processes: two campaigns starting at once would otherwise both
-// find a /24 free and both take it.
-var lockFile = "/run/ctrbench-hostbridge.lock"
-
-// Make creates bridge name up, with address .1 of the /24 preferred
-// (written as a prefix, "198.18.202.") or, when a link of the machine has
-// an address in it, of the first spare /24 free; and lets its ports
-// forward to each other.
-func Make(name, preferred string) (*Bridge, error) {
-	unlock, err := lock()
+// Make creates bridge name up, with address .1 of pool's block preferred
+// or, when a link of the machine has an address in it (another campaign's
+// bridge of the same kind is up), of the pool's first spare block free;
+// and lets its ports forward to each other.
+func Make(name string, pool subnets.Pool, preferred int) (*Bridge, error) {
+	unlock, err := links.LockSubnets()
 	if err != nil {
 		return nil, fmt.Errorf("bridge %s: %w", name, err)
 	}
 	defer unlock()
-	prefix, err := freePrefix(preferred)
+	subnet, err := freeSubnet(pool, preferred)
 	if err != nil {
 		return nil, fmt.Errorf("bridge %s: %w", name, err)
 	}
-	gw := &net.IPNet{IP: net.ParseIP(prefix + "1").To4(), Mask: net.CIDRMask(24, 32)}
-	if gw.IP == nil {
-		return nil, fmt.Errorf("bridge %s: bad address prefix %q", name, prefix)
-	}
+	gw := &net.IPNet{IP: net.IP(subnets.Gateway(subnet).AsSlice()), Mask: net.CIDRMask(24, 32)}
 	if err := links.AddBridge(name, gw); err != nil {
 		return nil, err
 	}
-	b := &Bridge{Name: name, prefix: prefix}
+	b := &Bridge{Name: name, subnet: subnet}
 	if firewall.Available() {
 		if err := firewall.AllowBridge(name); err != nil {
 			_ = links.Remove(name)
@@ -92,49 +75,44 @@ func Make(name, preferred string) (*Bridge, error) {
 	return b, nil
 }
 
-// lock takes lockFile (an exclusive flock, released by the returned func).
-func lock() (func(), error) {
-	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o600)
+// freeSubnet is pool's block preferred when no address of the machine is
+// in it, else the first spare block without one.
+func freeSubnet(pool subnets.Pool, preferred int) (netip.Prefix, error) {
+	blocks := []int{preferred}
+	for b := subnets.SpareFirst; b <= subnets.SpareLast; b++ {
+		blocks = append(blocks, b)
+	}
+	candidates := make([]netip.Prefix, len(blocks))
+	for i, b := range blocks {
+		candidates[i] = pool.Block(b)
+	}
+	taken, err := links.Taken(candidates)
 	if err != nil {
-		return nil, fmt.Errorf("the subnet lock: %w", err)
+		return netip.Prefix{}, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("the subnet lock %s: %w", lockFile, err)
-	}
-	return func() { f.Close() }, nil
-}
-
-// freePrefix is preferred when no address of the machine is in its /24,
-// else the first spare /24 without one.
-func freePrefix(preferred string) (string, error) {
-	addrs, err := links.Addresses()
-	if err != nil {
-		return "", err
-	}
-	taken := func(prefix string) bool {
-		sub := &net.IPNet{IP: net.ParseIP(prefix + "0").To4(), Mask: net.CIDRMask(24, 32)}
-		return slices.ContainsFunc(addrs, func(a *net.IPNet) bool { return sub.Contains(a.IP) || a.Contains(sub.IP) })
-	}
-	if !taken(preferred) {
-		return preferred, nil
-	}
-	for third := firstSpare; third <= lastSpare; third++ {
-		if p := fmt.Sprintf("198.18.%d.", third); !taken(p) {
-			return p, nil
+	for i, c := range candidates {
+		if !taken[i] {
+			return c, nil
 		}
 	}
-	return "", fmt.Errorf("%s0/24 and every spare /24 from 198.18.%d.0 to 198.18.%d.0 are taken by the machine's links: are other campaigns' bridges up? `ctrbench clean` removes those of killed runs", preferred, firstSpare, lastSpare)
+	return netip.Prefix{}, fmt.Errorf("%s and every spare /24 from %s to %s are taken by the machine's links: are other campaigns' bridges up? `ctrbench clean` removes those of killed runs", pool.Block(preferred), pool.Block(subnets.SpareFirst), pool.Block(subnets.SpareLast))
 }
 
 // Gateway is the host's address on the bridge.
-func (b *Bridge) Gateway() string { return b.prefix + "1" }
+func (b *Bridge) Gateway() string { return subnets.Gateway(b.subnet).String() }
 
 // Subnet is the bridge's network, in CIDR notation.
-func (b *Bridge) Subnet() string { return b.prefix + "0/24" }
+func (b *Bridge) Subnet() string { return b.subnet.String() }
 
 // Broadcast is the bridge network's broadcast address.
-func (b *Bridge) Broadcast() string { return b.prefix + "255" }
+func (b *Bridge) Broadcast() string { return b.addr(255) }
+
+// addr is address n of the bridge's /24.
+func (b *Bridge) addr(n int) string {
+	a := b.subnet.Addr().As4()
+	a[3] = byte(n)
+	return netip.AddrFrom4(a).String()
+}
 
 // Filtered reports whether a forward rule was inserted for the bridge.
 func (b *Bridge) Filtered() bool { return b.filtered }
@@ -147,7 +125,7 @@ func (b *Bridge) Alloc() (int, string, error) {
 	for i := 2; i <= 254; i++ {
 		if !b.inUse[i] {
 			b.inUse[i] = true
-			return i, b.prefix + strconv.Itoa(i), nil
+			return i, b.addr(i), nil
 		}
 	}
 	return 0, "", fmt.Errorf("bridge %s: all 253 addresses are in use", b.Name)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ctrbench/ctrbench/internal/links"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 )
 
 // Two campaigns' bridges of one kind at once: the second takes a spare
@@ -29,7 +30,7 @@ func TestTwoBridgesTakeTwoSubnets(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bridges[i], errs[i] = Make(n, "198.18.203.")
+			bridges[i], errs[i] = Make(n, subnets.Default(), subnets.VMBridge)
 		}()
 	}
 	wg.Wait()
@@ -42,7 +43,7 @@ func TestTwoBridgesTakeTwoSubnets(t *testing.T) {
 			t.Errorf("%s and %s both on %s", other, b.Name, b.Subnet())
 		}
 		seen[b.Subnet()] = b.Name
-		if !strings.HasPrefix(b.Subnet(), "198.18.") || b.Gateway() != strings.TrimSuffix(b.Subnet(), "0/24")+"1" {
+		if !strings.HasPrefix(b.Subnet(), "198.18.") || b.Gateway() != strings.TrimSuffix(b.Subnet(), "0/24")+"1" || b.Broadcast() != strings.TrimSuffix(b.Subnet(), "0/24")+"255" {
 			t.Errorf("%s: subnet %s, gateway %s", b.Name, b.Subnet(), b.Gateway())
 		}
 	}

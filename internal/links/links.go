@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 
@@ -219,6 +220,50 @@ func Addresses() ([]*net.IPNet, error) {
 	out := make([]*net.IPNet, 0, len(addrs))
 	for _, a := range addrs {
 		out = append(out, a.IPNet)
+	}
+	return out, nil
+}
+
+// subnetLock is the file whose lock serialises choosing a subnet and
+// making the link or network that takes it, among ctrbench processes: two
+// campaigns starting at once would otherwise both find a subnet free and
+// both take it.
+var subnetLock = "/run/ctrbench-subnets.lock"
+
+// LockSubnets takes the subnet lock (an exclusive flock), released by
+// the returned func.
+func LockSubnets() (func(), error) {
+	f, err := os.OpenFile(subnetLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the subnet lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("the subnet lock %s: %w", subnetLock, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// Taken reports, for each subnet, whether an address of the machine's
+// links is in it or a link's network holds it: a subnet to leave alone.
+func Taken(subnets []netip.Prefix) ([]bool, error) {
+	addrs, err := Addresses()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(subnets))
+	for i, sub := range subnets {
+		for _, a := range addrs {
+			ip, ok := netip.AddrFromSlice(a.IP.To4())
+			if !ok {
+				continue
+			}
+			ones, _ := a.Mask.Size()
+			if sub.Contains(ip) || netip.PrefixFrom(ip, ones).Masked().Overlaps(sub) {
+				out[i] = true
+				break
+			}
+		}
 	}
 	return out, nil
 }

@@ -30,9 +30,13 @@ type Config struct {
 	// DataRoot is the engine's data root (a tmpfs in the parent).
 	DataRoot string `json:"data_root"`
 	// BIP is the inner default bridge's address and prefix
-	// ("198.19.3.1/24"): the engine makes its bridge and NAT rules in the
+	// ("198.19.224.1/26"): the engine makes its bridge and NAT rules in the
 	// parent's own namespace.
 	BIP string `json:"bip,omitempty"`
+	// Pool is where the engine takes the subnets of the networks it makes
+	// itself (a swarm node's docker_gwbridge), in CIDR: ctrbench's subnet
+	// pool, never the engine's defaults (172.17.0.0/16 and up).
+	Pool string `json:"pool,omitempty"`
 	// Bridge is, for a parent on the machine's own network, a bridge
 	// ctrbench made there for the engine to take as its default bridge,
 	// with no iptables rules and no forwarding: an engine with no bridge
@@ -73,6 +77,9 @@ func (c Config) Args(cgroupParent string) []string {
 		"--log-level", "warn", "--shutdown-timeout", "2"}
 	if cgroupParent != "" && cgroupParent != "/" {
 		args = append(args, "--cgroup-parent", cgroupParent)
+	}
+	if c.Pool != "" {
+		args = append(args, "--default-address-pool", "base="+c.Pool+",size=24")
 	}
 	switch {
 	case c.BIP != "":

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 
 	"github.com/vishvananda/netlink"
@@ -124,7 +125,7 @@ func (l *Lab) plugOVSPort(ctx context.Context, host, n int, link string) (Attach
 	if err != nil {
 		return Attachment{}, errors.Join(err, remove())
 	}
-	return Attachment{IP: ovsAddr(host, n), Prefix: 24, Gateway: ovsAddr(host, 1), Iface: link, MTU: 1500, Detach: l.detacher(vocab.OVS, host, n, remove)}, nil
+	return Attachment{IP: l.ovsAddr(host, n), Prefix: 24, Gateway: l.ovsAddr(host, 1), Iface: link, MTU: 1500, Detach: l.detacher(vocab.OVS, host, n, remove)}, nil
 }
 
 // plugHost moves link into host's namespace as a port of its bridge, up,
@@ -161,7 +162,7 @@ func (l *Lab) plugHost(host, n int, link string) (Attachment, error) {
 	if err != nil {
 		return Attachment{}, errors.Join(err, remove())
 	}
-	return Attachment{IP: bridgeAddr(host, n), Prefix: 24, Gateway: bridgeAddr(host, 1), Iface: link, MTU: 1500,
+	return Attachment{IP: l.bridgeAddr(host, n), Prefix: 24, Gateway: l.bridgeAddr(host, 1), Iface: link, MTU: 1500,
 		Detach: l.detacher(vocab.Bridge, host, n, remove)}, nil
 }
 
@@ -322,19 +323,19 @@ func (l *Lab) attachVeth(mode vocab.Network, host, n int, netnsPath string) (Att
 	switch mode {
 	case vocab.Bridge:
 		brName, letter, mtu = ifBridge, "b", 1500
-		addr = &net.IPNet{IP: net.ParseIP(bridgeAddr(host, n)).To4(), Mask: net.CIDRMask(24, 32)}
-		gw = net.ParseIP(bridgeAddr(host, 1)).To4()
+		addr = &net.IPNet{IP: net.ParseIP(l.bridgeAddr(host, n)).To4(), Mask: net.CIDRMask(24, 32)}
+		gw = net.ParseIP(l.bridgeAddr(host, 1)).To4()
 	case vocab.Published:
 		brName, letter, mtu = ifNAT, "a", 1500
-		addr = &net.IPNet{IP: net.ParseIP(natAddr(host, n)).To4(), Mask: net.CIDRMask(24, 32)}
-		gw = net.ParseIP(natAddr(host, 1)).To4()
+		addr = &net.IPNet{IP: net.ParseIP(l.natAddr(host, n)).To4(), Mask: net.CIDRMask(24, 32)}
+		gw = net.ParseIP(l.natAddr(host, 1)).To4()
 	case vocab.Overlay, vocab.OverlayEncrypted:
-		o := overlayPlain
+		o := l.overlay(overlayPlain)
 		if mode == vocab.OverlayEncrypted {
-			o = overlayEncrypted
+			o = l.overlay(overlayEncrypted)
 		}
 		brName, letter, mtu = o.bridge, o.letter, o.mtu
-		addr = &net.IPNet{IP: net.ParseIP(ip4(198, 19, o.third+host, n)).To4(), Mask: net.CIDRMask(17, 32)}
+		addr = &net.IPNet{IP: net.ParseIP(l.pool.IP4(subnets.OverlayHost(o.mode == vocab.OverlayEncrypted, host), n)).To4(), Mask: net.CIDRMask(subnets.OverlayBits, 32)}
 	}
 	hostPath := l.HostNS(host)
 	hh, err := handleAt(hostPath)
@@ -383,13 +384,13 @@ func (l *Lab) attachVeth(mode vocab.Network, host, n int, netnsPath string) (Att
 func (l *Lab) attachOVS(ctx context.Context, n int, netnsPath string) (Attachment, error) {
 	k := n - 1
 	hostEnd, tmp := l.name("s", k), l.name("p", k)
-	addr := &net.IPNet{IP: net.ParseIP(ovsAddr(0, n)).To4(), Mask: net.CIDRMask(24, 32)}
+	addr := &net.IPNet{IP: net.ParseIP(l.ovsAddr(0, n)).To4(), Mask: net.CIDRMask(24, 32)}
 	remove := l.unplugOVS("", hostEnd)
 	ifname, err := pickIfaceAt(netnsPath)
 	if err != nil {
 		return Attachment{}, err
 	}
-	if err := l.plugOVS(ctx, l.ovsName(), hostEnd, tmp, netnsPath, ifname, addr, ovsHostAddr(0)); err != nil {
+	if err := l.plugOVS(ctx, l.ovsName(), hostEnd, tmp, netnsPath, ifname, addr, l.ovsHostAddr(0)); err != nil {
 		return Attachment{}, errors.Join(err, remove())
 	}
 	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(vocab.OVS, 0, n, remove)}, nil
@@ -398,7 +399,7 @@ func (l *Lab) attachOVS(ctx context.Context, n int, netnsPath string) (Attachmen
 // attachMacvlan creates a macvlan child of the lab's parent directly in the
 // container's namespace.
 func (l *Lab) attachMacvlan(n int, netnsPath string) (Attachment, error) {
-	addr := &net.IPNet{IP: net.ParseIP(ip4(198, 18, 201, n)).To4(), Mask: net.CIDRMask(24, 32)}
+	addr := &net.IPNet{IP: net.ParseIP(l.pool.IP4(subnets.Macvlan, n)).To4(), Mask: net.CIDRMask(24, 32)}
 	mac := macFor(addr.IP)
 	parent, err := rootNL.LinkByName(l.macvlanParent())
 	if err != nil {

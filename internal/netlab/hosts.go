@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/delayline"
 	"github.com/ctrbench/ctrbench/internal/netns"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -91,7 +92,7 @@ func (l *Lab) buildUnderlay(ctx context.Context) error {
 	l.setInfo("hosts", strconv.Itoa(l.hosts))
 	l.setInfo("underlay.rate", rate)
 	l.setInfo("underlay.switch", "linux bridge in netns "+l.switchName())
-	l.notef("%d emulated hosts on underlay %s (198.18.0.0/24, rate %s)", l.hosts, l.switchName(), rate)
+	l.notef("%d emulated hosts on underlay %s (%s, rate %s)", l.hosts, l.switchName(), l.pool.Block(subnets.Underlay), rate)
 	return nil
 }
 
@@ -121,7 +122,7 @@ func (l *Lab) buildHost(sw *netlink.Handle, br netlink.Link, h int) error {
 	}
 	defer hh.Close()
 
-	ip := net.ParseIP(ip4(198, 18, 0, h)).To4()
+	ip := net.ParseIP(l.underlayAddr(h)).To4()
 	port := l.name("u", h)
 	master := br.Attrs().Index
 	if l.cfg.DelayLine {
@@ -221,9 +222,12 @@ func addBridge(h *netlink.Handle, name string, addr *net.IPNet, mtu int) (netlin
 	return h.LinkByName(name)
 }
 
-// bridgeAddr is address n on host's bridge subnet, 198.18.<host>.0/24; n 1
+// bridgeAddr is address n on host's bridge subnet (pool block host); n 1
 // is the host side.
-func bridgeAddr(host, n int) string { return ip4(198, 18, host, n) }
+func (l *Lab) bridgeAddr(host, n int) string { return l.pool.IP4(subnets.HostBridge(host), n) }
+
+// underlayAddr is host h's address on the underlay.
+func (l *Lab) underlayAddr(h int) string { return l.pool.IP4(subnets.Underlay, h) }
 
 // buildBridge gives every host a routed bridge.
 func (l *Lab) buildBridge(ctx context.Context) error {
@@ -232,7 +236,7 @@ func (l *Lab) buildBridge(ctx context.Context) error {
 			return fmt.Errorf("netlab: bridge mode on host %d: %w", h, err)
 		}
 	}
-	l.notef("bridge mode: ctbbr0 with 198.18.<h>.1/24 on each host, routed over the underlay")
+	l.notef("bridge mode: ctbbr0 with %s/24 on host 1 (a /24 per host), routed over the underlay", l.bridgeAddr(1, 1))
 	return nil
 }
 
@@ -242,7 +246,7 @@ func (l *Lab) buildHostBridge(h int) error {
 		return err
 	}
 	defer hh.Close()
-	addr := &net.IPNet{IP: net.ParseIP(bridgeAddr(h, 1)).To4(), Mask: net.CIDRMask(24, 32)}
+	addr := &net.IPNet{IP: net.ParseIP(l.bridgeAddr(h, 1)).To4(), Mask: net.CIDRMask(24, 32)}
 	if _, err := addBridge(hh, ifBridge, addr, 1500); err != nil {
 		return err
 	}
@@ -250,15 +254,15 @@ func (l *Lab) buildHostBridge(h int) error {
 }
 
 // routeHosts adds, in host h (hh), a route to each other host j's
-// 198.18.<third(j)>.0/24 through j's underlay address: how the hosts
+// pool block third(j) (a /24) through j's underlay address: how the hosts
 // reach each other's bridges (the Linux bridge's, OVS's).
 func (l *Lab) routeHosts(hh *netlink.Handle, h int, third func(j int) int) error {
 	for j := 1; j <= l.hosts; j++ {
 		if j == h {
 			continue
 		}
-		dst := &net.IPNet{IP: net.ParseIP(ip4(198, 18, third(j), 0)).To4(), Mask: net.CIDRMask(24, 32)}
-		gw := net.ParseIP(ip4(198, 18, 0, j)).To4()
+		dst := &net.IPNet{IP: net.ParseIP(l.pool.IP4(third(j), 0)).To4(), Mask: net.CIDRMask(24, 32)}
+		gw := net.ParseIP(l.underlayAddr(j)).To4()
 		if err := hh.RouteAdd(&netlink.Route{Dst: dst, Gw: gw}); err != nil {
 			return fmt.Errorf("route to %s via %s: %w", dst, gw, err)
 		}

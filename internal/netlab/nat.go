@@ -7,27 +7,27 @@ import (
 	"net"
 
 	"github.com/ctrbench/ctrbench/internal/firewall"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // The published mode between emulated hosts (S3's network path: two
 // Docker containers on two hosts, "NAT networking principles used for all
 // container traffic"): each host has a bridge of its own, ifNAT with
-// 198.18.<natThird+h>.1/24, its subnet masqueraded as it leaves the host
+// its pool block subnets.HostNAT+h (198.18.<150+h>.1/24 in the default pool), its subnet masqueraded as it leaves the host
 // and routed to by no other host, as Docker's default bridge is; a server
 // on it is reached through the ports the lab publishes on its host's
 // underlay address (Publish: DNAT in the host's namespace, as docker run
 // -p writes in the machine's). The rules are ctrbench's, in namespaces it
 // made, written as Docker writes its own (package firewall).
 const (
-	ifNAT    = "ctbnat0"
-	natThird = 150
+	ifNAT = "ctbnat0"
 	// natPorts are where a host's published ports are taken from: Docker's
 	// range for the ports it chooses (the kernel's ephemeral range).
 	natPortFirst, natPortLast = 32768, 60999
 )
 
-func natAddr(host, n int) string { return ip4(198, 18, natThird+host, n) }
+func (l *Lab) natAddr(host, n int) string { return l.pool.IP4(subnets.HostNAT+host, n) }
 
 // buildNAT makes each host's NAT bridge and its masquerade rule.
 func (l *Lab) buildNAT(context.Context) error {
@@ -36,18 +36,18 @@ func (l *Lab) buildNAT(context.Context) error {
 		if err != nil {
 			return err
 		}
-		addr := &net.IPNet{IP: net.ParseIP(natAddr(h, 1)).To4(), Mask: net.CIDRMask(24, 32)}
+		addr := &net.IPNet{IP: net.ParseIP(l.natAddr(h, 1)).To4(), Mask: net.CIDRMask(24, 32)}
 		_, err = addBridge(hh, ifNAT, addr, 1500)
 		hh.Close()
 		if err == nil {
-			err = firewall.Masquerade(l.HostNS(h), natAddr(h, 0)+"/24", ifNAT)
+			err = firewall.Masquerade(l.HostNS(h), l.natAddr(h, 0)+"/24", ifNAT)
 		}
 		if err != nil {
 			return fmt.Errorf("netlab: published mode on host %d: %w", h, err)
 		}
 	}
-	l.setInfo("published", fmt.Sprintf("%s with 198.18.<%d+h>.1/24 on each host, masqueraded as it leaves; servers' ports DNATed from the hosts' underlay addresses (iptables in the hosts' namespaces)", ifNAT, natThird))
-	l.notef("published mode: %s with 198.18.<%d+h>.1/24 on each host, masqueraded as it leaves, servers' ports published on the hosts' underlay addresses (DNAT), as Docker's default bridge and docker run -p", ifNAT, natThird)
+	l.setInfo("published", fmt.Sprintf("%s with %s on host 1 (a /24 per host), masqueraded as it leaves; servers' ports DNATed from the hosts' underlay addresses (iptables in the hosts' namespaces)", ifNAT, l.natAddr(1, 1)+"/24"))
+	l.notef("published mode: %s with %s on host 1 (a /24 per host), masqueraded as it leaves, servers' ports published on the hosts' underlay addresses (DNAT), as Docker's default bridge and docker run -p", ifNAT, l.natAddr(1, 1)+"/24")
 	return nil
 }
 
@@ -64,7 +64,7 @@ func (l *Lab) Publish(host int, ip string, ports []vocab.Port) (map[string]strin
 	if host < 1 {
 		return nil, nil, errors.New("netlab: the lab publishes ports on emulated hosts only")
 	}
-	hostIP, nsPath := ip4(198, 18, 0, host), l.HostNS(host)
+	hostIP, nsPath := l.underlayAddr(host), l.HostNS(host)
 	out := map[string]string{}
 	var undo []func() error
 	unpublish := func() error {

@@ -4,8 +4,8 @@
 // characters, unique per campaign run) + a letter + numbers, at most 15
 // characters, so a lab can be removed by name after a crash (Clean). It
 // never attaches, addresses or moves an interface it did not create, and all
-// addresses are in 198.18.0.0/15 (RFC 2544's benchmark range), so no packet
-// can leave the machine.
+// addresses are in the campaign's subnet pool (by default 198.18.0.0/15,
+// RFC 2544's benchmark range), so no packet can leave the machine.
 //
 // # Emulated hosts and the underlay
 //
@@ -23,17 +23,21 @@
 //
 // # Address plan
 //
-// Everything is inside 198.18.0.0/15 (RFC 2544's benchmark range):
+// Every address comes from the campaign's subnet pool (Config.Pool, a /15;
+// by default 198.18.0.0/15, RFC 2544's benchmark range), laid out by
+// package subnets. In the default pool:
 //
 //	198.18.0.0/24      underlay: host h is 198.18.0.<h>
 //	198.18.<h>.0/24    bridge mode on host h (h = 1..99): the host is .1
+//	198.18.<100+h>/24  ovs on host h (h ≤ 49)
+//	198.18.<150+h>/24  published on host h (h ≤ 49)
 //	198.18.200.0/24    ovs, on the machine: the machine is .1
 //	198.18.201.0/24    macvlan, on the machine: the machine is .1
 //	198.18.202.0/24    LXC's bridge (platform lxc, package hostbridge): the machine is .1
 //	198.18.203.0/24    virtual machines' bridge (platform vm): the machine is .1
 //	198.18.250.0/24    WireGuard tunnels: host h is 198.18.250.<h>
-//	198.19.0.0/17      overlay: host h is 198.19.<h>.1, its containers 198.19.<h>.<n>
-//	198.19.128.0/17    overlay-encrypted: host h is 198.19.<128+h>.1, containers 198.19.<128+h>.<n>
+//	198.19.0.0/18      overlay: host h is 198.19.<h>.1, its containers 198.19.<h>.<n> (h ≤ 63)
+//	198.19.64.0/18     overlay-encrypted: host h is 198.19.<64+h>.1, containers 198.19.<64+h>.<n>
 //
 // Containers get n = 2..254 in their host's part of a network, the lowest
 // free one; an address freed by Detach is given out again.
@@ -45,8 +49,8 @@
 //	mode               where             HostAddr          container address      MTU
 //	host               hosts, machine    198.18.0.<h>      (none)                 1500
 //	bridge             hosts             198.18.<h>.1      198.18.<h>.<n>/24      1500
-//	overlay            hosts (N ≥ 2)     198.19.<h>.1      198.19.<h>.<n>/17      1450
-//	overlay-encrypted  hosts (N ≥ 2)     198.19.<128+h>.1  198.19.<128+h>.<n>/17  1370
+//	overlay            hosts (N ≥ 2)     198.19.<h>.1      198.19.<h>.<n>/18      1450
+//	overlay-encrypted  hosts (N ≥ 2)     198.19.<64+h>.1   198.19.<64+h>.<n>/18   1370
 //	ovs                machine (host 0)  198.18.200.1      198.18.200.<n>/24      1500
 //	macvlan            machine (host 0)  198.18.201.1      198.18.201.<n>/24      1500
 //
@@ -115,11 +119,17 @@ import (
 	"github.com/ctrbench/ctrbench/internal/delayline"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/netns"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 )
 
-// MaxHosts is the most emulated hosts a lab can have (198.18.<h>.0/24 must
-// stay below the machine-wide subnets).
-const MaxHosts = 99
+// MaxHosts is the most emulated hosts a lab can have (host h's bridge is
+// its pool's block h, below the machine-wide subnets).
+const MaxHosts = subnets.MaxHosts
+
+// maxHostsPer is the most emulated hosts the modes with a /24 per host
+// above the hosts' bridges take (Open vSwitch between hosts at block
+// 100+h, published at 150+h, below the machine-wide subnets at 200).
+const maxHostsPer = subnets.HostNAT - subnets.HostOVS - 1
 
 // Spawner starts a process running the ctrbench binary with args inside the
 // network namespace at netnsPath and returns once it is ready; stop ends it.
@@ -130,6 +140,7 @@ type Spawner func(ctx context.Context, netnsPath string, args []string) (stop fu
 // Config says what to build.
 type Config struct {
 	Token        string          // 4 hex chars, unique per campaign run; part of every name
+	Pool         subnets.Pool    // every address the lab configures; zero: subnets.Default
 	Hosts        int             // emulated hosts; 0 means none (only the root-namespace modes)
 	Modes        []vocab.Network // modes to build; each is independent
 	UnderlayRate vocab.Rate      // the zero Rate is unlimited, else tbf on each host's underlay egress
@@ -164,6 +175,7 @@ type Attachment struct {
 // Lab is a built topology. Its methods are safe for concurrent use.
 type Lab struct {
 	cfg   Config
+	pool  subnets.Pool
 	tok   string
 	hosts int
 	modes map[vocab.Network]bool
@@ -204,6 +216,7 @@ func NewToken() (string, error) {
 func New(ctx context.Context, cfg Config) (*Lab, error) {
 	l := &Lab{
 		cfg:       cfg,
+		pool:      cfg.Pool.OrDefault(),
 		tok:       cfg.Token,
 		hosts:     cfg.Hosts,
 		modes:     map[vocab.Network]bool{},
@@ -235,7 +248,11 @@ func (l *Lab) validate() error {
 	}
 	for _, m := range l.cfg.Modes {
 		switch m {
-		case vocab.Host, vocab.OVS, vocab.Macvlan:
+		case vocab.Host, vocab.Macvlan:
+		case vocab.OVS:
+			if err := l.fits(m); err != nil {
+				return err
+			}
 		case vocab.Bridge:
 			if l.hosts < 1 {
 				return errors.New("netlab: bridge mode needs emulated hosts (Hosts ≥ 1)")
@@ -243,6 +260,9 @@ func (l *Lab) validate() error {
 		case vocab.Overlay, vocab.OverlayEncrypted, vocab.Published:
 			if l.hosts < 2 {
 				return fmt.Errorf("netlab: %s needs at least 2 emulated hosts", m)
+			}
+			if err := l.fits(m); err != nil {
+				return err
 			}
 			if m == vocab.OverlayEncrypted && l.cfg.Spawn == nil {
 				return errors.New("netlab: overlay-encrypted needs Config.Spawn to start the WireGuard agent")
@@ -261,6 +281,20 @@ func (l *Lab) validate() error {
 	return nil
 }
 
+// fits says whether mode m's subnets hold the lab's hosts: an overlay's
+// /18 holds subnets.MaxOverlayHosts, a mode with a /24 per host above the
+// hosts' bridges maxHostsPer.
+func (l *Lab) fits(m vocab.Network) error {
+	most := maxHostsPer
+	if m == vocab.Overlay || m == vocab.OverlayEncrypted {
+		most = subnets.MaxOverlayHosts
+	}
+	if l.hosts > most {
+		return fmt.Errorf("netlab: %s joins at most %d emulated hosts (hosts %d): its subnets hold no more", m, most, l.hosts)
+	}
+	return nil
+}
+
 // build creates the underlay then each mode, in a fixed order.
 func (l *Lab) build(ctx context.Context) error {
 	if l.hosts > 0 {
@@ -273,7 +307,7 @@ func (l *Lab) build(ctx context.Context) error {
 		build func(context.Context) error
 	}{
 		{vocab.Bridge, l.buildBridge},
-		{vocab.Overlay, func(ctx context.Context) error { return l.buildOverlay(ctx, overlayPlain) }},
+		{vocab.Overlay, func(ctx context.Context) error { return l.buildOverlay(ctx, l.overlay(overlayPlain)) }},
 		{vocab.OverlayEncrypted, l.buildEncrypted},
 		{vocab.OVS, l.buildOVS},
 		{vocab.OVS, func(ctx context.Context) error {
@@ -321,21 +355,21 @@ func (l *Lab) HostAddr(mode vocab.Network, host int) string {
 		if host == 0 {
 			return "127.0.0.1"
 		}
-		return ip4(198, 18, 0, host)
+		return l.underlayAddr(host)
 	case vocab.Bridge:
-		return bridgeAddr(host, 1)
+		return l.bridgeAddr(host, 1)
 	case vocab.Overlay:
-		return overlayPlain.hostIP(host).String()
+		return l.overlay(overlayPlain).hostIP(host).String()
 	case vocab.OverlayEncrypted:
-		return overlayEncrypted.hostIP(host).String()
+		return l.overlay(overlayEncrypted).hostIP(host).String()
 	case vocab.OVS:
-		return ovsAddr(host, 1)
+		return l.ovsAddr(host, 1)
 	case vocab.Published:
 		// Its bridge is routed to from no other host: a host is reached
 		// at its underlay address, through the masquerade.
-		return ip4(198, 18, 0, host)
+		return l.underlayAddr(host)
 	case vocab.Macvlan:
-		return macvlanHostIP
+		return l.macvlanHostIP()
 	}
 	return ""
 }

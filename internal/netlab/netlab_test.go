@@ -625,8 +625,8 @@ func TestOverlayEncryptedWiring(t *testing.T) {
 	}
 	assertVXLAN(t, lab, overlayEncrypted)
 	c1 := container(t, lab, 1)
-	attach(t, lab, vocab.OverlayEncrypted, 1, c1, "198.19.129.2", 1370)
-	if got := lab.HostAddr(vocab.OverlayEncrypted, 2); got != "198.19.130.1" {
+	attach(t, lab, vocab.OverlayEncrypted, 1, c1, "198.19.65.2", 1370)
+	if got := lab.HostAddr(vocab.OverlayEncrypted, 2); got != "198.19.66.1" {
 		t.Errorf("HostAddr(overlay-encrypted, 2) = %q", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 
 	"github.com/vishvananda/netlink"
@@ -24,16 +25,16 @@ import (
 type overlay struct {
 	mode   vocab.Network
 	vni    int
-	bridge string // bridge in each host
-	vxlan  string // VXLAN device in each host
-	third  int    // host h has 198.19.<third+h>.1/17
+	bridge string       // bridge in each host
+	vxlan  string       // VXLAN device in each host
+	pool   subnets.Pool // host h has its overlay block's .1 (subnets.OverlayHost)
 	mtu    int
 	letter string // container veths in the host are ctb<tok><letter><n>
 }
 
 var (
-	overlayPlain     = overlay{vocab.Overlay, 4242, "ctbov0", "ctbvx0", 0, 1450, "o"}
-	overlayEncrypted = overlay{vocab.OverlayEncrypted, 4243, "ctbev0", "ctbex0", 128, 1370, "e"}
+	overlayPlain     = overlay{vocab.Overlay, 4242, "ctbov0", "ctbvx0", subnets.Pool{}, 1450, "o"}
+	overlayEncrypted = overlay{vocab.OverlayEncrypted, 4243, "ctbev0", "ctbex0", subnets.Pool{}, 1370, "e"}
 )
 
 // vxlanPort is the IANA VXLAN port, used by the plain overlay; the
@@ -49,15 +50,23 @@ func (o overlay) port() int {
 	return vxlanPort
 }
 
-func (o overlay) hostIP(h int) net.IP { return net.ParseIP(ip4(198, 19, o.third+h, 1)).To4() }
+func (o overlay) hostIP(h int) net.IP {
+	return net.ParseIP(o.pool.IP4(subnets.OverlayHost(o.mode == vocab.OverlayEncrypted, h), 1)).To4()
+}
+
+// overlay is template o on the lab's pool.
+func (l *Lab) overlay(o overlay) overlay {
+	o.pool = l.pool
+	return o
+}
 
 // vtep is host h's VXLAN endpoint: its underlay address, or its WireGuard
 // tunnel address for the encrypted overlay.
 func (o overlay) vtep(h int) net.IP {
 	if o.mode == vocab.OverlayEncrypted {
-		return net.ParseIP(ip4(198, 18, 250, h)).To4()
+		return net.ParseIP(o.pool.IP4(subnets.WireGuard, h)).To4()
 	}
-	return net.ParseIP(ip4(198, 18, 0, h)).To4()
+	return net.ParseIP(o.pool.IP4(subnets.Underlay, h)).To4()
 }
 
 // vtepDev is the device the VXLAN sends through.
@@ -94,7 +103,7 @@ func (l *Lab) buildHostOverlay(o overlay, h int) error {
 	if err != nil {
 		return fmt.Errorf("finding %s: %w", o.vtepDev(), err)
 	}
-	br, err := addBridge(hh, o.bridge, &net.IPNet{IP: o.hostIP(h), Mask: net.CIDRMask(17, 32)}, o.mtu)
+	br, err := addBridge(hh, o.bridge, &net.IPNet{IP: o.hostIP(h), Mask: net.CIDRMask(subnets.OverlayBits, 32)}, o.mtu)
 	if err != nil {
 		return err
 	}
@@ -197,7 +206,7 @@ func (l *Lab) wireGuardConfigs() ([]WireGuardConfig, error) {
 		c := WireGuardConfig{
 			Interface:  ifWG,
 			MTU:        wgMTU,
-			Address:    ip4(198, 18, 250, h) + "/24",
+			Address:    l.pool.IP4(subnets.WireGuard, h) + "/24",
 			PrivateKey: priv[h],
 			ListenPort: wgPort,
 		}
@@ -207,11 +216,11 @@ func (l *Lab) wireGuardConfigs() ([]WireGuardConfig, error) {
 			}
 			c.Peers = append(c.Peers, WireGuardPeer{
 				PublicKey: pub[j],
-				Endpoint:  net.JoinHostPort(ip4(198, 18, 0, j), strconv.Itoa(wgPort)),
+				Endpoint:  net.JoinHostPort(l.underlayAddr(j), strconv.Itoa(wgPort)),
 				// Sessions stay up between trials: no trial's first
 				// packets wait for a handshake.
 				PersistentKeepalive: 10,
-				AllowedIPs:          []string{ip4(198, 18, 250, j) + "/32"},
+				AllowedIPs:          []string{l.pool.IP4(subnets.WireGuard, j) + "/32"},
 			})
 		}
 		cfgs = append(cfgs, c)
@@ -259,7 +268,7 @@ func (l *Lab) buildEncrypted(ctx context.Context) error {
 			return fmt.Errorf("netlab: overlay-encrypted: %w", err)
 		}
 	}
-	return l.buildOverlay(ctx, overlayEncrypted)
+	return l.buildOverlay(ctx, l.overlay(overlayEncrypted))
 }
 
 // waitUp polls until the link name exists and is administratively up in
@@ -298,7 +307,7 @@ func (l *Lab) warmTunnels(ctx context.Context) error {
 	for j := 1; j <= l.hosts; j++ {
 		var conn *net.UDPConn
 		err := netns.Do(l.HostNS(j), func() error {
-			c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(ip4(198, 18, 250, j)), Port: port})
+			c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(l.pool.IP4(subnets.WireGuard, j)), Port: port})
 			conn = c
 			return err
 		})
@@ -324,7 +333,7 @@ func (l *Lab) warmTunnels(ctx context.Context) error {
 func (l *Lab) pingTunnel(ctx context.Context, i, j int, conn *net.UDPConn) error {
 	var out *net.UDPConn
 	err := netns.Do(l.HostNS(i), func() error {
-		c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(ip4(198, 18, 250, j)), Port: 9})
+		c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(l.pool.IP4(subnets.WireGuard, j)), Port: 9})
 		out = c
 		return err
 	})

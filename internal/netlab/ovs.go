@@ -14,11 +14,13 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/ctrbench/ctrbench/internal/subnets"
 )
 
-// The machine-wide (root namespace) macvlan subnet's host side (OVS's is
-// ovsAddr(0, 1)).
-const macvlanHostIP = "198.18.201.1"
+// macvlanHostIP is the machine-wide (root namespace) macvlan subnet's
+// host side (OVS's is ovsAddr(0, 1)).
+func (l *Lab) macvlanHostIP() string { return l.pool.IP4(subnets.Macvlan, 1) }
 
 // Open vSwitch control. There is no better interface than its tools.
 const (
@@ -131,7 +133,7 @@ func (l *Lab) buildOVS(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("netlab: ovs: internal port: %w", err)
 	}
-	addr := &netlink.Addr{IPNet: &net.IPNet{IP: ovsHostAddr(0), Mask: net.CIDRMask(24, 32)}}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: l.ovsHostAddr(0), Mask: net.CIDRMask(24, 32)}}
 	if err := netlink.AddrAdd(link, addr); err != nil {
 		return fmt.Errorf("netlab: ovs: adding %s to %s: %w", addr, br, err)
 	}
@@ -145,7 +147,7 @@ func (l *Lab) buildOVS(ctx context.Context) error {
 			l.setInfo("ovs.version", f[len(f)-1]) // "ovs-vsctl (Open vSwitch) 3.1.0"
 		}
 	}
-	l.notef("ovs: bridge %s (datapath %s) with %s/24", br, datapath, ovsAddr(0, 1))
+	l.notef("ovs: bridge %s (datapath %s) with %s/24", br, datapath, l.ovsAddr(0, 1))
 	return nil
 }
 
@@ -186,7 +188,7 @@ func (l *Lab) buildMacvlan(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("netlab: macvlan: %w", err)
 	}
-	ip := net.ParseIP(macvlanHostIP).To4()
+	ip := net.ParseIP(l.macvlanHostIP()).To4()
 	child := "ctb" + l.tok + "mh"
 	mv := &netlink.Macvlan{
 		LinkAttrs: netlink.LinkAttrs{Name: child, ParentIndex: p.Attrs().Index, HardwareAddr: macFor(ip)},
@@ -199,7 +201,7 @@ func (l *Lab) buildMacvlan(ctx context.Context) error {
 		return fmt.Errorf("netlab: macvlan: %w", err)
 	}
 	l.setInfo("macvlan.parent", parent+" (veth)")
-	l.notef("macvlan: parent %s (veth), host child %s with %s/24", parent, child, macvlanHostIP)
+	l.notef("macvlan: parent %s (veth), host child %s with %s/24", parent, child, l.macvlanHostIP())
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -26,23 +27,18 @@ import (
 // ifOVS is the OVS uplink inside each host.
 const ifOVS = "ctbos0"
 
-// ovsHostsThird is where host h's OVS subnet is: 198.18.<100+h>.0/24,
-// between the bridges' 198.18.<h> (h ≤ MaxHosts) and the machine-wide
-// subnets from 198.18.200.
-const ovsHostsThird = 100
-
 // ovsAddr is address n on the OVS subnet of host (0: the machine's
 // bridge, 198.18.200.0/24; h: host h's, 198.18.<100+h>.0/24); n 1 is the
 // host side.
-func ovsAddr(host, n int) string {
+func (l *Lab) ovsAddr(host, n int) string {
 	if host > 0 {
-		return ip4(198, 18, ovsHostsThird+host, n)
+		return l.pool.IP4(subnets.HostOVS+host, n)
 	}
-	return ip4(198, 18, 200, n)
+	return l.pool.IP4(subnets.MachineOVS, n)
 }
 
 // ovsHostAddr is host h's address on its OVS bridge.
-func ovsHostAddr(h int) net.IP { return net.ParseIP(ovsAddr(h, 1)).To4() }
+func (l *Lab) ovsHostAddr(h int) net.IP { return net.ParseIP(l.ovsAddr(h, 1)).To4() }
 
 func (l *Lab) ovsHostBridge(h int) string { return l.name("o", h) }
 
@@ -58,7 +54,7 @@ func (l *Lab) buildOVSHosts(ctx context.Context) error {
 		if _, err := ovsVsctl(ctx, ovsTimeout, "add-br", br, "--", "set", "bridge", br, "datapath_type="+datapath); err != nil {
 			return fmt.Errorf("netlab: ovs on host %d: %w", h, err)
 		}
-		addr := &net.IPNet{IP: ovsHostAddr(h), Mask: net.CIDRMask(24, 32)}
+		addr := &net.IPNet{IP: l.ovsHostAddr(h), Mask: net.CIDRMask(24, 32)}
 		if err := l.plugOVS(ctx, br, l.name("q", h), l.name("r", h), l.HostNS(h), ifOVS, addr, nil); err != nil {
 			return fmt.Errorf("netlab: ovs on host %d: uplink: %w", h, err)
 		}
@@ -66,13 +62,13 @@ func (l *Lab) buildOVSHosts(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = l.routeHosts(hh, h, func(j int) int { return ovsHostsThird + j })
+		err = l.routeHosts(hh, h, func(j int) int { return subnets.HostOVS + j })
 		hh.Close()
 		if err != nil {
 			return fmt.Errorf("netlab: ovs on host %d: %w", h, err)
 		}
 	}
-	l.notef("ovs between hosts: a bridge per host (ctb%so<h>) with 198.18.<100+h>.1/24 in the host, routed over the underlay", l.tok)
+	l.notef("ovs between hosts: a bridge per host (ctb%so<h>) with %s/24 on host 1 (a /24 per host), routed over the underlay", l.tok, l.ovsAddr(1, 1))
 	return nil
 }
 
@@ -129,13 +125,13 @@ func (l *Lab) plugOVS(ctx context.Context, br, port, tmp, nsPath, ifname string,
 func (l *Lab) attachOVSHost(ctx context.Context, host, n int, netnsPath string) (Attachment, error) {
 	br := l.ovsHostBridge(host)
 	port, tmp := l.name(fmt.Sprintf("s%dx", host), n), l.name(fmt.Sprintf("p%dx", host), n)
-	addr := &net.IPNet{IP: net.ParseIP(ovsAddr(host, n)).To4(), Mask: net.CIDRMask(24, 32)}
+	addr := &net.IPNet{IP: net.ParseIP(l.ovsAddr(host, n)).To4(), Mask: net.CIDRMask(24, 32)}
 	remove := l.unplugOVS(br, port, tmp)
 	ifname, err := pickIfaceAt(netnsPath)
 	if err != nil {
 		return Attachment{}, err
 	}
-	if err := l.plugOVS(ctx, br, port, tmp, netnsPath, ifname, addr, ovsHostAddr(host)); err != nil {
+	if err := l.plugOVS(ctx, br, port, tmp, netnsPath, ifname, addr, l.ovsHostAddr(host)); err != nil {
 		return Attachment{}, errors.Join(err, remove())
 	}
 	return Attachment{IP: addr.IP.String(), Iface: ifname, MTU: 1500, Detach: l.detacher(vocab.OVS, host, n, remove)}, nil

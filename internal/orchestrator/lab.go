@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/netns"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -29,6 +30,7 @@ func (c *running) buildLab(ctx context.Context, held []string) error {
 	}
 	lab, err := netlab.New(ctx, netlab.Config{
 		Token:          c.env.Token,
+		Pool:           c.pool(),
 		Hosts:          hosts,
 		Modes:          modes,
 		DelayLine:      c.needs.Delays,
@@ -49,6 +51,9 @@ func (c *running) buildLab(ctx context.Context, held []string) error {
 	})
 	return nil
 }
+
+// pool is the campaign's subnet pool: the file's, or the default.
+func (c *running) pool() subnets.Pool { return c.cfg.Experiment.SubnetPool.OrDefault() }
 
 // mendLab rebuilds the lab, before a trial, when part of it is gone (a
 // namespace deleted from outside): the trial then runs on a whole lab

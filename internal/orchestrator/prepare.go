@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 // prepare makes what the cells need, in order: the emulated machine's
@@ -33,7 +34,7 @@ func (c *running) prepare(ctx context.Context) error {
 			return nil
 		})
 	}
-	info := map[string]string{}
+	info := map[string]string{result.EnvSubnetPool: c.pool().String()}
 	binary, err := c.binary()
 	if err != nil {
 		return err
@@ -68,6 +69,7 @@ func (c *running) prepare(ctx context.Context) error {
 			Progress:     cfg.Progress.Notes(),
 			CgroupParent: c.machine,
 			Hosts:        max(1, need.Hosts),
+			Subnets:      c.pool(),
 		}
 		if err := p.Prepare(ctx, s); err != nil {
 			return fmt.Errorf("preparing platform %s: %w", name, err)

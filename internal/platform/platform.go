@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -308,6 +309,10 @@ type Setup struct {
 	// Images are the users' images the campaign's instances run from on
 	// this platform (InstanceSpec.Image), to bring there once.
 	Images []Image
+	// Subnets is the pool every address the platform configures comes
+	// from (its bridges, its engine's networks, a swarm's overlays, inner
+	// engines' bridges), laid out by package subnets; zero: the default.
+	Subnets subnets.Pool
 }
 
 // Notes is where a platform writes its human-readable notes: Progress,

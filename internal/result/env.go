@@ -21,6 +21,10 @@ const (
 	EnvStorageDriver  = "docker.storage_driver"
 )
 
+// EnvSubnetPool is the campaign's subnet pool, every address it
+// configured came from (a setting of the campaign, not of the machine).
+const EnvSubnetPool = "subnet_pool"
+
 // Keys of the machine's tuning, what moves benchmark numbers besides the
 // hardware (docs/machine-hygiene.md): recorded by sysinfo.Fingerprint,
 // judged by sysinfo.Hygiene.

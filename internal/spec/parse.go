@@ -13,12 +13,13 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
 // topKeys are the keys an experiment file may have, in documentation order.
-var topKeys = []string{"name", "description", "seed", "repetitions", "warmup", "timeout", "retries", "budget", "machine", "symmetric", "factors", "exclude", "baseline", "workloads", profilesKey}
+var topKeys = []string{"name", "description", "seed", "repetitions", "warmup", "timeout", "retries", "budget", "machine", "symmetric", "subnet_pool", "factors", "exclude", "baseline", "workloads", profilesKey}
 
 // MaxFileSize is the largest experiment file read: the shipped ones are
 // under 20 KiB; a larger file is refused before it is read whole.
@@ -426,8 +427,9 @@ func (p *parser) repetition(e *Experiment, f map[string]*yaml.Node) {
 	}
 }
 
-// limits reads what bounds the campaign's time (budget, each trial's
-// timeout) and whether pairings are measured both ways.
+// limits reads what bounds the campaign: its time (budget, each trial's
+// timeout), whether pairings are measured both ways, and the subnet pool
+// its addresses come from.
 func (p *parser) limits(e *Experiment, f map[string]*yaml.Node) {
 	if n, ok := f["budget"]; ok {
 		if s, ok := p.scalar(n, "budget"); ok {
@@ -449,6 +451,16 @@ func (p *parser) limits(e *Experiment, f map[string]*yaml.Node) {
 				p.addf(n, "timeout must be positive, got %s", s)
 			default:
 				e.Timeout = d
+			}
+		}
+	}
+	if n, ok := f["subnet_pool"]; ok {
+		if s, ok := p.scalar(n, "subnet_pool"); ok {
+			pool, err := subnets.Parse(s)
+			if err != nil {
+				p.addf(n, "%v", err)
+			} else {
+				e.SubnetPool = pool
 			}
 		}
 	}

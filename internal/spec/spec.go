@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/workload"
 	"gopkg.in/yaml.v3"
 )
@@ -51,6 +52,9 @@ type Experiment struct {
 	Envelope Envelope
 	// Symmetric measures both sides of every pairing: see Cells.
 	Symmetric bool
+	// SubnetPool is where every address the campaign configures comes
+	// from ("subnet_pool:", --subnet-pool); zero: subnets.Default.
+	SubnetPool subnets.Pool
 
 	Path string // the file read
 	Text string // the file's text, followed by the --set overrides as comments

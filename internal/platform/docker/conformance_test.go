@@ -22,13 +22,26 @@ func TestConformance(t *testing.T) {
 	if err := engine.Available(ctx); err != nil {
 		t.Skipf("no Docker Engine: %v", err)
 	}
+	eng, err := engine.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := eng.Facts(ctx)
+	eng.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	campaign, labels := platformtest.NewCampaign("test-conf")
 	p, err := docker.New(docker.WithBinary(testutil.Binary(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	nets := []vocab.Network{vocab.Host, vocab.Bridge}
-	storages := map[vocab.Storage]string{vocab.Layer: "overlay", vocab.Volume: "", vocab.Tmpfs: "tmpfs"}
+	// A container's root is on what the engine's storage driver mounts:
+	// overlay (overlay2), fuse (fuse-overlayfs, as on this project's
+	// machines since the engine came installed).
+	storages := map[vocab.Storage]string{vocab.Layer: facts.LayerFS(), vocab.Volume: "", vocab.Tmpfs: "tmpfs"}
+	t.Logf("engine %s, storage driver %s: a container's root on %q", facts.Versions["docker.version"], facts.StorageDriver, facts.LayerFS())
 	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Tools: []string{"iperf3"},
 		Storages: []vocab.Storage{vocab.Layer, vocab.Volume, vocab.Tmpfs}}); err != nil {
 		t.Fatal(err)

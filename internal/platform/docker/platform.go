@@ -15,13 +15,16 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
+	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/userimage"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
@@ -213,7 +216,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	}
 	needsBridge := slices.ContainsFunc(s.Networks, func(n vocab.Network) bool { return n == vocab.Bridge || n.Publishes() })
 	if needsBridge && c.bridge.ID == "" {
-		b, err := p.eng.CreateBridge(ctx, c.id+p.bridgeOf, c.labels, progress)
+		b, err := p.createBridge(ctx, &c, s.Subnets, progress)
 		if err != nil {
 			return err
 		}
@@ -235,6 +238,32 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		fmt.Fprintf(progress, "docker: created volume %s\n", name)
 	}
 	return nil
+}
+
+// createBridge makes the campaign's bridge network on the first block of
+// the pool's engine networks that no link of the machine has an address
+// in, holding the subnet lock while it chooses and creates.
+func (p *Platform) createBridge(ctx context.Context, c *prepared, pool subnets.Pool, progress io.Writer) (engine.Bridge, error) {
+	unlock, err := links.LockSubnets()
+	if err != nil {
+		return engine.Bridge{}, err
+	}
+	defer unlock()
+	var candidates []netip.Prefix
+	for _, b := range subnets.EngineNetworks() {
+		candidates = append(candidates, pool.Block(b))
+	}
+	taken, err := links.Taken(candidates)
+	if err != nil {
+		return engine.Bridge{}, err
+	}
+	free := candidates[:0]
+	for i, sub := range candidates {
+		if !taken[i] {
+			free = append(free, sub)
+		}
+	}
+	return p.eng.CreateBridge(ctx, engine.BridgeSpec{Campaign: c.id + p.bridgeOf, Labels: c.labels, Subnets: free}, progress)
 }
 
 // HostAddr implements platform.Platform: the host as seen from an instance.

@@ -42,6 +42,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -56,10 +57,6 @@ const WorkRoot = "/var/lib/ctrbench/lxc"
 // hash, shared by campaigns (`ctrbench clean --images` removes them).
 const RootfsRoot = "/var/lib/ctrbench/lxc-rootfs"
 
-// bridgeNet is the bridge's subnet, in the network lab's address plan
-// (RFC 2544's benchmark range): the host is .1, containers .2 to .254.
-const bridgeNet = "198.18.202."
-
 // Platform runs agents in LXC containers, for one campaign.
 type Platform struct {
 	binary string
@@ -70,6 +67,7 @@ type Platform struct {
 	rootFiles int
 	parent    string             // cgroup the containers' groups are made in
 	bridge    *hostbridge.Bridge // the campaign's bridge; nil without one
+	pool      subnets.Pool       // the campaign's subnet pool
 	version   string
 	apparmor  string
 
@@ -102,7 +100,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		if err != nil {
 			return err
 		}
-		p.campaign, p.work = s.CampaignID, work
+		p.campaign, p.work, p.pool = s.CampaignID, work, s.Subnets
 		p.parent = cgroup.CampaignTree(s.CampaignID)
 		if s.CgroupParent != "" {
 			p.parent = s.CgroupParent
@@ -121,7 +119,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	}
 	for _, n := range s.Networks {
 		if n == vocab.Bridge && p.bridge == nil {
-			b, err := hostbridge.Make(BridgeName(p.campaign), bridgeNet)
+			b, err := hostbridge.Make(BridgeName(p.campaign), p.pool, subnets.LXCBridge)
 			if err != nil {
 				return fmt.Errorf("lxc bridge: %w", err)
 			}
@@ -223,7 +221,7 @@ func (p *Platform) HostAddr(n vocab.Network) string {
 		if p.bridge != nil { // its /24 may be a spare one (hostbridge.Make); set by Prepare, as Info reads it
 			return p.bridge.Gateway()
 		}
-		return bridgeNet + "1"
+		return p.pool.IP4(subnets.LXCBridge, 1)
 	}
 	return ""
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/nestedparent"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workdir"
 )
@@ -80,9 +81,9 @@ type Platform struct {
 	users       map[string]engine.UserImage
 	parentImage string
 	store       *storeOnce
-	groups      map[string]*parent // per trial and options: the parent taking children
-	subnets     [256]bool          // inner bridge subnets in use (198.19.<k>.0/24)
-	parents     map[*parent]bool   // every live parent, for Close
+	groups      map[string]*parent             // per trial and options: the parent taking children
+	subnets     [subnets.InnerBridgeCount]bool // inner bridge slots in use (Pool.InnerBridge)
+	parents     map[*parent]bool               // every live parent, for Close
 	closed      bool
 }
 
@@ -225,7 +226,7 @@ func (p *Platform) Info() map[string]string {
 	defer p.mu.Unlock()
 	info["nested.parent_image"] = p.parentImage
 	info["nested.privileges"] = p.priv.String()
-	info["nested.inner_subnets"] = "198.19.<k>.0/24, one per parent with a bridge"
+	info["nested.inner_subnets"] = fmt.Sprintf("%s, a /%d per parent with a bridge", p.setup.Subnets.Net(subnets.InnerBridges, subnets.InnerBridgesBits), subnets.InnerBridgeBits)
 	if p.store != nil && p.store.err == nil && p.store.dir != "" {
 		info["nested.preloaded_store"] = p.store.dir
 		info["nested.preloaded_seconds"] = strconv.FormatFloat(p.store.seconds, 'f', 2, 64)
@@ -324,7 +325,7 @@ func (p *Platform) parentFor(spec platform.InstanceSpec) (*parent, bool, error) 
 	}
 	pr := &parent{name: spec.Name + "-parent", ready: make(chan struct{}), capacity: children, limits: limits,
 		network: vocab.Network(o[FParentNetwork]), preloaded: o[FImage] == ImagePreloaded,
-		labels: spec.Labels, subnet: -1, requested: time.Now()}
+		labels: spec.Labels, subnet: -1, pool: p.setup.Subnets, requested: time.Now()}
 	switch {
 	case spec.Network == vocab.None, pr.network == vocab.OVS: // the lab wires the parent (Provision.Wire)
 		pr.network = vocab.None
@@ -334,14 +335,8 @@ func (p *Platform) parentFor(spec platform.InstanceSpec) (*parent, bool, error) 
 	// An inner bridge, or the bridge an engine on the machine's network
 	// must be given, has a subnet of its own.
 	if spec.Network == vocab.Bridge || pr.network == vocab.Host {
-		for k := range p.subnets {
-			if !p.subnets[k] {
-				p.subnets[k], pr.subnet = true, k
-				break
-			}
-		}
-		if pr.subnet < 0 {
-			return nil, false, errors.New("nested platform: all 256 inner bridge subnets are in use")
+		if pr.subnet = p.takeSubnet(); pr.subnet < 0 {
+			return nil, false, errInnerSubnets
 		}
 	}
 	pr.reserve()
@@ -414,7 +409,7 @@ func (p *Platform) makeStore(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return "", err
 	}
-	seed := &parent{name: "ctrbench-" + p.setup.CampaignID + "-seed", ready: make(chan struct{}), capacity: 1,
+	seed := &parent{name: "ctrbench-" + p.setup.CampaignID + "-seed", ready: make(chan struct{}), capacity: 1, pool: p.setup.Subnets,
 		network: vocab.Bridge, labels: p.setup.Labels, subnet: -1, storeDir: dir, done: func() {}}
 	seed.reserve()
 	seed.setUp(ctx, p)
@@ -450,17 +445,34 @@ func removeWork(dir string) error {
 	return nil
 }
 
-// subnetOf is parent k's inner bridge subnet and the bridge's own address.
-func subnetOf(k int) (*net.IPNet, string) {
-	n := &net.IPNet{IP: net.IPv4(198, 19, byte(k), 0).To4(), Mask: net.CIDRMask(24, 32)}
-	return n, fmt.Sprintf("198.19.%d.1/24", k)
+// errInnerSubnets: every inner bridge slot of the pool is in use.
+var errInnerSubnets = fmt.Errorf("nested platform: all %d inner bridge subnets of the subnet pool are in use", subnets.InnerBridgeCount)
+
+// takeSubnet takes the first free inner bridge slot (-1: none); p.mu held.
+func (p *Platform) takeSubnet() int {
+	for k := range p.subnets {
+		if !p.subnets[k] {
+			p.subnets[k] = true
+			return k
+		}
+	}
+	return -1
 }
 
-// parentConfig is the init configuration of parent pr.
+// subnetOf is parent pr's inner bridge subnet and the bridge's own
+// address, from the campaign's pool.
+func (pr *parent) subnetOf() (*net.IPNet, string) {
+	n := pr.pool.InnerBridge(pr.subnet)
+	return &net.IPNet{IP: n.Addr().AsSlice(), Mask: net.CIDRMask(n.Bits(), 32)}, subnets.CIDR(n, 1)
+}
+
+// parentConfig is the init configuration of parent pr: its engine's
+// bridge and the networks it makes itself take their subnets from the
+// campaign's pool.
 func parentConfig(pr *parent) nestedparent.Config {
-	c := nestedparent.Config{Socket: sockMount + "/docker.sock", DataRoot: dataRoot, Bridge: pr.hostBridge}
+	c := nestedparent.Config{Socket: sockMount + "/docker.sock", DataRoot: dataRoot, Bridge: pr.hostBridge, Pool: pr.pool.Inner().String()}
 	if pr.subnet >= 0 && pr.hostBridge == "" {
-		_, c.BIP = subnetOf(pr.subnet)
+		_, c.BIP = pr.subnetOf()
 	}
 	if pr.preloaded {
 		c.Preloaded = storeMount
@@ -476,7 +488,7 @@ func routeTo(pr *parent) error {
 	if via == "" {
 		return nil
 	}
-	dst, _ := subnetOf(pr.subnet)
+	dst, _ := pr.subnetOf()
 	return links.RouteVia(dst, net.ParseIP(via))
 }
 
@@ -485,7 +497,7 @@ func unroute(pr *parent) error {
 	if via == "" {
 		return nil
 	}
-	dst, _ := subnetOf(pr.subnet)
+	dst, _ := pr.subnetOf()
 	return links.RouteDel(dst, net.ParseIP(via))
 }
 

@@ -36,18 +36,12 @@ func (p *Platform) StartNode(ctx context.Context, name, hostname string, labels 
 		p.mu.Unlock()
 		return nil, errors.New("nested platform: StartNode before Prepare or after Close")
 	}
-	pr := &parent{name: name, ready: make(chan struct{}), network: vocab.Bridge, labels: labels, subnet: -1, hostname: hostname, requested: time.Now()}
+	pr := &parent{name: name, ready: make(chan struct{}), network: vocab.Bridge, labels: labels, subnet: -1, pool: p.setup.Subnets, hostname: hostname, requested: time.Now()}
 	// Its engine's default bridge gets a subnet of ctrbench's, so it never
 	// meets the campaign's bridge it sits on.
-	for k := range p.subnets {
-		if !p.subnets[k] {
-			p.subnets[k], pr.subnet = true, k
-			break
-		}
-	}
-	if pr.subnet < 0 {
+	if pr.subnet = p.takeSubnet(); pr.subnet < 0 {
 		p.mu.Unlock()
-		return nil, errors.New("nested platform: all 256 inner bridge subnets are in use")
+		return nil, errInnerSubnets
 	}
 	p.parents[pr] = true
 	pr.done = func() {

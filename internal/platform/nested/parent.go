@@ -22,6 +22,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -35,8 +36,9 @@ type parent struct {
 	limits    platform.Limits
 	preloaded bool
 	labels    map[string]string
-	subnet    int    // inner bridge subnet index, -1 without a bridge
-	storeDir  string // a seed's data root on the host (the preloaded store it makes)
+	subnet    int          // inner bridge slot (subnets.Pool.InnerBridge), -1 without a bridge
+	pool      subnets.Pool // the campaign's subnet pool
+	storeDir  string       // a seed's data root on the host (the preloaded store it makes)
 	// hostBridge is the bridge ctrbench made in the machine's namespace
 	// for the engine of a parent on the host network ("" otherwise).
 	hostBridge string
@@ -103,8 +105,8 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 		// An engine in the machine's namespace must be given a bridge of
 		// ctrbench's: without one it deletes the machine's docker0.
 		pr.hostBridge = platform.LinkPrefix + "np" + hex.EncodeToString(sum[:4])
-		sub, _ := subnetOf(pr.subnet)
-		addr := &net.IPNet{IP: net.IPv4(sub.IP[0], sub.IP[1], sub.IP[2], 1).To4(), Mask: sub.Mask}
+		sub, _ := pr.subnetOf()
+		addr := &net.IPNet{IP: net.IP(subnets.Gateway(pr.pool.InnerBridge(pr.subnet)).AsSlice()), Mask: sub.Mask}
 		if err := links.AddBridge(pr.hostBridge, addr); err != nil {
 			pr.hostBridge = ""
 			fail(err)
@@ -416,7 +418,7 @@ func (c *instance) Seen() map[string]string {
 		m["parent.image"] = ImagePreloaded
 	}
 	if pr.subnet >= 0 {
-		sub, _ := subnetOf(pr.subnet)
+		sub, _ := pr.subnetOf()
 		m["parent.inner_bridge"] = sub.String()
 	}
 	if pp, ok := pr.outer.(interface{ Pid() int }); ok && pp.Pid() > 0 {

@@ -25,6 +25,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workdir"
 )
@@ -40,8 +41,12 @@ const WorkRoot = "/var/lib/ctrbench/podman"
 // fails with "error setting rlimit").
 //
 // Its networks' configurations (CNI) live in the campaign's directory, not
-// in the machine's /etc/cni/net.d.
-func config(work string) string {
+// in the machine's /etc/cni/net.d. Its default network and the networks it
+// would choose a subnet for itself take theirs from ctrbench's pool, not
+// podman's 10.88.0.0/16 and 10.89.0.0/16 and up (the campaign's bridge is
+// given its subnet by the docker platform's code, as Docker's is).
+func config(work string, pool subnets.Pool) string {
+	inner := pool.Inner()
 	return `[containers]
 default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
 
@@ -52,6 +57,8 @@ events_logger = "file"
 
 [network]
 network_config_dir = "` + filepath.Join(work, "cni") + `"
+default_subnet = "` + pool.Block(subnets.InnerPool).String() + `"
+default_subnet_pools = [{"base" = "` + inner.String() + `", "size" = 24}]
 `
 }
 
@@ -107,7 +114,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err := os.MkdirAll(filepath.Join(p.work, "cni"), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(p.work, "containers.conf"), []byte(config(p.work)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(p.work, "containers.conf"), []byte(config(p.work, s.Subnets)), 0o644); err != nil {
 		return err
 	}
 	sock := filepath.Join(p.work, "podman.sock")

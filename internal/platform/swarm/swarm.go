@@ -156,7 +156,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 			continue
 		}
 		name := swarmName("ctrbench-" + s.CampaignID + "-" + string(n))
-		ov, err := p.mgr.CreateOverlay(ctx, name, s.Labels, n == vocab.OverlayEncrypted)
+		ov, err := p.mgr.CreateOverlay(ctx, name, s.Labels, n == vocab.OverlayEncrypted, s.Subnets.SwarmSubnets())
 		if err != nil {
 			return err
 		}
@@ -202,7 +202,7 @@ func (p *Platform) emulate(ctx context.Context, s platform.Setup, want int) erro
 		}
 		engines[i] = sw
 	}
-	token, err := engines[0].Init(ctx, nodes[0].IP)
+	token, err := engines[0].Init(ctx, nodes[0].IP, p.setup.Subnets.Swarm())
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/vminit"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workdir"
@@ -45,10 +46,6 @@ import (
 
 // WorkRoot holds, per campaign, the machines' disks and consoles.
 const WorkRoot = "/var/lib/ctrbench/vm"
-
-// bridgeNet is the machines' bridge, in the network lab's address plan:
-// the host is .1, machines .2 to .254.
-const bridgeNet = "198.18.203."
 
 // diskSize is each machine's data disk (sparse: only what is written
 // takes room), larger than the biggest file a shipped experiment writes.
@@ -68,6 +65,7 @@ type Platform struct {
 	initrd   initramfs
 	accel    Accel
 	bridge   *hostbridge.Bridge
+	pool     subnets.Pool // the campaign's subnet pool
 	version  string
 	users    map[string]userInitrd // users' images' initramfs, by platform.Image.Key
 	engine   engineImage           // machines with an engine inside (FEngine)
@@ -93,7 +91,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		if err != nil {
 			return err
 		}
-		p.campaign, p.work = s.CampaignID, work
+		p.campaign, p.work, p.pool = s.CampaignID, work, s.Subnets
 		p.parent = cgroup.CampaignTree(s.CampaignID)
 		if s.CgroupParent != "" {
 			p.parent = s.CgroupParent
@@ -129,7 +127,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		}
 	}
 	if p.bridge == nil {
-		b, err := hostbridge.Make(BridgeName(p.campaign), bridgeNet)
+		b, err := hostbridge.Make(BridgeName(p.campaign), p.pool, subnets.VMBridge)
 		if err != nil {
 			return fmt.Errorf("vm bridge: %w", err)
 		}
@@ -145,7 +143,7 @@ func (p *Platform) HostAddr(n vocab.Network) string {
 		if p.bridge != nil { // its /24 may be a spare one (hostbridge.Make)
 			return p.bridge.Gateway()
 		}
-		return bridgeNet + "1"
+		return p.pool.IP4(subnets.VMBridge, 1)
 	}
 	return ""
 }
