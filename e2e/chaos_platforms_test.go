@@ -19,23 +19,8 @@ import (
 // containerd, podman's service, an LXC monitor, QEMU, a swarm node's
 // engine.
 
-// signalAll sends sig to every process named name (pgrep -x); it
-// returns how many it signalled.
-func signalAll(t *testing.T, name string, sig syscall.Signal) int {
-	t.Helper()
-	out, _ := exec.Command("pgrep", "-x", name).Output()
-	n := 0
-	for _, f := range strings.Fields(string(out)) {
-		var pid int
-		fmt.Sscan(f, &pid)
-		if pid > 0 && syscall.Kill(pid, sig) == nil {
-			n++
-		}
-	}
-	return n
-}
-
-// signalMatching is signalAll by full command line (pgrep -f).
+// signalMatching sends sig to every process whose command line matches
+// pattern (pgrep -f), this one aside; it returns how many it signalled.
 func signalMatching(t *testing.T, pattern string, sig syscall.Signal) int {
 	t.Helper()
 	out, _ := exec.Command("pgrep", "-f", pattern).Output()
@@ -48,16 +33,6 @@ func signalMatching(t *testing.T, pattern string, sig syscall.Signal) int {
 		}
 	}
 	return n
-}
-
-// startDockerd starts the engine with scripts/setup.sh (which removes
-// what a killed engine left in its way) and waits until it answers.
-func startDockerd(t *testing.T) {
-	t.Helper()
-	if out, err := exec.Command("bash", "../scripts/setup.sh").CombinedOutput(); err != nil {
-		t.Fatalf("scripts/setup.sh: %v\n%s", err, out)
-	}
-	waitEngine(t, time.Minute)
 }
 
 // waitEngine waits until the engine answers.
@@ -184,12 +159,11 @@ func TestChaosEngineFrozen(t *testing.T) {
 	start := time.Now()
 	var frozen time.Time
 	var stopped time.Duration
-	thaw := func() { signalAll(t, "dockerd", syscall.SIGCONT) }
+	eng := machineEngine(t)
+	thaw := func() { eng.signal(t, syscall.SIGCONT) }
 	t.Cleanup(thaw)
 	f := runFault(t, longTrials("chaos-frozen", "docker", 3, ""), 3, primesRunning, func() {
-		if signalAll(t, "dockerd", syscall.SIGSTOP) == 0 {
-			t.Fatal("no dockerd to freeze")
-		}
+		eng.signal(t, syscall.SIGSTOP)
 		frozen = time.Now()
 	}, func() {
 		stopped = time.Since(frozen)
@@ -209,12 +183,11 @@ func TestChaosEngineFrozen(t *testing.T) {
 func TestChaosEngineKilled(t *testing.T) {
 	chaosCase(t, true)
 	start := time.Now()
+	eng := machineEngine(t)
 	f := runFault(t, longTrials("chaos-killed", "docker", 3, ""), 3, primesRunning, func() {
-		if signalAll(t, "dockerd", syscall.SIGKILL) == 0 {
-			t.Fatal("no dockerd to kill")
-		}
+		eng.signal(t, syscall.SIGKILL)
 		time.Sleep(time.Second)
-		startDockerd(t)
+		eng.restart(t) // as the machine started it: the same binary, arguments and environment
 	}, nil)
 	record(t, start, f.row(t, 41, "the engine killed (SIGKILL dockerd) mid-trial, then started again",
 		"the campaign went on and completed"))
@@ -226,8 +199,9 @@ func TestChaosContainerdKilled(t *testing.T) {
 	chaosCase(t, true)
 	start := time.Now()
 	f := runFault(t, longTrials("chaos-containerd", "docker", 3, ""), 3, primesRunning, func() {
-		if signalAll(t, "containerd", syscall.SIGKILL) == 0 {
-			t.Fatal("no containerd to kill")
+		eng := machineEngine(t)
+		if err := syscall.Kill(eng.containerd(t), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
 		}
 	}, func() { waitEngine(t, time.Minute) })
 	record(t, start, f.row(t, 42, "containerd killed (SIGKILL) mid-trial", "dockerd restarted containerd; the campaign went on and completed"))

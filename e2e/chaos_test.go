@@ -66,7 +66,9 @@ func record(t *testing.T, start time.Time, r chaosRow) {
 }
 
 func TestMain(m *testing.M) {
+	startAddressMonitor()
 	code := m.Run()
+	stopAddressMonitor()
 	if len(chaosRows) > 0 {
 		table := chaosTable()
 		fmt.Print("\n" + table)

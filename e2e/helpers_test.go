@@ -27,6 +27,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform/vm"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/store"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
@@ -136,15 +137,17 @@ func leftovers(t *testing.T, campaign string) []string {
 }
 
 // assertNoLab checks that no network namespace, OVS bridge, WireGuard
-// agent or route into a nested parent's inner bridge (198.19.0.0/16) of
-// ctrbench's remains (tests run one at a time), so the test that leaves
-// one fails rather than the next one that looks.
+// agent or route into the engines' part of the subnet pool (a campaign's
+// Docker or podman network, a nested parent's inner bridge) of ctrbench's
+// remains (tests run one at a time), so the test that leaves one fails
+// rather than the next one that looks.
 func assertNoLab(t *testing.T) {
 	t.Helper()
-	if out, _ := exec.Command("ip", "-4", "route", "show", "root", "198.19.0.0/16").Output(); len(strings.TrimSpace(string(out))) > 0 {
+	engines := subnets.Default().Net(subnets.EnginesFirst, 17).String()
+	if out, _ := exec.Command("ip", "-4", "route", "show", "root", engines).Output(); len(strings.TrimSpace(string(out))) > 0 {
 		links, _ := exec.Command("ip", "-br", "link", "show").Output()
 		left, err := engine.Leftovers(context.Background(), "")
-		t.Errorf("routes into a nested parent's inner bridge left behind:\n%s\nthe machine's links:\n%s\nctrbench's objects on the engine (every campaign): %+v %v", out, links, left, err)
+		t.Errorf("routes into the engines' networks (%s: a campaign's network, a nested parent's inner bridge) left behind:\n%s\nthe machine's links:\n%s\nctrbench's objects on the engine (every campaign): %+v %v", engines, out, links, left, err)
 	}
 	if ns, _ := filepath.Glob("/run/netns/ctb*"); len(ns) > 0 {
 		t.Errorf("network namespaces left behind: %v", ns)
@@ -197,6 +200,7 @@ func runStored(t *testing.T, src string) (db, id string) {
 		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
 		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)
 	}
+	assertAddressesInPool(t, db, id)
 	return db, id
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/runner"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 )
 
 // TestNestedParentLimit: two busy one-thread children in one parent
@@ -114,7 +116,7 @@ workloads:
 	work := filepath.Join(nested.WorkRoot, id)
 	waitFor(t, "the client child running", 2*time.Minute, func() bool {
 		// This campaign's route, through its own bridge.
-		out, _ := exec.Command("ip", "-4", "route", "show", "root", "198.19.0.0/16", "dev", engine.BridgeName(id)).Output()
+		out, _ := exec.Command("ip", "-4", "route", "show", "root", innerBridges.String(), "dev", engine.BridgeName(id)).Output()
 		rep, err := engine.Leftovers(context.Background(), id)
 		return err == nil && len(rep.Containers) > 0 && len(strings.TrimSpace(string(out))) > 0
 	})
@@ -150,7 +152,7 @@ workloads:
 // (S1's remote hosts, Table V) — and the server child sees the address the
 // lab gave its parent. With parent.network ovs (S1 Table III's OVS parent
 // with a bridged child) the child is on its parent engine's bridge
-// (198.19.0.0/16) and the machine reaches it, or it the machine, only
+// (the pool's inner bridges, 198.19.224.0/19) and the machine reaches it, or it the machine, only
 // through the parent's wired address on OVS: a server child and a client
 // child both work.
 func TestNestedWiredByLab(t *testing.T) {
@@ -184,10 +186,10 @@ workloads:
 			}
 		}
 		ifs := tr.Seen[nested+"net.interfaces"]
-		want := map[string]string{"ovs": "198.18.200.", "two-hosts": "198.18.2.", "ovs-parent": "198.19.", "ovs-parent-client": "198.19."}[topo]
+		want := map[string]string{"ovs": "198.18.200.0/24", "two-hosts": "198.18.2.0/24", "ovs-parent": innerBridges.String(), "ovs-parent-client": innerBridges.String()}[topo]
 		switch {
-		case !strings.Contains(ifs, " "+want):
-			t.Errorf("trial %d (%s): the nested child saw %q, want an address in %s*", tr.Seq, topo, ifs, want)
+		case !hasAddrIn(ifs, netip.MustParsePrefix(want)):
+			t.Errorf("trial %d (%s): the nested child saw %q, want an address in %s", tr.Seq, topo, ifs, want)
 		case topo == "two-hosts" && (tput <= 0 || tput > 0.23):
 			t.Errorf("across a 200 Mbit/s underlay: %.3f Gbit/s", tput)
 		case tput <= 0:
@@ -249,3 +251,18 @@ workloads:
 
 // counters are iptables-save's packet and byte counts.
 var counters = regexp.MustCompile(`\[\d+:\d+\]`)
+
+// innerBridges is where the nested parents' inner bridges are, in the
+// default subnet pool.
+var innerBridges = subnets.Default().Net(subnets.InnerBridges, subnets.InnerBridgesBits)
+
+// hasAddrIn reports whether interfaces, as an agent records them
+// ("ctb0 198.19.224.2/26 mtu 1500; …"), has an address in p.
+func hasAddrIn(interfaces string, p netip.Prefix) bool {
+	for _, f := range strings.Fields(strings.ReplaceAll(interfaces, ";", " ")) {
+		if a, err := netip.ParsePrefix(f); err == nil && p.Contains(a.Addr()) {
+			return true
+		}
+	}
+	return false
+}

@@ -9,7 +9,8 @@
 #   scripts/docker-engine.sh down              end what a killed run left
 #   scripts/docker-engine.sh version           the version it builds
 #
-# The emulated machine is a network namespace (ctbe<major>) and a mount
+# The emulated machine is a network namespace (ctrbench-docker<major>: not
+# ctb…, which `ctrbench clean` would take for a leftover of its own) and a mount
 # namespace of their own. In them the engine is what a machine with this
 # Docker Engine installed has: its dockerd and docker-proxy at Debian's
 # paths (/usr/sbin), its socket at /var/run/docker.sock, its data root at
@@ -28,7 +29,7 @@ set -euo pipefail
 VERSION=${DOCKER_ENGINE_VERSION:-28.2.2}
 CACHE=${CTRBENCH_CACHE:-/var/cache/ctrbench}/docker-engine/$VERSION
 BIN=$CACHE/bin
-NS=ctbe${VERSION%%.*}
+NS=ctrbench-docker${VERSION%%.*}
 STATE=/var/lib/ctrbench/docker-engine-$VERSION
 MODULE=github.com/docker/docker
 
@@ -102,11 +103,25 @@ in_ns() {
 	return 0
 }
 
+# lock takes the machine's lock for the rest of this process, or stops:
+# one run at a time (down would end another's).
+lock() {
+	exec 9>"/run/ctrbench-docker-engine-$VERSION.lock"
+	flock -n 9 || die "another run of the Docker $VERSION machine ($NS) is under way; wait for it, or end it and run '$0 down'"
+}
+
 # inner runs inside the machine's namespaces: the engine's files in place,
 # the engine started, CMD run, the engine stopped.
 inner() {
 	local store=$1
 	shift
+	# /sys of this network namespace (LXC finds a bridge by
+	# /sys/class/net/<name>/bridge), the machine's cgroup tree kept.
+	mkdir -p /tmp/ctbe-cgroup
+	mount --rbind /sys/fs/cgroup /tmp/ctbe-cgroup
+	mount -t sysfs sysfs /sys
+	mount --move /tmp/ctbe-cgroup /sys/fs/cgroup
+	rmdir /tmp/ctbe-cgroup
 	mount -t tmpfs -o mode=755 ctbe-run /run
 	mkdir -p /run/lock
 	mount --bind "$BIN/dockerd" /usr/sbin/dockerd
@@ -123,7 +138,7 @@ inner() {
 }
 EOF
 	mount --bind "$STATE/etc" /etc/docker
-	setsid /usr/sbin/dockerd >"$STATE/dockerd.log" 2>&1 </dev/null &
+	setsid /usr/sbin/dockerd >"$STATE/dockerd.log" 2>&1 </dev/null 9>&- &
 	local pid=$!
 	echo "$pid" >"$STATE/dockerd.pid"
 	for _ in $(seq 1 120); do
@@ -135,7 +150,7 @@ EOF
 	done
 	log "Docker Engine $VERSION answers in $NS (image store $store, FORWARD policy $(iptables -w -S FORWARD | sed -n 's/^-P FORWARD //p'))"
 	local rc=0
-	env -u DOCKER_HOST -u DOCKER_CONTEXT "$@" || rc=$?
+	env -u DOCKER_HOST -u DOCKER_CONTEXT "$@" 9>&- || rc=$?
 	kill -TERM "$pid" 2>/dev/null || true
 	for _ in $(seq 1 150); do
 		kill -0 "$pid" 2>/dev/null || break
@@ -158,6 +173,7 @@ run() {
 	[ $# -gt 0 ] || die "run: no command (scripts/docker-engine.sh run -- CMD)"
 	[ "$(id -u)" = 0 ] || die "must run as root (namespaces, mounts, an engine)"
 	built || build
+	lock
 	down
 	mkdir -p "$STATE"
 	ip netns add "$NS"
@@ -166,8 +182,10 @@ run() {
 	# forwarding on itself, and then sets FORWARD's policy.
 	nsenter --net="/run/netns/$NS" sysctl -qw net.ipv4.ip_forward=0
 	local rc=0
+	trap 'down; exit 130' INT TERM
 	nsenter --net="/run/netns/$NS" unshare --mount --propagation private -- \
 		env CTRBENCH_ENGINE_MACHINE="$NS" "$0" __inner "$store" "$@" || rc=$?
+	trap - INT TERM
 	down
 	return $rc
 }
@@ -175,7 +193,7 @@ run() {
 case ${1:-} in
 build) build ;;
 run) shift; run "$@" ;;
-down) down ;;
+down) lock; down ;;
 version) echo "$VERSION" ;;
 __inner) shift; inner "$@" ;;
 *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;

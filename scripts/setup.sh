@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # Installs what ctrbench needs on Debian/Ubuntu and starts dockerd when none answers.
 # Idempotent: safe to run again; installs only what is missing.
+#
+# The machine's Docker Engine is used as it is: when one answers, its
+# packages, its daemon.json and the way it was started are left alone, and
+# Debian's docker.io is installed only where no engine answers and none is
+# installed. An install that would remove or downgrade a package of an
+# installed engine (docker-ce, moby-engine, containerd.io…) is refused,
+# with what apt would have done.
 set -euo pipefail
 
 log() { printf 'setup: %s\n' "$*" >&2; }
@@ -14,7 +21,6 @@ need_root() {
 
 # Packages and the command each provides; only missing commands trigger an install.
 PKGS=(
-	"dockerd:docker.io"
 	"ip:iproute2"
 	"gcc:gcc"
 	"iperf3:iperf3"
@@ -86,8 +92,43 @@ install_pkgs() {
 		made=1
 	fi
 	# shellcheck disable=SC2086
+	refuse_removals $pkgs
+	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
 	if [ -n "$made" ]; then rm -f $policy; fi
+}
+
+# refuse_removals stops setup when installing the packages would remove or
+# downgrade an installed one (apt's simulation says "Remv" or "Inst … [old]"
+# with an older version): an engine installed from Docker's repository
+# conflicts with Debian's docker.io, containerd and runc.
+refuse_removals() {
+	local sim kind pkg rest old new bad=()
+	sim=$(apt-get install -s --no-install-recommends "$@" 2>&1) || {
+		log "apt cannot install $*:"
+		printf '%s\n' "$sim" | tail -n 5 >&2
+		exit 1
+	}
+	while read -r kind pkg rest; do
+		case $kind in
+		Remv) bad+=("removes $pkg") ;;
+		Inst)
+			# "Inst pkg [old] (new …)": an installed package replaced.
+			[[ $rest == \[* ]] || continue
+			old=${rest%%]*} old=${old#[}
+			new=${rest#*(} new=${new%% *}
+			if dpkg --compare-versions "$new" lt "$old"; then
+				bad+=("downgrades $pkg from $old to $new")
+			fi
+			;;
+		esac
+	done <<<"$sim"
+	if [ ${#bad[@]} -gt 0 ]; then
+		log "refusing to install $*: apt would change what is installed:"
+		printf '  %s\n' "${bad[@]}" >&2
+		log "setup never removes or downgrades a package: install the missing tools another way, or start the machine's Docker Engine so that docker.io is not needed"
+		exit 1
+	fi
 }
 
 docker_answers() {
@@ -105,6 +146,42 @@ stale_pidfile() {
 		log "removing $1: no $2 runs as pid ${pid:-?} (left by one that was killed)"
 		rm -f "$1"
 	fi
+}
+
+# engine_installed names an installed Docker Engine package, "" when none.
+engine_installed() {
+	local p
+	for p in docker-ce moby-engine docker.io docker-engine; do
+		if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+# use_engine: an engine that answers is the machine's, used as it is; one
+# installed but not running is started as its package installs it; Debian's
+# docker.io is installed only where there is none at all.
+use_engine() {
+	if docker_answers; then
+		log "a Docker Engine answers ($(docker version --format '{{.Server.Version}}, API {{.Server.APIVersion}}' 2>/dev/null || echo 'version unknown')): using it, its packages and configuration left alone"
+		return
+	fi
+	if ! command -v dockerd >/dev/null 2>&1; then
+		local pkg
+		pkg=$(engine_installed)
+		if [ -n "$pkg" ]; then
+			log "the package $pkg is installed but no dockerd is on PATH and no engine answers: start your engine, then run make setup again"
+			exit 1
+		fi
+		log "no Docker Engine here: installing Debian's docker.io"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		refuse_removals docker.io
+		apt-get install -y -qq --no-install-recommends docker.io >/dev/null
+		INSTALLED_ENGINE=1
+	fi
+	start_dockerd
 }
 
 start_dockerd() {
@@ -135,25 +212,28 @@ start_dockerd() {
 }
 
 # register_crun tells the Docker Engine about crun (the runtime factor's
-# second level). A daemon.json ctrbench did not write is left alone, with a
-# note: the user's configuration is theirs.
+# second level) only when this script installed the engine: an engine that
+# was here before is the user's, and so is its daemon.json; setup then
+# says how to register crun (the documented way: a "runtimes" entry in
+# daemon.json, which dockerd reloads on SIGHUP; removing it and sending
+# SIGHUP again undoes it).
 register_crun() {
 	local conf=/etc/docker/daemon.json crun
 	crun=$(command -v crun) || return 0
-	if [ -e "$conf" ]; then
-		grep -q '"crun"' "$conf" || log "note: $conf exists and does not register crun; add \"runtimes\": {\"crun\": {\"path\": \"$crun\"}} to compare runtimes"
+	if [ -z "${INSTALLED_ENGINE:-}" ] || [ -e "$conf" ]; then
+		if ! grep -qs '"crun"' "$conf"; then
+			log "note: the Docker Engine has no crun runtime (the runtime factor's second level); to add it: put \"runtimes\": {\"crun\": {\"path\": \"$crun\"}} in $conf and send dockerd SIGHUP (remove it and SIGHUP again to undo)"
+		fi
 		return 0
 	fi
 	mkdir -p /etc/docker
 	printf '{\n  "runtimes": {"crun": {"path": "%s"}}\n}\n' "$crun" >"$conf"
-	log "registered crun with the Docker Engine ($conf)"
+	log "registered crun with the Docker Engine setup installed ($conf; remove the file and send dockerd SIGHUP to undo)"
 	# A running daemon reloads its runtimes on SIGHUP.
-	if docker_answers; then
-		pkill -HUP -x dockerd || true
-	fi
+	pkill -HUP -x dockerd || true
 }
 
 need_root
+use_engine
 install_pkgs
 register_crun
-start_dockerd

@@ -73,6 +73,22 @@ type EnvDifference struct {
 	Strict bool // result.FingerprintKey.Strict
 }
 
+// EngineCause is the difference among diffs that most likely explains a
+// change between two campaigns of one experiment: the engine's
+// (result.EngineKeys, in their order), with every other engine difference
+// after it; false when the engine is the same.
+func EngineCause(diffs []EnvDifference) ([]EnvDifference, bool) {
+	var out []EnvDifference
+	for _, k := range result.EngineKeys {
+		for _, d := range diffs {
+			if d.Key == k {
+				out = append(out, d)
+			}
+		}
+	}
+	return out, len(out) > 0
+}
+
 // Comparison is campaign B against campaign A.
 type Comparison struct {
 	A, B      result.Campaign

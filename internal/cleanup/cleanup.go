@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
@@ -74,10 +75,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	errs = append(errs, err)
 	rules, err := firewall.Clean(nil)
 	cni, cerr := firewall.CleanCNI(nil) // podman's bridges' isolation rules
-	for _, r := range append(rules, cni...) {
+	direct, derr := firewall.CleanDirect(nil)
+	for _, r := range slices.Concat(rules, cni, direct) {
 		rep.Removed = append(rep.Removed, "iptables rule "+r)
 	}
-	errs = append(errs, err, cerr)
+	errs = append(errs, err, cerr, derr)
 	// The bridges of Docker networks still there (a campaign left alone)
 	// are the engine's to remove.
 	removed, err := links.RemoveAll(engine.LiveBridges(ctx))

@@ -22,6 +22,13 @@ import (
 // governor changed. It returns the results file.
 func fiveRuns(t *testing.T) string {
 	t.Helper()
+	return fiveRunsWith(t, func(env map[string]string) { env[result.EnvGovernor] = "powersave" })
+}
+
+// fiveRunsWith is fiveRuns with the fifth run's environment changed by
+// change.
+func fiveRunsWith(t *testing.T, change func(env map[string]string)) string {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "r.db")
 	db, err := store.Open(ctx, path)
@@ -43,9 +50,10 @@ func fiveRuns(t *testing.T) string {
 		camp := result.Campaign{ID: id, Name: "quickstart", SpecPath: "quickstart.yaml", SpecText: "name: quickstart\n", Status: result.CampaignDone,
 			Started: t0.Add(time.Duration(run) * time.Hour), Ended: t0.Add(time.Duration(run)*time.Hour + time.Minute),
 			Env: map[string]string{result.EnvKernel: "6.1", result.EnvHostname: "h", result.EnvGovernor: "performance"}}
+		camp.Env[result.EnvDocker] = "20.10.24+dfsg1"
 		if run == 5 {
 			camp.SpecText += "# --set machine.cpus=1\n"
-			camp.Env[result.EnvGovernor] = "powersave"
+			change(camp.Env)
 		}
 		storeCampaign(t, db, camp, cells, 6, func(c result.Cell) result.Observation {
 			mean := map[string]float64{"cpu": 1000, "tcp": 17}[c.Workload]
@@ -57,6 +65,31 @@ func fiveRuns(t *testing.T) string {
 		})
 	}
 	return path
+}
+
+// The engine changed at the run where the docker series changed (Docker
+// 20.10.24 to 28.2.2, as the project's machines moved): history marks each
+// changepoint with it as the likely cause, and compare says so above its
+// table.
+func TestEngineChangeIsTheLikelyCause(t *testing.T) {
+	ctx := context.Background()
+	path := fiveRunsWith(t, func(env map[string]string) {
+		env[result.EnvDocker], env[result.EnvContainerd] = "28.2.2", "1.6.20~ds1"
+	})
+	var out, errOut bytes.Buffer
+	if code := Main(ctx, []string{"history", "--db", path, "quickstart"}, &out, &errOut); code != 0 {
+		t.Fatalf("history: exit %d: %s", code, errOut.String())
+	}
+	want := "likely cause: the engine changed (docker.version 20.10.24+dfsg1 → 28.2.2, containerd.version (none) → 1.6.20~ds1)"
+	if n := strings.Count(out.String(), want); n != 2 {
+		t.Errorf("%d changepoints say %q, want the 2 of the docker cells:\n%s", n, want, out.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	code := Main(ctx, []string{"compare", "--db", path, "run4", "run5"}, &out, &errOut)
+	if code != ExitError || !strings.Contains(out.String(), "likely cause of any change: the engine changed (docker.version 20.10.24+dfsg1 → 28.2.2, containerd.version") {
+		t.Errorf("compare: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
 }
 
 // history over five runs finds the change of the fifth in its docker

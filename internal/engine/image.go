@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,21 +202,58 @@ func (e *Engine) SaveImage(ctx context.Context, tag string, w io.Writer) error {
 	return nil
 }
 
-// LoadImage loads a saved image into the engine, as `docker load` does.
-func (e *Engine) LoadImage(ctx context.Context, r io.Reader) error {
+// LoadImage loads a saved image into the engine, as `docker load` does,
+// and returns the names the engine gave what it loaded. They are not
+// always the archive's tags: an archive of Docker 25 or later is an OCI
+// layout too, and podman 4.3 loads it by the layout's
+// io.containerd.image.name annotation ("docker.io/library/NAME:TAG"),
+// where it names a `docker save` archive of Docker 20.10
+// "localhost/NAME:TAG".
+func (e *Engine) LoadImage(ctx context.Context, r io.Reader) ([]string, error) {
 	resp, err := e.api.ImageLoad(ctx, r)
 	if err != nil {
-		return fmt.Errorf("loading image: %w", err)
+		return nil, fmt.Errorf("loading image: %w", err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("loading image: %w", err)
+		return nil, fmt.Errorf("loading image: %w", err)
 	}
 	if strings.Contains(string(out), `"error"`) {
-		return fmt.Errorf("loading image: %s", strings.TrimSpace(string(out)))
+		return nil, fmt.Errorf("loading image: %s", strings.TrimSpace(string(out)))
 	}
-	return nil
+	return loadedNames(out), nil
+}
+
+// loadedNames reads the names an image load reports ("Loaded image:
+// NAME" in its JSON stream's messages).
+func loadedNames(out []byte) []string {
+	var names []string
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var m struct{ Stream string }
+		if dec.Decode(&m) != nil {
+			break
+		}
+		for _, line := range strings.Split(m.Stream, "\n") {
+			if name, ok := strings.CutPrefix(strings.TrimSpace(line), "Loaded image: "); ok {
+				names = append(names, strings.TrimSpace(name))
+			}
+		}
+	}
+	return names
+}
+
+// LoadedAs is the name among loaded that is image tag (NAME:TAG), as an
+// engine named it: the tag itself, or the tag under a registry
+// ("localhost/NAME:TAG", "docker.io/library/NAME:TAG"); "" if none is.
+func LoadedAs(loaded []string, tag string) string {
+	for _, n := range loaded {
+		if n == tag || strings.HasSuffix(n, "/"+tag) {
+			return n
+		}
+	}
+	return ""
 }
 
 // SaveImageTemp writes ref, an image in the engine the environment names,

@@ -28,6 +28,7 @@ type Bridge struct {
 	Name, ID        string
 	Subnet, Gateway string
 	Link            string            // the host's bridge link, ctb<hash>
+	Mode            string            // its gateway mode asked for ("" the engine's default, NAT)
 	Options         map[string]string // the driver's options, as the engine reports them
 }
 
@@ -68,6 +69,7 @@ func (e *Engine) CreateBridge(ctx context.Context, s BridgeSpec, progress io.Wri
 	}
 	opts := map[string]string{bridgeNameOption: b.Link}
 	maps.Copy(opts, s.Options)
+	b.Mode = opts[GatewayModeOption]
 	var (
 		resp network.CreateResponse
 		err  error
@@ -134,7 +136,11 @@ func (e *Engine) RemoveBridge(ctx context.Context, b Bridge) error {
 
 // Describe adds the network to a campaign's environment record.
 func (b Bridge) Describe(info map[string]string) {
-	for k, v := range map[string]string{"docker.network": b.Name, "docker.network_subnet": b.Subnet, "docker.network_gateway": b.Gateway, "docker.network_bridge": b.Link} {
+	prefix := "docker.network"
+	if b.Mode != "" {
+		prefix += "." + b.Mode
+	}
+	for k, v := range map[string]string{prefix: b.Name, prefix + "_subnet": b.Subnet, prefix + "_gateway": b.Gateway, prefix + "_bridge": b.Link} {
 		if v != "" {
 			info[k] = v
 		}
@@ -160,6 +166,37 @@ func (e *Engine) DefaultGateway(ctx context.Context) (string, error) {
 		}
 	}
 	return "", errors.New("the default bridge network of Docker has no gateway (is the daemon running with --bridge=none?)")
+}
+
+// DefaultSubnet is the subnet of Docker's own default bridge (docker0):
+// the user's engine's range, which ctrbench uses (network bridge-default)
+// but never configures.
+func DefaultSubnet(ctx context.Context, opts ...Option) (netip.Prefix, error) {
+	e, err := New(opts...)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	defer e.Close()
+	n, err := e.api.NetworkInspect(ctx, "bridge", network.InspectOptions{})
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("reading Docker's default bridge network: %w", err)
+	}
+	for _, c := range n.IPAM.Config {
+		if p, err := netip.ParsePrefix(c.Subnet); err == nil && p.Addr().Is4() {
+			return p.Masked(), nil
+		}
+	}
+	if link := n.Options[bridgeNameOption]; link != "" {
+		if ifc, err := net.InterfaceByName(link); err == nil {
+			addrs, _ := ifc.Addrs()
+			for _, a := range addrs {
+				if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() {
+					return p.Masked(), nil
+				}
+			}
+		}
+	}
+	return netip.Prefix{}, errors.New("the default bridge network of Docker has no IPv4 subnet")
 }
 
 // linkIPv4 is the first IPv4 address of a host link, "" if none.

@@ -39,6 +39,9 @@ type Privileges struct {
 
 // String says what was used, for the campaign's record.
 func (p Privileges) String() string {
+	if p.Privileged && len(p.Missing) > 0 {
+		return "privileged (the engine leaves out " + strings.Join(p.Missing, ",") + ", which the bounding set lacks)"
+	}
 	if p.Privileged {
 		return "privileged"
 	}
@@ -47,6 +50,8 @@ func (p Privileges) String() string {
 
 func (p Privileges) apply(hc *container.HostConfig) {
 	if p.Privileged {
+		// On an engine that leaves out what the bounding set lacks, the
+		// cgroup hierarchy is read-write as for any privileged container.
 		hc.Privileged = true
 		return
 	}
@@ -84,6 +89,20 @@ func EnginePrivileges() Privileges {
 		}
 	}
 	return Privileges{Privileged: len(missing) == 0, Missing: missing}
+}
+
+// For is p on an engine of version v. Docker 23 and later give a
+// privileged container only the capabilities the bounding set has, and
+// refuse to drop one it lacks ("invalid CapDrop: capability not supported
+// by your kernel or not available in the current environment", seen with
+// Docker 28.2.2 here): there --privileged is the way. Docker 20.10 asks
+// for every capability the kernel knows and fails ("unable to apply
+// caps"): there every capability but the missing ones is asked for.
+func (p Privileges) For(version string) Privileges {
+	if major, _, _, ok := parseVersion(version); ok && major >= 23 && len(p.Missing) > 0 {
+		p.Privileged = true
+	}
+	return p
 }
 
 // capNames are the Linux capabilities by number, as Docker names them.

@@ -107,7 +107,7 @@ func (e *Engine) loadArchive(ctx context.Context, src UserImageSource, progress 
 		return nil, err
 	}
 	defer f.Close()
-	if err := e.LoadImage(ctx, f); err != nil {
+	if _, err := e.LoadImage(ctx, f); err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Archive, err)
 	}
 	if _, err := e.api.ImageInspect(ctx, src.ID); err != nil {

@@ -162,3 +162,97 @@ func Names(line string) (string, bool) {
 
 // run runs iptables in the machine's namespace.
 func run(args ...string) error { return runIn("", args...) }
+
+// directComment marks the raw-table rule that lets ctrbench's links reach
+// the containers on bridge br directly.
+func directComment(br string) string { return "ctrbench:" + br }
+
+// directRule is AllowDirect's rule, as iptables' arguments after the
+// chain.
+func directRule(br, subnet string) []string {
+	return []string{"-i", vocab.LinkPrefix + "+", "-d", subnet, "-j", "ACCEPT", "-m", "comment", "--comment", directComment(br)}
+}
+
+// AllowDirect lets what enters from a link of ctrbench's (another bridge
+// of the campaign: LXC's, the VMs', a lab's) reach subnet, the network of
+// ctrbench's engine bridge br, by its containers' own addresses. Docker 28
+// drops such packets in the raw table's PREROUTING before routing (a rule
+// per container: `-d <its address> ! -i <its bridge> -j DROP`, what it
+// calls direct routing to unpublished ports); this rule, first in the
+// chain, is the one exception, and only for ctrbench's links into
+// ctrbench's network: nothing else the engine filters is let through.
+func AllowDirect(br, subnet string) error {
+	if !strings.HasPrefix(br, vocab.LinkPrefix) {
+		return fmt.Errorf("bridge %s: ctrbench's links are named %s…", br, vocab.LinkPrefix)
+	}
+	if run(append([]string{"-t", "raw", "-C", "PREROUTING"}, directRule(br, subnet)...)...) == nil {
+		return nil
+	}
+	if err := run(append([]string{"-t", "raw", "-I", "PREROUTING", "1"}, directRule(br, subnet)...)...); err != nil {
+		return fmt.Errorf("letting ctrbench's links reach %s directly: %w", subnet, err)
+	}
+	return nil
+}
+
+// RemoveDirect deletes AllowDirect's rules for bridge br; none is no
+// error.
+func RemoveDirect(br string) error {
+	_, err := CleanDirect(func(link string) bool { return link == br })
+	return err
+}
+
+// CleanDirect deletes AllowDirect's rules (match, when non-nil, narrows
+// it to those of the bridges it accepts) and returns what it removed, as
+// iptables -S prints it.
+func CleanDirect(match func(link string) bool) ([]string, error) {
+	if !Available() {
+		return nil, nil
+	}
+	out, err := exec.Command("iptables", "-w", "-t", "raw", "-S", "PREROUTING").Output()
+	if err != nil {
+		return nil, fmt.Errorf("listing iptables raw PREROUTING: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		i := slices.Index(f, "--comment")
+		if len(f) < 2 || f[0] != "-A" || i < 0 || i+1 >= len(f) {
+			continue
+		}
+		// -S quotes a comment with a colon in it.
+		f[i+1] = strings.Trim(f[i+1], `"`)
+		br, ok := strings.CutPrefix(f[i+1], "ctrbench:")
+		if !ok || (match != nil && !match(br)) {
+			continue
+		}
+		f[0] = "-D"
+		if err := run(append([]string{"-t", "raw"}, f...)...); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, "-t raw "+line)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// OpenInner lets what the namespace at nsPath (a nested parent's) routes
+// to subnet, the bridge of the engine inside it, reach that engine's
+// containers: Docker 28 drops packets addressed to a container that do
+// not come in through its bridge (raw PREROUTING) and, in its DOCKER
+// chain, those to ports it did not publish. One accept first in raw
+// PREROUTING and one in DOCKER-USER (the chain Docker keeps for rules of
+// its users, evaluated before its own) undo that for subnet alone, inside
+// that namespace, which goes with the parent.
+func OpenInner(nsPath, subnet string) error {
+	rules := [][]string{
+		{"-t", "raw", "-I", "PREROUTING", "1", "-d", subnet, "-j", "ACCEPT", "-m", "comment", "--comment", "ctrbench"},
+		{"-I", "DOCKER-USER", "1", "-d", subnet, "-j", "ACCEPT", "-m", "comment", "--comment", "ctrbench"},
+	}
+	for _, r := range rules {
+		if err := runIn(nsPath, r...); err != nil {
+			return fmt.Errorf("opening the inner engine's bridge %s: %w", subnet, err)
+		}
+	}
+	return nil
+}

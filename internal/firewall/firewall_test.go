@@ -76,3 +76,44 @@ func TestNamesLink(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectLifecycle inserts AllowDirect's rule first in raw PREROUTING,
+// once however often it is asked, and removes it by its bridge; Clean
+// removes a leftover. Nothing else in the chain is touched.
+func TestDirectLifecycle(t *testing.T) {
+	if testing.Short() || os.Getuid() != 0 || !Available() {
+		t.Skip("needs root and iptables")
+	}
+	const br, subnet = "ctbzdirtest", "198.19.190.0/24"
+	rules := func() []string {
+		out, err := exec.Command("iptables", "-w", "-t", "raw", "-S", "PREROUTING").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	before := rules()
+	t.Cleanup(func() { _ = RemoveDirect(br) })
+	for i := 0; i < 2; i++ {
+		if err := AllowDirect(br, subnet); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := rules()
+	if len(after) != len(before)+1 || !strings.Contains(after[1], "-d "+subnet) || !strings.Contains(after[1], "-i ctb+") || !strings.Contains(after[1], "ctrbench:"+br) {
+		t.Fatalf("want one rule first in the chain, got:\n%s", strings.Join(after, "\n"))
+	}
+	if err := AllowDirect("docker0", subnet); err == nil {
+		t.Error("a rule for a bridge that is not ctrbench's was accepted")
+	}
+	if err := RemoveDirect(br); err != nil || len(rules()) != len(before) {
+		t.Fatalf("remove: %v\n%s", err, strings.Join(rules(), "\n"))
+	}
+	if err := AllowDirect(br, subnet); err != nil {
+		t.Fatal(err)
+	}
+	got, err := CleanDirect(func(link string) bool { return link == br })
+	if err != nil || len(got) != 1 || len(rules()) != len(before) {
+		t.Fatalf("clean: %v %v\n%s", got, err, strings.Join(rules(), "\n"))
+	}
+}

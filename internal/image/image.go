@@ -322,3 +322,11 @@ func dedupe(in []string) []string {
 	}
 	return out
 }
+
+// EnginePrograms are the programs an image that runs a Docker Engine
+// inside carries (a nested parent, a swarm node, a virtual machine with an
+// engine): dockerd, its userland proxy (Docker 28 refuses to start
+// without it: "userland-proxy is enabled, but userland-proxy-path is not
+// set"; 20.10 looked for it only when a port was published), containerd,
+// its shim and runtime, and the init it gives containers.
+var EnginePrograms = []string{"dockerd", "docker-proxy", "containerd", "containerd-shim-runc-v2", "runc", "docker-init"}

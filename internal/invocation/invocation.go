@@ -115,7 +115,7 @@ type Agent struct {
 	WaitGo bool
 	// Linger: after printing the result, wait to be stopped (SIGTERM) or
 	// removed instead of exiting, so the platform ends its instances one
-	// at a time (platform.Capabilities.EndOneAtATime). Run only.
+	// at a time (platform.EndOneAtATime). Run only.
 	Linger bool
 	// Key is the key the agent signs its events with; not an argument:
 	// a platform puts Env() into the agent's environment.

@@ -88,15 +88,6 @@ type Capabilities struct {
 	// bridge: Provision's Platform the cell's mode, its Wire this); ""
 	// for none.
 	Outer func(options map[string]string) vocab.Network
-	// EndOneAtATime: the instances of a trial must not end together. Docker
-	// 20.10's libnetwork takes its network and controller locks in
-	// opposite orders when a container leaves a network and when another's
-	// endpoint deletion is processed (moby/moby#42545, not in Debian's
-	// 20.10.24): many containers exiting at once deadlock the engine, which
-	// then answers nothing until restarted (seen here at the end of a
-	// 50-pair trial). So a chain trial's agents wait after their result
-	// (invocation.Agent.Linger) and are removed one after another.
-	EndOneAtATime bool
 	// Nodes, when set, says the platform brings a cell's hosts itself —
 	// the nodes of a cluster it emulates here, or a user's — in place of
 	// ctrbench's emulated hosts. Everything else follows from that one

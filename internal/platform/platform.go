@@ -324,6 +324,22 @@ func (s Setup) Notes() io.Writer {
 	return s.Progress
 }
 
+// Serial is a platform whose instances must not end together on the
+// engine it drives: a Docker Engine whose libnetwork deadlocks when many
+// containers leave their networks at once (engine.EndsTogetherDeadlock).
+// It is a fact of the engine in use, read when the platform is prepared,
+// never of every engine: a trial's agents then wait after their result
+// (invocation.Agent.Linger) and are removed one after another.
+type Serial interface {
+	EndOneAtATime() bool
+}
+
+// EndOneAtATime reports whether p's instances must end one at a time.
+func EndOneAtATime(p Platform) bool {
+	s, ok := p.(Serial)
+	return ok && s.EndOneAtATime()
+}
+
 // Platform starts instances.
 type Platform interface {
 	Name() string

@@ -28,6 +28,9 @@ func Compare(w io.Writer, c analysis.Comparison, format string) error {
 	if err := writeEnvDiffs(w, c.EnvDiffs); err != nil {
 		return err
 	}
+	if cause, ok := analysis.EngineCause(c.EnvDiffs); ok {
+		fmt.Fprintf(w, "likely cause of any change: the engine changed (%s)\n", EngineChange(cause))
+	}
 	if err := writeStartConditions(w, c.A.Env, c.B.Env); err != nil {
 		return err
 	}
@@ -65,6 +68,16 @@ func familyName(f string) string {
 		return "every measured metric (--all-metrics)"
 	}
 	return "each workload's headline metric"
+}
+
+// EngineChange says how the engine changed: "docker.version 20.10.24 →
+// 28.2.2, containerd.version …".
+func EngineChange(diffs []analysis.EnvDifference) string {
+	parts := make([]string, len(diffs))
+	for i, d := range diffs {
+		parts[i] = fmt.Sprintf("%s %s → %s", d.Key, orNone(d.A), orNone(d.B))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // writeEnvDiffs lists the fingerprint keys whose values differ.

@@ -49,7 +49,7 @@ func History(w io.Writer, h analysis.History, format string) error {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "run\tmean [95% CI]\tmedian\tn\tchangepoint")
 		for i, p := range s.Points {
-			fmt.Fprintf(tw, "%d\t%s %s\t%s\t%d\t%s\n", p.Run+1, Sig(p.Mean), interval(p.CI95, Sig), Sig(p.Median), p.N, changeAt(s, i))
+			fmt.Fprintf(tw, "%d\t%s %s\t%s\t%d\t%s\n", p.Run+1, Sig(p.Mean), interval(p.CI95, Sig), Sig(p.Median), p.N, changeAt(h, s, i))
 		}
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("write history: %w", err)
@@ -67,12 +67,22 @@ func History(w io.Writer, h analysis.History, format string) error {
 	return err
 }
 
-// changeAt describes the changepoint at a series' point i, "" for none.
-func changeAt(s analysis.HistorySeries, i int) string {
+// changeAt describes the changepoint at a series' point i, "" for none,
+// with the engine's change at that run as its likely cause.
+func changeAt(h analysis.History, s analysis.HistorySeries, i int) string {
 	for _, c := range s.Changepoints {
 		if c.Point == i {
-			return fmt.Sprintf("◆ %s %s%% (median %s → %s, p %s, adjusted %s)", c.Verdict, signed(c.Pct), Sig(c.Before), Sig(c.After), pValue(c.PValue), pValue(c.Adjusted))
+			return fmt.Sprintf("◆ %s %s%% (median %s → %s, p %s, adjusted %s)%s", c.Verdict, signed(c.Pct), Sig(c.Before), Sig(c.After), pValue(c.PValue), pValue(c.Adjusted), likelyCause(h, c.Run))
 		}
+	}
+	return ""
+}
+
+// likelyCause is "; likely cause: the engine changed (…)" when the
+// engine changed at run r, "" otherwise.
+func likelyCause(h analysis.History, r int) string {
+	if cause, ok := analysis.EngineCause(h.Runs[r].Changes); ok {
+		return "; likely cause: the engine changed (" + EngineChange(cause) + ")"
 	}
 	return ""
 }
@@ -105,7 +115,7 @@ func historyMarkdown(w io.Writer, h analysis.History) error {
 		for _, c := range s.Changepoints {
 			n++
 			fmt.Fprintf(w, "| %s | %s | %s [%s] | %d | %s | %s%% | %s → %s | %s | %s |\n", mdEscape(s.Workload), mdEscape(result.FactorString(s.Cell)), mdEscape(s.Metric), mdEscape(s.Unit),
-				c.Run+1, h.Runs[c.Run].Campaign.ID, signed(c.Pct), Sig(c.Before), Sig(c.After), pValue(c.Adjusted), c.Verdict)
+				c.Run+1, h.Runs[c.Run].Campaign.ID, signed(c.Pct), Sig(c.Before), Sig(c.After), pValue(c.Adjusted), c.Verdict+mdEscape(likelyCause(h, c.Run)))
 		}
 	}
 	if n == 0 {

@@ -21,6 +21,12 @@ const (
 	EnvStorageDriver  = "docker.storage_driver"
 )
 
+// EngineKeys are the fingerprint keys that describe the container engine,
+// the likeliest cause of a change between two campaigns on one machine, in
+// that order: a new engine version (its containerd and runc with it)
+// changes how every container is made, networked and stored.
+var EngineKeys = []string{EnvDocker, EnvContainerd, EnvRunc, EnvStorageDriver, EnvCgroupDriver, EnvCgroupVersion, EnvDefaultRuntime}
+
 // EnvSubnetPool is the campaign's subnet pool, every address it
 // configured came from (a setting of the campaign, not of the machine).
 const EnvSubnetPool = "subnet_pool"

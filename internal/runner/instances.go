@@ -24,8 +24,8 @@ type instances struct {
 	mu      sync.Mutex
 	started []*watched
 	// serial are those of a platform whose instances must end one at a
-	// time (platform.Capabilities.EndOneAtATime): removed one after
-	// another, the others all at once.
+	// time (platform.EndOneAtATime, by the engine in use): removed one
+	// after another, the others all at once.
 	serial []*watched
 	detach []func() error
 }
@@ -68,18 +68,18 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 			isp.ShareNetworkWith = *loopOwner
 		}
 	}
+	p, ok := in.env.Platforms[r.Platform]
+	if !ok {
+		return nil, platformErr(fmt.Errorf("platform %s is not open", r.Platform))
+	}
 	inv.Counters = r.Counters
-	oneAtATime := r.Driver.Caps.EndOneAtATime
+	oneAtATime := platform.EndOneAtATime(p)
 	inv.Linger = in.linger && oneAtATime && inv.Kind == invocation.Run
 	inv.WaitNet = r.Provision.Wire != "" && inv.Kind == invocation.Run
 	inv.WaitRoute = r.Driver.Caps.RoutesSettle && inv.Target != "" && inv.Kind == invocation.Run
 	inv.Key = result.NewKey()
 	isp.Agent = inv
 	isp.Labels = in.env.labels(platform.LabelTrial, strconv.Itoa(in.seq), platform.LabelRole, r.Name)
-	p, ok := in.env.Platforms[r.Platform]
-	if !ok {
-		return nil, platformErr(fmt.Errorf("platform %s is not open", r.Platform))
-	}
 	if err := in.env.Starts.acquire(ctx); err != nil {
 		return nil, err
 	}

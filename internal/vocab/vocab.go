@@ -42,12 +42,21 @@ const (
 	// host's address (S3's two hosts).
 	Published      Network = "published"
 	PublishedProxy Network = "published-proxy"
+	// Routed and NATUnprotected are the campaign's bridge in Docker 28's
+	// gateway modes (com.docker.network.bridge.gateway_mode_ipv4): routed
+	// is a bridge without NAT, its containers reached at their own
+	// addresses (the path Docker 28 offers instead of published ports);
+	// nat-unprotected keeps NAT and lets every port be reached directly.
+	// On the machine only: between emulated hosts the lab's bridge is
+	// routed already.
+	Routed         Network = "routed"
+	NATUnprotected Network = "nat-unprotected"
 	None           Network = "none" // a namespace with loopback only, wired from outside
 )
 
 // Networks are the levels the network factor accepts, in the order
 // messages list them.
-var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted, Ingress, Published, PublishedProxy}
+var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted, Ingress, Published, PublishedProxy, Routed, NATUnprotected}
 
 // Valid reports whether n is a level of the network factor.
 func (n Network) Valid() bool { return slices.Contains(Networks, n) }
@@ -69,7 +78,16 @@ func (n Network) TakesLinks(betweenHosts bool) bool {
 // MachineOnly reports whether the mode exists only on the machine itself,
 // not between emulated hosts.
 func (n Network) MachineOnly() bool {
-	return n == Macvlan || n == BridgeDefault || n == PublishedProxy
+	return n == Macvlan || n == BridgeDefault || n == PublishedProxy || n.GatewayMode() != ""
+}
+
+// GatewayMode is the Docker bridge gateway mode the network is ("routed",
+// "nat-unprotected"); "" for every other network.
+func (n Network) GatewayMode() string {
+	if n == Routed || n == NATUnprotected {
+		return string(n)
+	}
+	return ""
 }
 
 // Publishes reports whether the mode reaches a server through a port its
@@ -85,7 +103,7 @@ func (n Network) ClusterOnly() bool { return n == Ingress }
 // to an instance across it.
 func (n Network) HostSided() bool {
 	switch n {
-	case Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted:
+	case Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted, Routed, NATUnprotected:
 		return true
 	}
 	return false

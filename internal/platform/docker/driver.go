@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
@@ -17,7 +18,7 @@ import (
 // another's (loopback) or an emulated host's (one it holds), the writable layer, a volume or a tmpfs.
 var Caps = platform.Capabilities{
 	StartStop:   700 * time.Millisecond, // rough: for the dry run's estimate
-	Networks:    []vocab.Network{vocab.Host, vocab.Bridge, vocab.BridgeDefault, vocab.Published, vocab.PublishedProxy},
+	Networks:    []vocab.Network{vocab.Host, vocab.Bridge, vocab.BridgeDefault, vocab.Published, vocab.PublishedProxy, vocab.Routed, vocab.NATUnprotected},
 	OwnNetNS:    true,
 	Wireable:    true,
 	JoinNetwork: true,
@@ -29,9 +30,46 @@ var Caps = platform.Capabilities{
 	Tools:       true,
 	UserImages:  true,
 	Factors:     []platform.Factor{RuntimeFactor},
-	// Docker 20.10 deadlocks when many containers exit at once.
-	EndOneAtATime: true,
+	Refuse:      refuse,
 }
+
+// refuse says why a network the driver lists is not on this machine's
+// engine: the bridge gateway modes need Docker Engine 28 or later. An
+// engine that does not answer now is not refused here: preparing the
+// platform says what is wrong then.
+func refuse(n vocab.Network) error {
+	if n.GatewayMode() == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), engine.PingTimeout)
+	defer cancel()
+	facts, err := machineFacts(ctx)
+	if err != nil {
+		return nil
+	}
+	return facts.HasGatewayModes()
+}
+
+// machineFacts are the facts of the engine the environment names, read
+// once per process (validation asks for each cell).
+func machineFacts(ctx context.Context) (engine.Facts, error) {
+	factsOnce.Do(func() {
+		e, err := engine.New()
+		if err != nil {
+			factsErr = err
+			return
+		}
+		defer e.Close()
+		facts, factsErr = e.Facts(ctx)
+	})
+	return facts, factsErr
+}
+
+var (
+	factsOnce sync.Once
+	facts     engine.Facts
+	factsErr  error
+)
 
 func init() {
 	platform.Register(platform.Driver{

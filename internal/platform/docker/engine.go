@@ -6,14 +6,28 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/result"
 )
+
+// EnginePrivileges are the privileges a container running an engine gets
+// from this platform's engine (engine.Privileges.For its version; before
+// Prepare, the machine's bounding set alone says).
+func (p *Platform) EnginePrivileges() engine.Privileges {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	priv := engine.EnginePrivileges()
+	if p.camp != nil {
+		priv = priv.For(p.camp.daemon.Versions[result.EnvDocker])
+	}
+	return priv
+}
 
 // StartEngine starts a container that hosts an engine (a nested parent, a
 // swarm's node), placed, limited and labelled as spec says, with the
-// privileges an inner engine needs (engine.EnginePrivileges), its own
-// image and command, and mounts.
+// privileges an inner engine needs (EnginePrivileges), its own image and
+// command, and mounts.
 func (p *Platform) StartEngine(ctx context.Context, spec platform.InstanceSpec, e engine.EngineSpec) (platform.Instance, error) {
-	priv := engine.EnginePrivileges()
+	priv := p.EnginePrivileges()
 	return p.startWith(ctx, spec, func(c *engine.ContainerSpec) {
 		c.Image, c.Cmd = e.Image, e.Cmd
 		if e.Hostname != "" {
@@ -64,4 +78,14 @@ func (p *Platform) Disconnect() error {
 	defer p.mu.Unlock()
 	p.closed = true
 	return p.eng.Close()
+}
+
+// Daemon is what the engine said of itself at Prepare (zero before).
+func (p *Platform) Daemon() engine.Facts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.camp == nil {
+		return engine.Facts{}
+	}
+	return p.camp.daemon
 }

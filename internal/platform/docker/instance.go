@@ -151,7 +151,7 @@ func containerSpec(camp prepared, spec platform.InstanceSpec, nsPath bool) (engi
 // network whose address is the instance's ("" for none); nsPath: the
 // engine joins a namespace by path (WithNamespacePaths).
 func networkMode(camp prepared, spec platform.InstanceSpec, nsPath bool) (mode, ipOn string, err error) {
-	netName := camp.bridge.Name
+	netName := camp.network(spec.Network).Name
 	switch {
 	case spec.ShareNetworkWith != "":
 		return "container:" + spec.ShareNetworkWith, "", nil
@@ -169,9 +169,9 @@ func networkMode(camp prepared, spec platform.InstanceSpec, nsPath bool) (mode, 
 		return "container:" + in.id, "", nil
 	case spec.Network == vocab.Host || spec.Network == "":
 		return "host", netName, nil
-	case spec.Network == vocab.Bridge || spec.Network.Publishes():
+	case spec.Network == vocab.Bridge || spec.Network.Publishes() || spec.Network.GatewayMode() != "":
 		if netName == "" {
-			return "", "", fmt.Errorf("instance %s: bridge network not prepared (Setup.Networks lacks %q)", spec.Name, vocab.Bridge)
+			return "", "", fmt.Errorf("instance %s: %s network not prepared (Setup.Networks lacks it)", spec.Name, spec.Network)
 		}
 		return netName, netName, nil
 	case spec.Network == vocab.BridgeDefault:

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
+	"github.com/ctrbench/ctrbench/internal/firewall"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/subnets"
@@ -111,6 +112,12 @@ type prepared struct {
 	daemon   engine.Facts
 	image    engine.AgentImage
 	bridge   engine.Bridge // the campaign's own bridge, when a cell uses one
+	// direct: ctrbench's links may reach the bridge's containers
+	// (firewall.AllowDirect), past the engine's drops.
+	direct bool
+	// gateways are the campaign's bridges in Docker 28's gateway modes
+	// (network routed, nat-unprotected), when a cell uses one.
+	gateways map[vocab.Network]engine.Bridge
 	// defaultGW is the gateway of Docker's default bridge, when used.
 	defaultGW string
 	volume    string   // the campaign's data volume, when storage volume is used
@@ -216,11 +223,21 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	}
 	needsBridge := slices.ContainsFunc(s.Networks, func(n vocab.Network) bool { return n == vocab.Bridge || n.Publishes() })
 	if needsBridge && c.bridge.ID == "" {
-		b, err := p.createBridge(ctx, &c, s.Subnets, progress)
+		b, err := p.createBridge(ctx, &c, "", s.Subnets, progress)
 		if err != nil {
 			return err
 		}
 		c.bridge = b
+		if c.daemon.FiltersDirectAccess() && p.eng.LocalPIDs() && firewall.Available() {
+			if err := firewall.AllowDirect(b.Link, b.Subnet); err != nil {
+				return err
+			}
+			c.direct = true
+			fmt.Fprintf(progress, "docker: the engine drops what reaches its containers from other links; ctrbench's links may reach %s (iptables raw PREROUTING)\n", b.Subnet)
+		}
+	}
+	if err := p.gatewayBridges(ctx, &c, s, progress); err != nil {
+		return err
 	}
 	if slices.Contains(s.Networks, vocab.BridgeDefault) && c.defaultGW == "" {
 		gw, err := p.eng.DefaultGateway(ctx)
@@ -240,10 +257,11 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	return nil
 }
 
-// createBridge makes the campaign's bridge network on the first block of
-// the pool's engine networks that no link of the machine has an address
-// in, holding the subnet lock while it chooses and creates.
-func (p *Platform) createBridge(ctx context.Context, c *prepared, pool subnets.Pool, progress io.Writer) (engine.Bridge, error) {
+// createBridge makes one of the campaign's bridge networks (in gateway
+// mode mode, "" for the engine's default, NAT) on the first block of the
+// pool's engine networks that no link of the machine has an address in,
+// holding the subnet lock while it chooses and creates.
+func (p *Platform) createBridge(ctx context.Context, c *prepared, mode vocab.Network, pool subnets.Pool, progress io.Writer) (engine.Bridge, error) {
 	unlock, err := links.LockSubnets()
 	if err != nil {
 		return engine.Bridge{}, err
@@ -263,7 +281,49 @@ func (p *Platform) createBridge(ctx context.Context, c *prepared, pool subnets.P
 			free = append(free, sub)
 		}
 	}
-	return p.eng.CreateBridge(ctx, engine.BridgeSpec{Campaign: c.id + p.bridgeOf, Labels: c.labels, Subnets: free}, progress)
+	spec := engine.BridgeSpec{Campaign: c.id + p.bridgeOf, Labels: c.labels, Subnets: free}
+	if gm := mode.GatewayMode(); gm != "" {
+		spec.Campaign += "-" + gm
+		spec.Options = map[string]string{engine.GatewayModeOption: gm}
+	}
+	return p.eng.CreateBridge(ctx, spec, progress)
+}
+
+// gatewayBridges makes the campaign's bridges in the gateway modes its
+// cells ask for (network routed, nat-unprotected), on an engine that has
+// them (Docker 28 and later; an older one would ignore the option and
+// give a NAT bridge under another name).
+func (p *Platform) gatewayBridges(ctx context.Context, c *prepared, s platform.Setup, progress io.Writer) error {
+	for _, n := range s.Networks {
+		if n.GatewayMode() == "" || c.gateways[n].ID != "" {
+			continue
+		}
+		if err := c.daemon.HasGatewayModes(); err != nil {
+			return fmt.Errorf("network %s: %w", n, err)
+		}
+		b, err := p.createBridge(ctx, c, n, s.Subnets, progress)
+		if err != nil {
+			return err
+		}
+		if got := b.Options[engine.GatewayModeOption]; got != n.GatewayMode() {
+			_ = p.eng.RemoveBridge(ctx, b)
+			return fmt.Errorf("network %s: the engine made %s with gateway mode %q, not %s", n, b.Name, got, n.GatewayMode())
+		}
+		if c.gateways == nil {
+			c.gateways = map[vocab.Network]engine.Bridge{}
+		}
+		c.gateways[n] = b
+	}
+	return nil
+}
+
+// network is the campaign's engine network an instance on network mode n
+// joins: the bridge (bridge, published), or a gateway mode's.
+func (c prepared) network(n vocab.Network) engine.Bridge {
+	if n.GatewayMode() != "" {
+		return c.gateways[n]
+	}
+	return c.bridge
 }
 
 // HostAddr implements platform.Platform: the host as seen from an instance.
@@ -278,8 +338,8 @@ func (p *Platform) HostAddr(netMode vocab.Network) string {
 		return ""
 	}
 	switch netMode {
-	case vocab.Bridge:
-		return p.camp.bridge.Gateway
+	case vocab.Bridge, vocab.Routed, vocab.NATUnprotected:
+		return p.camp.network(netMode).Gateway
 	case vocab.BridgeDefault:
 		return p.camp.defaultGW
 	}
@@ -309,6 +369,9 @@ func (p *Platform) Info() map[string]string {
 	maps.Copy(info, c.daemon.Versions)
 	c.image.Describe(info)
 	c.bridge.Describe(info)
+	for _, b := range c.gateways {
+		b.Describe(info)
+	}
 	if c.volume != "" {
 		info["docker.volume"] = c.volume
 	}
@@ -336,6 +399,20 @@ func (p *Platform) Close(ctx context.Context) error {
 		for _, id := range ids {
 			if err := failed[id]; err != nil {
 				errs = append(errs, err)
+			}
+		}
+		if c.direct {
+			if err := firewall.RemoveDirect(c.bridge.Link); err != nil {
+				errs = append(errs, err)
+			} else {
+				c.direct = false
+			}
+		}
+		for n, b := range c.gateways {
+			if err := p.eng.RemoveBridge(ctx, b); err != nil {
+				errs = append(errs, err)
+			} else {
+				delete(c.gateways, n)
 			}
 		}
 		if err := p.eng.RemoveBridge(ctx, c.bridge); err != nil {
@@ -397,3 +474,11 @@ func (p *Platform) userImages(ctx context.Context, c *prepared, imgs []platform.
 
 // Ping implements platform.Pinger: the engine answers.
 func (p *Platform) Ping(ctx context.Context) error { return p.eng.Ping(ctx) }
+
+// EndOneAtATime implements platform.Serial: the engine's version decides
+// (engine.Facts.EndOneAtATime); unknown before Prepare, the safe side.
+func (p *Platform) EndOneAtATime() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.camp == nil || p.camp.daemon.Versions == nil || p.camp.daemon.EndOneAtATime()
+}

@@ -101,7 +101,6 @@ var Caps = platform.Capabilities{
 		return nil
 	},
 	// The parents' engines are Docker 20.10 too (see the docker driver).
-	EndOneAtATime: true,
 }
 
 func init() {

@@ -56,9 +56,9 @@ const (
 )
 
 // engineTools are the parent image's programs: the engine and what it
-// runs, and iptables for its bridge's NAT.
-var engineTools = []string{"dockerd", "containerd", "containerd-shim-runc-v2", "runc", "docker-init",
-	"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"}
+// runs (image.EnginePrograms), and iptables for its bridge's NAT.
+var engineTools = append(slices.Clone(image.EnginePrograms),
+	"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore")
 
 // xtablesDir holds iptables' extensions, loaded at run time.
 const xtablesDir = "/usr/lib/x86_64-linux-gnu/xtables"
@@ -67,7 +67,6 @@ const xtablesDir = "/usr/lib/x86_64-linux-gnu/xtables"
 type Platform struct {
 	binary string
 	outer  *docker.Platform
-	priv   engine.Privileges
 
 	mu       sync.Mutex
 	setup    platform.Setup
@@ -95,7 +94,7 @@ func New(binary string) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{binary: binary, outer: outer, priv: engine.EnginePrivileges(), root: WorkRoot,
+	return &Platform{binary: binary, outer: outer, root: WorkRoot,
 		groups: map[string]*parent{}, parents: map[*parent]bool{}}, nil
 }
 
@@ -225,7 +224,7 @@ func (p *Platform) Info() map[string]string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	info["nested.parent_image"] = p.parentImage
-	info["nested.privileges"] = p.priv.String()
+	info["nested.privileges"] = p.outer.EnginePrivileges().String()
 	info["nested.inner_subnets"] = fmt.Sprintf("%s, a /%d per parent with a bridge", p.setup.Subnets.Net(subnets.InnerBridges, subnets.InnerBridgesBits), subnets.InnerBridgeBits)
 	if p.store != nil && p.store.err == nil && p.store.dir != "" {
 		info["nested.preloaded_store"] = p.store.dir
@@ -519,3 +518,7 @@ func (pr *parent) routeVia() string {
 // Ping implements platform.Pinger: the machine's engine, which runs the
 // parents, answers.
 func (p *Platform) Ping(ctx context.Context) error { return p.outer.Ping(ctx) }
+
+// EndOneAtATime implements platform.Serial: the parents are containers of
+// the machine's engine, and the children's engines run its dockerd.
+func (p *Platform) EndOneAtATime() bool { return p.outer.EndOneAtATime() }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/engine"
+	"github.com/ctrbench/ctrbench/internal/firewall"
 	"github.com/ctrbench/ctrbench/internal/links"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
@@ -163,9 +164,28 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 		return
 	}
 	pr.at[vocab.ImageReady] = time.Now()
+	if err := openInner(pr, inner); err != nil {
+		fail(err)
+		return
+	}
 	if err := routeTo(pr); err != nil {
 		fail(err)
 	}
+}
+
+// openInner lets what reaches the parent for its inner bridge through to
+// the children there, on an engine inside that filters it (Docker 28:
+// firewall.OpenInner), in the parent's own namespace.
+func openInner(pr *parent, inner *docker.Platform) error {
+	if pr.subnet < 0 || pr.hostBridge != "" || !inner.Daemon().FiltersDirectAccess() {
+		return nil
+	}
+	ns, ok := pr.outer.(platform.NetNSer)
+	if !ok || ns.NetNSPath() == "" {
+		return fmt.Errorf("parent %s: no network namespace to open its inner bridge in", pr.name)
+	}
+	sub, _ := pr.subnetOf()
+	return firewall.OpenInner(ns.NetNSPath(), sub.String())
 }
 
 // loadInto loads a saved image into a parent's engine.
@@ -175,7 +195,8 @@ func loadInto(ctx context.Context, inner *docker.Platform, tar string) error {
 		return err
 	}
 	defer f.Close()
-	return inner.Engine().LoadImage(ctx, f)
+	_, err = inner.Engine().LoadImage(ctx, f)
+	return err
 }
 
 // engineSpec is the parent container: the parent image running its

@@ -137,23 +137,21 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err := awaitService(ctx, loader); err != nil {
 		return err
 	}
-	err = p.bring(ctx, loader, p.outer.AgentImage())
+	agent, err := p.bring(ctx, loader, p.outer.AgentImage())
 	// Users' images: the outer engine put the agent into each; podman
 	// runs them as the outer engine made them.
 	users := map[string]engine.UserImage{}
 	for key, u := range p.outer.UserImages() {
 		if err == nil {
-			err = p.bring(ctx, loader, u.Tag)
+			u.Tag, err = p.bring(ctx, loader, u.Tag)
 		}
-		u.Tag = "localhost/" + u.Tag
 		users[key] = u
 	}
 	_ = loader.Close()
 	if err != nil {
 		return err
 	}
-	// podman names an image it loads without a registry localhost/….
-	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+sock), engine.WithLocalHost()), docker.WithImage("localhost/"+p.outer.AgentImage()),
+	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+sock), engine.WithLocalHost()), docker.WithImage(agent),
 		docker.WithUserImages(users), docker.WithBridgeOf(bridgeOf), docker.WithNamespacePaths())
 	if err != nil {
 		return err
@@ -288,16 +286,24 @@ func removeWork(work string) error {
 	return nil
 }
 
-// bring copies an image of the machine's engine into podman's storage.
-func (p *Platform) bring(ctx context.Context, loader *engine.Engine, tag string) error {
+// bring copies an image of the machine's engine into podman's storage
+// and returns the name podman gave it: "localhost/NAME:TAG" for the
+// archive of a Docker 20.10, "docker.io/library/NAME:TAG" for one of
+// Docker 25 or later (an OCI layout too, which podman names by its
+// annotation).
+func (p *Platform) bring(ctx context.Context, loader *engine.Engine, tag string) (string, error) {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(p.outer.Engine().SaveImage(ctx, tag, pw)) }()
-	err := loader.LoadImage(ctx, pr)
+	loaded, err := loader.LoadImage(ctx, pr)
 	pr.Close()
 	if err != nil {
-		return fmt.Errorf("loading image %s into podman: %w", tag, err)
+		return "", fmt.Errorf("loading image %s into podman: %w", tag, err)
 	}
-	return nil
+	name := engine.LoadedAs(loaded, tag)
+	if name == "" {
+		return "", fmt.Errorf("loading image %s into podman: podman loaded %q, not it", tag, loaded)
+	}
+	return name, nil
 }
 
 // Ping implements platform.Pinger: podman's service answers.

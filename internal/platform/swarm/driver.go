@@ -68,7 +68,6 @@ var Caps = platform.Capabilities{
 	// Tasks end through the nodes' engines, each in its own daemon: no
 	// shared lock to deadlock, but a chain's agents still leave one at a
 	// time, as Docker's do.
-	EndOneAtATime: true,
 }
 
 func init() {

@@ -655,3 +655,8 @@ func (p *Platform) Ping(ctx context.Context) error {
 	}
 	return nil
 }
+
+// EndOneAtATime implements platform.Serial: by the version of the swarm's
+// engines (the manager's; an emulated swarm's nodes run the machine's
+// dockerd), unknown before Prepare and then the safe side.
+func (p *Platform) EndOneAtATime() bool { return engine.EndsTogetherDeadlock(p.state.Version) }

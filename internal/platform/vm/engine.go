@@ -30,11 +30,10 @@ const (
 	EngineDocker = "docker"
 )
 
-// engineTools are the programs of a machine's engine: the docker.io
-// package's dockerd, its containerd and runtime. The machine's engine has
-// no bridge and no NAT (the agent's container is on the machine's own
-// network), so no iptables.
-var engineTools = []string{"dockerd", "containerd", "containerd-shim-runc-v2", "runc", "docker-init"}
+// engineTools are the programs of a machine's engine (image.EnginePrograms).
+// The machine's engine has no bridge and no NAT (the agent's container is
+// on the machine's own network), so no iptables.
+var engineTools = image.EnginePrograms
 
 // engineModules are the kernel modules an engine needs besides the
 // devices': overlay, its storage driver's file system.
