@@ -10,8 +10,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
