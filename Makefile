@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/ctrbench/ctrbench/internal/sysinfo.Version=$(VERSION)
 GOFILES := $(shell find . -name '*.go' -not -path './.git/*') go.mod go.sum
 
-.PHONY: all build setup images demo test test-full test-short vet lint bench fuzz chaos clean-leftovers kernels
+.PHONY: all build setup images demo test test-full test-short vet lint bench fuzz chaos clean-leftovers kernels docker-engine
 
 all: build
 
@@ -49,15 +49,27 @@ lint:
 # output, skip reasons), then the slowest tests and a recap of what failed
 # (scripts/gotest-summary.py), so the log's tail names a failed or hung test.
 # The end-to-end tests run one at a time (-p 1: they time real workloads on
-# the machine's cores); the other packages two at a time, after them. Both
-# logs go through one summary; either failing fails the target. The other
-# packages' timeout is 8 minutes (the slowest, vm, takes about 2.5): a
-# package that hangs fails soon enough to keep CI within its 30 minutes.
+# the machine's cores); the other packages two at a time, after them. Then
+# the tests of what depends on the engine run again on Docker Engine 28
+# (scripts/docker-engine.sh: built from the Go module proxy once, run as an
+# emulated machine's engine), with its classic image store and with
+# containerd's. Every log goes through one summary; any failing fails the
+# target. The other packages' timeout is 8 minutes (the slowest, vm, takes
+# about 3): a package that hangs fails soon enough to keep CI within its
+# budget.
 OTHER_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
-test: setup build images vet lint
+DOCKER_ENGINE = bash scripts/docker-engine.sh
+test: setup build images vet lint docker-engine
 	set -o pipefail; { CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 1 -timeout 28m ./e2e; e=$$?; \
 	  CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 2 -timeout 8m $(OTHER_PKGS); o=$$?; \
-	  [ $$e -eq 0 ] && [ $$o -eq 0 ]; } | python3 scripts/gotest-summary.py
+	  CTRBENCH_BIN=$(abspath $(BIN)) $(DOCKER_ENGINE) run -- bash scripts/engine-tests.sh; d=$$?; \
+	  CTRBENCH_BIN=$(abspath $(BIN)) $(DOCKER_ENGINE) run --store containerd -- bash scripts/engine-tests.sh containerd; c=$$?; \
+	  [ $$e -eq 0 ] && [ $$o -eq 0 ] && [ $$d -eq 0 ] && [ $$c -eq 0 ]; } | python3 scripts/gotest-summary.py
+
+# Docker Engine 28.2.2 for the tests that run on it (scripts/docker-engine.sh
+# build: from the Go module proxy, once; cached in /var/cache/ctrbench).
+docker-engine:
+	$(DOCKER_ENGINE) build
 
 # make test with every workload in all eight placements (make test runs
 # each in three: as a host process, in a Docker bridge container, and one

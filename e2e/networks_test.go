@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/hdr"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/runner"
@@ -361,15 +362,17 @@ workloads:
 	cmd, stderr := startCtrbench(t, "run", exp, "--db", db)
 	waitFor(t, "the campaign to start", time.Minute, func() bool { return campaignLine.MatchString(stderr.String()) })
 	id := campaignID(t, stderr.String())
-	waitFor(t, "the trial to run", time.Minute, func() bool { return strings.Contains(stderr.String(), "docker: ") })
-	time.Sleep(2 * time.Second)
+	// Killed once its lab and a trial are up: the hosts' namespaces
+	// exist, a container runs (however long a busy machine takes).
+	waitFor(t, "the lab and the trial to run", 3*time.Minute, func() bool {
+		ns, _ := filepath.Glob("/run/netns/ctb*")
+		rep, err := engine.Leftovers(context.Background(), id)
+		return len(ns) > 0 && err == nil && len(rep.Containers) > 0
+	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = cmd.Process.Wait()
-	if ns, _ := filepath.Glob("/run/netns/ctb*"); len(ns) == 0 {
-		t.Fatal("the killed run left no namespaces: nothing for clean to do (killed too early?)")
-	}
 	r := ctrbench(t, time.Minute, "clean", "--campaign", id)
 	if r.code != 0 {
 		t.Fatalf("clean exited %d: %s%s", r.code, r.stdout, r.stderr)

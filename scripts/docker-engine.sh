@@ -6,6 +6,8 @@
 #   scripts/docker-engine.sh build             build dockerd and docker-proxy once (cached)
 #   scripts/docker-engine.sh run [--store S] -- CMD [ARGS…]
 #                                              run CMD on a machine whose engine is this one
+#   scripts/docker-engine.sh restart STORE     (inside the machine) restart its engine
+#                                              with image store overlay2 or containerd
 #   scripts/docker-engine.sh down              end what a killed run left
 #   scripts/docker-engine.sh version           the version it builds
 #
@@ -20,7 +22,9 @@
 # else are the machine's. CMD runs there: ctrbench, go test, docker.
 #
 # --store overlay2|containerd picks the engine's image store (the
-# containerd-snapshotter feature). Nothing of the machine's engine, its
+# containerd-snapshotter feature). CMD finds the command that restarts the
+# engine with another store in CTRBENCH_ENGINE_RESTART (ctrbench's
+# image_store factor uses it). Nothing of the machine's engine, its
 # packages, its configuration or its iptables is touched; the namespace has
 # no link out. The engine's default bridge and address pools are in
 # RFC 5737's documentation ranges (never routed), outside ctrbench's pool.
@@ -128,8 +132,20 @@ inner() {
 	mount --bind "$BIN/docker-proxy" /usr/sbin/docker-proxy
 	mkdir -p "$STATE/data" "$STATE/etc"
 	mount --bind "$STATE/data" /var/lib/docker
+	write_config "$store"
+	mount --bind "$STATE/etc" /etc/docker
+	start_engine
+	log "Docker Engine $VERSION answers in $NS (image store $store, FORWARD policy $(iptables -w -S FORWARD | sed -n 's/^-P FORWARD //p'))"
+	local rc=0
+	env -u DOCKER_HOST -u DOCKER_CONTEXT CTRBENCH_ENGINE_RESTART="$(readlink -f "$0") restart" "$@" 9>&- || rc=$?
+	stop_engine
+	return $rc
+}
+
+# write_config writes the engine's daemon.json with image store $1.
+write_config() {
 	local snap=false
-	[ "$store" = containerd ] && snap=true
+	[ "$1" = containerd ] && snap=true
 	cat >"$STATE/etc/daemon.json" <<EOF
 {
   "bip": "203.0.113.1/24",
@@ -137,27 +153,44 @@ inner() {
   "features": {"containerd-snapshotter": $snap}
 }
 EOF
-	mount --bind "$STATE/etc" /etc/docker
-	setsid /usr/sbin/dockerd >"$STATE/dockerd.log" 2>&1 </dev/null 9>&- &
+}
+
+# start_engine starts dockerd (inside the machine) and waits until it
+# answers.
+start_engine() {
+	setsid /usr/sbin/dockerd >>"$STATE/dockerd.log" 2>&1 </dev/null 9>&- &
 	local pid=$!
 	echo "$pid" >"$STATE/dockerd.pid"
 	for _ in $(seq 1 120); do
 		if curl -fsS --unix-socket /var/run/docker.sock http://localhost/_ping >/dev/null 2>&1; then
-			break
+			return 0
 		fi
 		kill -0 "$pid" 2>/dev/null || { tail -n 20 "$STATE/dockerd.log" >&2; die "dockerd $VERSION exited"; }
 		sleep 0.25
 	done
-	log "Docker Engine $VERSION answers in $NS (image store $store, FORWARD policy $(iptables -w -S FORWARD | sed -n 's/^-P FORWARD //p'))"
-	local rc=0
-	env -u DOCKER_HOST -u DOCKER_CONTEXT "$@" 9>&- || rc=$?
+	die "dockerd $VERSION did not answer within 30 s (log: $STATE/dockerd.log)"
+}
+
+# stop_engine ends dockerd (inside the machine): SIGTERM, then SIGKILL.
+stop_engine() {
+	local pid
+	pid=$(cat "$STATE/dockerd.pid" 2>/dev/null) || return 0
 	kill -TERM "$pid" 2>/dev/null || true
 	for _ in $(seq 1 150); do
-		kill -0 "$pid" 2>/dev/null || break
+		kill -0 "$pid" 2>/dev/null || return 0
 		sleep 0.2
 	done
 	kill -KILL "$pid" 2>/dev/null || true
-	return $rc
+}
+
+# restart, inside the machine, restarts its engine with image store $1.
+restart() {
+	[ -n "${CTRBENCH_ENGINE_MACHINE:-}" ] || die "restart: only inside the machine (scripts/docker-engine.sh run -- …)"
+	case ${1:-} in overlay2 | containerd) ;; *) die "restart: want overlay2 or containerd" ;; esac
+	stop_engine
+	write_config "$1"
+	start_engine
+	log "Docker Engine $VERSION restarted with image store $1"
 }
 
 run() {
@@ -195,6 +228,7 @@ build) build ;;
 run) shift; run "$@" ;;
 down) lock; down ;;
 version) echo "$VERSION" ;;
+restart) shift; restart "$@" ;;
 __inner) shift; inner "$@" ;;
 *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

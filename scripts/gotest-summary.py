@@ -12,9 +12,14 @@ test is printed when its package fails, as UNFINISHED, with the panic, the
 list of running tests and the stacks of the goroutines in this module's
 code (the runtime's and the testing package's own are left out).
 
+With GOTEST_TIMES=FILE it also writes every top-level test's time to
+FILE, one "seconds package test" line each, slowest first (what a change
+of the suite's budget is planned from).
+
 The exit status is go test's (the caller uses pipefail); this script fails
 only on input it cannot read."""
 import json
+import os
 import re
 import sys
 
@@ -141,6 +146,10 @@ def main():
         sys.stdout.flush()
     sys.stdout.write(held)
     elapsed.sort(reverse=True)
+    if os.environ.get("GOTEST_TIMES"):
+        with open(os.environ["GOTEST_TIMES"], "a") as f:
+            for secs, pkg, test in elapsed:
+                f.write("%.1f %s %s\n" % (secs, pkg.rsplit("/", 1)[-1], test))
     if elapsed:
         total = sum(e[0] for e in elapsed)
         print("\nslowest tests (of %d, %.0f s in all):" % (len(elapsed), total))

@@ -10,6 +10,10 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 )
 
+// EnvImageStore is the environment record's key for an engine whose
+// images are in containerd's image store.
+const EnvImageStore = "docker.image_store"
+
 // Facts are what the daemon says of itself, read once per campaign.
 type Facts struct {
 	Versions     map[string]string // for the campaign's environment record
@@ -22,6 +26,10 @@ type Facts struct {
 	// StorageDriver is its storage driver (overlay2, fuse-overlayfs, vfs)
 	// or, with the containerd image store, its snapshotter (overlayfs).
 	StorageDriver string
+	// Snapshotter: its images are in containerd's image store (the
+	// containerd-snapshotter feature), StorageDriver being the
+	// snapshotter.
+	Snapshotter bool
 }
 
 // LayerFS is the file system type a container's root (its image's layers
@@ -75,6 +83,9 @@ func (e *Engine) Facts(ctx context.Context) (Facts, error) {
 	facts[result.EnvCgroupDriver] = info.CgroupDriver
 	facts[result.EnvCgroupVersion] = info.CgroupVersion
 	facts[result.EnvStorageDriver] = info.Driver
+	if snapshotter(info.DriverStatus) {
+		facts[EnvImageStore] = "containerd"
+	}
 	facts[result.EnvDefaultRuntime] = info.DefaultRuntime
 	var runtimes []string
 	for name := range info.Runtimes {
@@ -87,7 +98,7 @@ func (e *Engine) Facts(ctx context.Context) (Facts, error) {
 			delete(facts, k)
 		}
 	}
-	return Facts{Versions: facts, RootDir: info.DockerRootDir, CgroupDriver: info.CgroupDriver, Runtimes: runtimes, StorageDriver: info.Driver, Podman: podman}, nil
+	return Facts{Versions: facts, RootDir: info.DockerRootDir, CgroupDriver: info.CgroupDriver, Runtimes: runtimes, StorageDriver: info.Driver, Podman: podman, Snapshotter: snapshotter(info.DriverStatus)}, nil
 }
 
 // EndsTogetherDeadlock reports whether a Docker Engine of this version
@@ -168,6 +179,38 @@ func (f Facts) HasGatewayModes() error {
 			what = "podman's service " + v
 		}
 		return fmt.Errorf("bridge gateway modes (routed, nat-unprotected) came with Docker Engine 28.0; this engine is %s", what)
+	}
+	return nil
+}
+
+// snapshotter reports whether a daemon's driver status says its images
+// are in containerd's image store ("driver-type
+// io.containerd.snapshotter.v1").
+func snapshotter(status [][2]string) bool {
+	for _, kv := range status {
+		if kv[0] == "driver-type" && strings.HasPrefix(kv[1], "io.containerd.snapshotter") {
+			return true
+		}
+	}
+	return false
+}
+
+// ImageStore is where the engine keeps images: "containerd" (containerd's
+// image store) or its storage driver's name (overlay2, fuse-overlayfs…).
+func (f Facts) ImageStore() string {
+	if f.Snapshotter {
+		return "containerd"
+	}
+	return f.StorageDriver
+}
+
+// HasContainerdStore says why the engine cannot keep its images in
+// containerd's image store (nil when it can): an option since Docker
+// Engine 24.
+func (f Facts) HasContainerdStore() error {
+	v := f.Versions[result.EnvDocker]
+	if major, _, _, ok := parseVersion(v); f.Podman || !ok || major < 24 {
+		return fmt.Errorf("the containerd image store came with Docker Engine 24; this engine is %s", v)
 	}
 	return nil
 }

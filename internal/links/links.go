@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -20,7 +21,7 @@ import (
 
 // List returns the names of host links named with the ctrbench prefix.
 func List() ([]string, error) {
-	ls, err := netlink.LinkList()
+	ls, err := dump(netlink.LinkList)
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
 	}
@@ -42,7 +43,7 @@ func RemoveAll(keep map[string]bool) ([]string, error) {
 // RemoveMatching deletes the host links named with the ctrbench prefix for
 // which match is true, and returns their names.
 func RemoveMatching(match func(name string) bool) ([]string, error) {
-	ls, err := netlink.LinkList()
+	ls, err := dump(netlink.LinkList)
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
 	}
@@ -213,7 +214,7 @@ func AddTap(name, master string) error {
 // Addresses are the IPv4 networks on the machine's links, every link's
 // (not only ctrbench's): what a new subnet must not overlap.
 func Addresses() ([]*net.IPNet, error) {
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	addrs, err := dump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, netlink.FAMILY_V4) })
 	if err != nil {
 		return nil, fmt.Errorf("listing addresses: %w", err)
 	}
@@ -266,4 +267,19 @@ func Taken(subnets []netip.Prefix) ([]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+// dump is a netlink dump, read again when the kernel interrupted it (the
+// links changed while it was read: other campaigns making and removing
+// theirs), a few times, so a list is never partial.
+func dump[T any](list func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for i := range 10 {
+		if v, err = list(); !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return v, err
+		}
+		time.Sleep(time.Duration(i+1) * 10 * time.Millisecond)
+	}
+	return v, fmt.Errorf("the kernel interrupted every one of 10 dumps (links changing all the time): %w", err)
 }

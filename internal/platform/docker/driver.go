@@ -29,7 +29,7 @@ var Caps = platform.Capabilities{
 	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:       true,
 	UserImages:  true,
-	Factors:     []platform.Factor{RuntimeFactor},
+	Factors:     []platform.Factor{RuntimeFactor, ImageStoreFactor},
 	Refuse:      refuse,
 }
 

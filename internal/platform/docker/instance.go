@@ -29,6 +29,9 @@ const stderrTail = 8 << 10
 // starts, so no output is lost, and is never auto-removed, so its state can
 // be read after exit; Remove deletes it.
 func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
+	if err := p.ensureStore(ctx, spec.Options[FactorImageStore]); err != nil {
+		return nil, err
+	}
 	return p.start(ctx, spec, nil)
 }
 
@@ -55,9 +58,9 @@ func (p *Platform) startWith(ctx context.Context, spec platform.InstanceSpec, tw
 	if err != nil {
 		return nil, err
 	}
-	var seen map[string]string
+	seen := map[string]string{SeenImageStore: camp.daemon.ImageStore()}
 	if spec.Image != nil {
-		seen = map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: camp.users[spec.Image.Key()].BaseID}
+		seen[platform.SeenImage], seen[platform.SeenImageID] = spec.Image.String(), camp.users[spec.Image.Key()].BaseID
 	}
 	if tweak != nil {
 		tweak(&cs)

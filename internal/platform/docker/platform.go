@@ -98,9 +98,12 @@ type Platform struct {
 	bridgeOf    string // WithBridgeOf
 	nsPath      bool   // WithNamespacePaths
 
-	mu     sync.Mutex // serialises Prepare and Close; guards the two below
+	mu     sync.Mutex // serialises Prepare and Close; guards the three below
 	camp   *prepared  // nil until Prepare
 	closed bool
+	setup  platform.Setup // the last Prepare's, for the campaign's images in a new image store
+	// storeMu serialises switching the engine's image store (ensureStore).
+	storeMu sync.Mutex
 }
 
 // prepared is what Prepare made for one campaign. Prepare replaces it with
@@ -177,6 +180,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		return fmt.Errorf("docker platform: prepared for campaign %q, not %q", p.camp.id, s.CampaignID)
 	}
 	progress := s.Notes()
+	p.setup = s
 	ctx, cancel := engine.WithTimeout(ctx, prepareTimeout)
 	defer cancel()
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# engine-tests.sh: the tests of what depends on the Docker Engine, run
+# again on another engine — inside scripts/docker-engine.sh's emulated
+# machine, by `make test`:
+#
+#   scripts/docker-engine.sh run [--store containerd] -- scripts/engine-tests.sh [containerd]
+#
+# go test -json on stdout (make test pipes it into scripts/gotest-summary.py);
+# CTRBENCH_BIN names the ctrbench binary. The exit status is the first
+# failing go test's.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+
+# What depends on the engine: its networks and firewall (routed and
+# nat-unprotected, direct access from ctrbench's other bridges, published
+# ports), capabilities (nested parents), saving and loading images (nested
+# parents, podman, users' images), its image store; and every address
+# configured, checked against the pool.
+E2E='TestMachineEngineFound|TestGatewayModes|TestImageStore|TestVMAndContainersAcrossBridges|TestNestedWiredByLab|TestNestedParentLimit|TestPublishedPorts|TestExecEverywhere|TestOwnServiceFromImages|TestZZAddressesInPool'
+PKGS=(./internal/engine ./internal/platform/docker ./internal/buildtest)
+# With containerd's image store: what saves, loads and builds images.
+if [ "${1:-}" = containerd ]; then
+	E2E='TestMachineEngineFound|TestNestedParentLimit|TestExecEverywhere|TestOwnServiceFromImages|TestZZAddressesInPool'
+	PKGS=(./internal/platform/docker)
+fi
+
+# Each package's name says which engine it ran on, so the summary's lines
+# and its recap of failures tell the two runs of a test apart.
+engine=$(docker version --format 'docker {{.Server.Version}}' 2>/dev/null || echo 'docker ?')
+label() { sed -u "s#\"Package\":\"\([^\"]*\)\"#\"Package\":\"\1 [$engine, ${1:-overlay2}]\"#g"; }
+
+rc=0
+"$GO" test -json -count=1 -p 1 -timeout 10m -run "$E2E" ./e2e | label "${1:-}" || rc=$?
+"$GO" test -json -count=1 -p 1 -timeout 8m "${PKGS[@]}" | label "${1:-}" || { r=$?; [ $rc -eq 0 ] && rc=$r; }
+exit $rc
