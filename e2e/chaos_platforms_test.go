@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
+	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/runner"
 )
 
 // Faults of the platforms' own processes: an engine frozen or killed,
@@ -151,30 +154,99 @@ func (f faultRun) row(t *testing.T, order int, fault, did string) chaosRow {
 
 const primesRunning = "ctrbench agent run --workload cpu.primes"
 
-// The engine frozen (SIGSTOP) mid-trial: the trial times out, the circuit
-// breaker pings the engine for its bounded wait and stops the campaign
-// saying what to do; after SIGCONT, resume completes it.
+// The engine frozen (SIGSTOP) at three phases of a trial — its
+// container being made, its measurement under way, its container being
+// removed — with the default 5-minute trial timeout: each time the
+// watchdog pings the engine from 15 s into the trial, finds it silent for
+// its 30 s, and stops the campaign as an interruption, within 90 s of the
+// freeze whatever the phase; a trial whose measurement had ended is
+// recorded with its removal noted. After SIGCONT, `run --resume`
+// completes the campaign: nothing lost, nothing twice.
 func TestChaosEngineFrozen(t *testing.T) {
 	chaosCase(t, true)
-	start := time.Now()
-	var frozen time.Time
-	var stopped time.Duration
-	eng := machineEngine(t)
-	thaw := func() { eng.signal(t, syscall.SIGCONT) }
-	t.Cleanup(thaw)
-	f := runFault(t, longTrials("chaos-frozen", "docker", 3, ""), 3, primesRunning, func() {
-		eng.signal(t, syscall.SIGSTOP)
-		frozen = time.Now()
-	}, func() {
-		stopped = time.Since(frozen)
-		thaw()
-		waitEngine(t, time.Minute)
-	})
-	if f.code != 1 || !strings.Contains(f.msg, "stopped answering") || !strings.Contains(f.msg, "--resume "+f.id) {
-		t.Errorf("exit %d: %s", f.code, f.msg)
+	for i, phase := range []struct {
+		name, what string
+		at         func(t *testing.T, r *bgRun, id string)
+	}{
+		{"start", "as its first container was being made", func(t *testing.T, r *bgRun, _ string) {
+			if !r.waitFor(t, `docker: (reusing|built) image`, 2*time.Minute) {
+				t.Fatalf("the agent image was not ready:\n%s", r.stderr)
+			}
+		}},
+		{"measuring", "mid-measurement (its workload running for 2 s)", func(t *testing.T, r *bgRun, _ string) {
+			waitRunning(t, r, primesRunning)
+		}},
+		{"removal", "as its container ended and was being removed", func(t *testing.T, _ *bgRun, id string) {
+			waitEvent(t, id, "die", 3*time.Minute)
+		}},
+	} {
+		t.Run(phase.name, func(t *testing.T) {
+			start := time.Now()
+			eng := machineEngine(t)
+			thaw := func() { eng.signal(t, syscall.SIGCONT) }
+			t.Cleanup(thaw)
+			db := filepath.Join(t.TempDir(), "r.db")
+			// No timeout in the file: the default, 5 minutes.
+			src := fmt.Sprintf("name: chaos-frozen-%s\nseed: 1\nrepetitions: 2\nwarmup: 0\nfactors:\n  platform: [docker]\nworkloads:\n  - {name: p, type: cpu.primes, params: {duration: 4s, max_prime: \"2000\"}}\n", phase.name)
+			r := startRun(t, "run", writeExperiment(t, src), "--db", db, "--no-report")
+			if !r.waitFor(t, `campaign \S+:`, time.Minute) {
+				t.Fatalf("no campaign:\n%s", r.stderr)
+			}
+			id := campaignLine.FindStringSubmatch(r.stderr.String())[1]
+			phase.at(t, r, id)
+			eng.signal(t, syscall.SIGSTOP)
+			frozen := time.Now()
+			code := r.wait(t, 5*time.Minute)
+			stopped := time.Since(frozen)
+			thaw()
+			waitEngine(t, time.Minute)
+			msg := lastLine(r.stderr.String())
+			if code != 1 || !strings.Contains(msg, "stopped answering") || !strings.Contains(msg, "--resume "+id) {
+				t.Errorf("exit %d: %s", code, msg)
+			}
+			if stopped > 90*time.Second {
+				t.Errorf("the campaign stopped %s after the freeze, more than 90 s", stopped.Round(time.Second))
+			}
+			recorded := readLedger(t, db, id, 2).trials
+			again := startRun(t, "run", "--db", db, "--resume", id, "--no-report")
+			rcode := again.wait(t, 5*time.Minute)
+			l := readLedger(t, db, id, 2)
+			if rcode != 0 || l.integrity != nil || l.lost != 0 || l.dup != 0 {
+				t.Errorf("resume: exit %d, integrity %v, lost %d, duplicated %d\n%s", rcode, l.integrity, l.lost, l.dup, again.stderr)
+			}
+			did := fmt.Sprintf("the watchdog found the engine silent and stopped the campaign %s after the freeze (bound 90 s); %d trial(s) recorded before the stop", stopped.Round(time.Second), len(recorded))
+			for _, tr := range recorded {
+				if note := tr.Seen[runner.SeenRemoval]; note != "" {
+					did += fmt.Sprintf("; trial %d recorded with what it measured, its removal %s", tr.Seq, clip(note, 80))
+				}
+			}
+			did += "; after SIGCONT, `run --resume` completed it"
+			record(t, start, chaosRow{Order: 37 + i, Fault: "the engine frozen (SIGSTOP dockerd) " + phase.what + ", trial timeout 5 min (the default)", Did: did,
+				Lost: l.lost, Dup: l.dup, Left: leftWord(t, id), Exit: fmt.Sprintf("%d, then %d after resume", code, rcode), Message: msg})
+		})
 	}
-	record(t, start, f.row(t, 40, "the engine frozen (SIGSTOP dockerd) mid-trial",
-		fmt.Sprintf("the trial timed out and was recorded; the circuit breaker pinged for its 30 s and stopped the campaign %s after the freeze; after SIGCONT, `run --resume` completed it", stopped.Round(time.Second))))
+}
+
+// waitEvent waits until the engine reports action (die, kill…) of a
+// container of campaign id.
+func waitEvent(t *testing.T, id, action string, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "docker", "events", "--format", "{{.Action}}",
+		"--filter", "type=container", "--filter", "event="+action, "--filter", "label="+platform.LabelCampaign+"="+id)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, action) {
+		t.Fatalf("no %s event of campaign %s within %s: %q %v", action, id, d, line, err)
+	}
 }
 
 // The engine killed (SIGKILL dockerd) mid-trial and started again: the
@@ -191,6 +263,28 @@ func TestChaosEngineKilled(t *testing.T) {
 	}, nil)
 	record(t, start, f.row(t, 41, "the engine killed (SIGKILL dockerd) mid-trial, then started again",
 		"the campaign went on and completed"))
+}
+
+// A container removed from outside (`docker rm -f`) mid-trial: the
+// platform's failure, not the workload's, so the attempt is recorded as
+// the platform's and the trial tried again; the campaign completes.
+func TestChaosContainerRemovedFromOutside(t *testing.T) {
+	chaosCase(t, true)
+	start := time.Now()
+	f := runFault(t, longTrials("chaos-rm", "docker", 3, ""), 3, primesRunning, func() {
+		out, err := exec.Command("docker", "ps", "-q", "--filter", "label="+platform.LabelCampaign).Output()
+		ids := strings.Fields(string(out))
+		if err != nil || len(ids) == 0 {
+			t.Fatalf("no container of the campaign to remove: %v", err)
+		}
+		if out, err := exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).CombinedOutput(); err != nil {
+			t.Fatalf("docker rm -f: %v: %s", err, out)
+		}
+	}, nil)
+	if f.retried < 1 || f.code != 0 {
+		t.Errorf("exit %d, %d attempt(s) retried: want the removed container's trial retried as the platform's failure and the campaign complete (%v)", f.code, f.retried, f.what)
+	}
+	record(t, start, f.row(t, 45, "a trial's container removed from outside (docker rm -f) mid-trial", "the trial's attempt failed by the platform (the container was removed by something else than ctrbench) and was tried again; the campaign completed"))
 }
 
 // containerd killed mid-trial: dockerd starts it again, and the

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctrbench/ctrbench/internal/campaign"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/plan"
 	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers every platform
@@ -87,7 +88,29 @@ func newRunCmd() *cobra.Command {
 
 func machine() spec.Machine {
 	cpus, mem := sysinfo.Machine()
-	return spec.Machine{CPUs: cpus, MemBytes: mem, NoBlkioWeight: !cgroup.BlkioWeightSupported()}
+	return spec.Machine{CPUs: cpus, MemBytes: mem, NoBlkioWeight: !cgroup.BlkioWeightSupported(), Image: engineImage}
+}
+
+// engineImage looks a user's image up in the Docker Engine the
+// environment names, where ctrbench takes it from for every platform.
+func engineImage(ref string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), engine.PingTimeout)
+	defer cancel()
+	e, err := engine.New()
+	if err != nil {
+		return fmt.Errorf("%w: %v", spec.ErrImageUnchecked, err)
+	}
+	defer e.Close()
+	if err := e.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: the Docker Engine does not answer (%v)", spec.ErrImageUnchecked, err)
+	}
+	if _, err := e.ImageID(ctx, ref); err != nil {
+		if engine.Gone(err) {
+			return fmt.Errorf("image %s is not in the Docker Engine (docker images lists what is): load it there (docker load -i FILE) or build it, or give its `docker save` archive as image_archive", ref)
+		}
+		return fmt.Errorf("%w: %v", spec.ErrImageUnchecked, err)
+	}
+	return nil
 }
 
 func runCampaign(ctx context.Context, o runOptions) error {

@@ -93,3 +93,100 @@ func answers(ctx context.Context, p platform.Pinger) error {
 		}
 	}
 }
+
+// The watchdog. A trial's calls to a platform's service can hang in any
+// phase — starting an instance, a measurement whose output no longer
+// comes (a frozen engine relays nothing), collecting, removing — and a
+// trial's own timeout may be many minutes. So from watchAfter into every
+// trial on, each open platform with a service is pinged every watchEvery
+// (a ping is one small request: microseconds of the engine's time); one
+// that has not answered for breakerWait stops the campaign as an
+// interruption, whatever the phase: the trial's context is cancelled, its
+// removal stops waiting (runner.Env.Abort), a trial whose measurement had
+// ended is recorded with it and its removal noted, and the campaign
+// closes with the breaker's short clean-up. From a freeze to the stop:
+// at most watchAfter + breakerWait + a ping's timeout, then the clean-up
+// (the chaos cases time it).
+var (
+	watchAfter = 15 * time.Second
+	watchEvery = 5 * time.Second
+)
+
+// watchdog guards one trial (see above).
+type watchdog struct {
+	stopped chan *Stopped // holds the trip, once
+	done    chan struct{}
+	quit    chan struct{}
+}
+
+// watch starts the watchdog of a trial whose context cancel cancels;
+// abort is the campaign's.
+func (c *running) watch(cancel context.CancelCauseFunc) *watchdog {
+	w := &watchdog{stopped: make(chan *Stopped, 1), done: make(chan struct{}), quit: make(chan struct{})}
+	pingers := c.pingers()
+	go func() {
+		defer close(w.done)
+		if len(pingers) == 0 {
+			return
+		}
+		select {
+		case <-w.quit:
+			return
+		case <-time.After(watchAfter):
+		}
+		last := map[string]time.Time{}
+		for n := range pingers {
+			last[n] = time.Now()
+		}
+		for {
+			for n, p := range pingers {
+				pctx, pcancel := context.WithTimeout(context.Background(), pingTimeout)
+				err := p.Ping(pctx)
+				pcancel()
+				if err == nil {
+					last[n] = time.Now()
+					continue
+				}
+				if silent := time.Since(last[n]); silent >= breakerWait {
+					if errors.Is(err, context.DeadlineExceeded) {
+						err = fmt.Errorf("a ping got no answer within %s", pingTimeout)
+					}
+					s := &Stopped{Platform: n, Err: err, Waited: silent}
+					w.stopped <- s
+					c.abort(s)
+					cancel(s)
+					return
+				}
+			}
+			select {
+			case <-w.quit:
+				return
+			case <-time.After(watchEvery):
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watchdog; it returns its trip, nil when it did not trip.
+func (w *watchdog) stop() *Stopped {
+	close(w.quit)
+	<-w.done
+	select {
+	case s := <-w.stopped:
+		return s
+	default:
+		return nil
+	}
+}
+
+// pingers are the open platforms with a service to ping, by name.
+func (c *running) pingers() map[string]platform.Pinger {
+	out := map[string]platform.Pinger{}
+	for n, p := range c.env.Platforms {
+		if pp, ok := p.(platform.Pinger); ok {
+			out[n] = pp
+		}
+	}
+	return out
+}

@@ -109,6 +109,9 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		}
 		cfg.Progress.Start(pt, pc.Cell)
 		t := c.trial(ctx, pc, pt)
+		if s := c.aborted(); s != nil {
+			return c.stop(sum, pt, pc, t, s)
+		}
 		if ctx.Err() != nil {
 			// The trial was cut short by Ctrl-C, not by its workload: it is
 			// not a result, and a resumed campaign runs it again.
@@ -145,6 +148,25 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	return sum, nil
 }
 
+// stop ends a campaign the watchdog stopped: the trial under way is
+// recorded when its measurement had ended (only its removal hung), else
+// left for a resumed campaign to run again.
+func (c *running) stop(sum Summary, pt schedule.Trial, pc *plan.Cell, t result.Trial, s *Stopped) (Summary, error) {
+	if t.Status == result.OK {
+		if err := c.cfg.Sink(t); err != nil {
+			return sum, &RecordError{Seq: pt.Seq, Err: err}
+		}
+		c.sched.Observe(t)
+		sum.Ran++
+		sum.OK++
+		c.cfg.Progress.End(pt, pc.Cell, t)
+	}
+	c.cfg.CleanupTimeout = min(c.cfg.CleanupTimeout, breakerCleanup)
+	sum.Interrupted = true
+	c.cfg.Progress.Finish()
+	return sum, s
+}
+
 // running is a campaign while it runs: its resolved cells and what was
 // made for them.
 type running struct {
@@ -158,6 +180,21 @@ type running struct {
 	machine      string
 	machineGroup *cgroup.Group
 	undo         []func(context.Context) error
+	// abort trips the campaign's runner.Env.Abort: a platform stopped
+	// answering mid-trial (the watchdog).
+	abort context.CancelCauseFunc
+}
+
+// aborted is why the watchdog stopped the campaign, nil when it did not.
+func (c *running) aborted() *Stopped {
+	if c.env.Abort == nil || c.env.Abort.Err() == nil {
+		return nil
+	}
+	var s *Stopped
+	if errors.As(context.Cause(c.env.Abort), &s) {
+		return s
+	}
+	return nil
 }
 
 func newRunning(cfg Config) (*running, error) {
@@ -188,6 +225,7 @@ func newRunning(cfg Config) (*running, error) {
 		CleanupTimeout: cfg.CleanupTimeout,
 		Starts:         runner.NewStartLimit(runner.Fanout()),
 	}
+	c.env.Abort, c.abort = context.WithCancelCause(context.Background())
 	return c, nil
 }
 

@@ -26,7 +26,7 @@ func (c *running) trial(ctx context.Context, pc *plan.Cell, pt schedule.Trial) r
 	for {
 		t, platformFailed := c.attempt(ctx, pc, pt, len(attempts)+1)
 		t.Attempts = attempts
-		if !platformFailed || len(attempts) >= c.cfg.Experiment.Retries || ctx.Err() != nil {
+		if !platformFailed || len(attempts) >= c.cfg.Experiment.Retries || ctx.Err() != nil || c.aborted() != nil {
 			return t
 		}
 		attempts = append(attempts, result.Attempt{Started: t.Started, Ended: t.Ended, Status: t.Status, Error: t.Error, FailedBy: t.FailedBy})
@@ -45,11 +45,19 @@ func (c *running) attempt(ctx context.Context, pc *plan.Cell, pt schedule.Trial,
 	t = result.Trial{CampaignID: c.cfg.CampaignID, CellID: pc.ID, Seq: pt.Seq, Repetition: pt.Repetition, Warmup: pt.Warmup, Started: time.Now().UTC()}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	wctx, wcancel := context.WithCancelCause(tctx)
+	defer wcancel(nil)
 	if err := c.setMachine(pc); err != nil {
 		t.Ended, t.Status, t.Error, t.FailedBy = time.Now().UTC(), result.Failed, err.Error(), result.FailedByPlatform
 		return t, true
 	}
-	out, err := c.cfg.Runner(pc).Run(tctx, &c.env, runner.Trial{Cell: pc, Seq: pt.Seq, Attempt: n})
+	w := c.watch(wcancel)
+	out, err := c.cfg.Runner(pc).Run(wctx, &c.env, runner.Trial{Cell: pc, Seq: pt.Seq, Attempt: n})
+	if s := w.stop(); s != nil && err != nil {
+		// Cut short by the watchdog: not a result; the campaign stops
+		// and a resumed one runs it again (aborted says so).
+		err = s
+	}
 	t.Ended = time.Now().UTC()
 	t.Seen = out.Seen
 	var pe *runner.PlatformError

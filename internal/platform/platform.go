@@ -134,6 +134,10 @@ func (i Image) String() string {
 type Exit struct {
 	Code   int
 	Stderr string // tail of stderr, for failure reasons
+	// Vanished: the instance was removed by someone else than ctrbench
+	// while it ran (`docker rm -f`): the platform's failure, not the
+	// workload's.
+	Vanished bool
 }
 
 // Timings are the moments an instance's phases ended, as the platform saw

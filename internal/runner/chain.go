@@ -50,7 +50,7 @@ type pair struct {
 func (Chain) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error) {
 	c := t.Cell
 	in := &instances{env: env, seq: t.Seq, linger: true}
-	defer in.cleanup(ctx)
+	defer in.cleanup(ctx, &out)
 	if c.Hosts > 1 && env.Lab != nil {
 		if err := env.Lab.SetUnderlay(c.Underlay); err != nil {
 			return out, platformErr(err)

@@ -120,8 +120,30 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	return s, nil
 }
 
-// cleanup removes every instance and then what the lab made for them.
-func (in *instances) cleanup(ctx context.Context) {
+// cleanup removes every instance and then what the lab made for them. It
+// stops waiting when the campaign aborts (Env.Abort: a platform stopped
+// answering), saying in out what was left; the removals under way go on
+// in the background, each within its platform's own bound.
+func (in *instances) cleanup(ctx context.Context, out *Outcome) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		in.remove(ctx)
+	}()
+	var abort <-chan struct{}
+	if in.env.Abort != nil {
+		abort = in.env.Abort.Done()
+	}
+	select {
+	case <-done:
+	case <-abort:
+		out.Removal = fmt.Sprintf("did not finish: %v", context.Cause(in.env.Abort))
+		out.see("", map[string]string{SeenRemoval: out.Removal})
+	}
+}
+
+// remove removes every instance and then what the lab made for them.
+func (in *instances) remove(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.env.CleanupTimeout)
 	defer cancel()
 	in.mu.Lock()

@@ -31,11 +31,10 @@ type entity struct {
 }
 
 // Run implements TrialRunner.
-func (Lifecycle) Run(ctx context.Context, env *Env, t Trial) (Outcome, error) {
+func (Lifecycle) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error) {
 	c := t.Cell
-	var out Outcome
 	in := &instances{env: env, seq: t.Seq}
-	defer in.cleanup(ctx)
+	defer in.cleanup(ctx, &out)
 	role := c.Driver()
 	n := c.Pairs
 	ents := make([]entity, n)

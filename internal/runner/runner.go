@@ -38,6 +38,10 @@ type Env struct {
 	// Starts bounds how many instances are being started at once (a
 	// trial of many instances or pairs fans out); nil is no bound.
 	Starts StartLimit
+	// Abort, when done, is a platform that stopped answering: a trial's
+	// removal stops waiting for it (what is left, `clean` and resume
+	// remove). Nil: never.
+	Abort context.Context
 }
 
 // StartLimit is a counting semaphore on instance starts.
@@ -128,7 +132,14 @@ type Outcome struct {
 	// Seen is what the agents observed of their environment; a server's
 	// keys are prefixed with its role.
 	Seen map[string]string
+	// Removal says what of the trial's instances could not be removed
+	// (its measurement is whole): "" when all were.
+	Removal string
 }
+
+// SeenRemoval is the key of a trial's record that says its removal did
+// not finish (Outcome.Removal).
+const SeenRemoval = "removal"
 
 // see merges what an agent saw into the outcome.
 func (o *Outcome) see(prefix string, m map[string]string) {

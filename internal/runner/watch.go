@@ -113,6 +113,9 @@ func (r *watched) exitError(ctx context.Context) error {
 		return fmt.Errorf("%s ended its output without a result", r.name)
 	}
 	msg := strings.TrimSpace(ex.Stderr + "\n" + r.other.String())
+	if ex.Vanished {
+		return platformErr(fmt.Errorf("%s was removed by something else than ctrbench while it ran, before it printed a result: %s", r.name, lastLines(msg, 10)))
+	}
 	if ex.Code < 0 {
 		return fmt.Errorf("%s was killed by a signal, or its platform's process was (no exit code), before it printed a result: %s", r.name, lastLines(msg, 10))
 	}

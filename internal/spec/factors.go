@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -28,7 +29,17 @@ type Machine struct {
 	// NoBlkioWeight is true where the kernel has no proportional block I/O
 	// weight (no blkio.weight / blkio.bfq.weight): blkio_weight is refused.
 	NoBlkioWeight bool
+	// Image, when set, looks a user's image (an image: parameter) up in
+	// the engine it will be taken from: nil when it is there, an error
+	// wrapping ErrImageUnchecked when the engine cannot be asked (the
+	// check is then deferred to the platform's preparation, and a note
+	// says so), any other error when it is not there. Nil: not looked up.
+	Image func(ref string) error
 }
+
+// ErrImageUnchecked is what a Machine.Image lookup wraps when it could not
+// ask the engine.
+var ErrImageUnchecked = errors.New("the engine could not be asked")
 
 // splitFactor returns the role qualifier ("" if none) and the base name.
 func splitFactor(name string) (role, base string) {

@@ -59,8 +59,11 @@ type parser struct {
 	// fromProfile maps a node that came from a profile's override to
 	// that override.
 	fromProfile map[*yaml.Node]*profileEntry
-	// notes are what the file spelt in an accepted older way.
+	// notes are what the file spelt in an accepted older way, and what
+	// could not be checked now (an image in an engine that did not answer).
 	notes []string
+	// imagesChecked are the users' images looked up in the engine already.
+	imagesChecked map[string]bool
 }
 
 func (p *parser) addf(n *yaml.Node, format string, a ...any) {

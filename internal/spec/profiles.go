@@ -163,7 +163,7 @@ func checkProfiles(path string, data []byte, profiles []profile, chosen *profile
 				problems = append(problems, q)
 			}
 		}
-		if e == nil || pr == chosen || m == m.sizeless() {
+		if e == nil || pr == chosen || m.CPUs == 0 && m.MemBytes == 0 && m.Image == nil {
 			continue
 		}
 		if _, p := parseOnce(path, data, pr, nil, m); len(p.problems) > 0 {
@@ -187,10 +187,11 @@ func byLine(ps Problems) Problems {
 	return out
 }
 
-// sizeless is the machine without its size: validation of a profile, which
+// sizeless is the machine without its size (and without its engine's
+// images): validation of a profile, which
 // may be written for a larger machine, checks everything else.
 func (m Machine) sizeless() Machine {
-	m.CPUs, m.MemBytes = 0, 0
+	m.CPUs, m.MemBytes, m.Image = 0, 0, nil
 	return m
 }
 

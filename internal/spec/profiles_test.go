@@ -31,7 +31,7 @@ profiles:
 
 func parseWith(t *testing.T, text string, o Options) *Experiment {
 	t.Helper()
-	if o.Machine == (Machine{}) {
+	if o.Machine.CPUs == 0 && o.Machine.MemBytes == 0 && !o.Machine.NoBlkioWeight && o.Machine.Image == nil {
 		o.Machine = testMachine
 	}
 	e, err := ParseWith("test.yaml", []byte(text), o)

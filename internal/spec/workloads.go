@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -296,7 +297,10 @@ func (p *parser) archivePaths(n *yaml.Node) {
 // program the role runs: a missing one is refused now, not in a trial.
 func (p *parser) checkArchive(spec *workload.Spec, v workload.Values, nodes map[string]*yaml.Node, wname string) {
 	for _, role := range spec.RoleList() {
-		_, path := spec.ImageOf(v, role)
+		name, path := spec.ImageOf(v, role)
+		if name != "" {
+			p.checkImage(name, nodes, role, wname)
+		}
 		if path == "" {
 			continue
 		}
@@ -323,6 +327,32 @@ func (p *parser) checkArchive(spec *workload.Spec, v workload.Values, nodes map[
 			}
 		}
 		im.Close()
+	}
+}
+
+// checkImage looks a role's image: up in the engine it is taken from
+// (Machine.Image): one that is not there is refused now, at its line; an
+// engine that cannot be asked defers the check to the platform's
+// preparation, and a note says so.
+func (p *parser) checkImage(name string, nodes map[string]*yaml.Node, role, wname string) {
+	if p.machine.Image == nil || p.imagesChecked[name] {
+		return
+	}
+	if p.imagesChecked == nil {
+		p.imagesChecked = map[string]bool{}
+	}
+	p.imagesChecked[name] = true
+	node := nodes[workload.ParamImage]
+	if node == nil {
+		node = nodes["client"]
+	}
+	err := p.machine.Image(name)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrImageUnchecked):
+		p.notes = append(p.notes, fmt.Sprintf("%s:%d: workload %s (%s): image %s not looked up now: %v; it is when the platform is prepared", p.file, node.Line, wname, role, name, err))
+	default:
+		p.addf(node, "workload %s (%s): %v", wname, role, err)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/subnets"
 )
 
 // deadPID is the pid of a child that has exited and been reaped.
@@ -84,8 +85,12 @@ func leftovers(t *testing.T, campaign string, owner int, withImage bool) {
 		platform.LabelCampaign: campaign,
 		platform.LabelOwnerPID: strconv.Itoa(owner),
 	}
+	// On a subnet of ctrbench's pool, as a campaign's (the last of the
+	// engines' blocks, which campaigns take last).
+	sub := subnets.Default().Block(subnets.EnginesLast)
 	if _, err := docker.NetworkCreate(ctx, engine.NetworkName(campaign), network.CreateOptions{
 		Driver: "bridge", Labels: labels, Options: map[string]string{"com.docker.network.bridge.name": engine.BridgeName(campaign)},
+		IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: sub.String(), Gateway: subnets.Gateway(sub).String()}}},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -429,7 +429,12 @@ func (i *instance) Wait(ctx context.Context) (platform.Exit, error) {
 	if code != 0 {
 		ictx, icancel := engine.WithTimeout(context.WithoutCancel(ctx), engine.PingTimeout)
 		defer icancel()
-		if c, err := i.eng.InspectContainer(ictx, i.id); err == nil && c.Known && c.OOMKilled {
+		c, err := i.inspectGone(ictx, code)
+		if engine.Gone(err) && !i.removedByUs() {
+			exit.Vanished = true
+			exit.Stderr += fmt.Sprintf("\n[ctrbench: container %s was removed while it ran, by something else than ctrbench (docker rm -f?)]", i.name)
+		}
+		if err == nil && c.Known && c.OOMKilled {
 			limit := ""
 			if c.Configured && c.Memory > 0 {
 				limit = fmt.Sprintf(" (memory limit %d bytes)", c.Memory)
@@ -452,6 +457,29 @@ func (i *instance) Stop(ctx context.Context) error {
 		return fmt.Errorf("instance %s: %w", i.name, err)
 	}
 	return nil
+}
+
+// inspectGone inspects the container after it exited with code; after a
+// kill (128+9, 128+15) it looks again for a moment, as `docker rm -f`
+// kills a container before it removes it.
+func (i *instance) inspectGone(ctx context.Context, code int) (engine.ContainerState, error) {
+	c, err := i.eng.InspectContainer(ctx, i.id)
+	for tries := 0; err == nil && (code == 137 || code == 143) && tries < 20 && !i.removedByUs(); tries++ {
+		select {
+		case <-ctx.Done():
+			return c, err
+		case <-time.After(100 * time.Millisecond):
+		}
+		c, err = i.eng.InspectContainer(ctx, i.id)
+	}
+	return c, err
+}
+
+// removedByUs reports whether ctrbench removed the container (Remove).
+func (i *instance) removedByUs() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.removed
 }
 
 func (i *instance) Remove(ctx context.Context) error {
