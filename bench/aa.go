@@ -41,7 +41,10 @@ func aaCompare(ctx context.Context, bin string, reps int) error {
 			}
 		}
 		exit := 0
-		if cmp.Regressed > 0 {
+		switch {
+		case cmp.Judged == 0:
+			exit = 2 // nothing judged: a gate never passes on nothing
+		case cmp.Regressed > 0:
 			exit = 1
 		}
 		fmt.Printf("A/A result: %d judged, %d with a verdict other than no change, compare would exit %d (target: 0; a false alarm at most 5%% of the time)\n", cmp.Judged, other, exit)

@@ -94,7 +94,7 @@ type Comparison struct {
 	A, B      result.Campaign
 	Threshold float64  // percent: a change smaller than this is noise
 	Changes   []Change // cells in both, A's order
-	OnlyA     []string // cells (keys) only A ran
+	OnlyA     []string // cells (keys, without the settings) only A ran
 	OnlyB     []string
 	// Family is which metrics were judged (FamilyHeadline or
 	// FamilyAllMetrics) and Judged how many changes were in it.
@@ -105,6 +105,15 @@ type Comparison struct {
 	Regressed, Discoveries int
 	// EnvDiffs are the fingerprint keys whose values differ.
 	EnvDiffs []EnvDifference
+	// Settings are the factors of one level throughout each campaign
+	// whose levels differ: set aside from the cells' identity, so that
+	// the cells are matched on their other factors.
+	Settings []SettingDifference
+	// Common counts the cells both campaigns ran (matched without the
+	// settings); DesignA and DesignB are what each ran, which a
+	// comparison with no cell in common names.
+	Common           int
+	DesignA, DesignB []WorkloadDesign
 }
 
 // CompareQuery says which campaigns to compare and how.
@@ -122,6 +131,10 @@ type CompareQuery struct {
 // CompareCampaigns matches the cells of two campaigns by workload and
 // factor levels, and each metric by identity, and judges B against A:
 //
+//   - a factor of one level throughout each campaign's cells of a
+//     workload (or of none of them) whose level differs between the two
+//     is a setting (Settings), not part of a cell's identity: the cells
+//     are matched on their other factors;
 //   - the family is each workload's headline metric (or every measured
 //     metric with AllMetrics) in the cells both ran;
 //   - each change's p-value is its comparison's (stats.CompareSamples), and
@@ -146,51 +159,61 @@ func CompareCampaigns(ctx context.Context, srcA, srcB Source, q CompareQuery) (C
 	if err != nil {
 		return Comparison{}, fmt.Errorf("campaign B: %w", err)
 	}
-	out := Comparison{A: a.Campaign, B: b.Campaign, Threshold: q.Threshold, Family: FamilyHeadline, EnvDiffs: envDiffs(a.Campaign.Env, b.Campaign.Env)}
+	set := settingsOf(a.Series, b.Series)
+	out := Comparison{A: a.Campaign, B: b.Campaign, Threshold: q.Threshold, Family: FamilyHeadline, EnvDiffs: envDiffs(a.Campaign.Env, b.Campaign.Env),
+		Settings: set.diffs, DesignA: designOf(a.Series), DesignB: designOf(b.Series)}
 	if q.AllMetrics {
 		out.Family = FamilyAllMetrics
 	}
+	out.match(a.Series, b.Series, set, q)
+	out.judge()
+	return out, nil
+}
+
+// match pairs each series of A with B's of the same cell (without the
+// settings) and metric, in A's order, and lists the cells only one ran.
+func (c *Comparison) match(a, b []Series, set settings, q CompareQuery) {
 	type key struct {
-		workload, cell string
-		metric         result.MetricID
+		cell   string
+		metric result.MetricID
 	}
-	cellKey := func(s Series) string { return s.Workload + " " + result.FactorString(s.Cell) }
 	inB := map[key]Series{}
 	cellsB := map[string]bool{}
-	for _, s := range b.Series {
-		inB[key{s.Workload, result.FactorString(s.Cell), metricKey(s.ID)}] = s
-		cellsB[cellKey(s)] = true
+	for _, s := range b {
+		inB[key{set.key(s), metricKey(s.ID)}] = s
+		cellsB[set.key(s)] = true
 	}
-	headline := headlineMetrics(a.Series)
+	headline := headlineMetrics(a)
 	cellsA := map[string]bool{}
-	for _, s := range a.Series {
-		ck := cellKey(s)
-		if !cellsA[ck] && !cellsB[ck] {
-			out.OnlyA = append(out.OnlyA, ck)
+	for _, s := range a {
+		ck := set.key(s)
+		if !cellsA[ck] {
+			cellsA[ck] = true
+			if cellsB[ck] {
+				c.Common++
+			} else {
+				c.OnlyA = append(c.OnlyA, ck)
+			}
 		}
-		cellsA[ck] = true
 		explains := s.ID.Kind == result.KindTelemetry || s.ID.Scope.PerCopy()
 		judged := !explains && (q.AllMetrics || metricKey(s.ID) == headline[s.Workload])
 		if !judged && !(q.All && explains) {
 			continue
 		}
-		sb, ok := inB[key{s.Workload, result.FactorString(s.Cell), metricKey(s.ID)}]
+		sb, ok := inB[key{ck, metricKey(s.ID)}]
 		if !ok {
 			continue
 		}
-		c := change(s, sb)
-		c.Judged = judged
-		out.Changes = append(out.Changes, c)
+		ch := change(s, sb)
+		ch.Cell, ch.Judged = set.identity(s), judged
+		c.Changes = append(c.Changes, ch)
 	}
-	seenB := map[string]bool{}
-	for _, s := range b.Series {
-		if ck := cellKey(s); !cellsA[ck] && !seenB[ck] {
-			seenB[ck] = true
-			out.OnlyB = append(out.OnlyB, ck)
+	for _, s := range b {
+		if ck := set.key(s); !cellsA[ck] {
+			cellsA[ck] = true // listed once
+			c.OnlyB = append(c.OnlyB, ck)
 		}
 	}
-	out.judge()
-	return out, nil
 }
 
 // headlineMetrics is each workload's headline metric: the first series'

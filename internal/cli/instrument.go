@@ -79,8 +79,8 @@ func newCalibrateCmd() *cobra.Command {
 
 func newCompareCmd() *cobra.Command {
 	var (
-		dbPath, dbB, threshold, format, summary string
-		all, allMetrics, strictEnv              bool
+		dbPath, dbB, threshold, format, summary  string
+		all, allMetrics, strictEnv, strictDesign bool
 	)
 	c := &cobra.Command{
 		Use:   "compare A B",
@@ -92,8 +92,11 @@ func newCompareCmd() *cobra.Command {
 			"improved when it is significant after that correction and its whole interval is beyond --threshold;\n" +
 			"within threshold when significant but not; no change otherwise; undetermined without variance.\n" +
 			"The exit status is 1 when any metric regressed, so a CI can gate on it (a new Docker, runtime or\n" +
-			"kernel against the last good campaign). Differences in the environment fingerprint are shown;\n" +
-			"--strict-env refuses them (exit 2).",
+			"kernel against the last good campaign), and 2 when nothing was judged (no cells in common): a gate\n" +
+			"never passes on nothing. A factor with one level throughout each campaign (a --set 'factors.cpus=[0.5]')\n" +
+			"is a setting, not part of a cell's identity: the cells are matched on their other factors and the\n" +
+			"settings that differ are shown; --strict-design refuses them (exit 2). Differences in the environment\n" +
+			"fingerprint are shown; --strict-env refuses them (exit 2).",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			th, err := strconv.ParseFloat(strings.TrimSuffix(threshold, "%"), 64)
@@ -119,13 +122,8 @@ func newCompareCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if d := cmp.StrictEnvDiffs(); strictEnv && len(d) > 0 {
-				var parts []string
-				for _, x := range d {
-					parts = append(parts, fmt.Sprintf("%s %q in A, %q in B", x.Key, x.A, x.B))
-				}
-				return usageError{fmt.Errorf("--strict-env: %s and %s ran on different machines or engines (%s); compare them without --strict-env to see the changes anyway",
-					cmp.A.ID, cmp.B.ID, strings.Join(parts, "; "))}
+			if err := refuseUnlike(cmp, strictEnv, strictDesign); err != nil {
+				return err
 			}
 			if err := report.Compare(cmd.OutOrStdout(), cmp, format); err != nil {
 				return err
@@ -135,10 +133,7 @@ func newCompareCmd() *cobra.Command {
 					return err
 				}
 			}
-			if cmp.Regressed > 0 {
-				return withCode(ExitError, fmt.Errorf("%d metric(s) of %s regressed beyond ±%g%% against %s", cmp.Regressed, cmp.B.ID, th, cmp.A.ID))
-			}
-			return nil
+			return gate(cmp)
 		},
 	}
 	f := c.Flags()
@@ -150,7 +145,42 @@ func newCompareCmd() *cobra.Command {
 	f.BoolVar(&all, "all", false, "also show telemetry and each pair's own results (not judged: they explain a change)")
 	f.BoolVar(&allMetrics, "all-metrics", false, "judge every measured metric, not only each workload's headline (a larger family, the same 5% error)")
 	f.BoolVar(&strictEnv, "strict-env", false, "refuse (exit 2) campaigns whose kernel, CPU or its tuning (governor, boost, SMT, mitigations, THP), hypervisor, cgroup version, memory, OS or engine differ")
+	f.BoolVar(&strictDesign, "strict-design", false, "refuse (exit 2) campaigns whose settings differ (a factor of one level throughout each, such as cpus=0.5 in B and not a factor of A) instead of matching their cells on the other factors")
 	return c
+}
+
+// refuseUnlike refuses, as a usage error, a comparison of campaigns whose
+// machine or engine (--strict-env) or settings (--strict-design) differ.
+func refuseUnlike(cmp analysis.Comparison, strictEnv, strictDesign bool) error {
+	if d := cmp.StrictEnvDiffs(); strictEnv && len(d) > 0 {
+		var parts []string
+		for _, x := range d {
+			parts = append(parts, fmt.Sprintf("%s %q in A, %q in B", x.Key, x.A, x.B))
+		}
+		return usageError{fmt.Errorf("--strict-env: %s and %s ran on different machines or engines (%s); compare them without --strict-env to see the changes anyway",
+			cmp.A.ID, cmp.B.ID, strings.Join(parts, "; "))}
+	}
+	if strictDesign && len(cmp.Settings) > 0 {
+		var parts []string
+		for _, d := range cmp.Settings {
+			parts = append(parts, report.SettingChange(d))
+		}
+		return usageError{fmt.Errorf("--strict-design: %s and %s ran with different settings (%s); compare them without --strict-design to match their cells on the other factors",
+			cmp.A.ID, cmp.B.ID, strings.Join(parts, "; "))}
+	}
+	return nil
+}
+
+// gate is compare's exit status: 2 when nothing was judged, 1 when a
+// metric regressed, 0 otherwise.
+func gate(cmp analysis.Comparison) error {
+	switch {
+	case cmp.Judged == 0:
+		return withCode(ExitInvalidInput, errors.New(report.NothingJudged(cmp)))
+	case cmp.Regressed > 0:
+		return withCode(ExitError, fmt.Errorf("%d metric(s) of %s regressed beyond ±%g%% against %s", cmp.Regressed, cmp.B.ID, cmp.Threshold, cmp.A.ID))
+	}
+	return nil
 }
 
 // interruptedOr turns a run's interruption into the message run gives.

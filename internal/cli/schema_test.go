@@ -414,31 +414,55 @@ func addOther(t *testing.T, path string) {
 	}
 }
 
+// addLimited adds campaign limited to the results file at path: before's
+// cells run with cpus=0.5 (a --set 'factors.cpus=[0.5]'), a setting
+// compare matches the cells without.
+func addLimited(t *testing.T, path string) {
+	t.Helper()
+	db, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	camp := result.Campaign{ID: "limited", Name: "bench", SpecPath: "bench.yaml", Status: "done", Started: time.Unix(1e9+10, 0),
+		Env: map[string]string{result.EnvKernel: "6.1", result.EnvHostname: "h"}}
+	var cells []result.Cell
+	for i, p := range []string{"native", "docker"} {
+		cells = append(cells, result.Cell{ID: i + 1, Workload: "tcp", WorkloadType: "net.tcp_stream", Factors: map[string]string{"platform": p, "cpus": "0.5"}, Params: map[string]string{}})
+	}
+	storeCampaign(t, db, camp, cells, 3, func(c result.Cell) result.Observation {
+		return result.Observation{Metric: "throughput", Value: 9 + float64(c.ID)/10, Unit: "Gbit/s", Better: result.Higher}
+	})
+}
+
 // Real `compare --format json` output matches docs/schema/compare-v1's
 // JSON Schema by the real validator: a regression (before against after,
-// also with --all-metrics), and a comparison with an environment
-// difference, cells only one side ran and a change with too few trials;
-// between them they have every property the schema defines; documents
-// the schema must refuse are refused.
+// also with --all-metrics), a comparison with an environment
+// difference, cells only one side ran and a change with too few trials,
+// and one whose settings differ (before against limited, run with
+// cpus=0.5); between them they have every property the schema defines;
+// documents the schema must refuse are refused.
 func TestCompareSchema(t *testing.T) {
 	requireReader(t, "jsonschema", "python3-jsonschema")
 	path := filepath.Join(schemaDir, fmt.Sprintf("compare-v%d.schema.json", report.SchemaVersion))
-	s := loadSchema(t, path, "", "change", "envDifference")
+	s := loadSchema(t, path, "", "change", "envDifference", "settingDifference")
 	db := beforeAfter(t)
 	addOther(t, db)
+	addLimited(t, db)
 	var docs [][]byte
 	var names []string
-	seen := map[string]map[string]bool{"": {}, "change": {}, "envDifference": {}}
+	seen := map[string]map[string]bool{"": {}, "change": {}, "envDifference": {}, "settingDifference": {}}
 	var sample map[string]json.RawMessage
-	for _, args := range [][]string{{"before", "after"}, {"before", "after", "--all-metrics"}, {"before", "other"}} {
+	for _, args := range [][]string{{"before", "after"}, {"before", "after", "--all-metrics"}, {"before", "other"}, {"before", "limited"}} {
 		var out, errOut bytes.Buffer
 		if code := Main(context.Background(), append([]string{"compare", "--db", db, "--threshold", "5%", "--format", "json"}, args...), &out, &errOut); code != 0 && code != ExitError {
 			t.Fatalf("compare %v: exit %d: %s", args, code, errOut.String())
 		}
 		var top map[string]json.RawMessage
 		var doc struct {
-			Changes []map[string]json.RawMessage `json:"changes"`
-			Env     []map[string]json.RawMessage `json:"env_differences"`
+			Changes  []map[string]json.RawMessage `json:"changes"`
+			Env      []map[string]json.RawMessage `json:"env_differences"`
+			Settings []map[string]json.RawMessage `json:"settings_differences"`
 		}
 		if err := json.Unmarshal(out.Bytes(), &top); err != nil || json.Unmarshal(out.Bytes(), &doc) != nil {
 			t.Fatalf("compare %v: %v\n%s", args, err, out.String())
@@ -447,6 +471,7 @@ func TestCompareSchema(t *testing.T) {
 		keysOf(seen[""], []map[string]json.RawMessage{top})
 		keysOf(seen["change"], doc.Changes)
 		keysOf(seen["envDifference"], doc.Env)
+		keysOf(seen["settingDifference"], doc.Settings)
 		docs, names = append(docs, out.Bytes()), append(names, "compare "+strings.Join(args, " "))
 	}
 	for name, keys := range seen {
@@ -469,6 +494,8 @@ func TestCompareSchema(t *testing.T) {
 		{"a_n a string", "changes/0/a_n: '8' is not of type 'integer'", mustJSON(t, mutate(t, sample, "changes", []any{mutate(t, changes[0], "a_n", "8")}))},
 		{"an unknown verdict", "changes/0/verdict: 'worse' is not one of", mustJSON(t, mutate(t, sample, "changes", []any{mutate(t, changes[0], "verdict", "worse")}))},
 		{"no version", "'schema_version' is a required property", mustJSON(t, mutate(t, sample, "schema_version", nil))},
+		{"a setting without its workloads", "settings_differences/0: 'workloads' is a required property",
+			mustJSON(t, mutate(t, sample, "settings_differences", []any{map[string]any{"factor": "cpus", "a": "", "b": "0.5"}}))},
 	}
 	for _, b := range bad {
 		docs = append(docs, b.doc)

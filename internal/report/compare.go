@@ -28,6 +28,9 @@ func Compare(w io.Writer, c analysis.Comparison, format string) error {
 	if err := writeEnvDiffs(w, c.EnvDiffs); err != nil {
 		return err
 	}
+	if err := writeSettings(w, c.Settings); err != nil {
+		return err
+	}
 	if cause, ok := analysis.EngineCause(c.EnvDiffs); ok {
 		fmt.Fprintf(w, "likely cause of any change: the engine changed (%s)\n", EngineChange(cause))
 	}
@@ -159,27 +162,37 @@ func compareJSON(w io.Writer, c analysis.Comparison) error {
 		B      string `json:"b"`
 		Strict bool   `json:"strict"`
 	}
+	type settingDiff struct {
+		Factor    string   `json:"factor"`
+		A         string   `json:"a"`
+		B         string   `json:"b"`
+		Workloads []string `json:"workloads"`
+	}
 	out := struct {
-		Version     int       `json:"schema_version"`
-		A           string    `json:"a"`
-		B           string    `json:"b"`
-		Threshold   float64   `json:"threshold_pct"`
-		Family      string    `json:"family"`
-		Judged      int       `json:"judged"`
-		Correction  string    `json:"correction"`
-		Listing     string    `json:"listing_correction"`
-		Alpha       float64   `json:"alpha"`
-		Regressed   int       `json:"regressed"`
-		Discoveries int       `json:"discoveries"`
-		EnvDiffs    []envDiff `json:"env_differences"`
-		Changes     []change  `json:"changes"`
-		OnlyA       []string  `json:"only_a,omitempty"`
-		OnlyB       []string  `json:"only_b,omitempty"`
+		Version     int           `json:"schema_version"`
+		A           string        `json:"a"`
+		B           string        `json:"b"`
+		Threshold   float64       `json:"threshold_pct"`
+		Family      string        `json:"family"`
+		Judged      int           `json:"judged"`
+		Correction  string        `json:"correction"`
+		Listing     string        `json:"listing_correction"`
+		Alpha       float64       `json:"alpha"`
+		Regressed   int           `json:"regressed"`
+		Discoveries int           `json:"discoveries"`
+		EnvDiffs    []envDiff     `json:"env_differences"`
+		Settings    []settingDiff `json:"settings_differences,omitempty"`
+		Changes     []change      `json:"changes"`
+		OnlyA       []string      `json:"only_a,omitempty"`
+		OnlyB       []string      `json:"only_b,omitempty"`
 	}{Version: SchemaVersion, A: c.A.ID, B: c.B.ID, Threshold: c.Threshold, Family: c.Family, Judged: c.Judged, Correction: analysis.CorrectionVerdict,
 		Listing: analysis.CorrectionListing, Alpha: stats.Alpha, Regressed: c.Regressed, Discoveries: c.Discoveries,
 		EnvDiffs: []envDiff{}, Changes: []change{}, OnlyA: c.OnlyA, OnlyB: c.OnlyB}
 	for _, d := range c.EnvDiffs {
 		out.EnvDiffs = append(out.EnvDiffs, envDiff{d.Key, d.A, d.B, d.Strict})
+	}
+	for _, d := range c.Settings {
+		out.Settings = append(out.Settings, settingDiff{d.Factor, d.A, d.B, d.Workloads})
 	}
 	for _, ch := range c.Changes {
 		cell := ch.Cell

@@ -13,12 +13,15 @@ import (
 // JUnit XML, as CI systems read it (Jenkins, GitLab, GitHub's test
 // reporters): one test suite for the comparison, one test case per
 // judged change — failed where the metric regressed beyond the
-// threshold, skipped where nothing could be judged (undetermined).
+// threshold, skipped where nothing could be judged (undetermined). A
+// comparison that judged no metric is one case in error, never an empty
+// suite that passes.
 type junitSuites struct {
 	XMLName xml.Name     `xml:"testsuites"`
 	Name    string       `xml:"name,attr"`
 	Tests   int          `xml:"tests,attr"`
 	Fails   int          `xml:"failures,attr"`
+	Errors  int          `xml:"errors,attr,omitempty"`
 	Suites  []junitSuite `xml:"testsuite"`
 }
 
@@ -37,6 +40,7 @@ type junitCase struct {
 	Name    string        `xml:"name,attr"`
 	Time    string        `xml:"time,attr"`
 	Failure *junitMessage `xml:"failure,omitempty"`
+	Error   *junitMessage `xml:"error,omitempty"`
 	Skipped *junitMessage `xml:"skipped,omitempty"`
 	Out     string        `xml:"system-out,omitempty"`
 }
@@ -70,7 +74,13 @@ func compareJUnit(w io.Writer, c analysis.Comparison) error {
 		s.Cases = append(s.Cases, tc)
 		s.Tests++
 	}
-	out := junitSuites{Name: "ctrbench", Tests: s.Tests, Fails: s.Fails, Suites: []junitSuite{s}}
+	if c.Judged == 0 {
+		s.Cases = append(s.Cases, junitCase{Class: "ctrbench", Name: "comparison", Time: "0",
+			Error: &junitMessage{Message: NothingJudged(c), Type: "nothing-judged"}})
+		s.Tests++
+		s.Errors++
+	}
+	out := junitSuites{Name: "ctrbench", Tests: s.Tests, Fails: s.Fails, Errors: s.Errors, Suites: []junitSuite{s}}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -96,14 +106,25 @@ func changeText(ch analysis.Change) string {
 }
 
 // CompareSummary writes the comparison's verdict as Markdown, for a CI
-// job's summary page ($GITHUB_STEP_SUMMARY): a line with the verdict,
-// then the judged changes that are not "no change".
+// job's summary page ($GITHUB_STEP_SUMMARY): a line with the verdict (a
+// cross and the reason when nothing was judged), the settings that
+// differ, then the judged changes that are not "no change".
 func CompareSummary(w io.Writer, c analysis.Comparison) error {
 	verdict := fmt.Sprintf(":white_check_mark: no metric regressed beyond ±%g%%", c.Threshold)
-	if c.Regressed > 0 {
+	switch {
+	case c.Judged == 0:
+		verdict = ":x: " + NothingJudged(c)
+	case c.Regressed > 0:
 		verdict = fmt.Sprintf(":x: %d metric(s) regressed beyond ±%g%%", c.Regressed, c.Threshold)
 	}
 	fmt.Fprintf(w, "### ctrbench compare `%s` → `%s`\n\n%s; %d of %d judged changed (q < 0.05).\n\n", c.A.ID, c.B.ID, verdict, c.Discoveries, c.Judged)
+	if len(c.Settings) > 0 {
+		parts := make([]string, len(c.Settings))
+		for i, d := range c.Settings {
+			parts[i] = mdCell(SettingChange(d))
+		}
+		fmt.Fprintf(w, "Settings differ (the cells matched on their other factors): %s.\n\n", strings.Join(parts, "; "))
+	}
 	fmt.Fprintln(w, "| workload | cell | metric | A mean | B mean | change [95% CI] | p Holm | verdict |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	shown := 0
