@@ -215,7 +215,13 @@ func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context
 }
 
 // CleanupContext survives the caller's cancellation (Ctrl-C) so removal
-// still happens, but not forever.
+// still happens, but not forever: CleanupTimeout, or the caller's
+// deadline when it is sooner (a campaign the watchdog stopped gives its
+// clean-up a short one: the engine is known not to answer).
 func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	d := CleanupTimeout
+	if dl, ok := ctx.Deadline(); ok && ctx.Err() == nil && time.Until(dl) < d {
+		d = time.Until(dl)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
