@@ -93,7 +93,7 @@ func runBench(ctx context.Context, bin, reps string) (benchRun, error) {
 	start := time.Now()
 	if _, err := orchestrator.Run(ctx, orchestrator.Config{
 		Experiment: e, CampaignID: camp.ID, Cells: cells, Binary: bin,
-		Sink:     func(t result.Trial) error { trials = append(trials, t); return nil },
+		Sink:     func(_ context.Context, t result.Trial) error { trials = append(trials, t); return nil },
 		Progress: orchestrator.NewProgress(os.Stderr, false),
 	}); err != nil {
 		return benchRun{}, err

@@ -97,7 +97,7 @@ func execTrials(ctx context.Context, bin, ref string, reps int) ([]float64, erro
 	var failed []string
 	if _, err := orchestrator.Run(ctx, orchestrator.Config{
 		Experiment: e, CampaignID: fmt.Sprintf("bench-exec-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6), Cells: e.Cells(), Binary: bin,
-		Sink: func(t result.Trial) error {
+		Sink: func(_ context.Context, t result.Trial) error {
 			switch {
 			case t.Status != result.OK:
 				failed = append(failed, t.Error)

@@ -75,7 +75,7 @@ func lifecycleRun(ctx context.Context, bin, pl string, n int, extra string) (map
 	var info map[string]string
 	if _, err := orchestrator.Run(ctx, orchestrator.Config{
 		Experiment: e, CampaignID: id, Cells: cells, Binary: bin,
-		Sink:     func(t result.Trial) error { trials = append(trials, t); return nil },
+		Sink:     func(_ context.Context, t result.Trial) error { trials = append(trials, t); return nil },
 		Progress: orchestrator.NewProgress(os.Stderr, false),
 		Prepared: func(m map[string]string) { info = m },
 	}); err != nil {

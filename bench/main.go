@@ -265,7 +265,7 @@ func run(ctx context.Context, reps int, dur, bin, nginx string, placements []str
 	start := time.Now()
 	_, err = orchestrator.Run(ctx, orchestrator.Config{
 		Experiment: e, CampaignID: fmt.Sprintf("bench-%d", os.Getpid()), Cells: cells, Binary: abs,
-		Sink:     func(t result.Trial) error { trials = append(trials, t); return nil },
+		Sink:     func(_ context.Context, t result.Trial) error { trials = append(trials, t); return nil },
 		Progress: orchestrator.NewProgress(os.Stderr, false),
 	})
 	if err != nil {

@@ -173,7 +173,7 @@ func scaleRun(ctx context.Context, bin string, n int, dur string) (scaleTrial, e
 	smp := startSampler(100 * time.Millisecond)
 	_, err = orchestrator.Run(ctx, orchestrator.Config{
 		Experiment: e, CampaignID: id, Cells: cells, Binary: bin,
-		Sink:     func(t result.Trial) error { trials = append(trials, t); return nil },
+		Sink:     func(_ context.Context, t result.Trial) error { trials = append(trials, t); return nil },
 		Progress: orchestrator.NewProgress(os.Stderr, false),
 	})
 	samples := smp.Stop()

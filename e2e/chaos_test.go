@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -428,7 +429,7 @@ func TestChaosResultsDiskFull(t *testing.T) {
 	msg := lastLine(run.stderr.String())
 	id := campaignLine.FindStringSubmatch(run.stderr.String())[1]
 	before := readLedger(t, db, id, reps)
-	if code == 0 || !strings.Contains(msg, "could not record trial") || !strings.Contains(msg, "--resume "+id) {
+	if code == 0 || !strings.Contains(msg, "could not record trial") || !strings.Contains(msg, "free space on the disk that holds it") || !strings.Contains(msg, "--resume "+id) {
 		t.Errorf("exit %d: %s", code, msg)
 	}
 	if before.integrity != nil || len(before.trials) < 5 {
@@ -444,6 +445,85 @@ func TestChaosResultsDiskFull(t *testing.T) {
 	record(t, start, chaosRow{Order: 30, Fault: "the disk under the results file full (8 MiB ext4 on a loop device, filled mid-campaign)",
 		Did:  fmt.Sprintf("stopped at the trial it could not record; %d trials kept, integrity_check %s; resume after freeing space completed", len(before.trials), okOr(before.integrity)),
 		Lost: after.lost, Dup: after.dup, Left: leftWord(t, id), Exit: fmt.Sprintf("%d, then %d after resume", code, rcode), Message: msg})
+}
+
+// Another process holds the results file's write lock for 60 s
+// mid-campaign: a sqlite3 shell left in a transaction (BEGIN IMMEDIATE,
+// COMMIT a minute later). ctrbench waits, says so and names the shell;
+// the trials go on meanwhile, each held in memory, and once the lock is
+// let go every trial is recorded, in order, none lost or twice; exit 0.
+// Host processes only: the campaign needs no engine.
+func TestChaosResultsLocked(t *testing.T) {
+	chaosCase(t, true)
+	start := time.Now()
+	sqlite3, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Skip("no sqlite3 to hold the lock with (apt-get install sqlite3)")
+	}
+	const reps, hold = 40, 60 * time.Second
+	exp := writeExperiment(t, fmt.Sprintf(`name: chaos-locked
+seed: 1
+repetitions: %d
+warmup: 0
+timeout: 30s
+factors:
+  platform: [native]
+workloads:
+  - {name: p, type: cpu.primes, params: {duration: 1s, max_prime: "2000"}}
+`, reps))
+	db := filepath.Join(t.TempDir(), "r.db")
+	run := startRun(t, "run", exp, "--db", db, "--no-report")
+	if !run.waitFor(t, `\[5/\d+\]`, time.Minute) {
+		t.Fatalf("the campaign did not get going:\n%s", run.stderr)
+	}
+	shell := exec.Command(sqlite3, db)
+	stdin, _ := shell.StdinPipe()
+	stdout, _ := shell.StdoutPipe()
+	if err := shell.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(stdin, "BEGIN IMMEDIATE;\nSELECT 'held';")
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "held" {
+		shell.Process.Kill()
+		t.Fatalf("sqlite3 did not take the lock: %q %v", line, err)
+	}
+	locked := time.Now()
+	time.Sleep(hold)
+	fmt.Fprintln(stdin, "COMMIT;")
+	stdin.Close()
+	if err := shell.Wait(); err != nil {
+		t.Errorf("sqlite3: %v", err)
+	}
+	heldFor := time.Since(locked).Round(time.Second)
+	code := run.wait(t, 5*time.Minute)
+	stderr := run.stderr.String()
+	id := campaignID(t, stderr)
+	l := readLedger(t, db, id, reps)
+	waitLine, overLine, during := "", "", 0
+	for _, line := range strings.Split(stderr, "\n") {
+		switch {
+		case strings.HasPrefix(line, "waiting: the results file") && waitLine == "":
+			waitLine = line
+		case strings.HasPrefix(line, "waiting: over after"):
+			overLine = line
+		case waitLine != "" && overLine == "" && regexp.MustCompile(`^\[\d+/\d+\] ok`).MatchString(line):
+			during++
+		}
+	}
+	holder := fmt.Sprintf("is locked by another process (pid %d (sqlite3) holds its write lock)", shell.Process.Pid)
+	if code != 0 || l.lost != 0 || l.dup != 0 || l.integrity != nil || !strings.Contains(waitLine, holder) || overLine == "" || during == 0 {
+		t.Errorf("exit %d, lost %d, duplicated %d, integrity %v, %d trials ended while it waited; want exit 0, nothing lost, the wait said naming pid %d (sqlite3):\n%s",
+			code, l.lost, l.dup, l.integrity, during, shell.Process.Pid, stderr)
+	}
+	for i, tr := range l.trials {
+		if tr.Seq != i+1 {
+			t.Errorf("trial %d recorded as the %d-th", tr.Seq, i+1)
+		}
+	}
+	record(t, start, chaosRow{Order: 31, Fault: "the results file locked by another process for 60 s mid-campaign (a sqlite3 shell: BEGIN IMMEDIATE, COMMIT a minute later)",
+		Did: fmt.Sprintf("waited, saying so and naming the shell; the trials went on meanwhile (%d ended while it waited), each held in memory; once the lock was let go, after %s, every one was recorded in order; %d trials, integrity_check %s",
+			during, heldFor, len(l.trials), okOr(l.integrity)),
+		Lost: l.lost, Dup: l.dup, Left: leftWord(t, id), Exit: fmt.Sprint(code), Message: clip(waitLine, 300) + " … " + overLine})
 }
 
 // fill writes to path until the disk is full.

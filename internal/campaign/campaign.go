@@ -66,6 +66,10 @@ type Options struct {
 	Cells    []result.Cell
 	Kind     string
 	Baseline map[string]string
+	// LockWait bounds the wait for another process to let go of the
+	// results file's lock (the trials go on meanwhile, held in memory);
+	// default orchestrator.DefaultLockWait.
+	LockWait time.Duration
 }
 
 // Outcome is how a run went.
@@ -102,6 +106,9 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 		}
 	}
 	id := out.Campaign.ID
+	// Facts learned once the platforms are ready; kept to be written at
+	// the end if the results file is locked when they come.
+	var env map[string]string
 	sum, runErr := orchestrator.Run(ctx, orchestrator.Config{
 		Experiment: e,
 		CampaignID: id,
@@ -109,19 +116,44 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 		Binary:     o.Binary,
 		Engine:     o.Engine,
 		Recorded:   recorded,
-		Sink: func(t result.Trial) error {
-			// The campaign's context may be cancelled already (Ctrl-C): a
-			// finished trial is still written.
-			_, err := db.RecordTrial(context.WithoutCancel(ctx), t)
+		// The orchestrator hands over a finished trial even after Ctrl-C,
+		// with a deadline on the wait for another process's lock when it
+		// holds trials already.
+		Sink: func(ctx context.Context, t result.Trial) error {
+			_, err := db.RecordTrial(ctx, t)
+			var locked *store.LockedError
+			if errors.As(err, &locked) {
+				return &orchestrator.Locked{Err: locked}
+			}
 			return err
 		},
+		LockWait: o.LockWait,
 		Prepared: func(info map[string]string) {
-			if err := db.SetCampaignEnv(context.WithoutCancel(ctx), id, info); err != nil {
+			err := db.SetCampaignEnv(context.WithoutCancel(ctx), id, info)
+			var locked *store.LockedError
+			switch {
+			case errors.As(err, &locked):
+				env = info
+			case err != nil:
 				fmt.Fprintf(o.Stderr, "ctrbench: recording platform info: %v\n", err)
 			}
 		},
 		Progress: orchestrator.NewProgress(o.Stderr, o.TTY),
 	})
+	// The end is written after Ctrl-C too; after a campaign that stopped
+	// because the file stayed locked, with one short wait for the lock.
+	endCtx := context.WithoutCancel(ctx)
+	var locked *orchestrator.LockStopped
+	if errors.As(runErr, &locked) {
+		var cancel context.CancelFunc
+		endCtx, cancel = context.WithTimeout(endCtx, time.Second)
+		defer cancel()
+	}
+	if env != nil {
+		if err := db.SetCampaignEnv(endCtx, id, env); err != nil {
+			fmt.Fprintf(o.Stderr, "ctrbench: recording platform info: %v\n", err)
+		}
+	}
 	out.Summary = sum
 	status := StatusDone
 	switch {
@@ -130,7 +162,7 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 	case runErr != nil:
 		status = StatusFailed
 	}
-	if err := db.FinishCampaign(context.WithoutCancel(ctx), id, status, time.Now().UTC()); err != nil {
+	if err := db.FinishCampaign(endCtx, id, status, time.Now().UTC()); err != nil {
 		fmt.Fprintf(o.Stderr, "ctrbench: recording campaign end: %v\n", err)
 	}
 	out.Campaign.Status = status

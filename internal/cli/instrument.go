@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -189,16 +190,35 @@ func interruptedOr(err error, out campaign.Outcome, db string) error {
 	if len(out.Summary.CleanupErrors) > 0 {
 		removed = leftBehind(out.Summary.CleanupErrors, out.Campaign.ID)
 	}
+	// Trials that finished while the results file was locked and were
+	// never recorded: resume runs them again.
+	held := ""
+	if n := out.Summary.Held; n > 0 {
+		held = fmt.Sprintf(" (%d more finished while the results file was locked by another process and were not recorded: resume runs them again)", n)
+	}
 	if errors.Is(err, campaign.ErrInterrupted) {
-		var stopped *orchestrator.Stopped
-		if errors.As(err, &stopped) {
-			return withCode(ExitError, fmt.Errorf("%v; the campaign stopped after %d of %d trials, every one recorded; %s; restart the engine, then: ctrbench run --db %s --resume %s", stopped, out.Summary.Ran, out.Summary.Planned, removed, db, out.Campaign.ID))
+		var (
+			stopped *orchestrator.Stopped
+			locked  *orchestrator.LockStopped
+			file    *store.LockedError
+		)
+		switch {
+		case errors.As(err, &locked) && errors.As(err, &file):
+			return withCode(ExitError, fmt.Errorf("the results file %s stayed locked by another process for %s (%s), so the campaign stopped after %d of %d trials, every one recorded%s; %s; end that process's transaction (or the process), then: ctrbench run --db %s --resume %s",
+				file.Path, locked.Waited.Round(time.Second), file.Holder, out.Summary.Ran, out.Summary.Planned, held, removed, db, out.Campaign.ID))
+		case errors.As(err, &stopped):
+			return withCode(ExitError, fmt.Errorf("%v; the campaign stopped after %d of %d trials, every one recorded%s; %s; restart the engine, then: ctrbench run --db %s --resume %s", stopped, out.Summary.Ran, out.Summary.Planned, held, removed, db, out.Campaign.ID))
 		}
-		return withCode(ExitError, fmt.Errorf("interrupted after %d of %d trials; %s; resume with: ctrbench run --db %s --resume %s", out.Summary.Ran, out.Summary.Planned, removed, db, out.Campaign.ID))
+		return withCode(ExitError, fmt.Errorf("interrupted after %d of %d trials%s; %s; resume with: ctrbench run --db %s --resume %s", out.Summary.Ran, out.Summary.Planned, held, removed, db, out.Campaign.ID))
 	}
 	var rec *orchestrator.RecordError
 	if errors.As(err, &rec) && out.Campaign.ID != "" {
-		return withCode(ExitError, fmt.Errorf("the results database %s could not record trial %d (%s), so the campaign stopped; every trial recorded before it is kept; %s; free space on the disk that holds it (or fix what the error names), then: ctrbench run --db %s --resume %s", db, rec.Seq, strings.TrimPrefix(rec.Err.Error(), fmt.Sprintf("recording trial %d: ", rec.Seq)), removed, db, out.Campaign.ID))
+		why := strings.TrimPrefix(rec.Err.Error(), fmt.Sprintf("recording trial %d: ", rec.Seq))
+		remedy := "fix what the error names"
+		if store.IsFull(rec.Err) {
+			remedy = "free space on the disk that holds it (or fix what the error names)"
+		}
+		return withCode(ExitError, fmt.Errorf("the results database %s could not record trial %d (%s), so the campaign stopped; every trial recorded before it is kept; %s; %s, then: ctrbench run --db %s --resume %s", db, rec.Seq, why, removed, remedy, db, out.Campaign.ID))
 	}
 	return err
 }

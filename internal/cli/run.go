@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctrbench/ctrbench/internal/campaign"
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/orchestrator"
 	"github.com/ctrbench/ctrbench/internal/plan"
 	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers every platform
 	"github.com/ctrbench/ctrbench/internal/spec"
@@ -35,6 +37,7 @@ type runOptions struct {
 	NoReport bool
 	Format   string
 	HTML     string // also write the HTML report there
+	LockWait time.Duration
 	Engine   engineFlags
 	Stdout   io.Writer
 	Stderr   io.Writer
@@ -68,6 +71,9 @@ func newRunCmd() *cobra.Command {
 			if o.Pool != "" {
 				o.Sets = append(o.Sets, "subnet_pool="+o.Pool)
 			}
+			if o.LockWait <= 0 {
+				return usageError{fmt.Errorf("--lock-wait %s: a duration above zero, such as 10m", o.LockWait)}
+			}
 			o.Stdout, o.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			return runCampaign(cmd.Context(), o)
 		},
@@ -80,6 +86,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.DryRun, "dry-run", false, "validate and print the cells and trial order; start nothing")
 	f.StringVar(&o.Resume, "resume", "", "resume an interrupted campaign by ID (or unique prefix): runs only its missing trials")
 	f.BoolVar(&o.NoReport, "no-report", false, "do not print the report at the end")
+	f.DurationVar(&o.LockWait, "lock-wait", orchestrator.DefaultLockWait, "how long to wait for another process (a sqlite3 shell, a backup) to let go of the results file's lock, the trials going on meanwhile, before the campaign stops (resumable)")
 	f.StringVar(&o.Format, "format", "table", "report format at the end: table, csv, json, markdown")
 	o.Engine.register(f)
 	f.StringVar(&o.HTML, "html", "", "also write the campaign's HTML report (figures, telemetry, failures, every trial; one self-contained file) to this path at the end")
@@ -120,7 +127,7 @@ func runCampaign(ctx context.Context, o runOptions) error {
 			return usageError{fmt.Errorf("--html %s: its directory does not exist", o.HTML)}
 		}
 	}
-	co := campaign.Options{Resume: o.Resume, Machine: machine(), Stderr: o.Stderr, TTY: isTerminal(o.Stderr), Engine: o.Engine.apply()}
+	co := campaign.Options{Resume: o.Resume, Machine: machine(), Stderr: o.Stderr, TTY: isTerminal(o.Stderr), Engine: o.Engine.apply(), LockWait: o.LockWait}
 	if o.Resume == "" && o.DryRun {
 		return dryRun(o, co.Machine)
 	}

@@ -2,8 +2,10 @@
 // prepares what they need — the emulated machine's cgroup, the network lab,
 // the platforms, opened from their drivers — and runs the trials in the
 // order a Scheduler chooses, each under a timeout through its TrialRunner,
-// handing every finished trial to a Sink the moment it ends. A failed or
-// hung workload is a failed trial with its reason; the campaign goes on.
+// handing every finished trial to a Sink the moment it ends (or, while
+// another process holds the results file locked, as soon as it lets go:
+// record.go). A failed or hung workload is a failed trial with its
+// reason; the campaign goes on.
 package orchestrator
 
 import (
@@ -25,7 +27,11 @@ import (
 )
 
 // Sink receives each trial the moment it ends (the store commits it).
-type Sink func(result.Trial) error
+// ctx is never cancelled (a finished trial is written even after
+// Ctrl-C); its deadline, when it has one, bounds how long the Sink waits
+// for another process's lock on the results file. A Sink that finds the
+// file locked returns a *Locked, and is offered the same trial again.
+type Sink func(ctx context.Context, t result.Trial) error
 
 // Config says what campaign to run and where its trials go.
 type Config struct {
@@ -48,6 +54,10 @@ type Config struct {
 	// Runner chooses each cell's trial runner; default: runner.For.
 	Runner func(*plan.Cell) runner.TrialRunner
 	Sink   Sink
+	// LockWait bounds the wait for another process to let go of the
+	// results file's lock, the trials going on meanwhile; default
+	// DefaultLockWait.
+	LockWait time.Duration
 	// Prepared is called once platforms are ready, with their descriptions.
 	Prepared func(info map[string]string)
 	Progress *Progress
@@ -58,16 +68,22 @@ type Config struct {
 
 // Summary counts what a run did.
 type Summary struct {
+	// Ran, OK and Failed count the trials recorded.
 	Planned, Ran, OK, Failed int
-	Interrupted              bool
+	// Held counts the trials that finished but were never recorded:
+	// the results file stayed locked by another process until the
+	// campaign stopped. A resumed campaign runs them again.
+	Held        int
+	Interrupted bool
 	// CleanupErrors say what the end of the campaign could not remove
 	// (an engine that stopped answering): `ctrbench clean` removes it.
 	CleanupErrors []string
 }
 
-// RecordError is a trial the results database could not record (its
-// disk is full): the campaign stops there, the trials recorded before
-// are kept, and a resumed campaign runs this one again.
+// RecordError is a trial the results database could not record for
+// another reason than a lock (its disk is full): the campaign stops
+// there, the trials recorded before are kept, and a resumed campaign
+// runs this one again.
 type RecordError struct {
 	Seq int
 	Err error
@@ -94,6 +110,30 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		c.sched.Observe(t)
 	}
 	cfg.Progress.Begin(sum.Planned, sum.Planned-len(cfg.Recorded))
+	rec := newRecorder(cfg, func(t result.Trial) {
+		sum.Ran++
+		if t.Status == result.OK {
+			sum.OK++
+		} else {
+			sum.Failed++
+		}
+	})
+	defer rec.stopNotes()
+	// stop ends the campaign early with err, after a last quick attempt
+	// to record what is held unless recording is what failed.
+	stop := func(err error) (Summary, error) {
+		cfg.Progress.Finish()
+		var (
+			rerr   *RecordError
+			locked *LockStopped
+		)
+		if !errors.As(err, &rerr) && !errors.As(err, &locked) {
+			_ = rec.flush(ctx, lockTry)
+		}
+		sum.Held = rec.pending()
+		sum.Interrupted = sum.Interrupted || errors.Is(err, ErrInterrupted)
+		return sum, err
+	}
 	for {
 		pt, ok := c.sched.Next()
 		if !ok {
@@ -105,7 +145,7 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		}
 		pc := c.cells[pt.CellID]
 		if err := c.mendLab(ctx); err != nil {
-			return sum, err
+			return stop(err)
 		}
 		cfg.Progress.Start(pt, pc.Cell)
 		t := c.trial(ctx, pc, pt)
@@ -118,16 +158,12 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 			sum.Interrupted = true
 			break
 		}
-		if err := cfg.Sink(t); err != nil {
-			return sum, &RecordError{Seq: pt.Seq, Err: err}
+		// Recorded now, or held while the results file is locked: the
+		// schedule goes on either way.
+		if err := rec.add(ctx, t); err != nil {
+			return stop(err)
 		}
 		c.sched.Observe(t)
-		sum.Ran++
-		if t.Status == result.OK {
-			sum.OK++
-		} else {
-			sum.Failed++
-		}
 		cfg.Progress.End(pt, pc.Cell, t)
 		if suspect(t) {
 			if err := c.breaker(ctx); err != nil {
@@ -136,12 +172,19 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 				// what they could not.
 				c.cfg.CleanupTimeout = min(c.cfg.CleanupTimeout, breakerCleanup)
 				sum.Interrupted = true
-				cfg.Progress.Finish()
-				return sum, err
+				return stop(err)
 			}
 		}
 	}
 	cfg.Progress.Finish()
+	// Trials still held wait for the lock here, as long as it is allowed
+	// and Ctrl-C does not end the wait.
+	if err := rec.drain(ctx); err != nil {
+		return stop(err)
+	}
+	if sum.Held = rec.pending(); sum.Held > 0 {
+		sum.Interrupted = true
+	}
 	if sum.Interrupted {
 		return sum, ErrInterrupted
 	}

@@ -33,7 +33,7 @@ type sink struct {
 	err    error
 }
 
-func (s *sink) record(t result.Trial) error {
+func (s *sink) record(_ context.Context, t result.Trial) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.trials = append(s.trials, t)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -14,6 +15,7 @@ import (
 // elapsed time and ETA. On a terminal the line is rewritten in place and
 // failures stay on screen; elsewhere (CI, a pipe) each trial is one line.
 type Progress struct {
+	mu     sync.Mutex // Note comes from another goroutine
 	w      io.Writer
 	tty    bool
 	total  int // planned trials
@@ -39,6 +41,8 @@ func (p *Progress) Begin(total, todo int) {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.total, p.todo, p.start = total, todo, time.Now()
 	if todo < total {
 		fmt.Fprintf(p.w, "resuming: %d of %d trials left\n", todo, total)
@@ -66,6 +70,8 @@ func (p *Progress) Start(pt schedule.Trial, c result.Cell) {
 	if p == nil || !p.tty {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "\r\033[K[%d/%d] %s · %s", pt.Seq, p.total, label(pt, c), p.eta())
 	p.active = true
 }
@@ -74,6 +80,8 @@ func (p *Progress) End(pt schedule.Trial, c result.Cell, t result.Trial) {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.done++
 	took := t.Ended.Sub(t.Started).Round(100 * time.Millisecond)
 	var detail string
@@ -98,12 +106,31 @@ func (p *Progress) End(pt schedule.Trial, c result.Cell, t result.Trial) {
 	fmt.Fprintln(p.w, line)
 }
 
+// Note prints a line of its own, between the trials' lines: on a
+// terminal, the live line is cleared first. It is safe while a trial
+// runs.
+func (p *Progress) Note(format string, args ...any) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.active {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.active = false
+	}
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
 func (p *Progress) Finish() {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.tty && p.active {
 		fmt.Fprintln(p.w)
+		p.active = false
 	}
 }
 

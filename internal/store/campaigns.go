@@ -38,10 +38,13 @@ func (d *DB) CreateCampaign(ctx context.Context, c result.Campaign) error {
 		}
 		adaptive = string(b)
 	}
-	_, err = d.db.ExecContext(ctx, `INSERT INTO campaigns (`+campaignCols+`)
+	err = d.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO campaigns (`+campaignCols+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.Name, c.SpecPath, c.SpecText, c.Seed,
-		encodeTime(c.Started), encodeTime(c.Ended), c.Status, env, baseline, c.Kind, c.Owner, adaptive)
+			c.ID, c.Name, c.SpecPath, c.SpecText, c.Seed,
+			encodeTime(c.Started), encodeTime(c.Ended), c.Status, env, baseline, c.Kind, c.Owner, adaptive)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("creating campaign %s: %w", c.ID, err)
 	}
@@ -62,13 +65,19 @@ func (d *DB) FinishCampaign(ctx context.Context, id, status string, ended time.T
 // updateCampaign sets columns of one campaign; a campaign that does not
 // exist is ErrNotFound.
 func (d *DB) updateCampaign(ctx context.Context, doing, id, set string, args ...any) error {
-	res, err := d.db.ExecContext(ctx, `UPDATE campaigns SET `+set+` WHERE id = ?`, append(args, id)...)
+	var n int64
+	err := d.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE campaigns SET `+set+` WHERE id = ?`, append(args, id)...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("%s campaign %s: %w", doing, id, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("%s campaign %s: %w", doing, id, err)
-	} else if n == 0 {
+	if n == 0 {
 		return fmt.Errorf("%s campaign %q: %w", doing, id, ErrNotFound)
 	}
 	return nil
@@ -78,7 +87,7 @@ func (d *DB) updateCampaign(ctx context.Context, doing, id, set string, args ...
 // in env overwrite existing ones, others are kept. This lets facts learned
 // mid-run (e.g. an image digest) join the fingerprint taken at start.
 func (d *DB) SetCampaignEnv(ctx context.Context, id string, env map[string]string) error {
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
+	err := d.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var raw string
 		err := tx.QueryRowContext(ctx, `SELECT env_json FROM campaigns WHERE id = ?`, id).Scan(&raw)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -12,7 +12,7 @@ import (
 // AddCells stores a campaign's cells in one transaction, so a campaign never
 // has half its design recorded. Factors and Params are stored as JSON text.
 func (d *DB) AddCells(ctx context.Context, campaignID string, cells []result.Cell) error {
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
+	err := d.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO cells
 			(campaign_id, id, workload, workload_type, factors_json, params_json)
 			VALUES (?, ?, ?, ?, ?, ?)`)

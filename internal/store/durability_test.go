@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,23 @@ func runHelper(mode, path string) error {
 				return err
 			}
 		}
+		return d.Close()
+	case "hold":
+		// Hold the write lock as a sqlite3 shell left in a transaction
+		// does, until the parent closes our standard input.
+		conn, err := d.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			return err
+		}
+		fmt.Println("held")
+		io.Copy(io.Discard, os.Stdin)
+		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+			return err
+		}
+		conn.Close()
 		return d.Close()
 	}
 	return fmt.Errorf("unknown mode %q", mode)

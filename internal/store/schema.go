@@ -166,7 +166,7 @@ func (d *DB) migrate(ctx context.Context) error {
 	if v == SchemaVersion {
 		return nil
 	}
-	return d.inTx(ctx, func(tx *sql.Tx) error {
+	return d.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Re-read under the write lock: another process may have migrated
 		// between our check and BEGIN IMMEDIATE.
 		v, err := userVersion(ctx, tx)

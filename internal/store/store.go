@@ -5,7 +5,9 @@
 // (MaxOpenConns(1)), so writes from one process are serialised in Go rather
 // than by SQLite lock polling. The file is in WAL mode, so other processes
 // (e.g. `ctrbench report` during a run) read a consistent snapshot without
-// blocking the writer, and a second writer waits up to busy_timeout.
+// blocking the writer, and a second writer waits up to busy_timeout (or its
+// context's deadline, if sooner) for the write lock; then its write fails
+// as a *LockedError that names the process holding the lock.
 // Transactions begin IMMEDIATE so a read-then-write transaction never has to
 // upgrade its lock, which in SQLite fails at once with SQLITE_BUSY instead of
 // waiting.
@@ -24,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 )
@@ -36,7 +39,10 @@ var ErrNotFound = errors.New("not found")
 var ErrAmbiguous = errors.New("ambiguous prefix")
 
 // busyTimeoutMS is how long a connection waits for another process's write
-// lock. Trial transactions are a handful of rows, so seconds is ample.
+// lock. Trial transactions are a handful of rows, so seconds is ample for
+// another ctrbench; a lock held longer (a sqlite3 shell left in a
+// transaction, a backup) is a *LockedError, and the orchestrator waits
+// for it in its own way (holding trials in memory) rather than here.
 const busyTimeoutMS = 5000
 
 // DB is an open results database. It is safe for concurrent use.
@@ -99,20 +105,57 @@ func (d *DB) Close() error {
 	return nil
 }
 
-// inTx runs fn in a transaction, committing on success.
-func (d *DB) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := d.db.BeginTx(ctx, nil)
+// inTx runs fn in a transaction, committing on success. If another
+// process holds the file's write lock, it waits for it up to the busy
+// timeout, or until ctx's deadline if that comes sooner, and then returns
+// a *LockedError naming the holder. ctx's deadline bounds that wait and
+// nothing else: fn runs under the context it is given, which ctx's
+// cancellation ends but its deadline does not, so a transaction that
+// began is not cut short for taking longer than the wait.
+func (d *DB) inTx(ctx context.Context, fn func(context.Context, *sql.Tx) error) error {
+	wait := time.Duration(busyTimeoutMS) * time.Millisecond
+	if dl, ok := ctx.Deadline(); ok {
+		wait = max(min(time.Until(dl), wait), 0)
+	}
+	txCtx, cancel := withoutDeadline(ctx)
+	defer cancel()
+	conn, err := d.db.Conn(txCtx) // the one connection, this transaction's alone
 	if err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	defer conn.Close()
+	if wait < busyTimeoutMS*time.Millisecond {
+		if _, err := conn.ExecContext(txCtx, fmt.Sprintf("PRAGMA busy_timeout = %d", wait.Milliseconds())); err != nil {
+			return fmt.Errorf("beginning transaction: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMS))
+	}
+	tx, err := conn.BeginTx(txCtx, nil)
+	if err != nil {
+		return d.locked(fmt.Errorf("beginning transaction: %w", err))
+	}
+	if err := fn(txCtx, tx); err != nil {
 		tx.Rollback()
-		return err
+		return d.locked(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("committing: %w", err)
+		return d.locked(fmt.Errorf("committing: %w", err))
 	}
 	return nil
+}
+
+// withoutDeadline is ctx, its values and its cancellation, without its
+// deadline.
+func withoutDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	cancelled := func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel(context.Cause(ctx))
+		}
+	}
+	cancelled() // now, not in AfterFunc's goroutine, if it is already
+	stop := context.AfterFunc(ctx, cancelled)
+	return out, func() { stop(); cancel(nil) }
 }
 
 // Check runs SQLite's own integrity check over the whole file: nil when

@@ -14,7 +14,10 @@ import (
 // RecordTrial stores a finished trial and its observations, each under its
 // identity (Observation.ID), in one transaction and returns the trial's ID.
 // It is called as each trial ends; when it returns the trial is on disk
-// (synchronous=FULL), so an interrupted campaign can resume after it.
+// (synchronous=FULL), so an interrupted campaign can resume after it. A
+// file another process holds locked is a *LockedError once the wait for
+// it is over (the busy timeout, or ctx's deadline if sooner): nothing of
+// the trial is written, and it can be recorded again later.
 func (d *DB) RecordTrial(ctx context.Context, t result.Trial) (int64, error) {
 	for _, o := range t.Observations {
 		// SQLite would silently store NaN as NULL. A workload reporting NaN
@@ -29,7 +32,7 @@ func (d *DB) RecordTrial(ctx context.Context, t result.Trial) (int64, error) {
 		}
 	}
 	var id int64
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
+	err := d.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		attempts, err := attemptsJSON(t.Attempts)
 		if err != nil {
 			return err

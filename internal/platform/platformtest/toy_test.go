@@ -175,7 +175,7 @@ workloads:
 	var info map[string]string
 	sum, err := orchestrator.Run(context.Background(), orchestrator.Config{
 		Experiment: e, CampaignID: "test-toy", Cells: e.Cells(), Binary: testutil.Binary(t),
-		Sink:     func(tr result.Trial) error { trials = append(trials, tr); return nil },
+		Sink:     func(_ context.Context, tr result.Trial) error { trials = append(trials, tr); return nil },
 		Prepared: func(i map[string]string) { info = i },
 	})
 	if err != nil || sum.OK != 8 || len(trials) != 8 {
