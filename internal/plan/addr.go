@@ -137,7 +137,7 @@ func hostSide(cli Role, host int) (Addr, error) {
 // network: docs/networks.md, "Published ports"), else as a host process.
 func toTheMachine(srv, cli Role, factors map[string]string) string {
 	if !onTheMachine(cli) {
-		processes := platform.NamesWhere(func(d platform.Driver) bool { return !d.Caps.OwnNetNS && d.Caps.Nodes == nil })
+		processes := platform.NamesWhere(platform.Driver.Processes)
 		return fmt.Sprintf("set %s.%s: %s and %s.%s: %s", cli.Name, vocab.FPlatform, strings.Join(processes, " or "), cli.Name, vocab.FNetwork, vocab.Host)
 	}
 	_, srvOwn := factors[srv.Name+"."+vocab.FNetwork]

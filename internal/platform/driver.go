@@ -310,12 +310,17 @@ func orBetween(before, modes, after string) string {
 	return before + " " + modes + after
 }
 
+// Processes reports whether d's instances are processes in their host's
+// namespace (the machine's, or an emulated host's): no namespace of their
+// own, on hosts of ctrbench's.
+func (d Driver) Processes() bool { return !d.Caps.OwnNetNS && d.Caps.Nodes == nil }
+
 // hostNSPlatforms names the registered platforms whose instances run in
 // an emulated host's namespace: processes, and containers that share it.
 func hostNSPlatforms() string {
 	var out []string
 	for _, d := range Drivers() {
-		if !d.Caps.OwnNetNS && d.Caps.Nodes == nil || d.Caps.HoldsHostNS || d.Caps.JoinsNSPath {
+		if d.Processes() || d.Caps.HoldsHostNS || d.Caps.JoinsNSPath {
 			out = append(out, "platform "+d.Name)
 		}
 	}
