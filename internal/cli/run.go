@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctrbench/ctrbench/internal/campaign"
-	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/orchestrator"
 	"github.com/ctrbench/ctrbench/internal/plan"
 	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers every platform
@@ -177,10 +177,25 @@ func runCampaign(ctx context.Context, o runOptions) error {
 }
 
 // loadExperiment reads and validates the experiment file with its
-// profile and overrides; a profile the file lacks is a usage error.
+// profile and overrides, and resolves its cells; a profile the file lacks
+// is a usage error.
 func loadExperiment(so spec.Options, file string) (*spec.Experiment, error) {
 	e, err := spec.LoadWith(file, so)
-	return e, profileUsage(err)
+	if err != nil {
+		return nil, profileUsage(err)
+	}
+	if _, err := plan.ResolveAll(e, e.Cells()); err != nil {
+		return nil, unplanned(e, err)
+	}
+	return e, nil
+}
+
+// unplanned is a cell of the file the plan cannot resolve (a server on a
+// published port whose client is not on the machine…): a problem of the
+// file, found before anything starts and reported as validation's are
+// (exit status 2).
+func unplanned(e *spec.Experiment, err error) error {
+	return spec.Problems{{File: e.Path, Msg: err.Error()}}
 }
 
 // profileUsage makes a --profile the file lacks a usage error.
@@ -202,7 +217,7 @@ func dryRun(o runOptions, m spec.Machine) error {
 	}
 	printNotes(o.Stderr, e)
 	if err := plan.Describe(o.Stdout, e); err != nil {
-		return err
+		return unplanned(e, err)
 	}
 	for _, w := range warnings {
 		fmt.Fprintln(o.Stdout, "warning:", w)

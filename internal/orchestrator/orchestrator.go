@@ -150,7 +150,19 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		cfg.Progress.Start(pt, pc.Cell)
 		t := c.trial(ctx, pc, pt)
 		if s := c.aborted(); s != nil {
-			return c.stop(sum, pt, pc, t, s)
+			// The watchdog found an engine silent mid-trial: the trial is
+			// recorded when its measurement had ended (only its removal
+			// hung), else left for a resumed campaign to run again.
+			if t.Status == result.OK {
+				if err := rec.add(ctx, t); err != nil {
+					return stop(err)
+				}
+				c.sched.Observe(t)
+				cfg.Progress.End(pt, pc.Cell, t)
+			}
+			c.cfg.CleanupTimeout = min(c.cfg.CleanupTimeout, breakerCleanup)
+			sum.Interrupted = true
+			return stop(s)
 		}
 		if ctx.Err() != nil {
 			// The trial was cut short by Ctrl-C, not by its workload: it is
@@ -189,25 +201,6 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		return sum, ErrInterrupted
 	}
 	return sum, nil
-}
-
-// stop ends a campaign the watchdog stopped: the trial under way is
-// recorded when its measurement had ended (only its removal hung), else
-// left for a resumed campaign to run again.
-func (c *running) stop(sum Summary, pt schedule.Trial, pc *plan.Cell, t result.Trial, s *Stopped) (Summary, error) {
-	if t.Status == result.OK {
-		if err := c.cfg.Sink(t); err != nil {
-			return sum, &RecordError{Seq: pt.Seq, Err: err}
-		}
-		c.sched.Observe(t)
-		sum.Ran++
-		sum.OK++
-		c.cfg.Progress.End(pt, pc.Cell, t)
-	}
-	c.cfg.CleanupTimeout = min(c.cfg.CleanupTimeout, breakerCleanup)
-	sum.Interrupted = true
-	c.cfg.Progress.Finish()
-	return sum, s
 }
 
 // running is a campaign while it runs: its resolved cells and what was

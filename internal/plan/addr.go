@@ -2,7 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -64,10 +66,11 @@ type Link struct {
 	Bind, Target Addr
 }
 
-// link works out the Link between a server and its client. A server in the
-// machine's own namespace never binds 0.0.0.0: it binds loopback, or the
-// host-side address of the network its client sits on.
-func link(srv, cli Role) (Link, error) {
+// link works out the Link between a server and its client, placed by a
+// cell's factors. A server in the machine's own namespace never binds
+// 0.0.0.0: it binds loopback, or the host-side address of the network its
+// client sits on.
+func link(srv, cli Role, factors map[string]string) (Link, error) {
 	loop := Addr{Kind: Loopback}
 	if srv.Network.Publishes() && srv.Host > 0 {
 		// The lab publishes it on its emulated host's address: any client
@@ -76,8 +79,8 @@ func link(srv, cli Role) (Link, error) {
 	}
 	if srv.Network.Publishes() {
 		if !cli.RootNS() {
-			return Link{}, fmt.Errorf("network %s reaches the %s through a port its engine publishes on this machine: its %s must run on the machine (a host process, or a container on the host network), not on network %s; set %s.network: host or %s.platform: native",
-				srv.Network, srv.Name, cli.Name, cli.Network, cli.Name, cli.Name)
+			return Link{}, fmt.Errorf("network %s reaches the %s through a port its engine publishes on this machine: its %s must run on the machine (a host process, or a container on the host network), not on network %s; %s",
+				srv.Network, srv.Name, cli.Name, cli.Network, toTheMachine(srv, cli, factors))
 		}
 		return Link{Addr{Kind: Any}, Addr{Kind: Published, Network: srv.Network}}, nil
 	}
@@ -125,4 +128,37 @@ func hostSide(cli Role, host int) (Addr, error) {
 		}
 	}
 	return a, nil
+}
+
+// toTheMachine says how a cell puts client cli of a server published on
+// the machine there: on network host where its platform, with its own
+// factors, is then in the machine's namespace (and when both take the
+// cell's network factor, the server alone can take the published
+// network: docs/networks.md, "Published ports"), else as a host process.
+func toTheMachine(srv, cli Role, factors map[string]string) string {
+	if !onTheMachine(cli) {
+		processes := platform.NamesWhere(platform.Driver.Processes)
+		return fmt.Sprintf("set %s.%s: %s and %s.%s: %s", cli.Name, vocab.FPlatform, strings.Join(processes, " or "), cli.Name, vocab.FNetwork, vocab.Host)
+	}
+	_, srvOwn := factors[srv.Name+"."+vocab.FNetwork]
+	_, cliOwn := factors[cli.Name+"."+vocab.FNetwork]
+	if srv.Name == cli.Name || srvOwn || cliOwn {
+		return fmt.Sprintf("set %s.%s: %s", cli.Name, vocab.FNetwork, vocab.Host)
+	}
+	return fmt.Sprintf("put the %s alone on it, %s.%s: [%s], with the %s on network %s (the default), or set %s.%s: %s",
+		srv.Name, srv.Name, vocab.FNetwork, srv.Network, cli.Name, vocab.Host, cli.Name, vocab.FNetwork, vocab.Host)
+}
+
+// onTheMachine reports whether role r's platform, with r's own factors,
+// gives an instance on network host in the machine's own namespace.
+func onTheMachine(r Role) bool {
+	h := Role{Name: r.Name, Platform: r.Platform, Driver: r.Driver, Network: vocab.Host, Options: r.Options}
+	var err error
+	if h.Provision, err = r.Driver.ProvisionWith(vocab.Host, 1, r.Options); err != nil {
+		return false
+	}
+	if comb := r.Driver.Caps.Combine; comb != nil && comb(vocab.Host, r.Options) != nil {
+		return false
+	}
+	return h.RootNS()
 }

@@ -177,7 +177,7 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 		pc.Chain = append(pc.Chain, r)
 	}
 	for i := range pc.Chain[:len(pc.Chain)-1] {
-		l, err := link(pc.Chain[i], pc.Chain[i+1])
+		l, err := link(pc.Chain[i], pc.Chain[i+1], c.Factors)
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +307,7 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 			n.Ends[i] = ws.RoleList()
 		}
 	}
-	if n.Link, err = link(r, r); err != nil {
+	if n.Link, err = link(r, r, c.Factors); err != nil {
 		return n, fmt.Errorf("the neighbours' two ends: %w", err)
 	}
 	return n, nil

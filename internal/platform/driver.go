@@ -259,14 +259,14 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 	switch {
 	case n.NeedsHosts() && hosts < 2:
 		return Provision{}, false, fmt.Errorf("network %s joins emulated hosts: it needs hosts 2 or more", n)
-	case n == vocab.PublishedProxy && hosts > 1:
+	case n == vocab.PublishedProxy && hosts > 1 && d.gives(vocab.Published, hosts):
 		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): a client on another host never reaches an engine's userland proxy — the engine's DNAT rules take its connection first, proxy on or off — so %s is that path: use it there", n, hosts, vocab.Published)
 	case n.MachineOnly() && hosts > 1:
-		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): use %s there", n, hosts, betweenHosts())
+		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d)%s", n, hosts, orBetween(": use", d.between(hosts), " there"))
 	case n == vocab.Host && hosts > 1 && (c.HoldsHostNS || c.JoinsNSPath):
 		return Provision{Platform: vocab.Host, HostNS: true}, true, nil
 	case n == vocab.Host && hosts > 1:
-		return Provision{}, false, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use %s on the hosts' network, or bridge/ovs/overlay", d.Noun, hosts, hostNSPlatforms())
+		return Provision{}, false, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use %s on the hosts' network%s", d.Noun, hosts, hostNSPlatforms(), orBetween(", or network", d.between(hosts), ""))
 	case n == vocab.Loopback && c.JoinNetwork:
 		return Provision{Platform: vocab.None, Join: true}, true, nil
 	case hosts <= 1 && slices.Contains(c.Networks, n):
@@ -279,24 +279,48 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 	return Provision{}, false, nil
 }
 
-// betweenHosts lists the modes the lab builds between emulated hosts for
-// instances of their own (all of vocab's but the hosts' own namespaces).
-func betweenHosts() string {
+// gives reports whether d gives an instance network mode n with hosts
+// emulated hosts.
+func (d Driver) gives(n vocab.Network, hosts int) bool {
+	_, ok, err := d.provision(n, hosts)
+	return ok && err == nil
+}
+
+// between lists the modes that join d's instances across hosts emulated
+// hosts (hosts ≥ 2), but the hosts' own namespaces (host) and one
+// container's (loopback): what a mode of the machine alone becomes there.
+func (d Driver) between(hosts int) string {
 	var out []string
 	for _, n := range vocab.Networks {
-		if n != vocab.Host && n.Lab(2) {
+		// A mode of the machine alone is refused between hosts with this
+		// list: asking for it here would never end.
+		if n != vocab.Host && n != vocab.Loopback && !n.MachineOnly() && d.gives(n, hosts) {
 			out = append(out, string(n))
 		}
 	}
 	return strings.Join(out, ", ")
 }
 
+// orBetween is a message's words before and after the modes between
+// emulated hosts it suggests, or nothing to suggest when there are none.
+func orBetween(before, modes, after string) string {
+	if modes == "" {
+		return ""
+	}
+	return before + " " + modes + after
+}
+
+// Processes reports whether d's instances are processes in their host's
+// namespace (the machine's, or an emulated host's): no namespace of their
+// own, on hosts of ctrbench's.
+func (d Driver) Processes() bool { return !d.Caps.OwnNetNS && d.Caps.Nodes == nil }
+
 // hostNSPlatforms names the registered platforms whose instances run in
 // an emulated host's namespace: processes, and containers that share it.
 func hostNSPlatforms() string {
 	var out []string
 	for _, d := range Drivers() {
-		if !d.Caps.OwnNetNS && d.Caps.Nodes == nil || d.Caps.HoldsHostNS || d.Caps.JoinsNSPath {
+		if d.Processes() || d.Caps.HoldsHostNS || d.Caps.JoinsNSPath {
 			out = append(out, "platform "+d.Name)
 		}
 	}

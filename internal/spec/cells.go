@@ -195,12 +195,10 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 					netReported = true // one problem per cell: the first such role's
 				}
 				// Suggest an exclusion naming the factors that placed this
-				// role (server.platform, or none when it is the default).
+				// role (server.platform, or none when it is the default),
+				// or the bundles whose levels set them.
 				pf, lf := placementSource(c.Factors, role, vocab.FPlatform), placementSource(c.Factors, role, lim.factor)
-				ex := lf + ": " + lim.level
-				if pf != "" {
-					ex = pf + ": " + pl.Platform + ", " + ex
-				}
+				ex := exclusion(e.Factors, c.Factors, pf, lf)
 				if reported[ex] {
 					continue
 				}
@@ -252,6 +250,31 @@ func placementSource(factors map[string]string, role, base string) string {
 		return base
 	}
 	return ""
+}
+
+// exclusion is an exclusion of a cell's levels of the named factors
+// ("" for none), in order: "server.platform: native, network: bridge".
+// A factor a bundle sets is named by the bundle's level, which is what an
+// exclusion can name.
+func exclusion(fs []Factor, levels map[string]string, names ...string) string {
+	var parts []string
+	for _, name := range names {
+		if name == "" {
+			continue
+		}
+		if findFactor(fs, name) == nil {
+			for _, f := range fs {
+				if _, ok := f.Bundle[levels[f.Name]][name]; ok {
+					name = f.Name
+					break
+				}
+			}
+		}
+		if part := name + ": " + levels[name]; !slices.Contains(parts, part) {
+			parts = append(parts, part)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func fmtLevels(m map[string]string) string {

@@ -8,6 +8,9 @@ import (
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
+// envelopeExamples are limits of the emulated machine any machine gives.
+var envelopeExamples = map[string]string{vocab.FCPUs: "1", vocab.FCpuset: "0", vocab.FMemory: "1GiB"}
+
 // envelope reads "machine: {cpus, cpuset, memory}", the emulated machine.
 func (p *parser) envelope(n *yaml.Node, m Machine) Envelope {
 	var v Envelope
@@ -31,7 +34,7 @@ func (p *parser) envelope(n *yaml.Node, m Machine) Envelope {
 			v.MemoryBytes = int64(n)
 		}
 		if level == vocab.NoLimit {
-			p.addf(vn, "machine.%s: give a size (leave the key out for no limit)", key)
+			p.addf(vn, "machine.%s: give a limit, such as %s (leave the key out for no limit)", key, envelopeExamples[key])
 		}
 	}
 	return v
