@@ -154,13 +154,13 @@ func (f faultRun) row(t *testing.T, order int, fault, did string) chaosRow {
 
 const primesRunning = "ctrbench agent run --workload cpu.primes"
 
-// The engine frozen (SIGSTOP) at three phases of a trial — its
-// container being made, its measurement under way, its container being
-// removed — with the default 5-minute trial timeout: each time the
-// watchdog pings the engine from 15 s into the trial, finds it silent for
-// its 30 s, and stops the campaign as an interruption, within 90 s of the
-// freeze whatever the phase; a trial whose measurement had ended is
-// recorded with its removal noted. After SIGCONT, `run --resume`
+// The engine frozen (SIGSTOP) at four phases — the campaign preparing
+// its platform, a trial's container being made, its measurement under
+// way, its container being removed — with the default 5-minute trial
+// timeout: each time the watchdog pings the engine from 15 s into the
+// phase, finds it silent for its 30 s, and stops the campaign as an
+// interruption, within 90 s of the freeze whatever the phase; a trial
+// whose measurement had ended is recorded with its removal noted. After SIGCONT, `run --resume`
 // completes the campaign: nothing lost, nothing twice.
 func TestChaosEngineFrozen(t *testing.T) {
 	chaosCase(t, true)
@@ -168,10 +168,9 @@ func TestChaosEngineFrozen(t *testing.T) {
 		name, what string
 		at         func(t *testing.T, r *bgRun, id string)
 	}{
-		{"start", "as its first container was being made", func(t *testing.T, r *bgRun, _ string) {
-			if !r.waitFor(t, `docker: (reusing|built) image`, 2*time.Minute) {
-				t.Fatalf("the agent image was not ready:\n%s", r.stderr)
-			}
+		{"preparing", "as the campaign prepared its platform", func(*testing.T, *bgRun, string) {}},
+		{"start", "as a trial's container had been made and was being started", func(t *testing.T, _ *bgRun, id string) {
+			waitEvent(t, id, "create", 3*time.Minute)
 		}},
 		{"measuring", "mid-measurement (its workload running for 2 s)", func(t *testing.T, r *bgRun, _ string) {
 			waitRunning(t, r, primesRunning)
@@ -221,7 +220,7 @@ func TestChaosEngineFrozen(t *testing.T) {
 				}
 			}
 			did += "; after SIGCONT, `run --resume` completed it"
-			record(t, start, chaosRow{Order: 37 + i, Fault: "the engine frozen (SIGSTOP dockerd) " + phase.what + ", trial timeout 5 min (the default)", Did: did,
+			record(t, start, chaosRow{Order: 36 + i, Fault: "the engine frozen (SIGSTOP dockerd) " + phase.what + ", trial timeout 5 min (the default)", Did: did,
 				Lost: l.lost, Dup: l.dup, Left: leftWord(t, id), Exit: fmt.Sprintf("%d, then %d after resume", code, rcode), Message: msg})
 		})
 	}

@@ -119,11 +119,10 @@ type watchdog struct {
 	quit    chan struct{}
 }
 
-// watch starts the watchdog of a trial whose context cancel cancels;
-// abort is the campaign's.
-func (c *running) watch(cancel context.CancelCauseFunc) *watchdog {
+// watch starts the watchdog of a trial (or of a platform's preparation)
+// whose context cancel cancels, pinging pingers; abort is the campaign's.
+func (c *running) watch(cancel context.CancelCauseFunc, pingers map[string]platform.Pinger) *watchdog {
 	w := &watchdog{stopped: make(chan *Stopped, 1), done: make(chan struct{}), quit: make(chan struct{})}
-	pingers := c.pingers()
 	go func() {
 		defer close(w.done)
 		if len(pingers) == 0 {

@@ -104,6 +104,7 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	sum = Summary{Planned: c.sched.Bound()}
 	defer func() { sum.CleanupErrors = c.close(ctx) }()
 	if err := c.prepare(ctx); err != nil {
+		sum.Interrupted = errors.Is(err, ErrInterrupted)
 		return sum, err
 	}
 	for _, t := range cfg.Recorded {

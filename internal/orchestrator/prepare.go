@@ -71,8 +71,8 @@ func (c *running) prepare(ctx context.Context) error {
 			Hosts:        max(1, need.Hosts),
 			Subnets:      c.pool(),
 		}
-		if err := p.Prepare(ctx, s); err != nil {
-			return fmt.Errorf("preparing platform %s: %w", name, err)
+		if err := c.prepareWatched(ctx, name, p, s); err != nil {
+			return err
 		}
 		for k, v := range p.Info() {
 			info[k] = v
@@ -139,4 +139,27 @@ func labels(campaignID string) map[string]string {
 		platform.LabelCampaign: campaignID,
 		platform.LabelOwnerPID: strconv.Itoa(os.Getpid()),
 	}
+}
+
+// prepareWatched prepares platform p, watched as a trial is (a frozen
+// engine stops the campaign, resumable, instead of holding it for the
+// preparation's own bound of minutes).
+func (c *running) prepareWatched(ctx context.Context, name string, p platform.Platform, s platform.Setup) error {
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var w *watchdog
+	if pp, ok := p.(platform.Pinger); ok {
+		w = c.watch(cancel, map[string]platform.Pinger{name: pp})
+	}
+	err := p.Prepare(pctx, s)
+	if w != nil {
+		if stopped := w.stop(); stopped != nil {
+			c.cfg.CleanupTimeout = min(c.cfg.CleanupTimeout, breakerCleanup)
+			return stopped
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("preparing platform %s: %w", name, err)
+	}
+	return nil
 }

@@ -51,7 +51,7 @@ func (c *running) attempt(ctx context.Context, pc *plan.Cell, pt schedule.Trial,
 		t.Ended, t.Status, t.Error, t.FailedBy = time.Now().UTC(), result.Failed, err.Error(), result.FailedByPlatform
 		return t, true
 	}
-	w := c.watch(wcancel)
+	w := c.watch(wcancel, c.pingers())
 	out, err := c.cfg.Runner(pc).Run(wctx, &c.env, runner.Trial{Cell: pc, Seq: pt.Seq, Attempt: n})
 	if s := w.stop(); s != nil && err != nil {
 		// Cut short by the watchdog: not a result; the campaign stops
