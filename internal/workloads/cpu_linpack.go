@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -49,7 +50,23 @@ func init() {
 		Tools: []workload.Tool{linpackTool},
 		Run:   map[string]workload.RunFunc{workload.Main: runLinpack},
 		Smoke: map[string]string{"n": "300"},
+		Work: &workload.Work{
+			Basis: fmt.Sprintf("repeat × (2/3·n³ + 2·n²) flops at %g GFLOPS a thread, auto as the instance's CPUs, and repeat × 2·n² matrix elements generated and checked at %g M/s",
+				linpackRate/1e9, linpackCheckRate/1e6),
+			Time: linpackTime,
+		},
 	})
+}
+
+// linpackTime is the dry run's estimate of a trial on an instance that may
+// use cpus CPUs (what threads: auto resolves to).
+func linpackTime(p workload.Values, cpus int) (time.Duration, bool) {
+	n, threads := float64(p.Int("n")), float64(cpus)
+	if !p.IsAuto("threads") {
+		threads = float64(p.Int("threads"))
+	}
+	solve := (2.0/3*n*n*n+2*n*n)/(linpackRate*threads) + 2*n*n/linpackCheckRate
+	return time.Duration(float64(p.Int("repeat")) * solve * float64(time.Second)), true
 }
 
 // linpackThreads is the thread count of a trial: the one asked for, or
