@@ -52,6 +52,9 @@ func newWorkloadsCmd() *cobra.Command {
 					}
 				}
 			}
+			if s.Work != nil {
+				fmt.Fprintf(w, "dry-run estimate of a trial: %s\n", s.Work.Basis)
+			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "\nparameter\tdefault\tallowed\tmeaning")
 			for _, p := range s.Params {

@@ -91,14 +91,15 @@ func describeProfile(w io.Writer, e *spec.Experiment) {
 // warm-ups and repetitions; with adaptive repetition, the fewest and the
 // most it may.
 func estimateRange(e *spec.Experiment, cells []*Cell) (lo, hi estimate) {
-	fewest, most := map[int]int{}, map[int]int{}
+	fewest, most, cpus := map[int]int{}, map[int]int{}, map[int]int{}
 	for _, c := range cells {
 		fewest[c.ID], most[c.ID] = e.Repetitions+e.Warmup, e.Repetitions+e.Warmup
 		if a := e.Adaptive; a != nil {
 			fewest[c.ID], most[c.ID] = a.Min+e.Warmup, a.Max+e.Warmup
 		}
+		cpus[c.ID] = boundCPUs(e, c)
 	}
-	return estimateOf(cells, fewest), estimateOf(cells, most)
+	return estimateOf(cells, fewest, cpus), estimateOf(cells, most, cpus)
 }
 
 // describeTrials is the plan's first line: the cells, the trials and the

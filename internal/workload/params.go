@@ -47,7 +47,14 @@ type Param struct {
 	// canonical text; CheckDoc says in words what it accepts.
 	Check    func(string) (string, error)
 	CheckDoc string
+	// Auto: the parameter also takes the word Auto, which the workload
+	// resolves as it runs (from what the instance may use) and records.
+	Auto bool
 }
+
+// Auto is the word a parameter marked OrAuto takes besides its kind's
+// values.
+const Auto = "auto"
 
 // Matching returns p restricted to values matching the regular expression
 // re (anchored), described to users as doc.
@@ -61,11 +68,20 @@ func P(name string, kind Kind, def, doc string) Param {
 // Range returns p with inclusive numeric bounds.
 func (p Param) Range(min, max float64) Param { p.Min, p.Max = min, max; return p }
 
+// OrAuto returns p taking the word auto as well, which its workload
+// resolves as it runs.
+func (p Param) OrAuto() Param { p.Auto = true; return p }
+
 // OneOf returns p as an enum of the given values.
 func (p Param) OneOf(v ...string) Param { p.Kind = Enum; p.Allowed = v; return p }
 
 // Describe says what values p accepts, for error messages and docs.
 func (p Param) Describe() string {
+	if p.Auto {
+		q := p
+		q.Auto = false
+		return q.Describe() + ", or " + Auto
+	}
 	var s string
 	switch p.Kind {
 	case Int:
@@ -119,6 +135,9 @@ func (p Param) fmtBound(v float64) string {
 // says what is allowed.
 func (p Param) Normalize(v string) (string, error) {
 	v = strings.TrimSpace(v)
+	if p.Auto && v == Auto {
+		return Auto, nil
+	}
 	if p.Kind.Structured() {
 		return p.normalizeStructured(v)
 	}
@@ -179,11 +198,14 @@ func (p Param) Normalize(v string) (string, error) {
 // Values are a workload's parameters in canonical string form.
 type Values map[string]string
 
-// Int returns an Int parameter (or a Size, in bytes).
+// Int returns an Int parameter (or a Size, in bytes); 0 for auto.
 func (v Values) Int(name string) int64 {
 	n, _ := strconv.ParseInt(v[name], 10, 64)
 	return n
 }
+
+// IsAuto reports whether a parameter marked OrAuto is auto.
+func (v Values) IsAuto(name string) bool { return v[name] == Auto }
 
 // Float returns a Float parameter.
 func (v Values) Float(name string) float64 {

@@ -24,6 +24,11 @@ func TestNormalize(t *testing.T) {
 		{P("e", Enum, "a", "").OneOf("a", "b"), "c", "", "one of a, b"},
 		{P("r", String, "1G", "").Matching(`[0-9]+[KMG]?`, "a rate"), "1.5X", "", "not a rate"},
 		{P("r", String, "1G", "").Matching(`[0-9]+[KMG]?`, "a rate"), "100M", "100M", ""},
+		{P("t", Int, "1", "").Range(1, 8).OrAuto(), " auto ", "auto", ""},
+		{P("t", Int, "1", "").Range(1, 8).OrAuto(), "4", "4", ""},
+		{P("t", Int, "1", "").Range(1, 8).OrAuto(), "0", "", "from 1 to 8, or auto"},
+		{P("t", Int, "1", "").Range(1, 8).OrAuto(), "Auto", "", "from 1 to 8, or auto"},
+		{P("t", Int, "1", "").Range(1, 8), "auto", "", "not an integer from 1 to 8"},
 	}
 	for _, c := range cases {
 		got, err := c.p.Normalize(c.in)
@@ -33,6 +38,20 @@ func TestNormalize(t *testing.T) {
 		case c.errHas != "" && (err == nil || !strings.Contains(err.Error(), c.errHas)):
 			t.Errorf("%s %q: got %v, want an error with %q", c.p.Kind, c.in, err, c.errHas)
 		}
+	}
+}
+
+// A parameter marked OrAuto resolves auto to itself, for the workload to
+// resolve as it runs; Values tell it from a number.
+func TestAuto(t *testing.T) {
+	s := &Spec{Type: "x.y", Params: []Param{P("threads", Int, "1", "").Range(1, 8).OrAuto()}}
+	v, errs := s.Resolve(map[string]string{"threads": "auto"})
+	if errs != nil || !v.IsAuto("threads") || v.Int("threads") != 0 {
+		t.Fatalf("auto: got %v %v", v, errs)
+	}
+	v, errs = s.Resolve(nil)
+	if errs != nil || v.IsAuto("threads") || v.Int("threads") != 1 {
+		t.Fatalf("default: got %v %v", v, errs)
 	}
 }
 

@@ -134,8 +134,12 @@ type Spec struct {
 	MorePorts func(v Values) []vocab.Port
 	// Measures, when set, is how long one run measures with these
 	// parameters, for a workload whose time is not its duration
-	// parameter (MeasuredTime); false when it cannot say.
+	// parameter (RunTime); false when it cannot say.
 	Measures func(params map[string]string) (time.Duration, bool)
+	// Work, when set, estimates a run from the work its parameters ask at
+	// rates it states (RunTime), for a workload whose time no parameter
+	// gives or whose duration leaves work out.
+	Work *Work
 	// Lifecycle marks a workload whose trial is the life of its hosting
 	// entities — created at once, run, exited, removed, each phase timed —
 	// rather than the chain's measured run: its metrics come from the
@@ -319,18 +323,6 @@ func RoleNames() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// MeasuredTime is how long one run of the workload measures with params
-// (resolved, defaults filled): Measures' answer, else its duration
-// parameter; false for a workload without one, or whose duration is 0 (a
-// count of flows). The dry run's estimate adds these up.
-func (s *Spec) MeasuredTime(params map[string]string) (time.Duration, bool) {
-	if s.Measures != nil {
-		return s.Measures(params)
-	}
-	d, err := time.ParseDuration(params["duration"])
-	return d, err == nil && d > 0
 }
 
 // ListenAddr is where a server listens: Bind and Port (any free port for

@@ -38,7 +38,24 @@ func init() {
 		Tools: []workload.Tool{pbzip2Tool},
 		Run:   map[string]workload.RunFunc{workload.Main: runCompress},
 		Smoke: map[string]string{"size": "8MB"},
+		Work: &workload.Work{
+			Basis: fmt.Sprintf("size bytes generated at %g MB/s, compressed at %g MB/s and decompressed at %g MB/s a thread, threads 0 as the instance's CPUs",
+				corpusRate/1e6, compressRate/1e6, decompressRate/1e6),
+			Time: compressTime,
+		},
 	})
+}
+
+// compressTime is the dry run's estimate of a trial on an instance that
+// may use cpus CPUs (threads: 0): the corpus written, compressed,
+// decompressed and compared.
+func compressTime(p workload.Values, cpus int) (time.Duration, bool) {
+	size, threads := float64(p.Int("size")), float64(p.Int("threads"))
+	if threads == 0 {
+		threads = float64(cpus)
+	}
+	s := size/corpusRate + size/(compressRate*threads) + size/(decompressRate*threads)
+	return time.Duration(s * float64(time.Second)), true
 }
 
 // The corpus is word-like text: sentences of words drawn from a fixed

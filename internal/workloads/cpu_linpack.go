@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -37,7 +38,7 @@ func init() {
 		Summary: "LINPACK-style dense solve: LU with partial pivoting (OpenBLAS dgesv) of a random n×n system, GFLOPS, residual-checked",
 		Params: []workload.Param{
 			workload.P("n", workload.Int, "1000", "order of the matrix; needs about 8·n² bytes, at most 92% of the memory available (S0: 15000 in a 2 GiB container, S3: 1000)").Range(100, 60000),
-			workload.P("threads", workload.Int, "1", "OpenBLAS threads").Range(1, 1024),
+			workload.P("threads", workload.Int, "1", "OpenBLAS threads (ctb-linpack's --threads, which calls openblas_set_num_threads); auto = "+instanceCPUsDoc).Range(1, 1024).OrAuto(),
 			workload.P("repeat", workload.Int, "1", "solves of the same system in one trial; the best and the mean are reported").Range(1, 1000),
 		},
 		Metrics: []workload.Metric{
@@ -49,7 +50,32 @@ func init() {
 		Tools: []workload.Tool{linpackTool},
 		Run:   map[string]workload.RunFunc{workload.Main: runLinpack},
 		Smoke: map[string]string{"n": "300"},
+		Work: &workload.Work{
+			Basis: fmt.Sprintf("repeat × (2/3·n³ + 2·n²) flops at %g GFLOPS a thread, auto as the instance's CPUs, and repeat × 2·n² matrix elements generated and checked at %g M/s",
+				linpackRate/1e9, linpackCheckRate/1e6),
+			Time: linpackTime,
+		},
 	})
+}
+
+// linpackTime is the dry run's estimate of a trial on an instance that may
+// use cpus CPUs (what threads: auto resolves to).
+func linpackTime(p workload.Values, cpus int) (time.Duration, bool) {
+	n, threads := float64(p.Int("n")), float64(cpus)
+	if !p.IsAuto("threads") {
+		threads = float64(p.Int("threads"))
+	}
+	solve := (2.0/3*n*n*n+2*n*n)/(linpackRate*threads) + 2*n*n/linpackCheckRate
+	return time.Duration(float64(p.Int("repeat")) * solve * float64(time.Second)), true
+}
+
+// linpackThreads is the thread count of a trial: the one asked for, or
+// with auto every CPU the instance may use.
+func linpackThreads(p workload.Values, ncpu int, quota float64) int64 {
+	if p.IsAuto("threads") {
+		return int64(instanceCPUs(ncpu, quota))
+	}
+	return p.Int("threads")
 }
 
 // memAvailable returns the bytes this process may still allocate: the
@@ -115,7 +141,13 @@ func checkMemory(need int64, what string) error {
 func linpackMemory(n int64) int64 { return 8*n*n + 48*n }
 
 func runLinpack(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
-	n, threads, repeat := p.Int("n"), p.Int("threads"), p.Int("repeat")
+	ncpu, quota := cpusNow()
+	n, threads, repeat := p.Int("n"), linpackThreads(p, ncpu, quota), p.Int("repeat")
+	seen := threadsSeen(int(threads), p.String("threads"), ncpu, quota)
+	if env.See != nil {
+		env.See("cpu.linpack.threads", seen)
+	}
+	diskLog(env, "cpu.linpack: threads %s", seen)
 	if err := checkMemory(linpackMemory(n), fmt.Sprintf("cpu.linpack n=%d", n)); err != nil {
 		return nil, "", err
 	}

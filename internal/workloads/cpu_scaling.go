@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ctrbench/ctrbench/internal/cgroup"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
@@ -66,7 +65,7 @@ func init() {
 		Summary: "multi-core efficiency: π's hex digits by BBP digit extraction with one thread, then all, every chunk checked (S3's y-cruncher and Geekbench single/multi-core)",
 		Params: []workload.Param{
 			workload.P("position", workload.Int, "16384", "hexadecimal digit of π where the chunks start; a chunk's cost grows as position·log(position) (16384: about 5 ms)").Range(1024, scalingMaxPosition),
-			workload.P("threads", workload.Int, "0", "threads of the all-thread phase; 0 = every CPU the instance may use: the affinity mask (cpuset) capped by its cgroup's CPU quota rounded up").Range(0, 1024),
+			workload.P("threads", workload.Int, "0", "threads of the all-thread phase; 0 = "+instanceCPUsDoc).Range(0, 1024),
 			workload.P("duration", workload.Duration, "2s", "time of each phase, one thread then all: a trial takes about twice this").Range(0.1, 3600),
 		},
 		Metrics: scalingMetrics,
@@ -77,9 +76,9 @@ func init() {
 
 func runScaling(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
 	chunks := newPiChunks(uint64(p.Int("position"))) // untimed: the reference
-	ncpu, quota := runtime.NumCPU(), cgroup.Self().CPUs
+	ncpu, quota := cpusNow()
 	threads := scalingThreads(int(p.Int("threads")), ncpu, quota)
-	seen := fmt.Sprintf("%d (asked %d; CPUs in the affinity mask %d; cgroup CPU quota %s)", threads, p.Int("threads"), ncpu, quotaText(quota))
+	seen := threadsSeen(threads, p.String("threads"), ncpu, quota)
 	if env.See != nil {
 		env.See("cpu.scaling.threads", seen)
 	}
@@ -118,26 +117,13 @@ func cpuShareObservations(single, multi scalingRun) []result.Observation {
 	return obs
 }
 
-func quotaText(q float64) string {
-	if q <= 0 {
-		return "none"
-	}
-	return fmt.Sprintf("%g CPUs", q)
-}
-
 // scalingThreads is the thread count of the all-thread phase: the one
-// asked for, or every CPU the instance may use — those of its affinity
-// mask (runtime.NumCPU, which a cpuset limits), at most its CFS quota
-// rounded up (a quota of 1.5 CPUs: 2 threads; 0.5: 1).
+// asked for, or every CPU the instance may use (instanceCPUs).
 func scalingThreads(asked, ncpu int, quota float64) int {
 	if asked > 0 {
 		return asked
 	}
-	n := ncpu
-	if quota > 0 && math.Ceil(quota) < float64(n) {
-		n = int(math.Ceil(quota))
-	}
-	return max(n, 1)
+	return instanceCPUs(ncpu, quota)
 }
 
 // scalingObservations are the metrics of a trial whose one-thread phase

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/workload"
@@ -39,7 +40,19 @@ func init() {
 		// Smaller files are read back from the page cache in under 0.5 s
 		// on the project's machines, which bonnie++ refuses to time.
 		Smoke: map[string]string{"size": "4GiB"},
+		Work: &workload.Work{
+			Basis: fmt.Sprintf("4 × size bytes at %g GB/s, written, rewritten and read, + %d s of seeks + files × 2048 files created at %d a second",
+				diskRate/1e9, bonnieFixed, bonnieFileRate),
+			Time: bonnieTime,
+		},
 	})
+}
+
+// bonnieTime is the dry run's estimate of a trial: the file written, read
+// and written back, read; the small files created in order and at random.
+func bonnieTime(p workload.Values, _ int) (time.Duration, bool) {
+	s := 4*float64(p.Int("size"))/diskRate + bonnieFixed + float64(2048*p.Int("files"))/bonnieFileRate
+	return time.Duration(s * float64(time.Second)), true
 }
 
 // bonnie++ CSV (-q prints it alone on stdout; the human table goes to

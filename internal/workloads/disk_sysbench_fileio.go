@@ -51,7 +51,18 @@ func init() {
 		Tools: []workload.Tool{sysbenchTool},
 		Run:   map[string]workload.RunFunc{workload.Main: runSysbenchFileio},
 		Smoke: map[string]string{"duration": "1s", "file_total_size": "16MiB"},
+		Work: &workload.Work{
+			Basis: fmt.Sprintf("its duration in whole seconds + file_total_size bytes written first at %g GB/s", diskRate/1e9),
+			Time:  fileioTime,
+		},
 	})
+}
+
+// fileioTime is the dry run's estimate of a trial: the files prepared,
+// then the measured run, whole seconds.
+func fileioTime(p workload.Values, _ int) (time.Duration, bool) {
+	prepare := float64(sbFileBytes(p.Int("file_total_size"), p.Int("file_block_size"))) / diskRate
+	return time.Duration(sysbenchSeconds(p.Duration("duration")))*time.Second + time.Duration(prepare*float64(time.Second)), true
 }
 
 // sbFileBytes is what `sysbench fileio prepare` writes: the total split

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -49,7 +50,24 @@ func init() {
 		Tools:         []workload.Tool{streamTool},
 		Run:           map[string]workload.RunFunc{workload.Main: runStream},
 		Smoke:         map[string]string{"array_size": "2000000", "ntimes": "5"},
+		Work: &workload.Work{
+			Basis: fmt.Sprintf("array_size × (80·ntimes + 48) bytes at %g GB/s, the arrays written, the kernels run and checked, an auto size at %dM elements",
+				streamRate/1e9, streamMinAuto/1_000_000),
+			Time: streamTime,
+		},
 	})
+}
+
+// streamTime is the dry run's estimate of a trial: three arrays written,
+// ntimes iterations of the four kernels (80 bytes an element), the arrays
+// read by the check; an auto size at its least.
+func streamTime(p workload.Values, _ int) (time.Duration, bool) {
+	n := p.Int("array_size")
+	if n == 0 {
+		n = streamMinAuto
+	}
+	bytes := float64(n) * float64(80*p.Int("ntimes")+48)
+	return time.Duration(bytes / streamRate * float64(time.Second)), true
 }
 
 // largestCache returns the size in bytes of the highest-level cache of cpu0

@@ -44,7 +44,17 @@ func init() {
 		Tools: []workload.Tool{sockperfTool},
 		Run:   map[string]workload.RunFunc{workload.Server: sockperfServer, workload.Client: sockperfClient},
 		Smoke: map[string]string{"duration": "1s"},
+		Work: &workload.Work{
+			Basis: fmt.Sprintf("its duration in whole seconds + %d s sockperf takes around it", sockperfAround),
+			Time:  sockperfTime,
+		},
 	})
+}
+
+// sockperfTime is the dry run's estimate of a trial: the test's whole
+// seconds and sockperf's own start and end.
+func sockperfTime(p workload.Values, _ int) (time.Duration, bool) {
+	return time.Duration(math.Ceil(p.Duration("duration").Seconds())+sockperfAround) * time.Second, true
 }
 
 // How the sockperf server is run and ended. sockperf's server never ends

@@ -29,7 +29,20 @@ func init() {
 		Roles:      []string{workload.Server, workload.Client},
 		Run:        map[string]workload.RunFunc{workload.Server: transferServer, workload.Client: transferClient},
 		Smoke:      map[string]string{"size": "1MB", "flows": "5"},
+		Work: &workload.Work{
+			Basis: fmt.Sprintf("flows × size bytes at %g Gbit/s, with duration 0", transferRate*8/1e9),
+			Time:  transferTime,
+		},
 	})
+}
+
+// transferTime is the dry run's estimate of a trial that runs a count of
+// flows (duration 0): their bytes over one link.
+func transferTime(p workload.Values, _ int) (time.Duration, bool) {
+	if p.Duration("duration") > 0 {
+		return 0, false
+	}
+	return time.Duration(float64(p.Int("flows")*p.Int("size")) / transferRate * float64(time.Second)), true
 }
 
 // fctHistogram declares the flow completion times the client records.
