@@ -15,6 +15,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -214,11 +215,18 @@ func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context
 	return context.WithTimeout(ctx, d)
 }
 
+// unresponsiveTry bounds a clean-up call to an engine known not to answer.
+const unresponsiveTry = time.Second
+
 // CleanupContext survives the caller's cancellation (Ctrl-C) so removal
 // still happens, but not forever: CleanupTimeout, or the caller's
 // deadline when it is sooner (a campaign the watchdog stopped gives its
 // clean-up a short one: the engine is known not to answer).
 func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if errors.Is(context.Cause(ctx), platform.ErrUnresponsive) {
+		// The engine is known not to answer: one short try.
+		return context.WithTimeout(context.WithoutCancel(ctx), unresponsiveTry)
+	}
 	d := CleanupTimeout
 	if dl, ok := ctx.Deadline(); ok && ctx.Err() == nil && time.Until(dl) < d {
 		d = time.Until(dl)

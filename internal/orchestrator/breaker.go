@@ -41,7 +41,9 @@ func (s *Stopped) Error() string {
 	return fmt.Sprintf("the %s platform's engine stopped answering (no answer for %s: %v)", s.Platform, s.Waited.Round(time.Second), s.Err)
 }
 
-func (s *Stopped) Is(target error) bool { return target == ErrInterrupted }
+func (s *Stopped) Is(target error) bool {
+	return target == ErrInterrupted || target == platform.ErrUnresponsive
+}
 
 // suspect says whether a trial's end may mean a platform stopped
 // answering.

@@ -10,6 +10,7 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"io"
 	"maps"
 	"sync"
@@ -343,6 +344,11 @@ func EndOneAtATime(p Platform) bool {
 	s, ok := p.(Serial)
 	return ok && s.EndOneAtATime()
 }
+
+// ErrUnresponsive is the cause of a context cancelled because a
+// platform's service stopped answering (the orchestrator's watchdog): a
+// clean-up under it does not wait for the service.
+var ErrUnresponsive = errors.New("the platform's service stopped answering")
 
 // Platform starts instances.
 type Platform interface {
