@@ -49,22 +49,26 @@ lint:
 # output, skip reasons), then the slowest tests and a recap of what failed
 # (scripts/gotest-summary.py), so the log's tail names a failed or hung test.
 # The end-to-end tests run one at a time (-p 1: they time real workloads on
-# the machine's cores); the other packages two at a time, after them. Then
-# the tests of what depends on the engine run again on Docker Engine 28
-# (scripts/docker-engine.sh: built from the Go module proxy once, run as an
-# emulated machine's engine), with its classic image store and with
-# containerd's. Every log goes through one summary; any failing fails the
-# target. The other packages' timeout is 8 minutes (the slowest, vm, takes
-# about 3): a package that hangs fails soon enough to keep CI within its
-# budget.
+# the machine's cores). Then, side by side, the other packages two at a
+# time, and the tests of what depends on the engine again on Docker Engine
+# 28 (scripts/docker-engine.sh: built from the Go module proxy once, run as
+# an emulated machine's engine, scripts/engine-tests.sh), with its classic
+# image store and then with containerd's; their logs are kept apart and
+# read in turn. Every log goes through one summary; any failing fails the
+# target. The other packages' timeout is 8 minutes: a package that hangs
+# fails soon enough to keep CI within its budget. Where two tests run one
+# code path, make test keeps the quicker (the other says which, and make
+# test-full runs both).
 OTHER_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
 DOCKER_ENGINE = bash scripts/docker-engine.sh
 test: setup build images vet lint docker-engine
-	set -o pipefail; { CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 1 -timeout 28m ./e2e; e=$$?; \
-	  CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 2 -timeout 8m $(OTHER_PKGS); o=$$?; \
-	  CTRBENCH_BIN=$(abspath $(BIN)) $(DOCKER_ENGINE) run -- bash scripts/engine-tests.sh; d=$$?; \
-	  CTRBENCH_BIN=$(abspath $(BIN)) $(DOCKER_ENGINE) run --store containerd -- bash scripts/engine-tests.sh containerd; c=$$?; \
-	  [ $$e -eq 0 ] && [ $$o -eq 0 ] && [ $$d -eq 0 ] && [ $$c -eq 0 ]; } | python3 scripts/gotest-summary.py
+	set -o pipefail; logs=$$(mktemp -d); trap 'rm -rf "$$logs"' EXIT; { \
+	  CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 1 -timeout 28m ./e2e; e=$$?; \
+	  { CTRBENCH_BIN=$(abspath $(BIN)) $(DOCKER_ENGINE) run -- bash scripts/engine-tests.sh >"$$logs/d" 2>&1; echo $$? >"$$logs/d.rc"; \
+	    CTRBENCH_BIN=$(abspath $(BIN)) $(DOCKER_ENGINE) run --store containerd -- bash scripts/engine-tests.sh containerd >"$$logs/c" 2>&1; echo $$? >"$$logs/c.rc"; } & \
+	  CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 2 -timeout 8m $(OTHER_PKGS) >"$$logs/o" 2>&1; o=$$?; wait; \
+	  cat "$$logs/o" "$$logs/d" "$$logs/c"; \
+	  [ $$e -eq 0 ] && [ $$o -eq 0 ] && [ "$$(cat $$logs/d.rc)" = 0 ] && [ "$$(cat $$logs/c.rc)" = 0 ]; } | python3 scripts/gotest-summary.py
 
 # Docker Engine 28.2.2 for the tests that run on it (scripts/docker-engine.sh
 # build: from the Go module proxy, once; cached in /var/cache/ctrbench).
@@ -72,8 +76,9 @@ docker-engine:
 	$(DOCKER_ENGINE) build
 
 # make test with every workload in all eight placements (make test runs
-# each in three: as a host process, in a Docker bridge container, and one
-# of the other six in turn); not in CI's time budget.
+# each once, the placements in turn) and the tests make test leaves to it
+# (each names the quicker one of make test that runs its path); not in
+# CI's time budget.
 test-full: setup build images vet lint
 	set -o pipefail; { CTRBENCH_E2E_FULL=1 CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 1 -timeout 45m ./e2e; e=$$?; \
 	  CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 2 -timeout 8m $(OTHER_PKGS); o=$$?; \

@@ -57,6 +57,7 @@ workloads:
 // bridge talks to it over OVS alone. Every trial ok, each VM on OVS's
 // subnet by what it saw of its own NIC.
 func TestVMOnOVS(t *testing.T) {
+	fullOnly(t, "TestVMAndContainersAcrossBridges (VMs across bridges) and netlab TestPlugTap (a tap into Open vSwitch)")
 	requireDocker(t)
 	if err := vm.Available(); err != nil {
 		t.Skip(err)
@@ -102,6 +103,7 @@ workloads:
 // the bridge, 198.18.<100+h>.0/24 on OVS). Every trial ok; nothing is
 // left (runStored).
 func TestVMOnEmulatedHosts(t *testing.T) {
+	fullOnly(t, "TestVMAndContainersAcrossBridges (VMs bridged), TestEmulatedHosts (hosts) and netlab TestPlugTapIntoHost (a tap moved into a host)")
 	requireDocker(t)
 	if err := vm.Available(); err != nil {
 		t.Skip(err)

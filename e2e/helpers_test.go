@@ -69,6 +69,20 @@ func writeExperiment(t *testing.T, text string) string {
 	return p
 }
 
+// full reports whether the whole suite runs (make test-full:
+// CTRBENCH_E2E_FULL=1), not make test's, which keeps of two tests of one
+// code path the quicker.
+func full() bool { return os.Getenv("CTRBENCH_E2E_FULL") != "" }
+
+// fullOnly skips a test make test leaves to make test-full, saying which
+// quicker test of make test runs its path.
+func fullOnly(t *testing.T, coveredBy string) {
+	t.Helper()
+	if !full() {
+		t.Skipf("make test-full runs it (CTRBENCH_E2E_FULL=1); make test runs its path in %s", coveredBy)
+	}
+}
+
 func requireDocker(t *testing.T) {
 	t.Helper()
 	if testing.Short() {

@@ -27,6 +27,7 @@ import (
 // machine busier than that says so instead (a busy machine widens the
 // noise; it does not fail the suite). --fail-on-change fails on it.
 func TestHistoryOfFiveQuickstarts(t *testing.T) {
+	fullOnly(t, "cli TestHistoryFindsTheChange and TestEngineChangeIsTheLikelyCause (histories read from real results files)")
 	requireDocker(t)
 	db := filepath.Join(t.TempDir(), "r.db")
 	short := []string{"--db", db, "--no-report", "--set", "repetitions=3", "--set", "warmup=1", "--set", "factors.platform=[docker]", "--set", "factors.network=[host]", "--set", "exclude=[]", "--set", "baseline={}",

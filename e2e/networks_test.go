@@ -267,6 +267,7 @@ func assertReportFlagged(t *testing.T, rows []netRow, metric string, flagged boo
 // whose pairs shared more is neither: that is checked, and the share
 // logged. No measured effect is asserted: chance failure nil.
 func TestFiftyPairs(t *testing.T) {
+	fullOnly(t, "TestPairs and TestPairsPercentiles (pairs begun together, aggregated), and make bench (50 and 100 pairs)")
 	requireDocker(t)
 	db, id := runStored(t, `name: e2e-fifty
 seed: 13

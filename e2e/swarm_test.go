@@ -47,6 +47,7 @@ func assertNoSwarm(t *testing.T, enginesBefore int) {
 // node's address. Afterwards no node, engine, network, link or work
 // directory is left.
 func TestSwarmEmulated(t *testing.T) {
+	fullOnly(t, "swarm TestConformance (an emulated swarm through the conformance suite) and TestOwnServiceNestedAndSwarm (a campaign on it)")
 	requireDocker(t)
 	before := engines(t)
 	db, id := runStored(t, `name: e2e-swarm

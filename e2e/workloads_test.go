@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -46,17 +45,16 @@ func sortedKeys(m map[string]string) []string {
 // everyPlacement is every placement TestEveryWorkloadEverywhere knows.
 var everyPlacement = []string{"native/host", "docker/host", "docker/bridge", "nested/host", "podman/host", "podman/bridge", "lxc/host", "lxc/bridge"}
 
-// placementsOf are the placements workload number i runs in: in every
-// run, as a host process and in a Docker bridge container, the two that
-// every study compares, and one of the other six in turn, so each of
-// those has about a sixth of the workloads; with CTRBENCH_E2E_FULL=1
-// (make test-full), all eight.
+// placementsOf are the placements workload number i runs in: make test
+// runs each workload once, in the eight placements in turn, so every
+// placement runs about an eighth of the workloads (every workload and
+// every platform runs); with CTRBENCH_E2E_FULL=1 (make test-full), all
+// eight.
 func placementsOf(i int) []string {
-	if os.Getenv("CTRBENCH_E2E_FULL") != "" {
+	if full() {
 		return everyPlacement
 	}
-	others := []string{"docker/host", "nested/host", "podman/host", "podman/bridge", "lxc/host", "lxc/bridge"}
-	return []string{"native/host", "docker/bridge", others[i%len(others)]}
+	return []string{everyPlacement[i%len(everyPlacement)]}
 }
 
 // TestEveryWorkloadEverywhere runs every registered workload, with its

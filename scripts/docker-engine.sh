@@ -128,6 +128,12 @@ inner() {
 	rmdir /tmp/ctbe-cgroup
 	mount -t tmpfs -o mode=755 ctbe-run /run
 	mkdir -p /run/lock
+	# Open vSwitch of its own, as a machine has: its database and logs
+	# (ctrbench starts it when a cell needs it).
+	local d
+	for d in /etc/openvswitch /var/lib/openvswitch /var/log/openvswitch; do
+		[ -d "$d" ] && mount -t tmpfs -o mode=755 ctbe-ovs "$d"
+	done
 	mount --bind "$BIN/dockerd" /usr/sbin/dockerd
 	mount --bind "$BIN/docker-proxy" /usr/sbin/docker-proxy
 	mkdir -p "$STATE/data" "$STATE/etc"
