@@ -107,12 +107,14 @@ func campaignID(t *testing.T, stderr string) string {
 
 // assertNothingLeft checks that no container, network or volume of the
 // campaign, and no ctb* link, remains.
-func assertNothingLeft(t *testing.T, campaign string) {
+// It reports whether nothing was.
+func assertNothingLeft(t *testing.T, campaign string) bool {
 	t.Helper()
-	for _, l := range leftovers(t, campaign) {
+	left := leftovers(t, campaign)
+	for _, l := range left {
 		t.Errorf("left behind: %s", l)
 	}
-	assertNoLab(t)
+	return assertNoLab(t) && len(left) == 0
 }
 
 // leftovers lists what remains of the campaign: containers, networks and
@@ -155,27 +157,37 @@ func leftovers(t *testing.T, campaign string) []string {
 // Docker or podman network, a nested parent's inner bridge) of ctrbench's
 // remains (tests run one at a time), so the test that leaves one fails
 // rather than the next one that looks.
-func assertNoLab(t *testing.T) {
+func assertNoLab(t *testing.T) bool {
 	t.Helper()
+	clean := true
+	left := func(format string, args ...any) {
+		t.Helper()
+		clean = false
+		t.Errorf(format, args...)
+	}
 	engines := subnets.Default().Net(subnets.EnginesFirst, 17).String()
 	if out, _ := exec.Command("ip", "-4", "route", "show", "root", engines).Output(); len(strings.TrimSpace(string(out))) > 0 {
 		links, _ := exec.Command("ip", "-br", "link", "show").Output()
-		left, err := engine.Leftovers(context.Background(), "")
-		t.Errorf("routes into the engines' networks (%s: a campaign's network, a nested parent's inner bridge) left behind:\n%s\nthe machine's links:\n%s\nctrbench's objects on the engine (every campaign): %+v %v", engines, out, links, left, err)
+		objs, err := engine.Leftovers(context.Background(), "")
+		left("routes into the engines' networks (%s: a campaign's network, a nested parent's inner bridge) left behind:\n%s\nthe machine's links:\n%s\nctrbench's objects on the engine (every campaign): %+v %v", engines, out, links, objs, err)
 	}
 	if ns, _ := filepath.Glob("/run/netns/ctb*"); len(ns) > 0 {
-		t.Errorf("network namespaces left behind: %v", ns)
+		left("network namespaces left behind: %v", ns)
 	}
 	if out, err := exec.Command("ovs-vsctl", "--timeout=2", "list-br").Output(); err == nil {
 		for _, br := range strings.Fields(string(out)) {
 			if strings.HasPrefix(br, "ctb") {
-				t.Errorf("OVS bridge %s left behind", br)
+				left("OVS bridge %s left behind", br)
 			}
 		}
 	}
 	if out, _ := exec.Command("pgrep", "-f", "agent wireguard").Output(); len(strings.TrimSpace(string(out))) > 0 {
-		t.Errorf("WireGuard agents left running: %s", out)
+		left("WireGuard agents left running: %s", out)
 	}
+	if !clean { // so that only the test that left them fails
+		ctrbench(t, 2*time.Minute, "clean")
+	}
+	return clean
 }
 
 func contains(t *testing.T, what, s string, subs ...string) {
@@ -209,7 +221,9 @@ func runStored(t *testing.T, src string) (db, id string) {
 	db = filepath.Join(t.TempDir(), "r.db")
 	r := ctrbench(t, 10*time.Minute, "run", exp, "--db", db, "--no-report")
 	id = campaignID(t, r.stderr)
-	assertNothingLeft(t, id)
+	if !assertNothingLeft(t, id) {
+		t.Logf("the run that left it:\n%s", r.stderr)
+	}
 	if r.code != 0 {
 		f := ctrbench(t, time.Minute, "report", "--db", db, "--failures")
 		t.Fatalf("run exited %d\n%s\n%s", r.code, r.stderr, f.stdout)

@@ -453,7 +453,7 @@ func (l *Lab) Close() error {
 	}
 	// If Open vSwitch is down (stopped by Clean, say), its bridge is gone
 	// from its point of view; a leftover tap is removed with the links.
-	if len(ovsBridges) > 0 && ovsRunning(context.Background()) {
+	if len(ovsBridges) > 0 && ovsDBUp() {
 		for _, br := range ovsBridges {
 			if err := ovsDelBridge(context.Background(), br); err != nil {
 				errs = append(errs, err)
@@ -537,7 +537,7 @@ func clean(nsPrefix, brPrefix string, linkRE *regexp.Regexp) ([]string, error) {
 		removed = append(removed, "netns "+n)
 	}
 	ctx := context.Background()
-	if ovsRunning(ctx) {
+	if ovsDBUp() {
 		brs, err := ovsListBridges(ctx)
 		if err != nil {
 			errs = append(errs, err)

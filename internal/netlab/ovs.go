@@ -26,6 +26,7 @@ func (l *Lab) macvlanHostIP() string { return l.pool.IP4(subnets.Macvlan, 1) }
 const (
 	ovsCtl       = "/usr/share/openvswitch/scripts/ovs-ctl"
 	ovsPidFile   = "/run/openvswitch/ovs-vswitchd.pid"
+	ovsDBSock    = "/run/openvswitch/db.sock"
 	ovsTimeout   = "--timeout=10"
 	ovsAppear    = 5 * time.Second
 	ovsStartedBy = "/run/ctbnetlab-ovs-started" // pid of the ovs-vswitchd a lab started
@@ -55,9 +56,24 @@ func ovsListBridges(ctx context.Context) ([]string, error) {
 	return strings.Fields(out), nil
 }
 
+// ovsDelBridge deletes a bridge, and tries once more with a longer wait
+// when Open vSwitch is slow to answer (a busy machine): a bridge left in
+// its database comes back each time it starts.
 func ovsDelBridge(ctx context.Context, name string) error {
 	_, err := ovsVsctl(ctx, ovsTimeout, "--if-exists", "del-br", name)
+	if err != nil && ctx.Err() == nil {
+		_, err = ovsVsctl(ctx, "--timeout=30", "--if-exists", "del-br", name)
+	}
 	return err
+}
+
+// ovsDBUp reports whether ovsdb-server is up by its socket, which it
+// removes when it stops: unlike ovsRunning it does not need an answer
+// within seconds, so a busy machine cannot make a clean-up skip its
+// bridges.
+func ovsDBUp() bool {
+	_, err := os.Stat(ovsDBSock)
+	return err == nil
 }
 
 // startOVS starts the Open vSwitch daemons and records (in ovsStartedBy)
