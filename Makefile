@@ -45,30 +45,18 @@ lint:
 # Every test, against the real Docker Engine (setup starts it when needed).
 # The example images are inputs of the tests: experiments/own-service.yaml
 # runs from them (scripts/images.sh skips what is built already).
-# The log is plain go test's (each package's line, every failed test's
-# output, skip reasons), then the slowest tests and a recap of what failed
-# (scripts/gotest-summary.py), so the log's tail names a failed or hung test.
-# The end-to-end tests run one at a time (-p 1: they time real workloads on
-# the machine's cores). Then, side by side, the other packages two at a
-# time, and the tests of what depends on the engine again on Docker Engine
-# 28 (scripts/docker-engine.sh: built from the Go module proxy once, run as
-# an emulated machine's engine, scripts/engine-tests.sh), with its classic
-# image store and then with containerd's; their logs are kept apart and
-# read in turn. Every log goes through one summary; any failing fails the
-# target. The other packages' timeout is 8 minutes: a package that hangs
-# fails soon enough to keep CI within its budget. Where two tests run one
-# code path, make test keeps the quicker (the other says which, and make
-# test-full runs both).
+# scripts/test.sh runs them (the end-to-end tests one at a time while
+# Docker Engine 28 is built, then the other packages beside the tests of
+# what depends on the engine on Docker Engine 28); the log is plain go
+# test's (each package's line, every failed test's output, skip reasons),
+# then the slowest tests and a recap of what failed
+# (scripts/gotest-summary.py), so the log's tail names a failed or hung
+# test. Where two tests run one code path, make test keeps the quicker
+# (the other says which, and make test-full runs both).
 OTHER_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
 DOCKER_ENGINE = bash scripts/docker-engine.sh
-test: setup build images vet lint docker-engine
-	set -o pipefail; logs=$$(mktemp -d); trap 'rm -rf "$$logs"' EXIT; { \
-	  CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 1 -timeout 28m ./e2e; e=$$?; \
-	  { CTRBENCH_BIN=$(abspath $(BIN)) $(DOCKER_ENGINE) run -- bash scripts/engine-tests.sh >"$$logs/d" 2>&1; echo $$? >"$$logs/d.rc"; \
-	    CTRBENCH_BIN=$(abspath $(BIN)) $(DOCKER_ENGINE) run --store containerd -- bash scripts/engine-tests.sh containerd >"$$logs/c" 2>&1; echo $$? >"$$logs/c.rc"; } & \
-	  CTRBENCH_BIN=$(abspath $(BIN)) $(GO) test -json -count=1 -p 2 -timeout 8m $(OTHER_PKGS) >"$$logs/o" 2>&1; o=$$?; wait; \
-	  cat "$$logs/o" "$$logs/d" "$$logs/c"; \
-	  [ $$e -eq 0 ] && [ $$o -eq 0 ] && [ "$$(cat $$logs/d.rc)" = 0 ] && [ "$$(cat $$logs/c.rc)" = 0 ]; } | python3 scripts/gotest-summary.py
+test: setup build images vet lint
+	set -o pipefail; CTRBENCH_BIN=$(abspath $(BIN)) bash scripts/test.sh | python3 scripts/gotest-summary.py
 
 # Docker Engine 28.2.2 for the tests that run on it (scripts/docker-engine.sh
 # build: from the Go module proxy, once; cached in /var/cache/ctrbench).

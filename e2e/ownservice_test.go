@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,9 +117,11 @@ workloads:
 			if p := printed(tr.Raw); len(p) != 2 {
 				t.Errorf("trial %d (%s): the kept output shows %v, want wrk's rate and requests\n%s", tr.Seq, where, p, tr.Raw)
 			}
-			// wrk's rate is its requests over its 1 s run.
-			if r := m["requests"] / m["rps"]; r < 0.9 || r > 1.2 {
-				t.Errorf("trial %d (%s): wrk says %v requests at %v/s (%.2f s)", tr.Seq, where, m["requests"], m["rps"], r)
+			// wrk's rate is its requests over the time it ran, which it
+			// prints (1 s asked; longer when the machine is busy).
+			secs := wrkSeconds(tr.Raw)
+			if r := m["requests"] / m["rps"]; secs < 1 || math.Abs(r-secs) > 0.01+0.01*secs {
+				t.Errorf("trial %d (%s): wrk says %v requests at %v/s (%.3f s) in %.2f s", tr.Seq, where, m["requests"], m["rps"], r, secs)
 			}
 		default:
 			// Every correct response was the 4 KiB file, whole.
@@ -157,12 +160,31 @@ func printed(raw string) map[string]float64 {
 	return out
 }
 
+// wrkSeconds reads the time wrk ran from its "N requests in 1.00s, …"
+// line (0 when there is none).
+func wrkSeconds(raw string) float64 {
+	for _, l := range strings.Split(raw, "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "|"))
+		if len(f) < 4 || f[1] != "requests" || f[2] != "in" {
+			continue
+		}
+		d, err := time.ParseDuration(strings.TrimSuffix(f[3], ","))
+		if err == nil {
+			return d.Seconds()
+		}
+	}
+	return 0
+}
+
 // TestOwnServiceNestedAndSwarm runs users' images where the image must
 // travel further: into each nested parent's engine (loaded there, as the
 // agent image is) and into each node of an emulated swarm. A service from
 // one image is driven by a client from another (redis-benchmark from the
 // redis image), and an exec from a third reads its number; each trial
-// records the image it ran from by ID.
+// records the image it ran from by ID. One network each (the image's
+// journey does not depend on it; the swarm's host network runs in
+// TestPhysicsInvariant, a nested parent's in
+// TestNestedHostParentLeavesTheMachineAlone).
 func TestOwnServiceNestedAndSwarm(t *testing.T) {
 	requireDocker(t)
 	img := exampleImages(t)
@@ -171,9 +193,9 @@ seed: 5
 repetitions: 1
 timeout: 3m
 factors:
-  platform: [nested, swarm]
-  network: [host, bridge, overlay]
-exclude: [{platform: nested, network: overlay}, {platform: swarm, network: bridge}]
+  placement:
+    nested: {platform: nested, network: bridge}
+    swarm: {platform: swarm, network: overlay}
 workloads:
   - name: web
     type: service
@@ -238,7 +260,7 @@ workloads:
 		}
 		seen[where]++
 	}
-	for _, where := range []string{"nested/host", "nested/bridge", "swarm/host", "swarm/overlay"} {
+	for _, where := range []string{"nested/bridge", "swarm/overlay"} {
 		if seen[where] != 3 {
 			t.Errorf("%s: %d ok trials, want 3", where, seen[where])
 		}
