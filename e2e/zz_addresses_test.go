@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
-	"github.com/ctrbench/ctrbench/internal/store"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/store"
 	"github.com/ctrbench/ctrbench/internal/subnets"
 )
 
