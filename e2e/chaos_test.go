@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -262,7 +261,11 @@ func lastLine(stderr string) string {
 }
 
 // quickCells is a campaign of many short trials as host processes.
-func quickCells(name string, reps int) string {
+func quickCells(name string, reps int) string { return primesCells(name, reps, "50ms") }
+
+// primesCells is a campaign of reps trials of cpu.primes for dur each, as
+// host processes.
+func primesCells(name string, reps int, dur string) string {
 	return fmt.Sprintf(`name: %s
 seed: 1
 repetitions: %d
@@ -271,8 +274,8 @@ timeout: 30s
 factors:
   platform: [native]
 workloads:
-  - {name: p, type: cpu.primes, params: {duration: 50ms, max_prime: "2000"}}
-`, name, reps)
+  - {name: p, type: cpu.primes, params: {duration: %s, max_prime: "2000"}}
+`, name, reps, dur)
 }
 
 // ctrbench killed (SIGKILL, the whole process group) at random moments,
@@ -361,16 +364,7 @@ workloads:
 	var seen []string
 	distinct := map[string]bool{}
 	for i, id := range ids {
-		s, err := store.Open(context.Background(), dbs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := s.Campaign(context.Background(), id)
-		s.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sub := c.Env["lxc.bridge_subnet"]
+		sub := storedCampaign(t, dbs[i], id).Env["lxc.bridge_subnet"]
 		seen = append(seen, sub)
 		distinct[sub] = true
 	}
@@ -456,44 +450,17 @@ func TestChaosResultsDiskFull(t *testing.T) {
 func TestChaosResultsLocked(t *testing.T) {
 	chaosCase(t, true)
 	start := time.Now()
-	sqlite3, err := exec.LookPath("sqlite3")
-	if err != nil {
-		t.Skip("no sqlite3 to hold the lock with (apt-get install sqlite3)")
-	}
 	const reps, hold = 40, 60 * time.Second
-	exp := writeExperiment(t, fmt.Sprintf(`name: chaos-locked
-seed: 1
-repetitions: %d
-warmup: 0
-timeout: 30s
-factors:
-  platform: [native]
-workloads:
-  - {name: p, type: cpu.primes, params: {duration: 1s, max_prime: "2000"}}
-`, reps))
+	exp := writeExperiment(t, primesCells("chaos-locked", reps, "1s"))
 	db := filepath.Join(t.TempDir(), "r.db")
 	run := startRun(t, "run", exp, "--db", db, "--no-report")
 	if !run.waitFor(t, `\[5/\d+\]`, time.Minute) {
 		t.Fatalf("the campaign did not get going:\n%s", run.stderr)
 	}
-	shell := exec.Command(sqlite3, db)
-	stdin, _ := shell.StdinPipe()
-	stdout, _ := shell.StdoutPipe()
-	if err := shell.Start(); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintln(stdin, "BEGIN IMMEDIATE;\nSELECT 'held';")
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "held" {
-		shell.Process.Kill()
-		t.Fatalf("sqlite3 did not take the lock: %q %v", line, err)
-	}
+	pid, release := testutil.SQLite3Lock(t, db)
 	locked := time.Now()
 	time.Sleep(hold)
-	fmt.Fprintln(stdin, "COMMIT;")
-	stdin.Close()
-	if err := shell.Wait(); err != nil {
-		t.Errorf("sqlite3: %v", err)
-	}
+	release()
 	heldFor := time.Since(locked).Round(time.Second)
 	code := run.wait(t, 5*time.Minute)
 	stderr := run.stderr.String()
@@ -510,10 +477,10 @@ workloads:
 			during++
 		}
 	}
-	holder := fmt.Sprintf("is locked by another process (pid %d (sqlite3) holds its write lock)", shell.Process.Pid)
+	holder := fmt.Sprintf("is locked by another process (pid %d (sqlite3) holds its write lock)", pid)
 	if code != 0 || l.lost != 0 || l.dup != 0 || l.integrity != nil || !strings.Contains(waitLine, holder) || overLine == "" || during == 0 {
 		t.Errorf("exit %d, lost %d, duplicated %d, integrity %v, %d trials ended while it waited; want exit 0, nothing lost, the wait said naming pid %d (sqlite3):\n%s",
-			code, l.lost, l.dup, l.integrity, during, shell.Process.Pid, stderr)
+			code, l.lost, l.dup, l.integrity, during, pid, stderr)
 	}
 	for i, tr := range l.trials {
 		if tr.Seq != i+1 {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/store"
 )
 
 // Issue 38: Docker 28's bridge gateway modes as network levels. On an
@@ -52,15 +51,7 @@ workloads:
 		return
 	}
 	db, id := runStored(t, src)
-	s, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.Campaign(context.Background(), id)
-	s.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := storedCampaign(t, db, id)
 	subnetsSeen := map[string]string{}
 	for _, mode := range []string{"", ".routed", ".nat-unprotected"} {
 		sub := c.Env["docker.network"+mode+"_subnet"]

@@ -264,6 +264,22 @@ func storedCells(t *testing.T, db, id string) []result.Cell {
 }
 
 // cellFactors maps each cell of a stored campaign to its factors.
+// storedCampaign reads a campaign's record (its environment, its design)
+// from its results file.
+func storedCampaign(t *testing.T, db, id string) result.Campaign {
+	t.Helper()
+	s, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.Campaign(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func cellFactors(t *testing.T, db, id string) map[int]map[string]string {
 	t.Helper()
 	out := map[int]map[string]string{}

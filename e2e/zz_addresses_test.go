@@ -17,7 +17,6 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/store"
 	"github.com/ctrbench/ctrbench/internal/subnets"
 )
 
@@ -92,19 +91,8 @@ func outsidePool(text string, pool subnets.Pool, own []netip.Prefix) []string {
 // assertAddressesInPool checks a stored campaign's records.
 func assertAddressesInPool(t *testing.T, db, id string) {
 	t.Helper()
-	s, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c, err := s.Campaign(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trials, err := s.Trials(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := storedCampaign(t, db, id)
+	trials := storedTrials(t, db, id)
 	pool := subnets.Default()
 	if p, err := subnets.Parse(c.Env["subnet_pool"]); err == nil {
 		pool = p

@@ -47,6 +47,9 @@ PKGS=(
 	"redis-benchmark:redis-tools"
 	"/bin/busybox:busybox-static"
 	"skopeo:skopeo"
+	# SQLite's own shell: the tests hold a results file's lock with it, as
+	# a user's shell left in a transaction does.
+	"sqlite3:sqlite3"
 	# Readers of ctrbench's exports nobody here wrote: the Prometheus
 	# client's OpenMetrics parser, a JUnit XML parser, a JSON Schema
 	# validator (docs/schema).

@@ -1,12 +1,10 @@
 package campaign
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,36 +19,6 @@ import (
 	"github.com/ctrbench/ctrbench/internal/testutil"
 	_ "github.com/ctrbench/ctrbench/internal/workloads"
 )
-
-// sqlite3Lock holds the write lock of the results file at path as a user's
-// sqlite3 shell left in a transaction does, from the moment it returns
-// until release (which commits and waits for the shell to end).
-func sqlite3Lock(t *testing.T, path string) (pid int, release func()) {
-	t.Helper()
-	cmd := exec.Command("sqlite3", path)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintln(stdin, "BEGIN IMMEDIATE;\nSELECT 'held';")
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "held" {
-		cmd.Process.Kill()
-		t.Fatalf("sqlite3 did not take the lock: %q %v", line, err)
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			fmt.Fprintln(stdin, "COMMIT;")
-			stdin.Close()
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("sqlite3: %v", err)
-			}
-		})
-	}
-	t.Cleanup(release)
-	return cmd.Process.Pid, release
-}
 
 // lockAt is a campaign's stderr that takes the results file's lock
 // (sqlite3) once trial 2 has ended, and releases it after hold (never,
@@ -73,7 +41,7 @@ func (w *lockAt) Write(p []byte) (int, error) {
 	if w.release == nil && regexp.MustCompile(`\[2/\d+\]`).Match(w.buf.Bytes()) {
 		// The trial's line is written after it was recorded: the lock
 		// comes between trials 2 and 3.
-		w.pid, w.release = sqlite3Lock(w.t, w.db)
+		w.pid, w.release = testutil.SQLite3Lock(w.t, w.db)
 		if w.hold > 0 {
 			time.AfterFunc(w.hold, w.release)
 		}
@@ -91,9 +59,6 @@ func (w *lockAt) String() string {
 // on a machine without sqlite3 to hold the lock with.
 func quickCampaign(t *testing.T, reps int) *spec.Experiment {
 	t.Helper()
-	if _, err := exec.LookPath("sqlite3"); err != nil {
-		t.Skip("no sqlite3 to hold the lock with")
-	}
 	e, err := spec.Parse("lock.yaml", []byte(fmt.Sprintf(`name: lock
 seed: 1
 repetitions: %d
