@@ -141,8 +141,8 @@ workloads:
 	}
 	contains(t, "clean output", r.stdout, "removed directory "+work)
 	assertNothingLeft(t, id) // also: no route into an inner bridge remains
-	if out, _ := exec.Command("pgrep", "-f", "agent parent").Output(); len(strings.TrimSpace(string(out))) > 0 {
-		t.Errorf("parent engines left running: %s", out)
+	if pids := ownProcesses("agent parent"); len(pids) > 0 {
+		t.Errorf("parent engines left running: %v", pids)
 	}
 }
 

@@ -31,8 +31,8 @@ func engines(t *testing.T) int {
 // container's init, or its engine) is left running.
 func assertNoSwarm(t *testing.T, enginesBefore int) {
 	t.Helper()
-	if out, _ := exec.Command("pgrep", "-f", "agent parent").Output(); len(strings.TrimSpace(string(out))) > 0 {
-		t.Errorf("node engines left running: %s", out)
+	if pids := ownProcesses("agent parent"); len(pids) > 0 {
+		t.Errorf("node engines left running: %v", pids)
 	}
 	if n := engines(t); n != enginesBefore {
 		t.Errorf("%d Docker Engines run on the machine, %d did before the run", n, enginesBefore)
