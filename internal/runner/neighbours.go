@@ -85,19 +85,25 @@ func startEnd(ctx context.Context, env *Env, in *instances, link plan.Link, role
 func stopNeighbours(ctx context.Context, loops []*watched, target *result.Result) error {
 	sctx, cancel := context.WithTimeout(ctx, serverGrace)
 	defer cancel()
-	for _, r := range loops {
-		if err := r.inst.Stop(sctx); err != nil {
+	// Last first, each ended before the one before it is stopped: a
+	// client end (after its server in loops) is stopped while its server
+	// still listens, so the iteration the stop cuts short counts as run,
+	// not as the broken pipe its server's end would give it.
+	done := make([]*result.Result, len(loops))
+	for i := len(loops) - 1; i >= 0; i-- {
+		if err := loops[i].inst.Stop(sctx); err != nil {
 			return fmt.Errorf("stopping a neighbour: %w", err)
 		}
-	}
-	for _, r := range loops {
-		res, err := r.await(sctx)
+		res, err := loops[i].await(sctx)
 		if err != nil {
 			return fmt.Errorf("neighbour: %w", err)
 		}
 		if res.Status != result.OK {
 			return fmt.Errorf("neighbour %s: %s", res.Workload, res.Error)
 		}
+		done[i] = res
+	}
+	for _, res := range done {
 		target.Neighbours = append(target.Neighbours, res.Neighbours...)
 	}
 	return neighbour.Attach(target, target.Started, target.Ended)
