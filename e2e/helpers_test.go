@@ -258,54 +258,44 @@ func runStored(t *testing.T, src string) (db, id string) {
 	return db, id
 }
 
-// storedTrials reads a campaign's trials from its results file, as a
-// resumed run finds them.
-func storedTrials(t *testing.T, db, id string) []result.Trial {
+// fromStore opens a results file, reads what read reads of campaign id
+// (a method of the store: (*store.DB).Trials, …) and closes the file; an
+// error fails the test.
+func fromStore[T any](t *testing.T, db, id string, read func(*store.DB, context.Context, string) (T, error)) T {
 	t.Helper()
 	s, err := store.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	trials, err := s.Trials(context.Background(), id)
+	v, err := read(s, context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return trials
+	return v
+}
+
+// storedTrials reads a campaign's trials from its results file, as a
+// resumed run finds them.
+func storedTrials(t *testing.T, db, id string) []result.Trial {
+	t.Helper()
+	return fromStore(t, db, id, (*store.DB).Trials)
 }
 
 // storedCells are a stored campaign's cells.
 func storedCells(t *testing.T, db, id string) []result.Cell {
 	t.Helper()
-	s, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	cells, err := s.Cells(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cells
+	return fromStore(t, db, id, (*store.DB).Cells)
 }
 
-// cellFactors maps each cell of a stored campaign to its factors.
 // storedCampaign reads a campaign's record (its environment, its design)
 // from its results file.
 func storedCampaign(t *testing.T, db, id string) result.Campaign {
 	t.Helper()
-	s, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c, err := s.Campaign(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return fromStore(t, db, id, (*store.DB).Campaign)
 }
 
+// cellFactors maps each cell of a stored campaign to its factors.
 func cellFactors(t *testing.T, db, id string) map[int]map[string]string {
 	t.Helper()
 	out := map[int]map[string]string{}

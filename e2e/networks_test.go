@@ -314,15 +314,7 @@ workloads:
 	if !(obs["fct_p50"] > 0 && obs["fct_p50"] <= obs["fct_p99"]) {
 		t.Errorf("fct p50 %v, p99 %v", obs["fct_p50"], obs["fct_p99"])
 	}
-	s, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	hists, err := s.Histograms(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hists := fromStore(t, db, id, (*store.DB).Histograms)
 	var merged int64
 	for _, h := range hists[tr.ID] {
 		if h.Scope == result.ScopeAggregate && h.Role == "" && h.Metric == "fct" {
