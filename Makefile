@@ -46,7 +46,7 @@ lint:
 # The example images are inputs of the tests: experiments/own-service.yaml
 # runs from them (scripts/images.sh skips what is built already).
 # scripts/test.sh runs them (the end-to-end tests one at a time while
-# Docker Engine 28 is built, then the other packages beside the tests of
+# Docker Engine 28 is built and make lint runs, then the other packages beside the tests of
 # what depends on the engine on Docker Engine 28); the log is plain go
 # test's (each package's line, every failed test's output, skip reasons),
 # then the slowest tests and a recap of what failed
@@ -55,7 +55,7 @@ lint:
 # (the other says which, and make test-full runs both).
 OTHER_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
 DOCKER_ENGINE = bash scripts/docker-engine.sh
-test: setup build images vet lint
+test: setup build images vet
 	set -o pipefail; CTRBENCH_BIN=$(abspath $(BIN)) bash scripts/test.sh | python3 scripts/gotest-summary.py
 
 # Docker Engine 28.2.2 for the tests that run on it (scripts/docker-engine.sh

@@ -359,7 +359,7 @@ workloads:
 // (lxc-execute), a virtual machine's QEMU: the trial fails, and the
 // campaign goes on to completion.
 func TestChaosInstanceProcessKilled(t *testing.T) {
-	chaosCase(t, false)
+	chaosCase(t, true)
 	for i, c := range []struct{ platform, process, fault, extra string }{
 		{"lxc", "lxc-execute -n ctrbench", "an LXC container's monitor (lxc-execute) killed mid-trial", ""},
 		{"vm", "qemu-system", "a virtual machine's QEMU killed mid-trial", "  network: [bridge]\n"},

@@ -336,7 +336,7 @@ func okOr(err error) string {
 // containers on a bridge of ctrbench's, so bridges and subnets must be
 // per campaign. All complete, nothing lost or duplicated.
 func TestChaosCampaignsAtOnce(t *testing.T) {
-	chaosCase(t, false)
+	chaosCase(t, true)
 	start := time.Now()
 	const reps = 3
 	src := func(name string) string {
@@ -514,7 +514,7 @@ func fill(t *testing.T, path string) {
 // temporary directory is a 32 MiB ext4 write a 64 MiB file. The trial
 // fails saying so, the campaign goes on to the trials that fit.
 func TestChaosDataDiskFull(t *testing.T) {
-	chaosCase(t, false)
+	chaosCase(t, true)
 	start := time.Now()
 	mnt, err := loopExt4Sized(t, 32<<20)
 	if err != nil {
@@ -594,7 +594,7 @@ factors:
 // A workload that needs more memory than its limit: the kernel's OOM
 // killer kills it; the trial fails saying so, and the campaign goes on.
 func TestChaosOOMKilled(t *testing.T) {
-	chaosCase(t, false)
+	chaosCase(t, true)
 	start := time.Now()
 	exp := writeExperiment(t, execBoth("chaos-oom", "  memory: [64MiB]\n", "60s", `x=$(busybox head -c 250000000 /dev/zero | busybox tr "\0" x); echo ${#x}; echo n=1`))
 	db := filepath.Join(t.TempDir(), "r.db")
@@ -687,7 +687,7 @@ func noteLine(out, s string) string {
 // instance and every process it forked are gone, and the campaign goes
 // on.
 func TestChaosForkBomb(t *testing.T) {
-	chaosCase(t, false)
+	chaosCase(t, true)
 	start := time.Now()
 	exp := writeExperiment(t, execBoth("chaos-forkbomb", "  pids: [64]\n", "8s", `while :; do busybox sleep 600 & done`))
 	db := filepath.Join(t.TempDir(), "r.db")
@@ -729,7 +729,7 @@ func countProcs(s string) int {
 // campaign's own namespaces, so the same plan twice does not collide;
 // both complete.
 func TestChaosLabsAtOnce(t *testing.T) {
-	chaosCase(t, false)
+	chaosCase(t, true)
 	start := time.Now()
 	src := `name: chaos-labs
 seed: 1

@@ -219,13 +219,7 @@ func TestNestedHostParentLeavesTheMachineAlone(t *testing.T) {
 		if err != nil {
 			t.Skipf("iptables-save: %v", err)
 		}
-		var keep []string
-		for _, l := range strings.Split(string(out), "\n") {
-			if !strings.HasPrefix(l, "#") {
-				keep = append(keep, counters.ReplaceAllString(l, ""))
-			}
-		}
-		return strings.Join(keep, "\n")
+		return withoutEmptyTables(counters.ReplaceAllString(string(out), ""))
 	}
 	before := rules()
 	rows, _ := runReport[netRow](t, `name: e2e-nested-host-parent
@@ -253,6 +247,33 @@ workloads:
 	}
 }
 
+// withoutEmptyTables is iptables-save's text without its comments and
+// without the tables that hold nothing: a table the kernel made in the
+// namespace when something first looked at it (Docker 28 looks at raw) has
+// only its built-in chains, each accepting, which is what no table does.
+func withoutEmptyTables(save string) string {
+	var keep, table []string
+	empty := true
+	for _, l := range strings.Split(save, "\n") {
+		switch {
+		case strings.HasPrefix(l, "#"):
+		case strings.HasPrefix(l, "*"):
+			table, empty = []string{l}, true
+		case table != nil && l == "COMMIT":
+			if !empty {
+				keep = append(keep, append(table, l)...)
+			}
+			table = nil
+		case table != nil:
+			table = append(table, l)
+			empty = empty && strings.HasPrefix(l, ":") && strings.HasSuffix(strings.TrimSpace(l), " ACCEPT")
+		default:
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
 // counters are iptables-save's packet and byte counts.
 var counters = regexp.MustCompile(`\[\d+:\d+\]`)
 
@@ -269,4 +290,17 @@ func hasAddrIn(interfaces string, p netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// An instantiated, empty table is no change; a policy or a rule is.
+func TestWithoutEmptyTables(t *testing.T) {
+	const filter = "*filter\n:INPUT ACCEPT \n:FORWARD DROP \nCOMMIT\n"
+	if got := withoutEmptyTables("# by iptables-save\n" + filter + "*raw\n:PREROUTING ACCEPT \n:OUTPUT ACCEPT \nCOMMIT\n"); got != withoutEmptyTables(filter) {
+		t.Errorf("an empty raw table counts:\n%q\n%q", got, withoutEmptyTables(filter))
+	}
+	for _, raw := range []string{"*raw\n:PREROUTING DROP \n:OUTPUT ACCEPT \nCOMMIT\n", "*raw\n:PREROUTING ACCEPT \n-A PREROUTING -d 198.18.0.2/32 -j DROP\nCOMMIT\n", "*raw\n:PREROUTING ACCEPT \n:CTB - \nCOMMIT\n"} {
+		if withoutEmptyTables(filter+raw) == withoutEmptyTables(filter) {
+			t.Errorf("a table with something in it is dropped: %q", raw)
+		}
+	}
 }

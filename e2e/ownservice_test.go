@@ -32,9 +32,11 @@ func exampleImages(t *testing.T) string {
 // TestOwnServiceFromImages measures real servers nobody here wrote from
 // their own images — nginx driven by http.get and by wrk, redis by
 // redis-benchmark from the redis image — as a host process running the
-// same binary (the image unpacked, chrooted), in Docker on the host
-// network and a bridge, in podman and in LXC, and checks each trial's numbers
-// against what the tools and the files say.
+// same binary (the image unpacked, chrooted), in Docker and LXC on a
+// bridge and in podman on the host network, and checks each trial's
+// numbers against what the tools and the files say. (A user's image on
+// the other network of each runs in TestOwnImageFromEngine and
+// TestServiceAcrossPlacements.)
 func TestOwnServiceFromImages(t *testing.T) {
 	requireDocker(t)
 	img := exampleImages(t)
@@ -45,7 +47,7 @@ timeout: 90s
 factors:
   platform: [native, docker, podman, lxc]
   network: [host, bridge]
-exclude: [{platform: native, network: bridge}, {platform: podman, network: bridge}]
+exclude: [{platform: native, network: bridge}, {platform: podman, network: bridge}, {platform: docker, network: host}, {platform: lxc, network: host}]
 workloads:
   - name: web
     type: service
@@ -131,9 +133,9 @@ workloads:
 		}
 		seen[where]++
 	}
-	for _, where := range []string{"native/host", "docker/host", "docker/bridge", "podman/host", "lxc/host", "lxc/bridge"} {
+	for _, where := range []string{"native/host", "docker/bridge", "podman/host", "lxc/bridge"} {
 		if seen[where] != 3 { // 3 services, 1 repetition (every trial is checked against its tool's text)
-			t.Errorf("%s: %d ok trials, want 6", where, seen[where])
+			t.Errorf("%s: %d ok trials, want 3", where, seen[where])
 		}
 	}
 }

@@ -272,15 +272,20 @@ workloads:
 	contains(t, "run without TLS", r.stderr, te.Addr, "--tlsverify")
 	remote("flags", "--docker-host", te.Addr, "--tlsverify",
 		"--tlscacert", filepath.Join(te.Dir, "ca.pem"), "--tlscert", filepath.Join(te.Dir, "cert.pem"), "--tlskey", filepath.Join(te.Dir, "key.pem"))
-	t.Setenv("DOCKER_HOST", te.Addr)
-	t.Setenv("DOCKER_TLS_VERIFY", "1")
-	t.Setenv("DOCKER_CERT_PATH", te.Dir)
-	remote("DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH")
-	os.Unsetenv("DOCKER_HOST")
-	os.Unsetenv("DOCKER_TLS_VERIFY")
-	os.Unsetenv("DOCKER_CERT_PATH")
-	t.Setenv("DOCKER_CONFIG", cliContext(t, "ctb-e2e-remote", te))
-	remote("--context", "--context", "ctb-e2e-remote")
+	// The environment's and a context's way to the same engine: make
+	// test-full runs them (engine TestEngineOptions reads each into the
+	// same options as the flags above).
+	if full() {
+		t.Setenv("DOCKER_HOST", te.Addr)
+		t.Setenv("DOCKER_TLS_VERIFY", "1")
+		t.Setenv("DOCKER_CERT_PATH", te.Dir)
+		remote("DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH")
+		os.Unsetenv("DOCKER_HOST")
+		os.Unsetenv("DOCKER_TLS_VERIFY")
+		os.Unsetenv("DOCKER_CERT_PATH")
+		t.Setenv("DOCKER_CONFIG", cliContext(t, "ctb-e2e-remote", te))
+		remote("--context", "--context", "ctb-e2e-remote")
+	}
 	// A context whose CA did not sign the engine's certificate: refused,
 	// since verification is on unless the user turns it off; turned off
 	// in the context (SkipTLSVerify), the run goes ahead and says so.
