@@ -32,6 +32,12 @@ fi
 engine=$(docker version --format 'docker {{.Server.Version}}' 2>/dev/null || echo 'docker ?')
 label() { sed -u "s#\"Package\":\"\([^\"]*\)\"#\"Package\":\"\1 [$engine, ${1:-overlay2}]\"#g"; }
 
+# A temporary directory of their own: make test runs them beside the
+# machine's end-to-end tests, whose checks look at the machine's.
+TMPDIR=$(mktemp -d /tmp/ctbe-tmp.XXXXXX)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+
 rc=0
 "$GO" test -json -count=1 -p 1 -timeout 10m -run "$E2E" ./e2e | label "${1:-}" || rc=$?
 if [ ${#PKGS[@]} -gt 0 ]; then
