@@ -46,8 +46,8 @@ lint:
 # The example images are inputs of the tests: experiments/own-service.yaml
 # runs from them (scripts/images.sh skips what is built already).
 # scripts/test.sh runs them (the end-to-end tests one at a time while
-# Docker Engine 28 is built and make lint runs, then the other packages beside the tests of
-# what depends on the engine on Docker Engine 28); the log is plain go
+# make lint runs and, on Docker Engine 28, the tests of what depends on
+# the engine; then the other packages); the log is plain go
 # test's (each package's line, every failed test's output, skip reasons),
 # then the slowest tests and a recap of what failed
 # (scripts/gotest-summary.py), so the log's tail names a failed or hung

@@ -13,11 +13,11 @@ import (
 // machine (vm.engine docker; the process the machine's init starts, none,
 // is the vm platform's conformance suite and every other vm test):
 // request/response between two machines on the bridge, a container in
-// each (a CPU kernel in one runs in make test-full; the path is the
-// same, one machine fewer to boot under emulation) (the
+// each; make test-full adds a CPU kernel in a machine of its own (the same
+// path, one more machine to boot under emulation). (The
 // data directory in the container's overlay layer is the conformance
 // suite's; these workloads need no tool, so the image store the seed
-// machine builds here is the one that suite uses). Every trial must be ok and say where it ran;
+// machine builds here is the one that suite uses.) Every trial must be ok and say where it ran;
 // nothing is left. Functional only: under emulation (TCG) the numbers say
 // nothing about a hypervisor.
 func TestVMWithEngineInside(t *testing.T) {
@@ -25,9 +25,9 @@ func TestVMWithEngineInside(t *testing.T) {
 	if err := vm.Available(); err != nil {
 		t.Skip(err)
 	}
-	asked := "  - {name: rr, type: net.tcp_rr, params: {duration: 1s}}\n"
+	asked := []string{"  - {name: rr, type: net.tcp_rr, params: {duration: 1s}}"}
 	if full() {
-		asked += "  - {name: cpu, type: cpu.primes, params: {duration: 1s, max_prime: 2000}}\n"
+		asked = append(asked, "  - {name: cpu, type: cpu.primes, params: {duration: 1s, max_prime: 2000}}")
 	}
 	db, id := runStored(t, `name: e2e-vm-engine
 seed: 3
@@ -39,9 +39,9 @@ factors:
   network: [bridge]
   vm.engine: [docker]
 workloads:
-`+asked)
+`+strings.Join(asked, "\n")+"\n")
 	cells, workloads := cellFactors(t, db, id), cellWorkloads(t, db, id)
-	for _, tr := range okTrials(t, db, id, strings.Count(asked, "{name:"), func(tr result.Trial) string { return cells[tr.CellID][vm.FEngine] + ", " + workloads[tr.CellID] }) {
+	for _, tr := range okTrials(t, db, id, len(asked), func(tr result.Trial) string { return cells[tr.CellID][vm.FEngine] + ", " + workloads[tr.CellID] }) {
 		engine := cells[tr.CellID][vm.FEngine]
 		if got := tr.Seen["platform.vm.engine"]; got != vm.EngineDocker {
 			t.Errorf("trial %d (%s): seen vm.engine %q", tr.Seq, engine, got)
