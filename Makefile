@@ -46,8 +46,9 @@ lint:
 # The example images are inputs of the tests: experiments/own-service.yaml
 # runs from them (scripts/images.sh skips what is built already).
 # scripts/test.sh runs them (the end-to-end tests one at a time while
-# make lint runs and, on Docker Engine 28, the tests of what depends on
-# the engine; then the other packages); the log is plain go
+# make vet lint runs and, on Docker Engine 28, the tests of what depends on
+# the engine, then the packages that make nothing the end-to-end tests
+# look at; then the other packages); the log is plain go
 # test's (each package's line, every failed test's output, skip reasons),
 # then the slowest tests and a recap of what failed
 # (scripts/gotest-summary.py), so the log's tail names a failed or hung
@@ -55,7 +56,7 @@ lint:
 # (the other says which, and make test-full runs both).
 OTHER_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
 DOCKER_ENGINE = bash scripts/docker-engine.sh
-test: setup build images vet
+test: setup build images
 	set -o pipefail; CTRBENCH_BIN=$(abspath $(BIN)) bash scripts/test.sh | python3 scripts/gotest-summary.py
 
 # Docker Engine 28.2.2 for the tests that run on it (scripts/docker-engine.sh

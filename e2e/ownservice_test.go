@@ -181,9 +181,11 @@ func wrkSeconds(raw string) float64 {
 // TestOwnServiceNestedAndSwarm runs users' images where the image must
 // travel further: into each nested parent's engine (loaded there, as the
 // agent image is) and into each node of an emulated swarm. A service from
-// one image is driven by a client from another (redis-benchmark from the
-// redis image), and an exec from a third reads its number; each trial
-// records the image it ran from by ID. One network each (the image's
+// an image is driven by a client from an image (redis-benchmark from the
+// redis image), and an exec from another reads its number; each trial
+// records the image it ran from by ID (a service driven by a built-in
+// client, nginx with http.get, is TestOwnServiceFromImages's: the image's
+// journey is the same). One network each (the image's
 // journey does not depend on it; the swarm's host network runs in
 // TestPhysicsInvariant, a nested parent's in
 // TestNestedHostParentLeavesTheMachineAlone).
@@ -199,13 +201,6 @@ factors:
     nested: {platform: nested, network: bridge}
     swarm: {platform: swarm, network: overlay}
 workloads:
-  - name: web
-    type: service
-    params:
-      image_archive: IMAGES/nginx.tar
-      port: 8080
-      ready: {http: /index.html}
-      client: {type: http.get, params: {path: /4k.bin, concurrency: 4, duration: 500ms}}
   - name: kv
     type: service
     params:
@@ -256,15 +251,13 @@ workloads:
 				t.Errorf("trial %d (%s): wall time %.3f s, the printed rate needs %.3f s", tr.Seq, where, m["wall_time"], 5000/m["set_rps"])
 			}
 		default:
-			if per := m["transfer_rate"] * 1e6 / m["requests_per_sec"]; m["errors"] != 0 || per < 4095.5 || per > 4096.5 {
-				t.Errorf("trial %d (%s): %.1f bytes per response (want 4096), %v errors", tr.Seq, where, per, m["errors"])
-			}
+			t.Errorf("trial %d (%s): neither the exec's number nor the client's rate: %v", tr.Seq, where, m)
 		}
 		seen[where]++
 	}
 	for _, where := range []string{"nested/bridge", "swarm/overlay"} {
-		if seen[where] != 3 {
-			t.Errorf("%s: %d ok trials, want 3", where, seen[where])
+		if seen[where] != 2 {
+			t.Errorf("%s: %d ok trials, want 2", where, seen[where])
 		}
 	}
 }

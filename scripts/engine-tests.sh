@@ -16,9 +16,26 @@ GO=${GO:-go}
 # nat-unprotected, direct access from ctrbench's other bridges, published
 # ports), capabilities (nested parents), saving and loading images (nested
 # parents, podman, users' images), its image store; and every address
-# configured, checked against the pool.
-E2E='TestMachineEngineFound|TestGatewayModes|TestImageStore|TestVMAndContainersAcrossBridges|TestNestedWiredByLab|TestNestedParentLimit|TestPublishedPorts|TestExecEverywhere|TestZZAddressesInPool'
-PKGS=(./internal/engine ./internal/platform/docker)
+# configured, checked against the pool. ONLY runs here alone in make test
+# (scripts/test.sh skips it on the machine's engine; make test-full runs
+# it there too): Docker Engine 28 is the engine users run; the machine's
+# older engine runs the same code through every other end-to-end test.
+# BOTH runs on both engines (quick, or, for the addresses, a check of
+# everything the run configured). PKGS run here alone in make test too:
+# the engine's, and the platforms built on it (Docker,
+# nested parents, swarm nodes), and the virtual machines' (which run an
+# engine inside too): their conformance suites, here on an engine whose
+# machine is its own, so they run beside the machine's end-to-end tests.
+ONLY='TestVMAndContainersAcrossBridges|TestNestedWiredByLab|TestNestedParentLimit|TestPublishedPorts|TestExecEverywhere'
+BOTH='TestMachineEngineFound|TestGatewayModes|TestImageStore|TestZZAddressesInPool'
+PKGS=(./internal/engine ./internal/platform/docker ./internal/platform/nested ./internal/platform/swarm ./internal/platform/vm)
+# scripts/test.sh asks what runs here alone (the end-to-end tests'
+# pattern, then the packages, one per line).
+if [ "${1:-}" = --only ]; then
+	printf '%s\n' "$ONLY" "${PKGS[@]}"
+	exit 0
+fi
+E2E="$BOTH|$ONLY"
 # With containerd's image store: what saves and loads images (the agent's
 # into a nested parent, a user's from the engine); TestImageStore above
 # builds the agent's in it.

@@ -6,16 +6,20 @@
 #
 #  1. The end-to-end tests run one at a time (-p 1: they time real
 #     workloads on the machine's cores; they hold with a core busy; their
-#     timeout, 45 minutes, is for a hang, not the budget), while, at a
-#     lower priority on the core they leave idle most of the time,
-#     make lint runs, and Docker Engine 28 is built (scripts/docker-engine.sh
+#     timeout, 45 minutes, is for a hang, not the budget). Beside them, at
+#     a lower priority, on the core they leave idle most of the time:
+#     make vet lint; Docker Engine 28 built (scripts/docker-engine.sh
 #     build: once, from the Go module proxy; a few minutes on a fresh
-#     machine) and the tests of what depends on the engine run again on
-#     it (an emulated machine's engine, scripts/engine-tests.sh), with its
-#     classic image store and then with containerd's.
-#  2. Then the other packages, two at a time, the slowest first (their
-#     timeout, 8 minutes, fails a package that hangs soon enough to keep
-#     CI within its budget).
+#     machine) and the tests of what depends on the engine run on it (an
+#     emulated machine's engine, scripts/engine-tests.sh), with its classic
+#     image store and then with containerd's — those it names as its own
+#     run there only (the end-to-end run skips them; make test-full runs
+#     them on the machine's engine too); then the packages that make
+#     nothing the end-to-end tests look at (QUIET below), in a temporary
+#     directory of their own; and the test binaries of the rest are built.
+#  2. Then the rest, two at a time, the slowest first (their timeout, 8
+#     minutes, fails a package that hangs soon enough to keep CI within
+#     its budget).
 #  The logs of what ran beside the end-to-end tests are kept apart and
 #  printed in turn.
 set -uo pipefail
@@ -28,11 +32,28 @@ ENGINE="bash scripts/docker-engine.sh"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
+# The packages whose tests make nothing the end-to-end tests look at (no
+# instance, network, cgroup, engine object or package of the machine;
+# workloads' run host processes of their own): they run beside them. A
+# package not named here runs after them.
+QUIET="advice analysis archtest artifact browser cli delayline figure hdr htmlreport invocation
+	outputs physics plan platform report result schedule spec stats store subnets tailbuf
+	telemetry vminit vocab workload workloads"
+quiet=$(for p in $QUIET; do echo "./internal/$p"; done | xargs "$GO" list)
+# What Docker Engine 28's legs run alone: the end-to-end tests' pattern,
+# then packages.
+only=$(bash scripts/engine-tests.sh --only)
+onlyE2E=$(head -1 <<<"$only")
+onlyPkgs=$(tail -n +2 <<<"$only" | xargs "$GO" list)
+# The rest after the end-to-end tests: the slowest first, so that two at
+# a time end together.
+slow=$("$GO" list ./internal/campaign ./internal/platform/podman ./internal/netlab ./internal/buildtest)
+rest="$slow $("$GO" list ./... | grep -v '/e2e$' | grep -vxF "$slow" | grep -vxF "$quiet" | grep -vxF "$onlyPkgs")"
+
 # Docker Engine 28's legs: the tests of what depends on the engine, on
 # Docker Engine 28 (an emulated machine: its own network and mount
 # namespaces, so nothing of theirs meets the end-to-end tests'), with its
-# classic image store and then with containerd's. At a low priority: they
-# take the core the end-to-end tests leave idle, not the one they use.
+# classic image store and then with containerd's.
 legs() {
 	$ENGINE build >"$logs/build" 2>&1 || { echo "Docker Engine 28 was not built: its tests did not run" >"$logs/d"; return 1; }
 	local rc=0
@@ -40,34 +61,45 @@ legs() {
 	$ENGINE run --store containerd -- bash scripts/engine-tests.sh containerd >"$logs/c" 2>&1 || rc=1
 	return $rc
 }
-(renice -n 10 -p $BASHPID >/dev/null && legs) &
-docker28=$!
-# staticcheck and gofmt (make lint) beside them.
-nice -n 10 make --no-print-directory lint >"$logs/lint" 2>&1 &
+# The quiet packages, in a temporary directory of their own (the end-to-end
+# tests look for what ctrbench leaves in the machine's); then the rest's
+# test binaries, built.
+quietTests() {
+	local rc=0 tmp
+	tmp=$(mktemp -d /tmp/ctbq-tmp.XXXXXX)
+	# shellcheck disable=SC2086 # one argument per package
+	mkdir -p "$logs/bin"
+	TMPDIR=$tmp "$GO" test -json -count=1 -p 2 -timeout 8m $quiet >"$logs/q" 2>&1 || rc=1
+	rm -rf "$tmp"
+	# shellcheck disable=SC2086
+	"$GO" test -c -o "$logs/bin/" $rest >"$logs/compile" 2>&1
+	return $rc
+}
+# At a low priority: they take the core the end-to-end tests leave idle,
+# not the one they use.
+(renice -n 10 -p $BASHPID >/dev/null && { legs; l=$?; quietTests; q=$?; [ $l -eq 0 ] && [ $q -eq 0 ]; }) &
+beside=$!
+# go vet and staticcheck and gofmt (make vet lint) beside them.
+nice -n 10 make --no-print-directory vet lint >"$logs/lint" 2>&1 &
 lint=$!
 
-"$GO" test -json -count=1 -p 1 -timeout 45m ./e2e
+"$GO" test -json -count=1 -p 1 -timeout 45m -skip "^($onlyE2E)\$" ./e2e
 e2e=$?
 
 wait "$lint"
 linted=$?
 if [ $linted -ne 0 ]; then
-	echo "make lint failed:" >&2
+	echo "make vet lint failed:" >&2
 	cat "$logs/lint" >&2
 fi
+wait "$beside"
+besides=$?
 
-# The slowest packages first, slowest first, so that two at a time end
-# together; then the rest.
-slow=$("$GO" list ./internal/platform/nested ./internal/platform/swarm ./internal/platform/docker \
-	./internal/platform/vm ./internal/platform/podman ./internal/workloads ./internal/schedule ./internal/netlab)
-others="$slow $("$GO" list ./... | grep -v '/e2e$' | grep -vxF "$slow")"
 # shellcheck disable=SC2086 # one argument per package
-"$GO" test -json -count=1 -p 2 -timeout 8m $others >"$logs/o" 2>&1
+"$GO" test -json -count=1 -p 2 -timeout 8m $rest >"$logs/o" 2>&1
 other=$?
-wait "$docker28"
-d28=$?
 
 cat "$logs/build" >&2
-cat "$logs/o" "$logs/d" "$logs/c" 2>/dev/null
-[ $linted -ne 0 ] && echo "make lint failed (its output is above the tests')" >&2
-[ $e2e -eq 0 ] && [ $other -eq 0 ] && [ $d28 -eq 0 ] && [ $linted -eq 0 ]
+cat "$logs/q" "$logs/o" "$logs/d" "$logs/c" 2>/dev/null
+[ $linted -ne 0 ] && echo "make vet lint failed (its output is above the tests')" >&2
+[ $e2e -eq 0 ] && [ $other -eq 0 ] && [ $besides -eq 0 ] && [ $linted -eq 0 ]
