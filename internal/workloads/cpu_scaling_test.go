@@ -148,8 +148,7 @@ func TestScalingParams(t *testing.T) {
 
 // TestScalingRuns runs the workload in-process, 2 × 500 ms with two
 // threads and with one: the metrics agree with each other, and the
-// bounds are physical (a phase cannot go faster than its threads allow,
-// with room for a disturbed one-thread phase).
+// bounds are physical (a thread gets at most all of its time).
 func TestScalingRuns(t *testing.T) {
 	for _, threads := range []string{"2", "1"} {
 		p := values(t, "cpu.scaling", map[string]string{"duration": "500ms", "threads": threads})
@@ -166,9 +165,9 @@ func TestScalingRuns(t *testing.T) {
 		if !near(m["speedup"], m["multi_score"]/m["single_score"], 1e-12) || !near(m["efficiency_pct"], 100*m["speedup"]/n, 1e-12) {
 			t.Errorf("inconsistent %v", m)
 		}
-		if m["speedup"] > 2*n || m["speedup"] < 0.2 {
-			t.Errorf("speedup %v with %v threads", m["speedup"], n)
-		}
+		// The speedup is the ratio of two timed phases; a busy machine
+		// starves either (2.39 seen for one thread against itself with a
+		// core kept busy), so only its consistency above is checked.
 		// A thread is given at most all of its time (the kernel accounts
 		// CPU time to the microsecond: 1% spare), and some of it.
 		for _, k := range []string{"single_cpu_pct", "multi_cpu_pct"} {
