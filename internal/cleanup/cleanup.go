@@ -97,7 +97,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	return rep, errors.Join(errs...)
 }
 
-// OtherRuns lists the pids of other `ctrbench run` processes.
+// OtherRuns lists the pids of other `ctrbench run` processes that could
+// own what clean removes by name here: those sharing this process's mount
+// namespace (where /run/netns names namespaces) or network namespace
+// (where links are). A run in a container or an emulated machine of its
+// own (both namespaces its own) names its namespaces and links there, not
+// here. A run whose namespaces cannot be read counts.
 func OtherRuns() []string {
 	var out []string
 	entries, _ := os.ReadDir("/proc")
@@ -111,9 +116,22 @@ func OtherRuns() []string {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) >= 2 && filepath.Base(args[0]) == "ctrbench" && args[1] == "run" {
+		if len(args) >= 2 && filepath.Base(args[0]) == "ctrbench" && args[1] == "run" && sharesNamespaces(e.Name()) {
 			out = append(out, e.Name())
 		}
 	}
 	return out
+}
+
+// sharesNamespaces reports whether process pid shares this process's
+// mount or network namespace, or either cannot be read.
+func sharesNamespaces(pid string) bool {
+	for _, ns := range []string{"mnt", "net"} {
+		mine, err1 := os.Readlink("/proc/self/ns/" + ns)
+		its, err2 := os.Readlink("/proc/" + pid + "/ns/" + ns)
+		if err1 != nil || err2 != nil || mine == its {
+			return true
+		}
+	}
+	return false
 }
