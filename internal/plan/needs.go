@@ -89,7 +89,7 @@ func Collect(cells []*Cell) Needs {
 		}
 	}
 	for _, c := range cells {
-		if c.Driver().Driver.Caps.Nodes != nil {
+		if isCluster(c.Driver().Driver) {
 			// Its nodes are the cluster's, not emulated hosts.
 			pn := n.Platforms[c.Driver().Platform]
 			if pn == nil {

@@ -50,7 +50,7 @@ type Role struct {
 // RootNS reports whether the role shares the machine's own network
 // namespace: a process on the machine, or an instance on its host network.
 func (r Role) RootNS() bool {
-	if r.Driver.Caps.Nodes != nil {
+	if isCluster(r.Driver) {
 		return false // a node's host network is the node's
 	}
 	if !r.Driver.Caps.OwnNetNS {
@@ -221,7 +221,7 @@ func delaysWhere(c *Cell) error {
 	if !c.Underlay.Delays() {
 		return nil
 	}
-	if d := c.Driver(); d.Driver.Caps.Nodes != nil {
+	if d := c.Driver(); isCluster(d.Driver) {
 		return fmt.Errorf("underlay %q: platform %s's nodes are linked by its own network, which ctrbench shapes but does not delay; delay, jitter and loss are for emulated hosts (hosts ≥ 2 on the other platforms)", c.Underlay, d.Platform)
 	}
 	if c.Hosts < 2 {
@@ -256,7 +256,7 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 	if hosts > 1 {
 		r.Host = spec.HostOf(c.Factors, name, chain)
 	}
-	if d.Caps.Nodes != nil {
+	if isCluster(d) {
 		r.Host = spec.HostOf(c.Factors, name, chain)
 		if r.Node = pl.Node; r.Node != "" {
 			r.Host = 0
@@ -348,4 +348,10 @@ func morePorts(ws *workload.Spec, params map[string]string) []vocab.Port {
 		out = append(out, p)
 	}
 	return out
+}
+
+// isCluster reports whether d brings a cell's hosts itself (a cluster).
+func isCluster(d platform.Driver) bool {
+	_, ok := platform.ClusterOf(d.Caps)
+	return ok
 }

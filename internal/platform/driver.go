@@ -88,21 +88,9 @@ type Capabilities struct {
 	// bridge: Provision's Platform the cell's mode, its Wire this); ""
 	// for none.
 	Outer func(options map[string]string) vocab.Network
-	// Nodes, when set, says the platform brings a cell's hosts itself —
-	// the nodes of a cluster it emulates here, or a user's — in place of
-	// ctrbench's emulated hosts. Everything else follows from that one
-	// fact, and the generic code asks it of nothing else: an instance runs
-	// on the node InstanceSpec.Host says (or InstanceSpec.Node names); a
-	// role may name its node (the node factor); every role of a cell
-	// placed on it runs on it (its hosts are no one else's); its host
-	// network is a node's own, never the machine's; the networks it lists
-	// join its nodes, for any number of them (no lab); and the links
-	// between its nodes are its to shape (Shaper), or no one's.
-	Nodes *Nodes
-	// RoutesSettle: a route to an instance appears only after the instance
-	// runs (a swarm overlay's, learnt by gossip): a client waits for its
-	// route to the server before it starts.
-	RoutesSettle bool
+	// Cluster, when set, says the platform brings a cell's hosts itself
+	// (ClusterOf, the one place the generic code asks it).
+	Cluster Cluster
 	// Refuse, when set, says why the platform cannot give a network mode
 	// it lists on this machine (a kernel feature missing); nil error when
 	// it can. Validation asks it, so the file is refused before anything
@@ -111,12 +99,6 @@ type Capabilities struct {
 	// NoLimits are the limit factors (cpuset, blkio_weight, read_bps,
 	// write_bps…) a platform with Limits cannot apply, with why.
 	NoLimits map[string]string
-}
-
-// Nodes are the hosts a platform brings itself (Capabilities.Nodes).
-type Nodes struct {
-	// Max is the most nodes it gives one cell (0: no bound).
-	Max int
 }
 
 // Factor is a placement factor of one platform.
@@ -244,10 +226,10 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 	if !c.OwnNetNS {
 		return Provision{Platform: vocab.Host, HostNS: hosts > 1}, true, nil
 	}
-	if c.Nodes != nil {
-		switch {
-		case c.Nodes.Max > 0 && hosts > c.Nodes.Max:
-			return Provision{}, false, fmt.Errorf("platform %s gives a cell at most %d nodes (hosts %d)", d.Name, c.Nodes.Max, hosts)
+	if cl, ok := ClusterOf(c); ok {
+		switch max := cl.MaxNodes(); {
+		case max > 0 && hosts > max:
+			return Provision{}, false, fmt.Errorf("platform %s gives a cell at most %d nodes (hosts %d)", d.Name, max, hosts)
 		case !slices.Contains(c.Networks, n):
 			return Provision{}, false, nil
 		}
@@ -313,7 +295,10 @@ func orBetween(before, modes, after string) string {
 // Processes reports whether d's instances are processes in their host's
 // namespace (the machine's, or an emulated host's): no namespace of their
 // own, on hosts of ctrbench's.
-func (d Driver) Processes() bool { return !d.Caps.OwnNetNS && d.Caps.Nodes == nil }
+func (d Driver) Processes() bool {
+	_, cluster := ClusterOf(d.Caps)
+	return !d.Caps.OwnNetNS && !cluster
+}
 
 // hostNSPlatforms names the registered platforms whose instances run in
 // an emulated host's namespace: processes, and containers that share it.

@@ -261,14 +261,6 @@ const (
 	SeenImageID = "image.id"
 )
 
-// Shaper is a platform whose hosts are its own (a cluster platform's
-// emulated nodes): it shapes the links between them as the network lab
-// shapes its underlay, before each trial whose cell names a rate ("" or
-// "none": unshaped).
-type Shaper interface {
-	SetUnderlayRate(rate vocab.Rate) error
-}
-
 // NamespaceHolder is a platform that holds network namespaces for
 // emulated hosts (Capabilities.HoldsHostNS): the lab adopts them as the
 // hosts' own, and an instance given one of them as InstanceSpec.NetNS (by
@@ -305,7 +297,7 @@ type Setup struct {
 	Options  map[string][]string
 	Progress io.Writer // human-readable notes (image build, network creation)
 	// Hosts is the most nodes a cell asks of a cluster platform
-	// (Capabilities.Nodes); 1 otherwise.
+	// (Capabilities.Cluster); 1 otherwise.
 	Hosts int
 	// CgroupParent, when set, is a cgroup path below the root (e.g.
 	// "ctrbench/<campaign>/machine") that every instance is placed under:

@@ -43,7 +43,7 @@ func TestProvision(t *testing.T) {
 	// of them, no lab; Refuse says what this machine lacks (of any
 	// platform, not only this kind).
 	nodes := Driver{Name: "fleet", Noun: "task", Caps: Capabilities{Networks: []vocab.Network{vocab.Host, vocab.Overlay, vocab.OverlayEncrypted}, OwnNetNS: true,
-		Nodes: &Nodes{Max: 4}, Refuse: func(n vocab.Network) error {
+		Cluster: fleet{max: 4}, Refuse: func(n vocab.Network) error {
 			if n == vocab.OverlayEncrypted {
 				return errors.New("no esp4 module")
 			}
@@ -109,3 +109,10 @@ func TestProvision(t *testing.T) {
 		}
 	}
 }
+
+// fleet is a cluster of at most max nodes whose links nothing shapes.
+type fleet struct{ max int }
+
+func (f fleet) MaxNodes() int                  { return f.max }
+func (fleet) RoutesSettle() bool               { return false }
+func (fleet) Shape(Platform, vocab.Rate) error { return nil }

@@ -370,13 +370,14 @@ func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
 		r.add(c, role, vocab.FHost, fmt.Sprintf("%s is placed on emulated host %d, but the cell has hosts %d", role, h, hosts))
 	}
 	d, ok := platform.Lookup(pl.Platform)
-	if pl.Node != "" && (!ok || d.Caps.Nodes == nil) {
+	_, cluster := platform.ClusterOf(d.Caps)
+	if pl.Node != "" && (!ok || !cluster) {
 		r.add(c, role, vocab.FNode, fmt.Sprintf("%s names node %s, but platform %s has no nodes: node applies to a cluster platform (%s)", role, pl.Node, pl.Platform, strings.Join(clusterPlatforms(), ", ")))
 	}
 	if pl.Node != "" && pl.Host != "" {
 		r.add(c, role, vocab.FNode, fmt.Sprintf("%s is placed both on node %s and on host %s: give one", role, pl.Node, pl.Host))
 	}
-	if ok && d.Caps.Nodes != nil {
+	if ok && cluster {
 		for _, other := range roles {
 			if op := PlacementFor(c.Factors, other).Platform; op != pl.Platform {
 				r.add(c, role, vocab.FPlatform, fmt.Sprintf("%s runs on cluster platform %s and %s on %s: every role of a cell on a cluster runs on that cluster", role, pl.Platform, other, op))
@@ -514,7 +515,7 @@ func factorKeys(fs []Factor) []string {
 func clusterPlatforms() []string {
 	var out []string
 	for _, d := range platform.Drivers() {
-		if d.Caps.Nodes != nil {
+		if _, ok := platform.ClusterOf(d.Caps); ok {
 			out = append(out, d.Name)
 		}
 	}

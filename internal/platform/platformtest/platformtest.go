@@ -89,7 +89,7 @@ func (s *suite) spec(network vocab.Network, inv invocation.Agent) platform.Insta
 	// node 1: a client on the host network reaches its server over
 	// loopback there.
 	sp := platform.InstanceSpec{Name: s.campaign + "-i" + strconv.Itoa(s.n), Agent: inv, Network: network, Labels: s.labels, Options: s.o.Options}
-	if s.o.Caps.Nodes != nil {
+	if _, ok := platform.ClusterOf(s.o.Caps); ok {
 		sp.Host = 1
 	}
 	return sp

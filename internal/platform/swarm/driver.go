@@ -59,12 +59,11 @@ var Caps = platform.Capabilities{
 		"write_bps":    "a swarm service has no block I/O limits",
 		vocab.FPids:    "ctrbench gives a swarm service CPU and memory limits only",
 	},
-	Phases:       []vocab.Phase{vocab.Create, vocab.Assigned, vocab.Preparing, vocab.Starting, vocab.Start, vocab.Exit, vocab.Remove},
-	Tools:        true,
-	UserImages:   true,
-	Nodes:        &platform.Nodes{Max: MaxNodes},
-	RoutesSettle: true,
-	Refuse:       refuse,
+	Phases:     []vocab.Phase{vocab.Create, vocab.Assigned, vocab.Preparing, vocab.Starting, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:      true,
+	UserImages: true,
+	Cluster:    cluster{},
+	Refuse:     refuse,
 	// Tasks end through the nodes' engines, each in its own daemon: no
 	// shared lock to deadlock, but a chain's agents still leave one at a
 	// time, as Docker's do.
@@ -179,4 +178,20 @@ func clean(ctx context.Context, o platform.CleanOptions) (platform.Cleaned, erro
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// cluster is the swarm as a cluster platform: up to MaxNodes nodes, an
+// overlay's routes learnt by gossip, the links between emulated nodes
+// shaped by their engines' bridge (Platform.SetUnderlayRate).
+type cluster struct{}
+
+func (cluster) MaxNodes() int      { return MaxNodes }
+func (cluster) RoutesSettle() bool { return true }
+
+func (cluster) Shape(p platform.Platform, rate vocab.Rate) error {
+	sw, ok := p.(*Platform)
+	if !ok {
+		return fmt.Errorf("not an open swarm platform (%T)", p)
+	}
+	return sw.SetUnderlayRate(rate)
 }
