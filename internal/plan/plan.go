@@ -53,11 +53,11 @@ func (r Role) RootNS() bool {
 	if isCluster(r.Driver) {
 		return false // a node's host network is the node's
 	}
-	if !r.Driver.Caps.OwnNetNS {
+	if !r.Driver.Caps.Net.OwnNetNS {
 		return r.Host == 0
 	}
 	n := r.Network
-	if seen := r.Driver.Caps.Seen; seen != nil {
+	if seen := r.Driver.Caps.Own.Seen; seen != nil {
 		n = seen(n, r.Options)
 	}
 	return n == vocab.Host && !r.InHostNS()
@@ -269,7 +269,7 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 	if r.Limits, err = pl.Limits(); err != nil {
 		return Role{}, fmt.Errorf("%s: %w", name, err)
 	}
-	r.Counters = invocation.Counters{Cgroup: d.Caps.OwnCgroup, Netns: d.Caps.OwnNetNS && pl.Network != vocab.Host}
+	r.Counters = invocation.Counters{Cgroup: d.Caps.OwnCgroup, Netns: d.Caps.Net.OwnNetNS && pl.Network != vocab.Host}
 	return r, nil
 }
 

@@ -170,7 +170,7 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 		for _, role := range w.Spec.RoleList() {
 			pl := PlacementFor(c.Factors, role)
 			d, ok := platform.Lookup(pl.Platform)
-			if !ok || d.Caps.OwnNetNS {
+			if !ok || d.Caps.Net.OwnNetNS {
 				continue
 			}
 			// A process without namespaces of its own has only its host's
@@ -392,12 +392,12 @@ func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
 	if ok && !d.Caps.UserImages && (c.Params[workload.ParamImage] != "" || c.Params[workload.ParamImageArchive] != "") {
 		r.add(c, role, vocab.FPlatform, fmt.Sprintf("platform %s cannot run a user's image yet (image, image_archive); platforms that can: %s", pl.Platform, strings.Join(platform.NamesWhere(func(d platform.Driver) bool { return d.Caps.UserImages }), ", ")))
 	}
-	if !ok || !d.Caps.OwnNetNS {
+	if !ok || !d.Caps.Net.OwnNetNS {
 		return // processes in their host's namespace: checkCells
 	}
 	if _, err := d.ProvisionWith(pl.Network, hosts, d.Options(c.Factors)); err != nil {
 		r.add(c, role, vocab.FNetwork, err.Error())
-	} else if comb := d.Caps.Combine; comb != nil {
+	} else if comb := d.Caps.Own.Combine; comb != nil {
 		if err := comb(pl.Network, d.Options(c.Factors)); err != nil {
 			r.add(c, role, vocab.FNetwork, err.Error())
 		}
@@ -482,7 +482,7 @@ func workloadRoles(c result.Cell) []string {
 // can talk to it.
 func chainHasOwnNetNS(factors map[string]string, roles []string) bool {
 	for _, r := range roles {
-		if d, ok := platform.Lookup(PlacementFor(factors, r).Platform); ok && d.Caps.OwnNetNS {
+		if d, ok := platform.Lookup(PlacementFor(factors, r).Platform); ok && d.Caps.Net.OwnNetNS {
 			return true
 		}
 	}

@@ -193,8 +193,8 @@ func (s *suite) clientServer(t *testing.T, network vocab.Network) {
 	// factors at their defaults (a nested child on "host" is in
 	// its parent's namespace, a parent of its own each).
 	seen := network
-	if s.o.Caps.Seen != nil {
-		seen = s.o.Caps.Seen(network, platform.Driver{Caps: s.o.Caps}.Options(nil))
+	if s.o.Caps.Own.Seen != nil {
+		seen = s.o.Caps.Own.Seen(network, platform.Driver{Caps: s.o.Caps}.Options(nil))
 	}
 	bind := "127.0.0.1"
 	if seen != vocab.Host {

@@ -48,7 +48,6 @@ const LabelNode = "io.ctrbench.node"
 var Caps = platform.Capabilities{
 	StartStop: 3 * time.Second, // rough: for the dry run's estimate
 	Networks:  []vocab.Network{vocab.Host, vocab.Overlay, vocab.OverlayEncrypted, vocab.Ingress},
-	OwnNetNS:  true,
 	Storages:  []vocab.Storage{vocab.Layer, vocab.Tmpfs},
 	OwnCgroup: true,
 	Limits:    true,
@@ -63,10 +62,13 @@ var Caps = platform.Capabilities{
 	Tools:      true,
 	UserImages: true,
 	Cluster:    cluster{},
-	Refuse:     refuse,
 	// Tasks end through the nodes' engines, each in its own daemon: no
 	// shared lock to deadlock, but a chain's agents still leave one at a
 	// time, as Docker's do.
+	Net: platform.Net{
+		OwnNetNS: true,
+		Refuse:   refuse,
+	},
 }
 
 func init() {
