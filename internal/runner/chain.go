@@ -59,9 +59,8 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error
 			defer func() { seeDelayLines(env.Lab, before, &out) }()
 		}
 	}
-	if d := c.Driver(); d.Driver.Caps.Cluster != nil {
-		cluster, _ := platform.ClusterOf(d.Driver.Caps)
-		if err := cluster.Shape(env.Platforms[d.Platform], c.Underlay.Rate); err != nil {
+	if cluster, ok := platform.ClusterOf(c.Driver().Driver.Caps); ok {
+		if err := cluster.Shape(env.Platforms[c.Driver().Platform], c.Underlay.Rate); err != nil {
 			return out, platformErr(err)
 		}
 	}
