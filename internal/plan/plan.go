@@ -303,7 +303,7 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 	n.Ends = make([][]string, len(n.Specs))
 	for i, sp := range n.Specs {
 		typ, _, _ := strings.Cut(sp, "=")
-		if ws, ok := workload.Lookup(typ); ok && ws.OneTCPPort && len(ws.RoleList()) == 2 {
+		if ws, ok := workload.Lookup(typ); ok && ws.Serves.OneTCPPort && len(ws.RoleList()) == 2 {
 			n.Ends[i] = ws.RoleList()
 		}
 	}
@@ -336,12 +336,12 @@ func publishable() []string {
 // PublishedPort (workload.Spec.MorePorts), a number of 0 being
 // PublishedPort's.
 func morePorts(ws *workload.Spec, params map[string]string) []vocab.Port {
-	if ws.MorePorts == nil {
+	if ws.Serves.MorePorts == nil {
 		return nil
 	}
 	v, _ := ws.Resolve(params)
 	var out []vocab.Port
-	for _, p := range ws.MorePorts(v) {
+	for _, p := range ws.Serves.MorePorts(v) {
 		if p.Number == 0 {
 			p.Number = PublishedPort
 		}

@@ -435,7 +435,7 @@ func (r *cellReport) checkPlatformFactors(c result.Cell, roles []string) {
 // checkShape rejects combinations of pairs, instances, neighbours and a
 // lifecycle workload that do not go together.
 func (r *cellReport) checkShape(c result.Cell, roles []string, chain int) {
-	if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle {
+	if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Trial.Lifecycle {
 		switch {
 		case Pairs(c.Factors) > 1:
 			r.add(c, roles[0], vocab.FPairs, fmt.Sprintf("%s times the lives of its hosting entities: give their number as instances, not pairs", c.WorkloadType))
@@ -459,7 +459,7 @@ func (r *cellReport) checkShape(c result.Cell, roles []string, chain int) {
 func (r *cellReport) checkPinning(c result.Cell, roles []string, ncpu int) {
 	if msg := pinningProblem(c.Factors, roles, ncpu); msg != "" {
 		r.add(c, roles[0], vocab.FPinning, msg)
-	} else if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle && PinningOf(c.Factors) != vocab.PinNone {
+	} else if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Trial.Lifecycle && PinningOf(c.Factors) != vocab.PinNone {
 		r.add(c, roles[0], vocab.FPinning, fmt.Sprintf("%s times the lives of its hosting entities; pinning does not apply to it", c.WorkloadType))
 	}
 }
