@@ -251,7 +251,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	// A user's workload keeps the output its numbers were read from (its
 	// tail, bounded), so a reader can check them against it; a server's
 	// log is kept only when it failed.
-	if spec.Declared != nil && o.Role != workload.Server {
+	if spec.User.Declared != nil && o.Role != workload.Server {
 		res.Raw = raw
 	}
 	return res

@@ -174,7 +174,7 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 // its instances are what is measured, so no slowdown is derived from them.
 func lifecycle(c result.Cell) bool {
 	ws, ok := workload.Lookup(c.WorkloadType)
-	return ok && ws.Lifecycle
+	return ok && ws.Trial.Lifecycle
 }
 
 // factorVaries reports whether some cell of the campaign has factor f.

@@ -32,7 +32,7 @@ func MatrixMetrics(rows []Row) (targets []string, metrics map[string][]Row) {
 		if !ok {
 			continue
 		}
-		for _, name := range ws.MatrixMetrics {
+		for _, name := range ws.MatrixMetrics() {
 			r, ok := first[key{t, name}]
 			if ok && !SameMetric(r.ID, h.ID) {
 				metrics[t] = append(metrics[t], r)

@@ -297,3 +297,34 @@ func TestOneWordForNeighbour(t *testing.T) {
 		}
 	}
 }
+
+// A cluster platform is asked about through platform.ClusterOf alone:
+// outside internal/platform no code reads Capabilities.Cluster, so a new
+// cluster platform (the toy one in platformtest, Kubernetes) changes
+// nothing in spec, plan or runner.
+func TestOneClusterQuestion(t *testing.T) {
+	cmd := exec.Command("git", "grep", "-n", "-E", `Caps\.Cluster\b`, "--", "*.go", ":!*_test.go", ":!internal/platform/*")
+	cmd.Dir = testutil.ModuleRoot()
+	out, _ := cmd.Output() // git grep exits 1 when nothing matches
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("Capabilities.Cluster read outside internal/platform (ask platform.ClusterOf):\n%s", s)
+	}
+}
+
+// The recipes of docs/architecture.md name files that exist: every path
+// it quotes (`internal/…`, `e2e/…`, `docs/…`, `scripts/…`) without a
+// placeholder (<name>) is in the tree.
+func TestRecipesNameRealFiles(t *testing.T) {
+	doc := string(architectureDoc(t))
+	root := testutil.ModuleRoot()
+	seen := 0
+	for _, m := range regexp.MustCompile("`((?:internal|e2e|docs|scripts|cmd)/[^`<>* ]+\\.(?:go|md|sh))`").FindAllStringSubmatch(doc, -1) {
+		seen++
+		if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
+			t.Errorf("docs/architecture.md names %s: %v", m[1], err)
+		}
+	}
+	if seen < 5 {
+		t.Errorf("docs/architecture.md quotes %d file paths: the pattern no longer finds them", seen)
+	}
+}

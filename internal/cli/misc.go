@@ -52,8 +52,8 @@ func newWorkloadsCmd() *cobra.Command {
 					}
 				}
 			}
-			if s.Work != nil {
-				fmt.Fprintf(w, "dry-run estimate of a trial: %s\n", s.Work.Basis)
+			if s.Trial.Work != nil {
+				fmt.Fprintf(w, "dry-run estimate of a trial: %s\n", s.Trial.Work.Basis)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "\nparameter\tdefault\tallowed\tmeaning")

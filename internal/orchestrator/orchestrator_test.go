@@ -103,7 +103,7 @@ workloads:
 func init() {
 	platform.Register(platform.Driver{
 		Name: "fake", Noun: "fake container", Rank: 100,
-		Caps: platform.Capabilities{Networks: []vocab.Network{vocab.Host}, OwnNetNS: true, OwnCgroup: true, Storages: []vocab.Storage{vocab.Layer}},
+		Caps: platform.Capabilities{Networks: []vocab.Network{vocab.Host}, Net: platform.Net{OwnNetNS: true}, OwnCgroup: true, Storages: []vocab.Storage{vocab.Layer}},
 		Open: func(context.Context, platform.Config) (platform.Platform, error) {
 			return nil, errors.New("the fake platform is given to the orchestrator, never opened")
 		},

@@ -114,7 +114,7 @@ func link(srv, cli Role, factors map[string]string) (Link, error) {
 func hostSide(cli Role, host int) (Addr, error) {
 	network := cli.Network
 	switch {
-	case !cli.Driver.Caps.OwnNetNS:
+	case !cli.Driver.Caps.Net.OwnNetNS:
 		network = vocab.Host
 	case cli.Provision.Wire != "":
 		network = cli.Provision.Wire // its outer namespace's (a nested parent's)
@@ -157,7 +157,7 @@ func onTheMachine(r Role) bool {
 	if h.Provision, err = r.Driver.ProvisionWith(vocab.Host, 1, r.Options); err != nil {
 		return false
 	}
-	if comb := r.Driver.Caps.Combine; comb != nil && comb(vocab.Host, r.Options) != nil {
+	if comb := r.Driver.Caps.Own.Combine; comb != nil && comb(vocab.Host, r.Options) != nil {
 		return false
 	}
 	return h.RootNS()

@@ -23,7 +23,7 @@ type Needs struct {
 	// lab puts a delay line between each emulated host and the switch.
 	Delays bool
 	// HostNS are the platforms whose instances share emulated hosts'
-	// namespaces by holding them (Capabilities.HoldsHostNS), sorted: the
+	// namespaces by holding them (Capabilities.Net.HoldsHostNS), sorted: the
 	// lab adopts the first's.
 	HostNS []string
 }
@@ -84,12 +84,12 @@ func Collect(cells []*Cell) Needs {
 				n.Lab = addSorted(n.Lab, m)
 			}
 		}
-		if r.Provision.HostNS && r.Driver.Caps.HoldsHostNS {
+		if r.Provision.HostNS && r.Driver.Caps.Net.HoldsHostNS {
 			n.HostNS = addSorted(n.HostNS, r.Platform)
 		}
 	}
 	for _, c := range cells {
-		if c.Driver().Driver.Caps.Nodes != nil {
+		if isCluster(c.Driver().Driver) {
 			// Its nodes are the cluster's, not emulated hosts.
 			pn := n.Platforms[c.Driver().Platform]
 			if pn == nil {

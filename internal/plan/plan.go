@@ -50,14 +50,14 @@ type Role struct {
 // RootNS reports whether the role shares the machine's own network
 // namespace: a process on the machine, or an instance on its host network.
 func (r Role) RootNS() bool {
-	if r.Driver.Caps.Nodes != nil {
+	if isCluster(r.Driver) {
 		return false // a node's host network is the node's
 	}
-	if !r.Driver.Caps.OwnNetNS {
+	if !r.Driver.Caps.Net.OwnNetNS {
 		return r.Host == 0
 	}
 	n := r.Network
-	if seen := r.Driver.Caps.Seen; seen != nil {
+	if seen := r.Driver.Caps.Own.Seen; seen != nil {
 		n = seen(n, r.Options)
 	}
 	return n == vocab.Host && !r.InHostNS()
@@ -221,7 +221,7 @@ func delaysWhere(c *Cell) error {
 	if !c.Underlay.Delays() {
 		return nil
 	}
-	if d := c.Driver(); d.Driver.Caps.Nodes != nil {
+	if d := c.Driver(); isCluster(d.Driver) {
 		return fmt.Errorf("underlay %q: platform %s's nodes are linked by its own network, which ctrbench shapes but does not delay; delay, jitter and loss are for emulated hosts (hosts ≥ 2 on the other platforms)", c.Underlay, d.Platform)
 	}
 	if c.Hosts < 2 {
@@ -256,7 +256,7 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 	if hosts > 1 {
 		r.Host = spec.HostOf(c.Factors, name, chain)
 	}
-	if d.Caps.Nodes != nil {
+	if isCluster(d) {
 		r.Host = spec.HostOf(c.Factors, name, chain)
 		if r.Node = pl.Node; r.Node != "" {
 			r.Host = 0
@@ -269,7 +269,7 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 	if r.Limits, err = pl.Limits(); err != nil {
 		return Role{}, fmt.Errorf("%s: %w", name, err)
 	}
-	r.Counters = invocation.Counters{Cgroup: d.Caps.OwnCgroup, Netns: d.Caps.OwnNetNS && pl.Network != vocab.Host}
+	r.Counters = invocation.Counters{Cgroup: d.Caps.OwnCgroup, Netns: d.Caps.Net.OwnNetNS && pl.Network != vocab.Host}
 	return r, nil
 }
 
@@ -303,7 +303,7 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 	n.Ends = make([][]string, len(n.Specs))
 	for i, sp := range n.Specs {
 		typ, _, _ := strings.Cut(sp, "=")
-		if ws, ok := workload.Lookup(typ); ok && ws.OneTCPPort && len(ws.RoleList()) == 2 {
+		if ws, ok := workload.Lookup(typ); ok && ws.Serves.OneTCPPort && len(ws.RoleList()) == 2 {
 			n.Ends[i] = ws.RoleList()
 		}
 	}
@@ -336,16 +336,22 @@ func publishable() []string {
 // PublishedPort (workload.Spec.MorePorts), a number of 0 being
 // PublishedPort's.
 func morePorts(ws *workload.Spec, params map[string]string) []vocab.Port {
-	if ws.MorePorts == nil {
+	if ws.Serves.MorePorts == nil {
 		return nil
 	}
 	v, _ := ws.Resolve(params)
 	var out []vocab.Port
-	for _, p := range ws.MorePorts(v) {
+	for _, p := range ws.Serves.MorePorts(v) {
 		if p.Number == 0 {
 			p.Number = PublishedPort
 		}
 		out = append(out, p)
 	}
 	return out
+}
+
+// isCluster reports whether d brings a cell's hosts itself (a cluster).
+func isCluster(d platform.Driver) bool {
+	_, ok := platform.ClusterOf(d.Caps)
+	return ok
 }

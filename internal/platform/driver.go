@@ -15,11 +15,51 @@ import (
 
 // Capabilities are what a platform declares it can do. Validation, the
 // resolver and the runners ask them; none of them knows a platform by name.
+// The plain facts every driver declares are fields; how its instances get
+// their networks (Net), its own placement factors (Own) and whether it
+// brings its own nodes (Cluster) are parts.
 type Capabilities struct {
 	// Networks are the modes the platform provides itself, on the machine
 	// (not between emulated hosts): Docker's host, bridge and default
 	// bridge. A platform without a namespace of its own lists Host only.
 	Networks []vocab.Network
+	// Net is how an instance gets the other modes: the facts the one
+	// Provision rule reads.
+	Net Net
+	// Storages are the storage levels it can give an instance.
+	Storages []vocab.Storage
+	// OwnCgroup: every instance has a cgroup of its own, so its cgroup
+	// counters are its own even without limits.
+	OwnCgroup bool
+	// Limits: it applies cgroup limits (cpus, cpuset, memory, block I/O)
+	// and places instances under an emulated machine's cgroup.
+	Limits bool
+	// NoLimits are the limit factors (cpuset, blkio_weight, read_bps,
+	// write_bps…) a platform with Limits cannot apply, with why.
+	NoLimits map[string]string
+	// Phases it can time (Instance.Timings).
+	Phases []vocab.Phase
+	// StartStop is roughly how long an instance takes to start and stop
+	// here: only for the estimate a dry run prints (0: 2 s).
+	StartStop time.Duration
+	// Tools: instances see only the tools the platform brought (an image),
+	// so it needs Setup.Tools; a host process sees the machine's.
+	Tools bool
+	// UserImages: it runs an instance from a user's image
+	// (InstanceSpec.Image), the agent put into it.
+	UserImages bool
+	// Own are the placement factors only this platform understands; zero
+	// for none.
+	Own Own
+	// Cluster, when set, says the platform brings a cell's hosts itself
+	// (ClusterOf, the one place the generic code asks it).
+	Cluster Cluster
+}
+
+// Net is how a platform's instances get their networks beyond the modes
+// it provides itself (Capabilities.Networks): the facts Provision, the one
+// network rule, reads.
+type Net struct {
 	// OwnNetNS: every instance has a network namespace of its own. Without
 	// one an instance is a process in the machine's namespace, or in an
 	// emulated host's (InstanceSpec.NetNS), and other network modes reach
@@ -49,25 +89,22 @@ type Capabilities struct {
 	// cannot wire from outside. Where the lab takes a link (on the
 	// machine, between emulated hosts) is vocab.Network.TakesLinks.
 	Plugs []vocab.Network
-	// Storages are the storage levels it can give an instance.
-	Storages []vocab.Storage
-	// OwnCgroup: every instance has a cgroup of its own, so its cgroup
-	// counters are its own even without limits.
-	OwnCgroup bool
-	// Limits: it applies cgroup limits (cpus, cpuset, memory, block I/O)
-	// and places instances under an emulated machine's cgroup.
-	Limits bool
-	// Phases it can time (Instance.Timings).
-	Phases []vocab.Phase
-	// StartStop is roughly how long an instance takes to start and stop
-	// here: only for the estimate a dry run prints (0: 2 s).
-	StartStop time.Duration
-	// Tools: instances see only the tools the platform brought (an image),
-	// so it needs Setup.Tools; a host process sees the machine's.
-	Tools bool
-	// UserImages: it runs an instance from a user's image
-	// (InstanceSpec.Image), the agent put into it.
-	UserImages bool
+	// Outer, when set, is the lab mode on the machine the lab wires an
+	// instance's outer namespace into, by the platform's own factors,
+	// whatever the cell's mode, which is then the instance's inside it (a
+	// nested parent on Open vSwitch, its child on the inner engine's
+	// bridge: Provision's Platform the cell's mode, its Wire this); ""
+	// for none.
+	Outer func(options map[string]string) vocab.Network
+	// Refuse, when set, says why the platform cannot give a network mode
+	// it lists on this machine (a kernel feature missing); nil error when
+	// it can. Validation asks it, so the file is refused before anything
+	// starts.
+	Refuse func(n vocab.Network) error
+}
+
+// Own are a platform's own placement factors and what they change.
+type Own struct {
 	// Factors are placement factors only this platform understands (the
 	// nested platform's children per parent, its parents' network and
 	// limits). Validation asks the drivers for them; an instance gets the
@@ -81,42 +118,6 @@ type Capabilities struct {
 	// Combine, when set, refuses a network mode with the platform's own
 	// factors' levels that it cannot give, saying why.
 	Combine func(n vocab.Network, options map[string]string) error
-	// Outer, when set, is the lab mode on the machine the lab wires an
-	// instance's outer namespace into, by the platform's own factors,
-	// whatever the cell's mode, which is then the instance's inside it (a
-	// nested parent on Open vSwitch, its child on the inner engine's
-	// bridge: Provision's Platform the cell's mode, its Wire this); ""
-	// for none.
-	Outer func(options map[string]string) vocab.Network
-	// Nodes, when set, says the platform brings a cell's hosts itself —
-	// the nodes of a cluster it emulates here, or a user's — in place of
-	// ctrbench's emulated hosts. Everything else follows from that one
-	// fact, and the generic code asks it of nothing else: an instance runs
-	// on the node InstanceSpec.Host says (or InstanceSpec.Node names); a
-	// role may name its node (the node factor); every role of a cell
-	// placed on it runs on it (its hosts are no one else's); its host
-	// network is a node's own, never the machine's; the networks it lists
-	// join its nodes, for any number of them (no lab); and the links
-	// between its nodes are its to shape (Shaper), or no one's.
-	Nodes *Nodes
-	// RoutesSettle: a route to an instance appears only after the instance
-	// runs (a swarm overlay's, learnt by gossip): a client waits for its
-	// route to the server before it starts.
-	RoutesSettle bool
-	// Refuse, when set, says why the platform cannot give a network mode
-	// it lists on this machine (a kernel feature missing); nil error when
-	// it can. Validation asks it, so the file is refused before anything
-	// starts.
-	Refuse func(n vocab.Network) error
-	// NoLimits are the limit factors (cpuset, blkio_weight, read_bps,
-	// write_bps…) a platform with Limits cannot apply, with why.
-	NoLimits map[string]string
-}
-
-// Nodes are the hosts a platform brings itself (Capabilities.Nodes).
-type Nodes struct {
-	// Max is the most nodes it gives one cell (0: no bound).
-	Max int
 }
 
 // Factor is a placement factor of one platform.
@@ -132,7 +133,7 @@ type Factor struct {
 // factor (drivers sharing a factor declare the same one).
 func FactorOf(name string) (Driver, Factor, bool) {
 	for _, d := range Drivers() {
-		for _, f := range d.Caps.Factors {
+		for _, f := range d.Caps.Own.Factors {
 			if f.Name == name {
 				return d, f, true
 			}
@@ -143,7 +144,7 @@ func FactorOf(name string) (Driver, Factor, bool) {
 
 // Declares reports whether d declares its own factor name.
 func (d Driver) Declares(name string) bool {
-	for _, f := range d.Caps.Factors {
+	for _, f := range d.Caps.Own.Factors {
 		if f.Name == name {
 			return true
 		}
@@ -166,11 +167,11 @@ func Declarers(name string) []string {
 // Options are the levels of d's own factors in a cell's factors, each
 // defaulted when the cell does not set it; nil when d declares none.
 func (d Driver) Options(factors map[string]string) map[string]string {
-	if len(d.Caps.Factors) == 0 {
+	if len(d.Caps.Own.Factors) == 0 {
 		return nil
 	}
-	out := make(map[string]string, len(d.Caps.Factors))
-	for _, f := range d.Caps.Factors {
+	out := make(map[string]string, len(d.Caps.Own.Factors))
+	for _, f := range d.Caps.Own.Factors {
 		out[f.Name] = f.Default
 		if v, ok := factors[f.Name]; ok {
 			out[f.Name] = v
@@ -206,11 +207,11 @@ func (d Driver) Provision(n vocab.Network, hosts int) (Provision, error) {
 }
 
 // ProvisionWith is Provision for an instance with the platform's own
-// factors at options' levels (Capabilities.Outer).
+// factors at options' levels (Capabilities.Net.Outer).
 func (d Driver) ProvisionWith(n vocab.Network, hosts int, options map[string]string) (Provision, error) {
 	p, ok, err := d.provision(n, hosts)
-	if ok && err == nil && d.Caps.Outer != nil {
-		if w := d.Caps.Outer(options); w != "" {
+	if ok && err == nil && d.Caps.Net.Outer != nil {
+		if w := d.Caps.Net.Outer(options); w != "" {
 			if hosts > 1 || !w.Lab(1) {
 				return Provision{}, fmt.Errorf("platform %s wires its instances' outer namespace into %s on the machine only, not between emulated hosts (hosts %d)", d.Name, w, hosts)
 			}
@@ -227,8 +228,8 @@ func (d Driver) ProvisionWith(n vocab.Network, hosts int, options map[string]str
 // lacks the mode.
 func (d Driver) provision(n vocab.Network, hosts int) (Provision, bool, error) {
 	p, ok, err := d.rules(n, hosts)
-	if ok && err == nil && d.Caps.Refuse != nil {
-		if err := d.Caps.Refuse(n); err != nil {
+	if ok && err == nil && d.Caps.Net.Refuse != nil {
+		if err := d.Caps.Net.Refuse(n); err != nil {
 			return Provision{}, false, err
 		}
 	}
@@ -240,15 +241,15 @@ func (d Driver) provision(n vocab.Network, hosts int) (Provision, bool, error) {
 // modes it lists between them; any other gives its own modes on the
 // machine, loopback by joining, and what the lab wires.
 func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
-	c := d.Caps
+	c := d.Caps.Net
 	if !c.OwnNetNS {
 		return Provision{Platform: vocab.Host, HostNS: hosts > 1}, true, nil
 	}
-	if c.Nodes != nil {
-		switch {
-		case c.Nodes.Max > 0 && hosts > c.Nodes.Max:
-			return Provision{}, false, fmt.Errorf("platform %s gives a cell at most %d nodes (hosts %d)", d.Name, c.Nodes.Max, hosts)
-		case !slices.Contains(c.Networks, n):
+	if cl, ok := ClusterOf(d.Caps); ok {
+		switch max := cl.MaxNodes(); {
+		case max > 0 && hosts > max:
+			return Provision{}, false, fmt.Errorf("platform %s gives a cell at most %d nodes (hosts %d)", d.Name, max, hosts)
+		case !slices.Contains(d.Caps.Networks, n):
 			return Provision{}, false, nil
 		}
 		return Provision{Platform: n}, true, nil
@@ -269,7 +270,7 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 		return Provision{}, false, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use %s on the hosts' network%s", d.Noun, hosts, hostNSPlatforms(), orBetween(", or network", d.between(hosts), ""))
 	case n == vocab.Loopback && c.JoinNetwork:
 		return Provision{Platform: vocab.None, Join: true}, true, nil
-	case hosts <= 1 && slices.Contains(c.Networks, n):
+	case hosts <= 1 && slices.Contains(d.Caps.Networks, n):
 		return Provision{Platform: n}, true, nil
 	case slices.Contains(c.Plugs, n) && n.TakesLinks(hosts > 1):
 		return Provision{Platform: n, Plug: n}, true, nil
@@ -313,14 +314,17 @@ func orBetween(before, modes, after string) string {
 // Processes reports whether d's instances are processes in their host's
 // namespace (the machine's, or an emulated host's): no namespace of their
 // own, on hosts of ctrbench's.
-func (d Driver) Processes() bool { return !d.Caps.OwnNetNS && d.Caps.Nodes == nil }
+func (d Driver) Processes() bool {
+	_, cluster := ClusterOf(d.Caps)
+	return !d.Caps.Net.OwnNetNS && !cluster
+}
 
 // hostNSPlatforms names the registered platforms whose instances run in
 // an emulated host's namespace: processes, and containers that share it.
 func hostNSPlatforms() string {
 	var out []string
 	for _, d := range Drivers() {
-		if d.Processes() || d.Caps.HoldsHostNS || d.Caps.JoinsNSPath {
+		if d.Processes() || d.Caps.Net.HoldsHostNS || d.Caps.Net.JoinsNSPath {
 			out = append(out, "platform "+d.Name)
 		}
 	}
@@ -334,7 +338,7 @@ func hostNSPlatforms() string {
 func (d Driver) offered(hosts int) string {
 	var out []string
 	for _, n := range vocab.Networks {
-		if _, ok, err := d.provision(n, hosts); ok && err == nil && (d.Caps.OwnNetNS || n == vocab.Host) {
+		if _, ok, err := d.provision(n, hosts); ok && err == nil && (d.Caps.Net.OwnNetNS || n == vocab.Host) {
 			out = append(out, string(n))
 		}
 	}

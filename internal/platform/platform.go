@@ -70,7 +70,7 @@ type InstanceSpec struct {
 	// (Agent.Port, TCP), each where the engine chooses.
 	Publish []vocab.Port
 	// Plug, for network a lab mode the platform plugs into
-	// (Capabilities.Plugs), takes the instance's own link on the machine
+	// (Capabilities.Net.Plugs), takes the instance's own link on the machine
 	// (a tap) as a port of that network and returns the address the
 	// instance is to configure; the port goes when the trial ends.
 	Plug func(ctx context.Context, link string) (Plugged, error)
@@ -78,7 +78,7 @@ type InstanceSpec struct {
 	// for platforms without a namespace of their own (OwnNetNS false), and
 	// for a NamespaceHolder's instance on network Host (a namespace it
 	// holds, adopted by the lab), and for one of a platform that joins a
-	// namespace by path (Capabilities.JoinsNSPath) on network Host.
+	// namespace by path (Capabilities.Net.JoinsNSPath) on network Host.
 	NetNS string
 	// Host is the node of a cluster platform the instance runs on
 	// (1-based; 0: the platform chooses); Node, when set, names the node
@@ -91,7 +91,7 @@ type InstanceSpec struct {
 	// platform's own filesystem), Volume or Tmpfs.
 	Storage vocab.Storage
 	// Options are the levels of the platform's own factors
-	// (Capabilities.Factors), defaults filled.
+	// (Capabilities.Own.Factors), defaults filled.
 	Options map[string]string
 	// Image, when set, is the user's image the instance runs from, with
 	// ctrbench's agent put into it (Capabilities.UserImages); nil: the
@@ -261,16 +261,8 @@ const (
 	SeenImageID = "image.id"
 )
 
-// Shaper is a platform whose hosts are its own (a cluster platform's
-// emulated nodes): it shapes the links between them as the network lab
-// shapes its underlay, before each trial whose cell names a rate ("" or
-// "none": unshaped).
-type Shaper interface {
-	SetUnderlayRate(rate vocab.Rate) error
-}
-
 // NamespaceHolder is a platform that holds network namespaces for
-// emulated hosts (Capabilities.HoldsHostNS): the lab adopts them as the
+// emulated hosts (Capabilities.Net.HoldsHostNS): the lab adopts them as the
 // hosts' own, and an instance given one of them as InstanceSpec.NetNS (by
 // the lab's path for it) joins it.
 type NamespaceHolder interface {
@@ -288,7 +280,7 @@ type Wired interface {
 }
 
 // NetNSer is an instance whose network namespace can be entered by path,
-// so ctrbench can wire links into it (Capabilities.Wireable).
+// so ctrbench can wire links into it (Capabilities.Net.Wireable).
 type NetNSer interface {
 	NetNSPath() string
 }
@@ -301,11 +293,11 @@ type Setup struct {
 	Tools      []string          // external binaries the workloads need (for images)
 	Storages   []vocab.Storage   // storage levels the campaign uses on this platform
 	// Options are the levels of the platform's own factors the campaign
-	// uses (Capabilities.Factors), per factor.
+	// uses (Capabilities.Own.Factors), per factor.
 	Options  map[string][]string
 	Progress io.Writer // human-readable notes (image build, network creation)
 	// Hosts is the most nodes a cell asks of a cluster platform
-	// (Capabilities.Nodes); 1 otherwise.
+	// (Capabilities.Cluster); 1 otherwise.
 	Hosts int
 	// CgroupParent, when set, is a cgroup path below the root (e.g.
 	// "ctrbench/<campaign>/machine") that every instance is placed under:

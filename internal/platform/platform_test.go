@@ -37,25 +37,25 @@ func TestTimingsObservations(t *testing.T) {
 // Provision, the one network rule: what a platform provides itself, what
 // the lab wires, loopback, and what emulated hosts allow.
 func TestProvision(t *testing.T) {
-	ns := Driver{Name: "box", Noun: "box", Caps: Capabilities{Networks: []vocab.Network{vocab.Host, vocab.Bridge}, OwnNetNS: true, Wireable: true, JoinNetwork: true}}
+	ns := Driver{Name: "box", Noun: "box", Caps: Capabilities{Networks: []vocab.Network{vocab.Host, vocab.Bridge}, Net: Net{OwnNetNS: true, Wireable: true, JoinNetwork: true}}}
 	proc := Driver{Name: "proc", Caps: Capabilities{Networks: []vocab.Network{vocab.Host}}}
 	// A platform that brings its nodes: its modes join them, for up to Max
 	// of them, no lab; Refuse says what this machine lacks (of any
 	// platform, not only this kind).
-	nodes := Driver{Name: "fleet", Noun: "task", Caps: Capabilities{Networks: []vocab.Network{vocab.Host, vocab.Overlay, vocab.OverlayEncrypted}, OwnNetNS: true,
-		Nodes: &Nodes{Max: 4}, Refuse: func(n vocab.Network) error {
+	nodes := Driver{Name: "fleet", Noun: "task", Caps: Capabilities{Networks: []vocab.Network{vocab.Host, vocab.Overlay, vocab.OverlayEncrypted},
+		Cluster: fleet{max: 4}, Net: Net{OwnNetNS: true, Refuse: func(n vocab.Network) error {
 			if n == vocab.OverlayEncrypted {
 				return errors.New("no esp4 module")
 			}
 			return nil
-		}}}
+		}}}}
 	holder := ns // shares a host's namespace by holding it (Docker)
-	holder.Caps.HoldsHostNS = true
+	holder.Caps.Net.HoldsHostNS = true
 	// A machine: a NIC the lab plugs into OVS or an emulated host's
 	// bridge, nothing it can wire.
-	machine := Driver{Name: "machine", Noun: "machine", Caps: Capabilities{Networks: []vocab.Network{vocab.Bridge}, OwnNetNS: true, Plugs: []vocab.Network{vocab.OVS, vocab.Bridge}}}
+	machine := Driver{Name: "machine", Noun: "machine", Caps: Capabilities{Networks: []vocab.Network{vocab.Bridge}, Net: Net{OwnNetNS: true, Plugs: []vocab.Network{vocab.OVS, vocab.Bridge}}}}
 	refusing := ns
-	refusing.Caps.Refuse = func(n vocab.Network) error {
+	refusing.Caps.Net.Refuse = func(n vocab.Network) error {
 		if n == vocab.Bridge {
 			return errors.New("no bridge module")
 		}
@@ -109,3 +109,10 @@ func TestProvision(t *testing.T) {
 		}
 	}
 }
+
+// fleet is a cluster of at most max nodes whose links nothing shapes.
+type fleet struct{ max int }
+
+func (f fleet) MaxNodes() int                  { return f.max }
+func (fleet) RoutesSettle() bool               { return false }
+func (fleet) Shape(Platform, vocab.Rate) error { return nil }

@@ -59,13 +59,9 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error
 			defer func() { seeDelayLines(env.Lab, before, &out) }()
 		}
 	}
-	if d := c.Driver(); d.Driver.Caps.Nodes != nil {
-		if sh, ok := env.Platforms[d.Platform].(platform.Shaper); ok {
-			if err := sh.SetUnderlayRate(c.Underlay.Rate); err != nil {
-				return out, platformErr(err)
-			}
-		} else if !c.Underlay.Unlimited() {
-			return out, platformErr(fmt.Errorf("platform %s cannot shape the links between its nodes (underlay %s)", d.Platform, c.Underlay))
+	if cluster, ok := platform.ClusterOf(c.Driver().Driver.Caps); ok {
+		if err := cluster.Shape(env.Platforms[c.Driver().Platform], c.Underlay.Rate); err != nil {
+			return out, platformErr(err)
 		}
 	}
 	nameOf := func(role string) string {

@@ -43,7 +43,8 @@ type started struct {
 // server's more ports its engine publishes (a published network).
 func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, publish ...vocab.Port) (*started, error) {
 	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options, Image: r.Image, Publish: publish}
-	if r.Driver.Caps.Nodes != nil {
+	cluster, isCluster := platform.ClusterOf(r.Driver.Caps)
+	if isCluster {
 		isp.Host, isp.Node = r.Host, r.Node
 	}
 	if r.InHostNS() {
@@ -76,7 +77,7 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	oneAtATime := platform.EndOneAtATime(p)
 	inv.Linger = in.linger && oneAtATime && inv.Kind == invocation.Run
 	inv.WaitNet = r.Provision.Wire != "" && inv.Kind == invocation.Run
-	inv.WaitRoute = r.Driver.Caps.RoutesSettle && inv.Target != "" && inv.Kind == invocation.Run
+	inv.WaitRoute = isCluster && cluster.RoutesSettle() && inv.Target != "" && inv.Kind == invocation.Run
 	inv.Key = result.NewKey()
 	isp.Agent = inv
 	isp.Labels = in.env.labels(platform.LabelTrial, strconv.Itoa(in.seq), platform.LabelRole, r.Name)

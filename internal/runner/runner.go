@@ -160,7 +160,7 @@ type TrialRunner interface {
 // For chooses the runner for a cell: the lifecycle runner for a workload
 // that times its entities' lives, else the chain.
 func For(c *plan.Cell) TrialRunner {
-	if c.Workload != nil && c.Workload.Lifecycle {
+	if c.Workload != nil && c.Workload.Trial.Lifecycle {
 		return Lifecycle{}
 	}
 	return Chain{}

@@ -170,7 +170,7 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 		for _, role := range w.Spec.RoleList() {
 			pl := PlacementFor(c.Factors, role)
 			d, ok := platform.Lookup(pl.Platform)
-			if !ok || d.Caps.OwnNetNS {
+			if !ok || d.Caps.Net.OwnNetNS {
 				continue
 			}
 			// A process without namespaces of its own has only its host's
@@ -370,13 +370,14 @@ func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
 		r.add(c, role, vocab.FHost, fmt.Sprintf("%s is placed on emulated host %d, but the cell has hosts %d", role, h, hosts))
 	}
 	d, ok := platform.Lookup(pl.Platform)
-	if pl.Node != "" && (!ok || d.Caps.Nodes == nil) {
+	_, cluster := platform.ClusterOf(d.Caps)
+	if pl.Node != "" && (!ok || !cluster) {
 		r.add(c, role, vocab.FNode, fmt.Sprintf("%s names node %s, but platform %s has no nodes: node applies to a cluster platform (%s)", role, pl.Node, pl.Platform, strings.Join(clusterPlatforms(), ", ")))
 	}
 	if pl.Node != "" && pl.Host != "" {
 		r.add(c, role, vocab.FNode, fmt.Sprintf("%s is placed both on node %s and on host %s: give one", role, pl.Node, pl.Host))
 	}
-	if ok && d.Caps.Nodes != nil {
+	if ok && cluster {
 		for _, other := range roles {
 			if op := PlacementFor(c.Factors, other).Platform; op != pl.Platform {
 				r.add(c, role, vocab.FPlatform, fmt.Sprintf("%s runs on cluster platform %s and %s on %s: every role of a cell on a cluster runs on that cluster", role, pl.Platform, other, op))
@@ -391,12 +392,12 @@ func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
 	if ok && !d.Caps.UserImages && (c.Params[workload.ParamImage] != "" || c.Params[workload.ParamImageArchive] != "") {
 		r.add(c, role, vocab.FPlatform, fmt.Sprintf("platform %s cannot run a user's image yet (image, image_archive); platforms that can: %s", pl.Platform, strings.Join(platform.NamesWhere(func(d platform.Driver) bool { return d.Caps.UserImages }), ", ")))
 	}
-	if !ok || !d.Caps.OwnNetNS {
+	if !ok || !d.Caps.Net.OwnNetNS {
 		return // processes in their host's namespace: checkCells
 	}
 	if _, err := d.ProvisionWith(pl.Network, hosts, d.Options(c.Factors)); err != nil {
 		r.add(c, role, vocab.FNetwork, err.Error())
-	} else if comb := d.Caps.Combine; comb != nil {
+	} else if comb := d.Caps.Own.Combine; comb != nil {
 		if err := comb(pl.Network, d.Options(c.Factors)); err != nil {
 			r.add(c, role, vocab.FNetwork, err.Error())
 		}
@@ -434,7 +435,7 @@ func (r *cellReport) checkPlatformFactors(c result.Cell, roles []string) {
 // checkShape rejects combinations of pairs, instances, neighbours and a
 // lifecycle workload that do not go together.
 func (r *cellReport) checkShape(c result.Cell, roles []string, chain int) {
-	if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle {
+	if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Trial.Lifecycle {
 		switch {
 		case Pairs(c.Factors) > 1:
 			r.add(c, roles[0], vocab.FPairs, fmt.Sprintf("%s times the lives of its hosting entities: give their number as instances, not pairs", c.WorkloadType))
@@ -458,7 +459,7 @@ func (r *cellReport) checkShape(c result.Cell, roles []string, chain int) {
 func (r *cellReport) checkPinning(c result.Cell, roles []string, ncpu int) {
 	if msg := pinningProblem(c.Factors, roles, ncpu); msg != "" {
 		r.add(c, roles[0], vocab.FPinning, msg)
-	} else if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Lifecycle && PinningOf(c.Factors) != vocab.PinNone {
+	} else if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Trial.Lifecycle && PinningOf(c.Factors) != vocab.PinNone {
 		r.add(c, roles[0], vocab.FPinning, fmt.Sprintf("%s times the lives of its hosting entities; pinning does not apply to it", c.WorkloadType))
 	}
 }
@@ -481,7 +482,7 @@ func workloadRoles(c result.Cell) []string {
 // can talk to it.
 func chainHasOwnNetNS(factors map[string]string, roles []string) bool {
 	for _, r := range roles {
-		if d, ok := platform.Lookup(PlacementFor(factors, r).Platform); ok && d.Caps.OwnNetNS {
+		if d, ok := platform.Lookup(PlacementFor(factors, r).Platform); ok && d.Caps.Net.OwnNetNS {
 			return true
 		}
 	}
@@ -514,7 +515,7 @@ func factorKeys(fs []Factor) []string {
 func clusterPlatforms() []string {
 	var out []string
 	for _, d := range platform.Drivers() {
-		if d.Caps.Nodes != nil {
+		if _, ok := platform.ClusterOf(d.Caps); ok {
 			out = append(out, d.Name)
 		}
 	}

@@ -61,7 +61,7 @@ func knownFactorNames() string {
 	names = append(names, vocab.FNeighbour, vocab.FPackaging, vocab.FHosts, vocab.FUnderlay, vocab.FPairs, vocab.FInstances, vocab.FPinning, vocab.FMachineCPUs)
 	seen := map[string]bool{}
 	for _, d := range platform.Drivers() {
-		for _, f := range d.Caps.Factors {
+		for _, f := range d.Caps.Own.Factors {
 			if !seen[f.Name] {
 				seen[f.Name] = true
 				names = append(names, f.Name+" ("+strings.Join(platform.Declarers(f.Name), ", ")+")")

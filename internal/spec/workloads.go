@@ -194,12 +194,12 @@ func (p *parser) checkPlaceholders(e *Experiment) {
 		factors = append(factors, f.Name)
 	}
 	for _, w := range e.Workloads {
-		if w.Spec == nil || len(w.Spec.TakesPlaceholders) == 0 {
+		if w.Spec == nil || len(w.Spec.User.TakesPlaceholders) == 0 {
 			continue
 		}
 		if bad := w.Spec.UnknownPlaceholders(w.Params, factors); len(bad) > 0 {
-			node := w.nodes[w.Spec.TakesPlaceholders[0]]
-			for _, name := range w.Spec.TakesPlaceholders {
+			node := w.nodes[w.Spec.User.TakesPlaceholders[0]]
+			for _, name := range w.Spec.User.TakesPlaceholders {
 				if n := w.nodes[name]; n != nil && len(w.Spec.UnknownPlaceholders(workload.Values{name: w.Params[name]}, factors)) > 0 {
 					node = n
 					break

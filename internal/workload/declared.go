@@ -21,8 +21,8 @@ const (
 // ImageOf is the user's image role runs from, by the parameters: ref in
 // the machine's engine or an archive; both "" for ctrbench's agent image.
 func (s *Spec) ImageOf(params map[string]string, role string) (ref, archive string) {
-	if s.RoleImage != nil {
-		return s.RoleImage(params, role)
+	if s.User.RoleImage != nil {
+		return s.User.RoleImage(params, role)
 	}
 	return params[ParamImage], params[ParamImageArchive]
 }
@@ -97,8 +97,8 @@ func (v Values) Mapping(name string) map[string]string {
 // metrics (exec), the declared ones, in the file's order (the first is the
 // headline).
 func (s *Spec) MetricsFor(params map[string]string) []Metric {
-	if s.Declared != nil {
-		m, _ := s.Declared(params)
+	if s.User.Declared != nil {
+		m, _ := s.User.Declared(params)
 		return m
 	}
 	return s.Metrics
@@ -108,12 +108,12 @@ func (s *Spec) MetricsFor(params map[string]string) []Metric {
 // for a workload whose file declares its metrics or names its tools, a
 // copy whose Metrics and Tools are those (MetricsFor, ToolsFor).
 func (s *Spec) For(params map[string]string) *Spec {
-	if s.Declared == nil && s.NamedTools == nil {
+	if s.User.Declared == nil && s.User.NamedTools == nil {
 		return s
 	}
 	c := *s
-	if s.Declared != nil {
-		c.Metrics, c.Histograms = s.Declared(params)
+	if s.User.Declared != nil {
+		c.Metrics, c.Histograms = s.User.Declared(params)
 	}
 	c.Tools = s.ToolsFor(params)
 	return &c
@@ -143,10 +143,10 @@ func MetricOf(typ string, params map[string]string, name string) (Metric, bool) 
 // parameters runs: the spec's, and those its parameters name (an exec
 // workload's command found on the machine).
 func (s *Spec) ToolsFor(params map[string]string) []Tool {
-	if s.NamedTools == nil {
+	if s.User.NamedTools == nil {
 		return s.Tools
 	}
-	return append(append([]Tool(nil), s.Tools...), s.NamedTools(params)...)
+	return append(append([]Tool(nil), s.Tools...), s.User.NamedTools(params)...)
 }
 
 // placeholderRE finds {name} placeholders: {trial}, {cell.<factor>},
@@ -182,14 +182,14 @@ func Expand(s string, vars map[string]string) string {
 // parameters in params (JSON, as the agent takes them) with vars. Other
 // parameters, and other workloads' parameters, are returned unchanged.
 func (s *Spec) Bind(params string, vars map[string]string) (string, error) {
-	if len(s.TakesPlaceholders) == 0 || params == "" {
+	if len(s.User.TakesPlaceholders) == 0 || params == "" {
 		return params, nil
 	}
 	var v map[string]string
 	if err := json.Unmarshal([]byte(params), &v); err != nil {
 		return "", fmt.Errorf("parameters of %s: %w", s.Type, err)
 	}
-	for _, name := range s.TakesPlaceholders {
+	for _, name := range s.User.TakesPlaceholders {
 		raw, ok := v[name]
 		if !ok {
 			continue
@@ -233,7 +233,7 @@ func PlaceholderVars(seq int, factors map[string]string) map[string]string {
 // parameters, sorted: what the parser checks against the cell's factors.
 func (s *Spec) placeholdersIn(v Values) []string {
 	var out []string
-	for _, name := range s.TakesPlaceholders {
+	for _, name := range s.User.TakesPlaceholders {
 		p, _ := s.Param(name)
 		vals := []string{v[name]}
 		if p.Kind == List {
@@ -256,13 +256,13 @@ func (s *Spec) placeholdersIn(v Values) []string {
 // client, {server.host} and {server.port}).
 func (s *Spec) UnknownPlaceholders(v Values, factors []string) []string {
 	var bad []string
-	for _, name := range s.TakesPlaceholders {
+	for _, name := range s.User.TakesPlaceholders {
 		for _, ph := range s.placeholdersIn(Values{name: v[name]}) {
 			f, isCell := strings.CutPrefix(ph, "cell.")
 			switch {
 			case ph == "trial":
 			case isCell && slices.Contains(factors, f):
-			case slices.Contains(s.BoundByRun[name], ph):
+			case slices.Contains(s.User.BoundByRun[name], ph):
 			default:
 				if !slices.Contains(bad, "{"+ph+"}") {
 					bad = append(bad, "{"+ph+"}")

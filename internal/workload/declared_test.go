@@ -24,7 +24,7 @@ func TestPlaceholders(t *testing.T) {
 func TestBind(t *testing.T) {
 	s := &Spec{Type: "x", Params: []Param{
 		P("command", List, "", ""), P("workdir", String, "", ""), P("path", String, "", ""),
-	}, TakesPlaceholders: []string{"command", "workdir"}}
+	}, User: User{TakesPlaceholders: []string{"command", "workdir"}}}
 	params := `{"command":"[\"echo\",\"{trial}\",\"{cell.platform}\"]","path":"/{trial}","workdir":"/tmp/{cell.platform}"}`
 	got, err := s.Bind(params, PlaceholderVars(3, map[string]string{"platform": "na\"tive"}))
 	if err != nil {
@@ -44,7 +44,7 @@ func TestBind(t *testing.T) {
 }
 
 func TestUnknownPlaceholders(t *testing.T) {
-	s := &Spec{Type: "x", Params: []Param{P("command", List, "", "")}, TakesPlaceholders: []string{"command"}}
+	s := &Spec{Type: "x", Params: []Param{P("command", List, "", "")}, User: User{TakesPlaceholders: []string{"command"}}}
 	v := Values{"command": `["a","{trial}","{cell.cpus}","{cell.network}","{server.host}","{{x}"]`}
 	if got, want := s.UnknownPlaceholders(v, []string{"cpus"}), []string{"{cell.network}", "{server.host}"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("UnknownPlaceholders = %q, want %q", got, want)

@@ -32,8 +32,8 @@ func (s *Spec) NeedOf(params map[string]string, role string) Need {
 		return Need{Ref: ref, Archive: archive}
 	}
 	portable := len(s.ToolsFor(params)) == 0
-	if s.Portable != nil {
-		portable = s.Portable(params, role)
+	if s.User.Portable != nil {
+		portable = s.User.Portable(params, role)
 	}
 	return Need{Agent: !portable}
 }

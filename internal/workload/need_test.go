@@ -8,14 +8,14 @@ import (
 func TestTogether(t *testing.T) {
 	tool := &Spec{Type: "t.tool", Tools: []Tool{{Binary: "wrk"}}}
 	pure := &Spec{Type: "t.pure"}
-	split := &Spec{Type: "t.split", Roles: []string{Server, Client},
+	split := &Spec{Type: "t.split", Roles: []string{Server, Client}, User: User{
 		RoleImage: func(p map[string]string, role string) (string, string) {
 			if role == Server {
 				return "", p["image_archive"]
 			}
 			return "", ""
 		},
-		Portable: func(_ map[string]string, role string) bool { return role == Client }}
+		Portable: func(_ map[string]string, role string) bool { return role == Client }}}
 	img := func(a string) map[string]string { return map[string]string{"image_archive": a} }
 	for name, c := range map[string]struct {
 		parts []Part

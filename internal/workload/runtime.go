@@ -31,13 +31,13 @@ type RunTime struct {
 // duration parameter; false when none says (a user's command). The dry
 // run's estimate adds these up.
 func (s *Spec) RunTime(params map[string]string, cpus int) (RunTime, bool) {
-	if s.Work != nil {
-		if d, ok := s.Work.Time(Values(params), max(cpus, 1)); ok {
-			return RunTime{Time: d, Basis: s.Work.Basis}, true
+	if s.Trial.Work != nil {
+		if d, ok := s.Trial.Work.Time(Values(params), max(cpus, 1)); ok {
+			return RunTime{Time: d, Basis: s.Trial.Work.Basis}, true
 		}
 	}
-	if s.Measures != nil {
-		d, ok := s.Measures(params)
+	if s.Trial.Measures != nil {
+		d, ok := s.Trial.Measures(params)
 		return RunTime{Time: d}, ok
 	}
 	d, err := time.ParseDuration(params["duration"])

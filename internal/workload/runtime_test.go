@@ -30,10 +30,10 @@ func TestRunTime(t *testing.T) {
 		{"duration", Spec{}, map[string]string{"duration": "3s"}, 1, RunTime{Time: 3 * time.Second}, true},
 		{"duration 0", Spec{}, map[string]string{"duration": "0s"}, 1, RunTime{}, false},
 		{"no duration", Spec{}, map[string]string{"command": "[true]"}, 1, RunTime{}, false},
-		{"measures", Spec{Measures: measures}, map[string]string{"runtime": "2s"}, 1, RunTime{Time: 8 * time.Second}, true},
-		{"work", Spec{Work: work}, map[string]string{"n": "6"}, 2, RunTime{Time: 3 * time.Second, Basis: work.Basis}, true},
-		{"work, no CPUs said", Spec{Work: work}, map[string]string{"n": "6"}, 0, RunTime{Time: 6 * time.Second, Basis: work.Basis}, true},
-		{"work gives way", Spec{Work: work}, map[string]string{"n": "0", "duration": "5s"}, 2, RunTime{Time: 5 * time.Second}, true},
+		{"measures", Spec{Trial: Trial{Measures: measures}}, map[string]string{"runtime": "2s"}, 1, RunTime{Time: 8 * time.Second}, true},
+		{"work", Spec{Trial: Trial{Work: work}}, map[string]string{"n": "6"}, 2, RunTime{Time: 3 * time.Second, Basis: work.Basis}, true},
+		{"work, no CPUs said", Spec{Trial: Trial{Work: work}}, map[string]string{"n": "6"}, 0, RunTime{Time: 6 * time.Second, Basis: work.Basis}, true},
+		{"work gives way", Spec{Trial: Trial{Work: work}}, map[string]string{"n": "0", "duration": "5s"}, 2, RunTime{Time: 5 * time.Second}, true},
 	} {
 		got, ok := c.spec.RunTime(c.params, c.cpus)
 		if got != c.want || ok != c.ok {

@@ -33,6 +33,9 @@ type Metric struct {
 	Doc    string
 	// Combine says how several pairs' values make the trial's.
 	Combine Combine
+	// Matrix: S0's interference matrices show it besides the headline
+	// (Spec.MatrixMetrics).
+	Matrix bool
 }
 
 // Tool is an external program a workload runs; the image builder copies it
@@ -93,25 +96,24 @@ func (e Env) Reach(host string, port int, proto string) string {
 // Publishable reports whether a published network can carry the
 // workload: its server listens on the port it is given, and on the ports
 // MorePorts names, if any.
-func (s *Spec) Publishable() bool { return s.OneTCPPort || s.MorePorts != nil }
+func (s *Spec) Publishable() bool { return s.Serves.OneTCPPort || s.Serves.MorePorts != nil }
 
 // RunFunc runs one role once. It returns observations, or an error that makes
 // the trial failed. raw may carry the tool's output for the record.
 type RunFunc func(ctx context.Context, p Values, env Env) (obs []result.Observation, raw string, err error)
 
-// Spec is one workload type.
+// Spec is one workload type: what every workload declares are fields;
+// what its server listens on (Serves), how a trial of it runs and how long
+// (Trial), and what a kind of the user's computes from its parameters
+// (User: exec, service) are parts.
 type Spec struct {
 	Type    string // e.g. cpu.primes
 	Summary string
 	Params  []Param
+	// Metrics are what it measures, the headline first. Those marked
+	// Matrix are shown by S0's interference matrices besides the headline
+	// (MatrixMetrics).
 	Metrics []Metric
-	// MatrixMetrics names the metrics of Metrics that S0's interference
-	// matrices (report --matrix, the HTML report's heatmaps) show of a
-	// target of this type, one matrix each, as S0's tables show STREAM's
-	// four kernels; the headline (the first metric) always comes first.
-	// Nil shows the headline alone. The placement advice judges by the
-	// headline whatever this lists.
-	MatrixMetrics []string
 	// Histograms are the distributions the driving role records and
 	// returns, those its percentile metrics are read from.
 	Histograms []Histogram
@@ -121,6 +123,18 @@ type Spec struct {
 	// Smoke are parameters for a run of a second or two: the end-to-end
 	// test runs every registered workload with them on every platform.
 	Smoke map[string]string
+	// Serves is what its server listens on; zero for a workload that
+	// cannot be published.
+	Serves Serves
+	// Trial is how a trial of it runs and how long it takes.
+	Trial Trial
+	// User holds what a kind of the user's (exec, service) computes from
+	// its parameters; zero for a built-in.
+	User User
+}
+
+// Serves is what a workload's server listens on (Spec.Serves).
+type Serves struct {
 	// OneTCPPort: its server listens on one TCP port, the one it is given
 	// (Env.ListenAddr), and nothing else: a port an engine publishes
 	// (network published) carries all of it.
@@ -132,6 +146,16 @@ type Spec struct {
 	// published it (Env.Reach). With OneTCPPort or MorePorts a workload
 	// can be published.
 	MorePorts func(v Values) []vocab.Port
+}
+
+// Trial is how a trial of a workload runs and how long it takes
+// (Spec.Trial).
+type Trial struct {
+	// Lifecycle marks a workload whose trial is the life of its hosting
+	// entities — created at once, run, exited, removed, each phase timed —
+	// rather than the chain's measured run: its metrics come from the
+	// lifecycle runner, the role's own result is each entity's.
+	Lifecycle bool
 	// Measures, when set, is how long one run measures with these
 	// parameters, for a workload whose time is not its duration
 	// parameter (RunTime); false when it cannot say.
@@ -140,18 +164,18 @@ type Spec struct {
 	// rates it states (RunTime), for a workload whose time no parameter
 	// gives or whose duration leaves work out.
 	Work *Work
-	// Lifecycle marks a workload whose trial is the life of its hosting
-	// entities — created at once, run, exited, removed, each phase timed —
-	// rather than the chain's measured run: its metrics come from the
-	// lifecycle runner, the role's own result is each entity's.
-	Lifecycle bool
-	// Declared, for a workload whose file declares its metrics (exec,
-	// service), reads them, and the histograms they are read from, from
-	// the parameters; Metrics and Histograms are then empty.
+}
+
+// User is what a workload kind of the user's (exec, service) computes from
+// its parameters (Spec.User): the core asks these hooks, never the kind.
+type User struct {
+	// Declared reads the metrics the file declares, and the histograms
+	// they are read from, from the parameters; Spec.Metrics and
+	// Spec.Histograms are then empty.
 	Declared func(params map[string]string) ([]Metric, []Histogram)
-	// NamedTools, for a workload whose parameters name programs of the
-	// machine (exec's command), lists them: they go into the agent image
-	// with their shared libraries, as Tools do.
+	// NamedTools lists the programs of the machine its parameters name
+	// (exec's command): they go into the agent image with their shared
+	// libraries, as Tools do.
 	NamedTools func(params map[string]string) []Tool
 	// TakesPlaceholders names the parameters whose {trial} and
 	// {cell.<factor>} placeholders each trial binds (Bind).
@@ -172,6 +196,24 @@ type Spec struct {
 	// Validate checks the parameters together, after each is valid alone
 	// (a metrics contract against its format); errors by parameter name.
 	Validate func(v Values) map[string]error
+}
+
+// MatrixMetrics names the metrics S0's interference matrices (report
+// --matrix, the HTML report's heatmaps) show of a target of this type, one
+// matrix each, as S0's tables show STREAM's four kernels: the headline
+// (the first metric) first, then those marked Matrix. The placement advice
+// judges by the headline whatever this lists.
+func (s *Spec) MatrixMetrics() []string {
+	if len(s.Metrics) == 0 {
+		return nil
+	}
+	out := []string{s.Metrics[0].Name}
+	for _, m := range s.Metrics[1:] {
+		if m.Matrix {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }
 
 // RoleList returns the roles, Main when none are declared.
@@ -228,8 +270,8 @@ func (s *Spec) Resolve(user map[string]string) (Values, map[string]error) {
 		}
 		out[p.Name] = v
 	}
-	if s.Validate != nil && len(errs) == 0 {
-		errs = s.Validate(out)
+	if s.User.Validate != nil && len(errs) == 0 {
+		errs = s.User.Validate(out)
 		if errs == nil {
 			errs = map[string]error{}
 		}

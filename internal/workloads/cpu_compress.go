@@ -38,10 +38,12 @@ func init() {
 		Tools: []workload.Tool{pbzip2Tool},
 		Run:   map[string]workload.RunFunc{workload.Main: runCompress},
 		Smoke: map[string]string{"size": "8MB"},
-		Work: &workload.Work{
-			Basis: fmt.Sprintf("size bytes generated at %g MB/s, compressed at %g MB/s and decompressed at %g MB/s a thread, threads 0 as the instance's CPUs",
-				corpusRate/1e6, compressRate/1e6, decompressRate/1e6),
-			Time: compressTime,
+		Trial: workload.Trial{
+			Work: &workload.Work{
+				Basis: fmt.Sprintf("size bytes generated at %g MB/s, compressed at %g MB/s and decompressed at %g MB/s a thread, threads 0 as the instance's CPUs",
+					corpusRate/1e6, compressRate/1e6, decompressRate/1e6),
+				Time: compressTime,
+			},
 		},
 	})
 }

@@ -50,10 +50,12 @@ func init() {
 		Tools: []workload.Tool{linpackTool},
 		Run:   map[string]workload.RunFunc{workload.Main: runLinpack},
 		Smoke: map[string]string{"n": "300"},
-		Work: &workload.Work{
-			Basis: fmt.Sprintf("repeat × (2/3·n³ + 2·n²) flops at %g GFLOPS a thread, auto as the instance's CPUs, and repeat × 2·n² matrix elements generated and checked at %g M/s",
-				linpackRate/1e9, linpackCheckRate/1e6),
-			Time: linpackTime,
+		Trial: workload.Trial{
+			Work: &workload.Work{
+				Basis: fmt.Sprintf("repeat × (2/3·n³ + 2·n²) flops at %g GFLOPS a thread, auto as the instance's CPUs, and repeat × 2·n² matrix elements generated and checked at %g M/s",
+					linpackRate/1e9, linpackCheckRate/1e6),
+				Time: linpackTime,
+			},
 		},
 	})
 }

@@ -40,10 +40,12 @@ func init() {
 		// Smaller files are read back from the page cache in under 0.5 s
 		// on the project's machines, which bonnie++ refuses to time.
 		Smoke: map[string]string{"size": "4GiB"},
-		Work: &workload.Work{
-			Basis: fmt.Sprintf("4 × size bytes at %g GB/s, written, rewritten and read, + %d s of seeks + files × 2048 files created at %d a second",
-				diskRate/1e9, bonnieFixed, bonnieFileRate),
-			Time: bonnieTime,
+		Trial: workload.Trial{
+			Work: &workload.Work{
+				Basis: fmt.Sprintf("4 × size bytes at %g GB/s, written, rewritten and read, + %d s of seeks + files × 2048 files created at %d a second",
+					diskRate/1e9, bonnieFixed, bonnieFileRate),
+				Time: bonnieTime,
+			},
 		},
 	})
 }

@@ -20,12 +20,7 @@ var fioTool = workload.Tool{Binary: "fio", Package: "fio"}
 
 func init() {
 	workload.Register(&workload.Spec{
-		Type: "disk.fio",
-		// Four jobs, one after another, each for runtime.
-		Measures: func(params map[string]string) (time.Duration, bool) {
-			d, err := time.ParseDuration(params["runtime"])
-			return 4 * d, err == nil && d > 0
-		},
+		Type:    "disk.fio",
 		Summary: "fio: sequential write, sequential read, random read, random write, one after another on one file in the data directory",
 		Params: []workload.Param{
 			workload.P("size", workload.Size, "256MiB", "size of the test file; time-based jobs wrap around it").Range(1<<20, 1<<40),
@@ -49,6 +44,13 @@ func init() {
 		Tools: []workload.Tool{fioTool},
 		Run:   map[string]workload.RunFunc{workload.Main: runFio},
 		Smoke: map[string]string{"size": "16MiB", "runtime": "1s"},
+		Trial: workload.Trial{
+			// Four jobs, one after another, each for runtime.
+			Measures: func(params map[string]string) (time.Duration, bool) {
+				d, err := time.ParseDuration(params["runtime"])
+				return 4 * d, err == nil && d > 0
+			},
+		},
 	})
 }
 

@@ -51,9 +51,11 @@ func init() {
 		Tools: []workload.Tool{sysbenchTool},
 		Run:   map[string]workload.RunFunc{workload.Main: runSysbenchFileio},
 		Smoke: map[string]string{"duration": "1s", "file_total_size": "16MiB"},
-		Work: &workload.Work{
-			Basis: fmt.Sprintf("its duration in whole seconds + file_total_size bytes written first at %g GB/s", diskRate/1e9),
-			Time:  fileioTime,
+		Trial: workload.Trial{
+			Work: &workload.Work{
+				Basis: fmt.Sprintf("its duration in whole seconds + file_total_size bytes written first at %g GB/s", diskRate/1e9),
+				Time:  fileioTime,
+			},
 		},
 	})
 }

@@ -45,12 +45,14 @@ func init() {
 			workload.P("format", workload.Enum, string(outputs.JSON), "how the standard output carries the metrics").OneOf(formatNames()...),
 			{Name: "metrics", Kind: workload.Object, Doc: "the metrics the output carries, in order (the first is the headline): name -> {path | select | pattern, unit, better: higher|lower, aggregate}", Check: checkMetricsParam, CheckDoc: "a mapping of metric names to {path|select|pattern, unit, better}, e.g. {ops: {path: result.ops, unit: ops/s, better: higher}}"},
 		},
-		Declared:          execMetrics,
-		NamedTools:        execTools,
-		TakesPlaceholders: []string{"command", "env", "workdir"},
-		Validate:          validateExec,
-		Run:               map[string]workload.RunFunc{workload.Main: runExec},
-		Smoke:             map[string]string{"command": `["true"]`},
+		Run:   map[string]workload.RunFunc{workload.Main: runExec},
+		Smoke: map[string]string{"command": `["true"]`},
+		User: workload.User{
+			Declared:          execMetrics,
+			NamedTools:        execTools,
+			TakesPlaceholders: []string{"command", "env", "workdir"},
+			Validate:          validateExec,
+		},
 	})
 }
 

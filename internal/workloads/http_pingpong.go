@@ -26,7 +26,6 @@ const (
 func init() {
 	workload.Register(&workload.Spec{
 		Type:       "http.pingpong",
-		OneTCPPort: true, // its servers listen on the port they are given, and nothing else
 		Summary:    "HTTP ping-pong microservices (S2): load generator -> ping -> pong, pong answers with size bytes",
 		Params:     httpParams,
 		Metrics:    httpMetrics,
@@ -38,10 +37,12 @@ func init() {
 			workload.Client: pingpongClient,
 		},
 		Smoke: map[string]string{"duration": "500ms", "size": "4KiB", "concurrency": "4"},
+		Serves: workload.Serves{
+			OneTCPPort: true, // its servers listen on the port they are given, and nothing else
+		},
 	})
 	workload.Register(&workload.Spec{
 		Type:       "http.get",
-		OneTCPPort: true, // its servers listen on the port they are given, and nothing else
 		Summary:    "ctrbench's HTTP load generator straight to pong (no ping hop): raw HTTP request/response cost",
 		Params:     httpParams,
 		Metrics:    httpMetrics,
@@ -54,6 +55,9 @@ func init() {
 			},
 		},
 		Smoke: map[string]string{"duration": "500ms", "size": "4KiB", "concurrency": "4"},
+		Serves: workload.Serves{
+			OneTCPPort: true, // its servers listen on the port they are given, and nothing else
+		},
 	})
 }
 

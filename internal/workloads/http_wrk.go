@@ -17,9 +17,8 @@ var wrkTool = workload.Tool{Binary: "wrk", Package: "wrk"}
 
 func init() {
 	workload.Register(&workload.Spec{
-		Type:       "http.wrk",
-		OneTCPPort: true, // its servers listen on the port they are given, and nothing else
-		Summary:    "wrk, the reference HTTP load generator, straight to pong: the yardstick for http.get",
+		Type:    "http.wrk",
+		Summary: "wrk, the reference HTTP load generator, straight to pong: the yardstick for http.get",
 		Params: []workload.Param{
 			workload.P("size", workload.Size, "1KiB", "bytes pong answers with").Range(1, 16<<20),
 			workload.P("duration", workload.Duration, "5s", "test time, whole seconds (wrk's unit, rounded up)").Range(1, 86400),
@@ -38,6 +37,9 @@ func init() {
 		Tools: []workload.Tool{wrkTool},
 		Run:   map[string]workload.RunFunc{rolePong: pongServer, workload.Client: wrkClient},
 		Smoke: map[string]string{"duration": "1s", "size": "4KiB", "concurrency": "4"},
+		Serves: workload.Serves{
+			OneTCPPort: true, // its servers listen on the port they are given, and nothing else
+		},
 	})
 }
 

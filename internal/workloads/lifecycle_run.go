@@ -39,16 +39,18 @@ func init() {
 		Params: []workload.Param{
 			workload.P("command", workload.Enum, lifecycleNoop, "what each entity runs: nothing, or sysbench cpu with max prime 1 and one event (S1)").OneOf(lifecycleNoop, lifecycleSysbench),
 		},
-		Metrics:   metrics,
-		Lifecycle: true,
-		Tools:     []workload.Tool{sysbenchTool},
-		Run:       map[string]workload.RunFunc{workload.Main: runLifecycle},
-		Smoke:     map[string]string{},
-		// What a trial takes is its entities' lives: their start and stop,
-		// which the estimate counts with every instance.
-		Work: &workload.Work{
-			Basis: "nothing beyond its entities' start and stop, counted with the instances",
-			Time:  func(workload.Values, int) (time.Duration, bool) { return 0, true },
+		Metrics: metrics,
+		Tools:   []workload.Tool{sysbenchTool},
+		Run:     map[string]workload.RunFunc{workload.Main: runLifecycle},
+		Smoke:   map[string]string{},
+		Trial: workload.Trial{
+			Lifecycle: true,
+			// What a trial takes is its entities' lives: their start and stop,
+			// which the estimate counts with every instance.
+			Work: &workload.Work{
+				Basis: "nothing beyond its entities' start and stop, counted with the instances",
+				Time:  func(workload.Values, int) (time.Duration, bool) { return 0, true },
+			},
 		},
 	})
 }

@@ -12,14 +12,14 @@ import (
 func TestMatrixMetricsDeclared(t *testing.T) {
 	for _, typ := range workload.Types() {
 		s, _ := workload.Lookup(typ)
-		if len(s.MatrixMetrics) == 0 {
+		if len(s.MatrixMetrics()) == 0 {
 			continue
 		}
-		if len(s.Metrics) == 0 || s.MatrixMetrics[0] != s.Metrics[0].Name {
-			t.Errorf("%s: matrix metrics %v do not start with the headline", typ, s.MatrixMetrics)
+		if len(s.Metrics) == 0 || s.MatrixMetrics()[0] != s.Metrics[0].Name {
+			t.Errorf("%s: matrix metrics %v do not start with the headline", typ, s.MatrixMetrics())
 		}
 		seen := map[string]bool{}
-		for _, name := range s.MatrixMetrics {
+		for _, name := range s.MatrixMetrics() {
 			if _, ok := s.Metric(name); !ok || seen[name] {
 				t.Errorf("%s: matrix metric %q undeclared or repeated", typ, name)
 			}
@@ -27,7 +27,7 @@ func TestMatrixMetricsDeclared(t *testing.T) {
 		}
 	}
 	s, _ := workload.Lookup("mem.stream")
-	if len(s.MatrixMetrics) != 4 {
-		t.Errorf("mem.stream's matrix metrics %v: want S0's four kernels", s.MatrixMetrics)
+	if len(s.MatrixMetrics()) != 4 {
+		t.Errorf("mem.stream's matrix metrics %v: want S0's four kernels", s.MatrixMetrics())
 	}
 }

@@ -37,11 +37,13 @@ func init() {
 			{Name: "loss", Unit: "%", Better: result.Lower, Doc: "UDP datagrams lost, as the receiver counted them", Combine: workload.WeightedBy("sent")},
 			{Name: "sent", Unit: "datagrams", Better: result.Higher, Doc: "UDP datagrams the receiver expected (end.sum_received.packets): what loss is a share of", Combine: workload.Count},
 		},
-		Roles:     []string{workload.Server, workload.Client},
-		MorePorts: iperf3Ports,
-		Tools:     []workload.Tool{iperf3Tool},
-		Run:       map[string]workload.RunFunc{workload.Server: iperf3Server, workload.Client: iperf3Client},
-		Smoke:     map[string]string{"duration": "1s", "bitrate": "100M"},
+		Roles: []string{workload.Server, workload.Client},
+		Tools: []workload.Tool{iperf3Tool},
+		Run:   map[string]workload.RunFunc{workload.Server: iperf3Server, workload.Client: iperf3Client},
+		Smoke: map[string]string{"duration": "1s", "bitrate": "100M"},
+		Serves: workload.Serves{
+			MorePorts: iperf3Ports,
+		},
 	})
 }
 

@@ -44,9 +44,11 @@ func init() {
 		Tools: []workload.Tool{sockperfTool},
 		Run:   map[string]workload.RunFunc{workload.Server: sockperfServer, workload.Client: sockperfClient},
 		Smoke: map[string]string{"duration": "1s"},
-		Work: &workload.Work{
-			Basis: fmt.Sprintf("its duration in whole seconds + %d s sockperf takes around it", sockperfAround),
-			Time:  sockperfTime,
+		Trial: workload.Trial{
+			Work: &workload.Work{
+				Basis: fmt.Sprintf("its duration in whole seconds + %d s sockperf takes around it", sockperfAround),
+				Time:  sockperfTime,
+			},
 		},
 	})
 }

@@ -18,7 +18,6 @@ import (
 func init() {
 	workload.Register(&workload.Spec{
 		Type:       "net.tcp_rr",
-		OneTCPPort: true, // its servers listen on the port they are given, and nothing else
 		Summary:    "request/response over one TCP connection (netperf TCP_RR, with burst mode); transaction rate and round-trip latency",
 		Params:     tcpRRParams,
 		Metrics:    tcpRRMetrics,
@@ -26,6 +25,9 @@ func init() {
 		Roles:      []string{workload.Server, workload.Client},
 		Run:        map[string]workload.RunFunc{workload.Server: tcpRRServer, workload.Client: tcpRRClient},
 		Smoke:      map[string]string{"duration": "300ms"},
+		Serves: workload.Serves{
+			OneTCPPort: true, // its servers listen on the port they are given, and nothing else
+		},
 	})
 }
 

@@ -15,10 +15,9 @@ import (
 
 func init() {
 	workload.Register(&workload.Spec{
-		Type:       "net.tcp_stream",
-		OneTCPPort: true, // its servers listen on the port they are given, and nothing else
-		Summary:    "bulk TCP from client to server (netperf TCP_STREAM); throughput measured at the receiver",
-		Params:     tcpStreamParams,
+		Type:    "net.tcp_stream",
+		Summary: "bulk TCP from client to server (netperf TCP_STREAM); throughput measured at the receiver",
+		Params:  tcpStreamParams,
 		Metrics: []workload.Metric{
 			{Name: "throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes received by the server over its receive window (first to last byte)"},
 			{Name: "sender_throughput", Unit: "Gbit/s", Better: result.Higher, Doc: "bytes sent over the client's send window"},
@@ -26,6 +25,9 @@ func init() {
 		Roles: []string{workload.Server, workload.Client},
 		Run:   map[string]workload.RunFunc{workload.Server: tcpStreamServer, workload.Client: tcpStreamClient},
 		Smoke: map[string]string{"duration": "300ms", "message_size": "64KiB"},
+		Serves: workload.Serves{
+			OneTCPPort: true, // its servers listen on the port they are given, and nothing else
+		},
 	})
 }
 

@@ -29,9 +29,11 @@ func init() {
 		Roles:      []string{workload.Server, workload.Client},
 		Run:        map[string]workload.RunFunc{workload.Server: transferServer, workload.Client: transferClient},
 		Smoke:      map[string]string{"size": "1MB", "flows": "5"},
-		Work: &workload.Work{
-			Basis: fmt.Sprintf("flows × size bytes at %g Gbit/s, with duration 0", transferRate*8/1e9),
-			Time:  transferTime,
+		Trial: workload.Trial{
+			Work: &workload.Work{
+				Basis: fmt.Sprintf("flows × size bytes at %g Gbit/s, with duration 0", transferRate*8/1e9),
+				Time:  transferTime,
+			},
 		},
 	})
 }

@@ -30,9 +30,11 @@ func init() {
 		}, rttMetrics("round trip of one answered transaction: from the request's send to its response's receipt")...),
 		Histograms: []workload.Histogram{rttHistogram},
 		Roles:      []string{workload.Server, workload.Client},
-		MorePorts:  udpMorePorts, // its UDP socket, published with its control port
 		Run:        map[string]workload.RunFunc{workload.Server: udpRRServer, workload.Client: udpRRClient},
 		Smoke:      map[string]string{"duration": "300ms"},
+		Serves: workload.Serves{
+			MorePorts: udpMorePorts, // its UDP socket, published with its control port
+		},
 	})
 }
 

@@ -34,10 +34,12 @@ func init() {
 			{Name: "loss_pct", Unit: "%", Better: result.Lower, Doc: "datagrams sent but not received, of all sent", Combine: workload.WeightedBy("sent")},
 			{Name: "sent", Unit: "datagrams", Better: result.Higher, Doc: "datagrams the client sent: what loss_pct is a share of", Combine: workload.Count},
 		},
-		Roles:     []string{workload.Server, workload.Client},
-		MorePorts: udpMorePorts, // its UDP socket, published with its control port
-		Run:       map[string]workload.RunFunc{workload.Server: udpStreamServer, workload.Client: udpStreamClient},
-		Smoke:     map[string]string{"duration": "300ms", "bitrate": "100M"},
+		Roles: []string{workload.Server, workload.Client},
+		Run:   map[string]workload.RunFunc{workload.Server: udpStreamServer, workload.Client: udpStreamClient},
+		Smoke: map[string]string{"duration": "300ms", "bitrate": "100M"},
+		Serves: workload.Serves{
+			MorePorts: udpMorePorts, // its UDP socket, published with its control port
+		},
 	})
 }
 

@@ -59,7 +59,7 @@ func TestWorkEstimates(t *testing.T) {
 func TestEveryWorkloadIsTimed(t *testing.T) {
 	for _, typ := range workload.Types() {
 		s, _ := workload.Lookup(typ)
-		if s.Declared != nil {
+		if s.User.Declared != nil {
 			continue // exec, service: a user's command, timed by nothing ctrbench knows
 		}
 		if _, ok := s.RunTime(values(t, typ, s.Smoke), 1); !ok {

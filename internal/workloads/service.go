@@ -63,17 +63,8 @@ func init() {
 			{Name: "ready", Kind: workload.Object, Doc: "when the server is ready: {tcp: true} (a connection is accepted, the default) or {http: /path} (a GET answers with a status below 500), with timeout (default 20s)", Check: checkReady, CheckDoc: "a mapping such as {tcp: true}, {http: /health, timeout: 30s}"},
 			{Name: "client", Kind: workload.Object, Doc: "what drives the server: {type: http.get, params: {path, concurrency, duration, rate, request_timeout}}, {type: net.tcp_rr, params: {duration, request_size, burst, socket_buffer, nodelay}} against an echo server, {type: net.tcp_stream, params: {duration, message_size}} against a sink, or {type: exec, params: {command, format, metrics, …}} whose command may name {server.host} and {server.port}", Check: checkClient, CheckDoc: "a mapping {type: http.get, net.tcp_rr, net.tcp_stream or exec, params: {…}}"},
 		},
-		Roles:             []string{workload.Server, workload.Client},
-		MorePorts:         servicePorts,
-		Measures:          serviceMeasures,
-		Declared:          serviceMetrics,
-		NamedTools:        serviceTools,
-		TakesPlaceholders: []string{"command", "env", "workdir", "client"},
-		BoundByRun:        map[string][]string{"client": {"server.host", "server.port"}},
-		RoleImage:         serviceImage,
-		Portable:          servicePortable,
-		Validate:          validateService,
-		Run:               map[string]workload.RunFunc{workload.Server: serviceServer, workload.Client: serviceClient},
+		Roles: []string{workload.Server, workload.Client},
+		Run:   map[string]workload.RunFunc{workload.Server: serviceServer, workload.Client: serviceClient},
 		// Redis (scripts/setup.sh installs it) driven by its own
 		// benchmark: a real server and client nobody here wrote.
 		Smoke: map[string]string{
@@ -81,6 +72,21 @@ func init() {
 			"port":    "16379",
 			"client": `{"type":"exec","params":{"command":["redis-benchmark","-h","{server.host}","-p","{server.port}","-n","2000","-c","4","-t","ping","-q","--csv"],` +
 				`"format":"csv","metrics":{"ping_rps":{"select":"PING_INLINE,rps","unit":"req/s","better":"higher"}}}}`,
+		},
+		Serves: workload.Serves{
+			MorePorts: servicePorts,
+		},
+		Trial: workload.Trial{
+			Measures: serviceMeasures,
+		},
+		User: workload.User{
+			Declared:          serviceMetrics,
+			NamedTools:        serviceTools,
+			TakesPlaceholders: []string{"command", "env", "workdir", "client"},
+			BoundByRun:        map[string][]string{"client": {"server.host", "server.port"}},
+			RoleImage:         serviceImage,
+			Portable:          servicePortable,
+			Validate:          validateService,
 		},
 	})
 }
@@ -265,13 +271,13 @@ func serviceMetrics(params map[string]string) ([]workload.Metric, []workload.His
 	case clientTCPStream:
 		return sinkMetrics, nil
 	}
-	return spec.Declared(v)
+	return spec.User.Declared(v)
 }
 
 func serviceTools(params map[string]string) []workload.Tool {
 	tools := execTools(params)
-	if _, spec, v, err := clientOf(params); err == nil && spec.NamedTools != nil {
-		tools = append(tools, spec.NamedTools(v)...)
+	if _, spec, v, err := clientOf(params); err == nil && spec.User.NamedTools != nil {
+		tools = append(tools, spec.User.NamedTools(v)...)
 	}
 	return tools
 }

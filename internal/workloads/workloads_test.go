@@ -251,7 +251,7 @@ func TestRegistryDocumented(t *testing.T) {
 		if len(metrics) == 0 {
 			t.Errorf("%s: no metrics", typ)
 		}
-		if s.Declared != nil && len(s.Metrics) > 0 {
+		if s.User.Declared != nil && len(s.Metrics) > 0 {
 			t.Errorf("%s declares its metrics in the file and in the spec", typ)
 		}
 		for _, m := range metrics {

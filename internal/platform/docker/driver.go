@@ -17,20 +17,24 @@ import (
 // namespace ctrbench wires itself (--network none), one container joining
 // another's (loopback) or an emulated host's (one it holds), the writable layer, a volume or a tmpfs.
 var Caps = platform.Capabilities{
-	StartStop:   700 * time.Millisecond, // rough: for the dry run's estimate
-	Networks:    []vocab.Network{vocab.Host, vocab.Bridge, vocab.BridgeDefault, vocab.Published, vocab.PublishedProxy, vocab.Routed, vocab.NATUnprotected},
-	OwnNetNS:    true,
-	Wireable:    true,
-	JoinNetwork: true,
-	HoldsHostNS: true,
-	Storages:    []vocab.Storage{vocab.Layer, vocab.Volume, vocab.Tmpfs},
-	OwnCgroup:   true,
-	Limits:      true,
-	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
-	Tools:       true,
-	UserImages:  true,
-	Factors:     []platform.Factor{RuntimeFactor, ImageStoreFactor},
-	Refuse:      refuse,
+	StartStop:  700 * time.Millisecond, // rough: for the dry run's estimate
+	Networks:   []vocab.Network{vocab.Host, vocab.Bridge, vocab.BridgeDefault, vocab.Published, vocab.PublishedProxy, vocab.Routed, vocab.NATUnprotected},
+	Storages:   []vocab.Storage{vocab.Layer, vocab.Volume, vocab.Tmpfs},
+	OwnCgroup:  true,
+	Limits:     true,
+	Phases:     []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:      true,
+	UserImages: true,
+	Net: platform.Net{
+		OwnNetNS:    true,
+		Wireable:    true,
+		JoinNetwork: true,
+		HoldsHostNS: true,
+		Refuse:      refuse,
+	},
+	Own: platform.Own{
+		Factors: []platform.Factor{RuntimeFactor, ImageStoreFactor},
+	},
 }
 
 // refuse says why a network the driver lists is not on this machine's

@@ -21,18 +21,20 @@ import (
 // every mode the network lab wires; the overlay layer, a
 // bind-mounted host directory (volume) or a tmpfs; limits.
 var Caps = platform.Capabilities{
-	StartStop:   time.Second, // rough: for the dry run's estimate
-	Networks:    []vocab.Network{vocab.Host, vocab.Bridge},
-	OwnNetNS:    true,
-	Wireable:    true,
-	JoinNetwork: true,
-	JoinsNSPath: true, // lxc.namespace.share.net takes a namespace file
-	Storages:    []vocab.Storage{vocab.Layer, vocab.Volume, vocab.Tmpfs},
-	OwnCgroup:   true,
-	Limits:      true,
-	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
-	Tools:       true,
-	UserImages:  true,
+	StartStop:  time.Second, // rough: for the dry run's estimate
+	Networks:   []vocab.Network{vocab.Host, vocab.Bridge},
+	Storages:   []vocab.Storage{vocab.Layer, vocab.Volume, vocab.Tmpfs},
+	OwnCgroup:  true,
+	Limits:     true,
+	Phases:     []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:      true,
+	UserImages: true,
+	Net: platform.Net{
+		OwnNetNS:    true,
+		Wireable:    true,
+		JoinNetwork: true,
+		JoinsNSPath: true, // lxc.namespace.share.net takes a namespace file
+	},
 }
 
 func init() {

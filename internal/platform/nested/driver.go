@@ -45,60 +45,64 @@ var parentNetworks = []vocab.Network{vocab.Bridge, vocab.Host, vocab.OVS}
 var Caps = platform.Capabilities{
 	StartStop:  5 * time.Second, // rough: for the dry run's estimate
 	Networks:   []vocab.Network{vocab.Host, vocab.Bridge},
-	OwnNetNS:   true,
-	Wireable:   true,
 	Storages:   []vocab.Storage{vocab.Layer, vocab.Tmpfs},
 	OwnCgroup:  true,
 	Limits:     true,
 	Phases:     []vocab.Phase{vocab.Create, vocab.Start, vocab.DaemonReady, vocab.ImageReady, vocab.ChildStart, vocab.Exit, vocab.Remove},
 	Tools:      true,
 	UserImages: true,
-	Factors: []platform.Factor{
-		{Name: FImage, Default: ImageLoad, Doc: "how the agent image reaches a parent's engine: load (the saved image loaded as the parent starts, S1's 6.2 s) or preloaded (a read-only image store prepared once per campaign, mounted by every parent)",
-			Check: oneOf(ImageLoad, ImagePreloaded)},
-		{Name: FChildren, Default: "1", Doc: "children per parent, 1 to 256: a trial's instances fill one parent before the next starts",
-			Check: wholeNumber(1, MaxChildren)},
-		{Name: FParentNetwork, Default: string(vocab.Bridge), Doc: "the parent's network on the machine: bridge (the campaign's Docker bridge), host, or ovs (the lab's Open vSwitch bridge, with the child on the inner engine's bridge: S1 Table III's OVS parent with a bridged child); the cell's network is the child's inside the parent (host: the parent's namespace; bridge: the inner engine's own bridge)",
-			Check: oneOf(vocab.Strings(parentNetworks)...)},
-		{Name: FParentCPUs, Default: noLimit, Doc: "CFS quota of the parent in cores, bounding all its children", Check: cores},
-		{Name: FParentCpuset, Default: noLimit, Doc: "CPUs the parent (and so its children) may use", Check: cpuset},
-		{Name: FParentMemory, Default: noLimit, Doc: "memory limit of the parent and its children together (at least 64MiB: it runs an engine)", Check: size(64 << 20)},
-	},
-	Seen: func(n vocab.Network, o map[string]string) vocab.Network {
-		if n == vocab.Host { // the parent's namespace: where the parent is
-			return vocab.Network(o[FParentNetwork])
-		}
-		return n // the inner bridge, or a mode wired into the parent
-	},
-	Outer: func(o map[string]string) vocab.Network {
-		if vocab.Network(o[FParentNetwork]) == vocab.OVS {
-			return vocab.OVS
-		}
-		return ""
-	},
-	Combine: func(n vocab.Network, o map[string]string) error {
-		if vocab.Network(o[FParentNetwork]) == vocab.OVS {
-			if n != vocab.Bridge {
-				return fmt.Errorf("parent.network ovs wires the parent into Open vSwitch with the child on its engine's bridge: network must be bridge (network %s is a child in its parent's namespace on that network: leave parent.network at bridge)", n)
+	Net: platform.Net{
+		OwnNetNS: true,
+		Wireable: true,
+		Outer: func(o map[string]string) vocab.Network {
+			if vocab.Network(o[FParentNetwork]) == vocab.OVS {
+				return vocab.OVS
 			}
-			if o[FChildren] != "1" {
-				return fmt.Errorf("parent.network ovs wires each child's parent on its own: children must be 1")
+			return ""
+		},
+	},
+	Own: platform.Own{
+		Factors: []platform.Factor{
+			{Name: FImage, Default: ImageLoad, Doc: "how the agent image reaches a parent's engine: load (the saved image loaded as the parent starts, S1's 6.2 s) or preloaded (a read-only image store prepared once per campaign, mounted by every parent)",
+				Check: oneOf(ImageLoad, ImagePreloaded)},
+			{Name: FChildren, Default: "1", Doc: "children per parent, 1 to 256: a trial's instances fill one parent before the next starts",
+				Check: wholeNumber(1, MaxChildren)},
+			{Name: FParentNetwork, Default: string(vocab.Bridge), Doc: "the parent's network on the machine: bridge (the campaign's Docker bridge), host, or ovs (the lab's Open vSwitch bridge, with the child on the inner engine's bridge: S1 Table III's OVS parent with a bridged child); the cell's network is the child's inside the parent (host: the parent's namespace; bridge: the inner engine's own bridge)",
+				Check: oneOf(vocab.Strings(parentNetworks)...)},
+			{Name: FParentCPUs, Default: noLimit, Doc: "CFS quota of the parent in cores, bounding all its children", Check: cores},
+			{Name: FParentCpuset, Default: noLimit, Doc: "CPUs the parent (and so its children) may use", Check: cpuset},
+			{Name: FParentMemory, Default: noLimit, Doc: "memory limit of the parent and its children together (at least 64MiB: it runs an engine)", Check: size(64 << 20)},
+		},
+		Seen: func(n vocab.Network, o map[string]string) vocab.Network {
+			if n == vocab.Host { // the parent's namespace: where the parent is
+				return vocab.Network(o[FParentNetwork])
+			}
+			return n // the inner bridge, or a mode wired into the parent
+		},
+		Combine: func(n vocab.Network, o map[string]string) error {
+			if vocab.Network(o[FParentNetwork]) == vocab.OVS {
+				if n != vocab.Bridge {
+					return fmt.Errorf("parent.network ovs wires the parent into Open vSwitch with the child on its engine's bridge: network must be bridge (network %s is a child in its parent's namespace on that network: leave parent.network at bridge)", n)
+				}
+				if o[FChildren] != "1" {
+					return fmt.Errorf("parent.network ovs wires each child's parent on its own: children must be 1")
+				}
+				return nil
+			}
+			if n.Lab(1) && n != vocab.Bridge || n.NeedsHosts() {
+				if o[FParentNetwork] != string(vocab.Bridge) {
+					return fmt.Errorf("with network %s the parent is wired to it and the child shares the parent's namespace: parent.network does not apply (leave it at bridge)", n)
+				}
+				if o[FChildren] != "1" {
+					return fmt.Errorf("with network %s each child's parent is wired on its own: children must be 1", n)
+				}
+				return nil
+			}
+			if n == vocab.Bridge && vocab.Network(o[FParentNetwork]) == vocab.Host {
+				return fmt.Errorf("a nested child on its engine's bridge needs a parent with a namespace of its own: with parent.network host the inner engine's bridge and NAT rules would be made in the machine's own namespace (use parent.network bridge, or network host for the child)")
 			}
 			return nil
-		}
-		if n.Lab(1) && n != vocab.Bridge || n.NeedsHosts() {
-			if o[FParentNetwork] != string(vocab.Bridge) {
-				return fmt.Errorf("with network %s the parent is wired to it and the child shares the parent's namespace: parent.network does not apply (leave it at bridge)", n)
-			}
-			if o[FChildren] != "1" {
-				return fmt.Errorf("with network %s each child's parent is wired on its own: children must be 1", n)
-			}
-			return nil
-		}
-		if n == vocab.Bridge && vocab.Network(o[FParentNetwork]) == vocab.Host {
-			return fmt.Errorf("a nested child on its engine's bridge needs a parent with a namespace of its own: with parent.network host the inner engine's bridge and NAT rules would be made in the machine's own namespace (use parent.network bridge, or network host for the child)")
-		}
-		return nil
+		},
 	},
 	// The parents' engines are Docker 20.10 too (see the docker driver).
 }

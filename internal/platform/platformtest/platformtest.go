@@ -89,7 +89,7 @@ func (s *suite) spec(network vocab.Network, inv invocation.Agent) platform.Insta
 	// node 1: a client on the host network reaches its server over
 	// loopback there.
 	sp := platform.InstanceSpec{Name: s.campaign + "-i" + strconv.Itoa(s.n), Agent: inv, Network: network, Labels: s.labels, Options: s.o.Options}
-	if s.o.Caps.Nodes != nil {
+	if _, ok := platform.ClusterOf(s.o.Caps); ok {
 		sp.Host = 1
 	}
 	return sp
@@ -193,8 +193,8 @@ func (s *suite) clientServer(t *testing.T, network vocab.Network) {
 	// factors at their defaults (a nested child on "host" is in
 	// its parent's namespace, a parent of its own each).
 	seen := network
-	if s.o.Caps.Seen != nil {
-		seen = s.o.Caps.Seen(network, platform.Driver{Caps: s.o.Caps}.Options(nil))
+	if s.o.Caps.Own.Seen != nil {
+		seen = s.o.Caps.Own.Seen(network, platform.Driver{Caps: s.o.Caps}.Options(nil))
 	}
 	bind := "127.0.0.1"
 	if seen != vocab.Host {

@@ -21,21 +21,23 @@ import (
 // whose bridge ctrbench names ctb…, its veths podman's), the writable
 // layer or a tmpfs, limits.
 var Caps = platform.Capabilities{
-	StartStop:   time.Second, // rough: for the dry run's estimate
-	Networks:    []vocab.Network{vocab.Host, vocab.Bridge, vocab.Published},
-	OwnNetNS:    true,
-	Wireable:    true,
-	JoinNetwork: true,
-	JoinsNSPath: true, // network mode ns:<path>
-	Storages:    []vocab.Storage{vocab.Layer, vocab.Tmpfs},
-	OwnCgroup:   true,
-	Limits:      true,
-	Phases:      []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
-	Tools:       true,
-	UserImages:  true,
+	StartStop:  time.Second, // rough: for the dry run's estimate
+	Networks:   []vocab.Network{vocab.Host, vocab.Bridge, vocab.Published},
+	Storages:   []vocab.Storage{vocab.Layer, vocab.Tmpfs},
+	OwnCgroup:  true,
+	Limits:     true,
+	Phases:     []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:      true,
+	UserImages: true,
 	// No runtime factor: podman 4.3's Docker-compatible API ignores
 	// HostConfig.Runtime (a container asked for crun is created with the
 	// configured runc; measured), so the choice cannot be honoured here.
+	Net: platform.Net{
+		OwnNetNS:    true,
+		Wireable:    true,
+		JoinNetwork: true,
+		JoinsNSPath: true, // network mode ns:<path>
+	},
 }
 
 func init() {

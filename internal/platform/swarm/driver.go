@@ -48,7 +48,6 @@ const LabelNode = "io.ctrbench.node"
 var Caps = platform.Capabilities{
 	StartStop: 3 * time.Second, // rough: for the dry run's estimate
 	Networks:  []vocab.Network{vocab.Host, vocab.Overlay, vocab.OverlayEncrypted, vocab.Ingress},
-	OwnNetNS:  true,
 	Storages:  []vocab.Storage{vocab.Layer, vocab.Tmpfs},
 	OwnCgroup: true,
 	Limits:    true,
@@ -59,15 +58,17 @@ var Caps = platform.Capabilities{
 		"write_bps":    "a swarm service has no block I/O limits",
 		vocab.FPids:    "ctrbench gives a swarm service CPU and memory limits only",
 	},
-	Phases:       []vocab.Phase{vocab.Create, vocab.Assigned, vocab.Preparing, vocab.Starting, vocab.Start, vocab.Exit, vocab.Remove},
-	Tools:        true,
-	UserImages:   true,
-	Nodes:        &platform.Nodes{Max: MaxNodes},
-	RoutesSettle: true,
-	Refuse:       refuse,
+	Phases:     []vocab.Phase{vocab.Create, vocab.Assigned, vocab.Preparing, vocab.Starting, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:      true,
+	UserImages: true,
+	Cluster:    cluster{},
 	// Tasks end through the nodes' engines, each in its own daemon: no
 	// shared lock to deadlock, but a chain's agents still leave one at a
 	// time, as Docker's do.
+	Net: platform.Net{
+		OwnNetNS: true,
+		Refuse:   refuse,
+	},
 }
 
 func init() {
@@ -179,4 +180,20 @@ func clean(ctx context.Context, o platform.CleanOptions) (platform.Cleaned, erro
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// cluster is the swarm as a cluster platform: up to MaxNodes nodes, an
+// overlay's routes learnt by gossip, the links between emulated nodes
+// shaped by their engines' bridge (Platform.SetUnderlayRate).
+type cluster struct{}
+
+func (cluster) MaxNodes() int      { return MaxNodes }
+func (cluster) RoutesSettle() bool { return true }
+
+func (cluster) Shape(p platform.Platform, rate vocab.Rate) error {
+	sw, ok := p.(*Platform)
+	if !ok {
+		return fmt.Errorf("not an open swarm platform (%T)", p)
+	}
+	return sw.SetUnderlayRate(rate)
 }

@@ -24,8 +24,6 @@ import (
 var Caps = platform.Capabilities{
 	StartStop: 5 * time.Second, // rough: for the dry run's estimate
 	Networks:  []vocab.Network{vocab.Bridge},
-	Plugs:     []vocab.Network{vocab.OVS, vocab.Bridge}, // its tap a port of the lab's Open vSwitch bridge, or of an emulated host's bridge or OVS bridge
-	OwnNetNS:  true,
 	Storages:  []vocab.Storage{vocab.Layer},
 	OwnCgroup: true,
 	Limits:    true,
@@ -35,14 +33,20 @@ var Caps = platform.Capabilities{
 	Phases:     []vocab.Phase{vocab.Create, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:      true,
 	UserImages: true,
-	Factors: []platform.Factor{
-		{Name: FEngine, Default: EngineNone, Doc: "what runs the agent in the machine: none (the machine's init starts it, a process in the machine) or docker (a container of a Docker Engine in the machine, on the machine's network, writing to its layer; the engine is the docker.io package's, its image store built once by a seed machine)",
-			Check: func(v string) (string, error) {
-				if v != EngineNone && v != EngineDocker {
-					return "", fmt.Errorf("want %s or %s", EngineNone, EngineDocker)
-				}
-				return v, nil
-			}},
+	Net: platform.Net{
+		Plugs:    []vocab.Network{vocab.OVS, vocab.Bridge}, // its tap a port of the lab's Open vSwitch bridge, or of an emulated host's bridge or OVS bridge
+		OwnNetNS: true,
+	},
+	Own: platform.Own{
+		Factors: []platform.Factor{
+			{Name: FEngine, Default: EngineNone, Doc: "what runs the agent in the machine: none (the machine's init starts it, a process in the machine) or docker (a container of a Docker Engine in the machine, on the machine's network, writing to its layer; the engine is the docker.io package's, its image store built once by a seed machine)",
+				Check: func(v string) (string, error) {
+					if v != EngineNone && v != EngineDocker {
+						return "", fmt.Errorf("want %s or %s", EngineNone, EngineDocker)
+					}
+					return v, nil
+				}},
+		},
 	},
 }
 
