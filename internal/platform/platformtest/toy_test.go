@@ -135,19 +135,24 @@ func (i *toyInstance) Remove(context.Context) error {
 	return nil
 }
 
-func TestToyPlatformConformance(t *testing.T) {
+func TestToyPlatformConformance(t *testing.T) { conformToy(t, "toy", "test-toy", toyCaps) }
+
+// conformToy opens the registered driver name and runs it through the
+// conformance suite on the host network and the layer storage.
+func conformToy(t *testing.T, name, campaign string, caps platform.Capabilities) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts agent processes")
 	}
-	d, ok := platform.Lookup("toy")
+	d, ok := platform.Lookup(name)
 	if !ok {
-		t.Fatal("the toy driver did not register")
+		t.Fatalf("the %s driver did not register", name)
 	}
 	p, err := d.Open(context.Background(), platform.Config{Binary: testutil.Binary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	platformtest.Run(t, "test-toy", p, platformtest.Options{Networks: []vocab.Network{vocab.Host}, Storages: map[vocab.Storage]string{vocab.Layer: ""}, Caps: toyCaps})
+	platformtest.Run(t, campaign, p, platformtest.Options{Networks: []vocab.Network{vocab.Host}, Storages: map[vocab.Storage]string{vocab.Layer: ""}, Caps: caps})
 }
 
 func TestToyPlatformRunsACampaign(t *testing.T) {

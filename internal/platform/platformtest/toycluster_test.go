@@ -10,7 +10,6 @@ import (
 	"github.com/ctrbench/ctrbench/internal/orchestrator"
 	"github.com/ctrbench/ctrbench/internal/plan"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/testutil"
@@ -95,18 +94,7 @@ type nodeInstance struct{ platform.Instance }
 func (nodeInstance) IP() string { return "127.0.0.1" }
 
 func TestToyClusterConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts agent processes")
-	}
-	d, ok := platform.Lookup("toycluster")
-	if !ok {
-		t.Fatal("the toy cluster driver did not register")
-	}
-	p, err := d.Open(context.Background(), platform.Config{Binary: testutil.Binary(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	platformtest.Run(t, "test-toyc", p, platformtest.Options{Networks: []vocab.Network{vocab.Host}, Storages: map[vocab.Storage]string{vocab.Layer: ""}, Caps: toyClusterCaps})
+	conformToy(t, "toycluster", "test-toyc", toyClusterCaps)
 }
 
 func TestToyClusterRunsACampaign(t *testing.T) {
