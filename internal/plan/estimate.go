@@ -93,9 +93,7 @@ func boundCPUs(e *spec.Experiment, c *Cell) int {
 			n = k
 		}
 	}
-	if cpus, err := spec.ParseCPUList(r.Limits.Cpuset, 0); r.Limits.Cpuset != "" && err == nil {
-		fewer(len(cpus))
-	}
+	fewer(c.Levels.Placement(r.Name).CpusetSize)
 	fewer(int(math.Ceil(r.Limits.CPUs)))
 	if c.Pinning != vocab.PinNone {
 		fewer(1)

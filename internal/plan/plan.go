@@ -93,6 +93,9 @@ type Cell struct {
 	result.Cell
 	Workload *workload.Spec
 	Params   string // the workload's parameters as JSON, as the agent takes them
+	// Levels are the cell's levels, parsed: the fields below that say its
+	// shape, underlay, pinning and machine quota are taken from them.
+	Levels spec.Levels
 	// Chain is the workload's roles, servers first and the measured one
 	// (the driver) last; Links[i] is how Chain[i+1] reaches Chain[i].
 	Chain []Role
@@ -158,18 +161,17 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 	if err != nil {
 		return nil, err
 	}
-	underlay, err := spec.Underlay(c.Factors)
+	lv, err := e.LevelsOf(c)
 	if err != nil {
 		return nil, err
 	}
-	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Pairs: spec.Pairs(c.Factors), Hosts: spec.Hosts(c.Factors), Underlay: underlay,
-		Pinning: spec.PinningOf(c.Factors), CPUs: e.CPUs(machineCPUs()), MachineCPUs: e.MachineCPUs(c.Factors)}
-	if n := spec.Instances(c.Factors); n > 1 {
+	pc := &Cell{Cell: c, Workload: ws, Params: string(params), Levels: lv, Pairs: lv.Pairs, Hosts: lv.Hosts, Underlay: lv.Underlay,
+		Pinning: lv.Pinning, CPUs: e.CPUs(machineCPUs()), MachineCPUs: lv.MachineCPUs}
+	if n := lv.Instances; n > 1 {
 		pc.Pairs, pc.Instances = n, true
 	}
-	roles := ws.RoleList()
-	for _, name := range roles {
-		r, err := place(c, name, roles)
+	for _, name := range ws.RoleList() {
+		r, err := place(c, lv, name)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +199,7 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 	if err := delaysWhere(pc); err != nil {
 		return nil, err
 	}
-	if pc.Neighbours, err = neighbours(e, c); err != nil {
+	if pc.Neighbours, err = neighbours(e, c, lv); err != nil {
 		return nil, err
 	}
 	host, each, err := e.NeighbourImages(c)
@@ -243,21 +245,21 @@ func ResolveAll(e *spec.Experiment, cells []result.Cell) ([]*Cell, error) {
 	return out, nil
 }
 
-// place resolves one role; chain is the workload's roles, along which the
-// roles spread over emulated hosts.
-func place(c result.Cell, name string, chain []string) (Role, error) {
-	pl := spec.PlacementFor(c.Factors, name)
+// place resolves one role from the cell's levels, which place it on its
+// platform and emulated host.
+func place(c result.Cell, lv spec.Levels, name string) (Role, error) {
+	pl := lv.Placement(name)
 	d, ok := platform.Lookup(pl.Platform)
 	if !ok {
 		return Role{}, fmt.Errorf("no platform %q", pl.Platform)
 	}
 	r := Role{Name: name, Platform: pl.Platform, Driver: d, Network: pl.Network, Storage: pl.Storage, Options: d.Options(c.Factors)}
-	hosts := spec.Hosts(c.Factors)
+	hosts := lv.Hosts
 	if hosts > 1 {
-		r.Host = spec.HostOf(c.Factors, name, chain)
+		r.Host = lv.HostOf(name)
 	}
 	if isCluster(d) {
-		r.Host = spec.HostOf(c.Factors, name, chain)
+		r.Host = lv.HostOf(name)
 		if r.Node = pl.Node; r.Node != "" {
 			r.Host = 0
 		}
@@ -266,15 +268,13 @@ func place(c result.Cell, name string, chain []string) (Role, error) {
 	if r.Provision, err = d.ProvisionWith(pl.Network, hosts, r.Options); err != nil {
 		return Role{}, fmt.Errorf("%s: %w", name, err)
 	}
-	if r.Limits, err = pl.Limits(); err != nil {
-		return Role{}, fmt.Errorf("%s: %w", name, err)
-	}
+	r.Limits = pl.Limits
 	r.Counters = invocation.Counters{Cgroup: d.Caps.OwnCgroup, Netns: d.Caps.Net.OwnNetNS && pl.Network != vocab.Host}
 	return r, nil
 }
 
-// neighbours resolves a cell's neighbours.
-func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
+// neighbours resolves a cell's neighbours, placed as its levels say.
+func neighbours(e *spec.Experiment, c result.Cell, lv spec.Levels) (Neighbours, error) {
 	var n Neighbours
 	level := c.Factors[vocab.FNeighbour]
 	if level == vocab.NeighbourIdle {
@@ -295,7 +295,7 @@ func neighbours(e *spec.Experiment, c result.Cell) (Neighbours, error) {
 	if !n.Separate {
 		return n, nil
 	}
-	r, err := place(c, vocab.RoleNeighbour, []string{vocab.RoleNeighbour})
+	r, err := place(c, lv, vocab.RoleNeighbour)
 	if err != nil {
 		return n, err
 	}

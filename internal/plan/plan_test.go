@@ -184,17 +184,6 @@ workloads:
 	}
 }
 
-func TestLimits(t *testing.T) {
-	l, err := spec.Placement{CPUs: "1.5", Cpuset: "0-1", Memory: "512MiB", ReadBps: "50MiB", WriteBps: vocab.NoLimit, BlkioWeight: "300"}.Limits()
-	if err != nil || l != (platform.Limits{CPUs: 1.5, Cpuset: "0-1", MemoryBytes: 512 << 20, ReadBps: 50 << 20, BlkioWeight: 300}) {
-		t.Fatalf("%+v %v", l, err)
-	}
-	l, err = spec.Placement{CPUs: vocab.NoLimit, Cpuset: vocab.NoLimit, Memory: vocab.NoLimit}.Limits()
-	if err != nil || !l.IsZero() {
-		t.Fatalf("%+v %v", l, err)
-	}
-}
-
 // A platform that is not registered is an error, never a guess.
 func TestUnknownPlatform(t *testing.T) {
 	e, _ := resolve(t, "name: u\nworkloads: [{type: cpu.primes}]\n")

@@ -69,84 +69,107 @@ func matches(levels, pattern map[string]string) bool {
 func (e *Experiment) Cells() []result.Cell {
 	combos := combinations(e.Factors)
 	keys := factorKeys(e.Factors)
-	excluded := func(w string, combo map[string]string) bool {
-		named := map[string]string{ExcludeWorkload: w}
-		for k, v := range combo {
-			named[k] = v
-		}
-		for _, ex := range e.Exclude {
-			if matches(named, ex) {
-				return true
-			}
-		}
-		return false
-	}
 	var cells []result.Cell
 	for _, w := range e.Workloads {
-		seen := map[string]bool{}
-		var wcells []result.Cell
-		add := func(combo map[string]string) {
-			c := result.Cell{Workload: w.Name, WorkloadType: w.Type, Factors: map[string]string{}, Params: map[string]string{}}
-			for k, v := range w.Params {
-				c.Params[k] = v
-			}
-			for _, name := range keys {
-				lvl, set := combo[name]
-				if !relevant(name, w) || !set {
-					continue // a bundle level may leave a factor unset
-				}
-				c.Factors[name] = lvl
-				if pname, ok := strings.CutPrefix(name, vocab.ParamPrefix); ok {
-					prm, _ := w.Spec.Param(pname)
-					c.Params[pname], _ = prm.Normalize(lvl)
-				}
-			}
-			vocab.DropIrrelevant(c.Factors)
-			key := c.Key()
-			if seen[key] {
-				return
-			}
-			seen[key] = true
-			wcells = append(wcells, c)
-		}
-		for _, combo := range combos {
-			if !excluded(w.Name, combo) {
-				add(combo)
-			}
-		}
-		// The mirror of every pairing in which w is the neighbour: w as the
-		// target, that target as w's neighbour.
-		mirrored := false
-		for _, t := range e.Workloads {
-			if !e.Symmetric || t.Name == w.Name {
-				continue
-			}
-			for _, combo := range combos {
-				if combo[vocab.FNeighbour] != w.Name || excluded(t.Name, combo) {
-					continue
-				}
-				mirror := maps.Clone(combo)
-				mirror[vocab.FNeighbour] = t.Name
-				n := len(wcells)
-				add(mirror)
-				mirrored = mirrored || len(wcells) > n
-			}
-		}
-		// A target that runs only because of symmetry still needs its
-		// baseline (the target alone under the baseline's levels).
-		if mirrored && len(e.Baseline) > 0 {
-			for _, combo := range combos {
-				if matches(combo, e.Baseline) {
-					add(combo)
-				}
-			}
-		}
-		for _, c := range wcells {
+		for _, c := range e.workloadCells(w, combos, keys) {
 			c.ID = len(cells) + 1
 			cells = append(cells, c)
 		}
 	}
 	return cells
+}
+
+// workloadCells are workload w's cells, in order: each combination not
+// excluded, then the mirrors of the pairings in which w is the neighbour,
+// then (when there are mirrors) w's baseline.
+func (e *Experiment) workloadCells(w Workload, combos []map[string]string, keys []string) []result.Cell {
+	set := &cellSet{w: w, keys: keys, seen: map[string]bool{}}
+	for _, combo := range combos {
+		if !e.excluded(w.Name, combo) {
+			set.add(combo)
+		}
+	}
+	// A target that runs only because of symmetry still needs its
+	// baseline (the target alone under the baseline's levels).
+	if e.addMirrors(set, combos) && len(e.Baseline) > 0 {
+		for _, combo := range combos {
+			if matches(combo, e.Baseline) {
+				set.add(combo)
+			}
+		}
+	}
+	return set.cells
+}
+
+// addMirrors adds, with symmetric, the mirror of every pairing in which
+// the set's workload is the neighbour: it as the target, that target as
+// its neighbour. It reports whether any cell was added.
+func (e *Experiment) addMirrors(set *cellSet, combos []map[string]string) bool {
+	mirrored := false
+	for _, t := range e.Workloads {
+		if !e.Symmetric || t.Name == set.w.Name {
+			continue
+		}
+		for _, combo := range combos {
+			if combo[vocab.FNeighbour] != set.w.Name || e.excluded(t.Name, combo) {
+				continue
+			}
+			mirror := maps.Clone(combo)
+			mirror[vocab.FNeighbour] = t.Name
+			mirrored = set.add(mirror) || mirrored
+		}
+	}
+	return mirrored
+}
+
+// excluded reports whether an exclusion drops workload w under combo.
+func (e *Experiment) excluded(w string, combo map[string]string) bool {
+	named := map[string]string{ExcludeWorkload: w}
+	for k, v := range combo {
+		named[k] = v
+	}
+	for _, ex := range e.Exclude {
+		if matches(named, ex) {
+			return true
+		}
+	}
+	return false
+}
+
+// cellSet gathers one workload's cells, each distinct cell once.
+type cellSet struct {
+	w     Workload
+	keys  []string // the factor names a cell can carry, in file order
+	seen  map[string]bool
+	cells []result.Cell
+}
+
+// add adds the workload's cell under combo, keeping the levels that
+// matter to it; it reports whether the cell is new.
+func (s *cellSet) add(combo map[string]string) bool {
+	c := result.Cell{Workload: s.w.Name, WorkloadType: s.w.Type, Factors: map[string]string{}, Params: map[string]string{}}
+	for k, v := range s.w.Params {
+		c.Params[k] = v
+	}
+	for _, name := range s.keys {
+		lvl, set := combo[name]
+		if !relevant(name, s.w) || !set {
+			continue // a bundle level may leave a factor unset
+		}
+		c.Factors[name] = lvl
+		if pname, ok := strings.CutPrefix(name, vocab.ParamPrefix); ok {
+			prm, _ := s.w.Spec.Param(pname)
+			c.Params[pname], _ = prm.Normalize(lvl)
+		}
+	}
+	vocab.DropIrrelevant(c.Factors)
+	key := c.Key()
+	if s.seen[key] {
+		return false
+	}
+	s.seen[key] = true
+	s.cells = append(s.cells, c)
+	return true
 }
 
 // BaselineOf returns the ID of cell c's baseline: the cell of the same
@@ -163,12 +186,42 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 		p.addf(root, "every combination of factors is excluded: nothing to run")
 		return
 	}
+	if levels, ok := p.cellLevels(e, cells, root); ok {
+		p.checkHostProcesses(e, cells, levels, root, factorNodes)
+		p.checkNetworks(e, cells, levels, root, factorNodes)
+	}
+	if findFactor(e.Factors, vocab.FPackaging) != nil && findFactor(e.Factors, vocab.FNeighbour) == nil {
+		p.addf(factorNodes[vocab.FPackaging], "factor packaging says how neighbours are packaged, but there is no neighbour factor naming them")
+	}
+	p.checkBaselines(e, cells, baselineNode)
+}
+
+// cellLevels parses every cell's levels, in the cells' order; false when
+// one does not parse (a problem reported at the file).
+func (p *parser) cellLevels(e *Experiment, cells []result.Cell, root *yaml.Node) ([]Levels, bool) {
+	levels := make([]Levels, len(cells))
+	ok := true
+	for i, c := range cells {
+		lv, err := e.LevelsOf(c)
+		if err != nil {
+			p.addf(root, "cell %s: %v", c.Key(), err)
+			ok = false
+		}
+		levels[i] = lv
+	}
+	return levels, ok
+}
+
+// checkHostProcesses rejects a role run as a process without namespaces
+// of its own on a network or storage its platform cannot give it, each
+// combination once, suggesting the exclusion that drops it.
+func (p *parser) checkHostProcesses(e *Experiment, cells []result.Cell, levels []Levels, root *yaml.Node, factorNodes map[string]*yaml.Node) {
 	reported := map[string]bool{}
-	for _, c := range cells {
-		w := e.workload(c.Workload)
+	for i, c := range cells {
+		roles := e.workload(c.Workload).Spec.RoleList()
 		netReported := false
-		for _, role := range w.Spec.RoleList() {
-			pl := PlacementFor(c.Factors, role)
+		for _, role := range roles {
+			pl := levels[i].Placement(role)
 			d, ok := platform.Lookup(pl.Platform)
 			if !ok || d.Caps.Net.OwnNetNS {
 				continue
@@ -188,7 +241,7 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 				if lim.ok {
 					continue
 				}
-				if lim.factor == vocab.FNetwork && (netReported || pl.Network.HostSided() && chainHasOwnNetNS(c.Factors, w.Spec.RoleList())) {
+				if lim.factor == vocab.FNetwork && (netReported || pl.Network.HostSided() && chainHasOwnNetNS(levels[i], roles)) {
 					continue
 				}
 				if lim.factor == vocab.FNetwork {
@@ -203,45 +256,50 @@ func (p *parser) checkCells(e *Experiment, root *yaml.Node, factorNodes map[stri
 					continue
 				}
 				reported[ex] = true
-				node := factorNodes[pf]
-				if node == nil {
-					node = factorNodes[lf]
-				}
-				if node == nil {
-					node = root
-				}
-				p.addf(node, "platform %s %s, but a cell combines it with %s %s (%s); exclude that combination, e.g. exclude: [{%s}]",
+				p.addf(firstNode(root, factorNodes[pf], factorNodes[lf]), "platform %s %s, but a cell combines it with %s %s (%s); exclude that combination, e.g. exclude: [{%s}]",
 					pl.Platform, lim.what, lim.factor, lim.level, c.Key(), ex)
-			}
-		}
-	}
-	p.checkNetworks(e, cells, root, factorNodes)
-	if findFactor(e.Factors, vocab.FPackaging) != nil && findFactor(e.Factors, vocab.FNeighbour) == nil {
-		p.addf(factorNodes[vocab.FPackaging], "factor packaging says how neighbours are packaged, but there is no neighbour factor naming them")
-	}
-	if len(e.Baseline) > 0 {
-		for _, w := range e.Workloads {
-			found, targeted := false, false
-			for _, c := range cells {
-				if c.Workload == w.Name {
-					targeted = true
-					if _, ok := e.BaselineOf(c, cells); ok {
-						found = true
-						break
-					}
-				}
-			}
-			// A workload excluded as a target (used only as a neighbour)
-			// needs no baseline.
-			if targeted && !found {
-				p.addf(baselineNode, "baseline %s matches no cell of workload %s (is it excluded?)", fmtLevels(e.Baseline), w.Name)
 			}
 		}
 	}
 }
 
+// firstNode is the first of nodes that is not nil, else root.
+func firstNode(root *yaml.Node, nodes ...*yaml.Node) *yaml.Node {
+	for _, n := range nodes {
+		if n != nil {
+			return n
+		}
+	}
+	return root
+}
+
+// checkBaselines rejects a baseline that matches no cell of a workload
+// measured as a target.
+func (p *parser) checkBaselines(e *Experiment, cells []result.Cell, baselineNode *yaml.Node) {
+	if len(e.Baseline) == 0 {
+		return
+	}
+	for _, w := range e.Workloads {
+		found, targeted := false, false
+		for _, c := range cells {
+			if c.Workload == w.Name {
+				targeted = true
+				if _, ok := e.BaselineOf(c, cells); ok {
+					found = true
+					break
+				}
+			}
+		}
+		// A workload excluded as a target (used only as a neighbour)
+		// needs no baseline.
+		if targeted && !found {
+			p.addf(baselineNode, "baseline %s matches no cell of workload %s (is it excluded?)", fmtLevels(e.Baseline), w.Name)
+		}
+	}
+}
+
 // placementSource is the factor that sets base for role in a cell's levels
-// (as PlacementFor resolves it), or "" when the default applies.
+// (as placementFor resolves it), or "" when the default applies.
 func placementSource(factors map[string]string, role, base string) string {
 	if _, ok := factors[role+"."+base]; ok {
 		return role + "." + base
@@ -307,33 +365,34 @@ func (e *Experiment) Workload(name string) (Workload, bool) {
 // checkNetworks rejects network modes a cell's emulated hosts cannot give,
 // and placements and combinations its platforms cannot run, each
 // combination once, at the factor that set it.
-func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, root *yaml.Node, factorNodes map[string]*yaml.Node) {
+func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, levels []Levels, root *yaml.Node, factorNodes map[string]*yaml.Node) {
 	r := &cellReport{p: p, root: root, nodes: factorNodes, reported: map[string]bool{}}
 	ncpu := len(e.CPUs(p.machine.CPUs))
-	for _, c := range cells {
+	for i, c := range cells {
+		lv := levels[i]
 		roles := workloadRoles(c)
 		loop, chain := 0, 0
 		for _, role := range roles {
-			r.checkRole(c, role, roles)
+			r.checkRole(c, lv, role, roles)
 			if role != vocab.RoleNeighbour {
 				chain++
-				if PlacementFor(c.Factors, role).Network == vocab.Loopback {
+				if lv.Placement(role).Network == vocab.Loopback {
 					loop++
 				}
 			}
 		}
-		if Pairs(c.Factors) > 1 && c.Factors[vocab.FNeighbour] != "" && c.Factors[vocab.FNeighbour] != vocab.NeighbourNone {
+		if lv.Pairs > 1 && c.Factors[vocab.FNeighbour] != "" && c.Factors[vocab.FNeighbour] != vocab.NeighbourNone {
 			r.add(c, roles[0], vocab.FPairs, "pairs and neighbours do not combine: neighbours load one measured target, pairs are several")
 		}
-		r.checkPlatformFactors(c, roles)
-		r.checkShape(c, roles, chain)
+		r.checkPlatformFactors(c, lv, roles)
+		r.checkShape(c, lv, roles, chain)
 		if _, _, err := e.NeighbourImages(c); err != nil {
 			r.add(c, roles[0], vocab.FPackaging, err.Error())
 		}
 		if loop > 0 && loop < chain {
 			r.add(c, roles[0], vocab.FNetwork, "network loopback puts every role of the workload in one container's namespace: give all its roles network loopback")
 		}
-		r.checkPinning(c, roles, ncpu)
+		r.checkPinning(c, lv, roles, ncpu)
 	}
 }
 
@@ -363,9 +422,9 @@ func (r *cellReport) add(c result.Cell, role, factor, msg string) {
 
 // checkRole checks where one role of a cell is placed: its emulated host
 // or node, its platform's limits and network modes, its storage.
-func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
-	hosts := Hosts(c.Factors)
-	pl := PlacementFor(c.Factors, role)
+func (r *cellReport) checkRole(c result.Cell, lv Levels, role string, roles []string) {
+	hosts := lv.Hosts
+	pl := lv.Placement(role)
 	if h, err := strconv.Atoi(pl.Host); err == nil && h > hosts {
 		r.add(c, role, vocab.FHost, fmt.Sprintf("%s is placed on emulated host %d, but the cell has hosts %d", role, h, hosts))
 	}
@@ -379,7 +438,7 @@ func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
 	}
 	if ok && cluster {
 		for _, other := range roles {
-			if op := PlacementFor(c.Factors, other).Platform; op != pl.Platform {
+			if op := lv.Placement(other).Platform; op != pl.Platform {
 				r.add(c, role, vocab.FPlatform, fmt.Sprintf("%s runs on cluster platform %s and %s on %s: every role of a cell on a cluster runs on that cluster", role, pl.Platform, other, op))
 			}
 		}
@@ -409,7 +468,7 @@ func (r *cellReport) checkRole(c result.Cell, role string, roles []string) {
 
 // checkPlatformFactors rejects a platform's own factor set away from its
 // default in a cell where no role runs on a platform that declares it.
-func (r *cellReport) checkPlatformFactors(c result.Cell, roles []string) {
+func (r *cellReport) checkPlatformFactors(c result.Cell, lv Levels, roles []string) {
 	for _, name := range sortedKeys(c.Factors) {
 		level := c.Factors[name]
 		_, f, ok := platform.FactorOf(name)
@@ -418,7 +477,7 @@ func (r *cellReport) checkPlatformFactors(c result.Cell, roles []string) {
 		}
 		used := false
 		for _, role := range roles {
-			d, ok := platform.Lookup(PlacementFor(c.Factors, role).Platform)
+			d, ok := platform.Lookup(lv.Placement(role).Platform)
 			used = used || (ok && d.Declares(name))
 		}
 		if !used {
@@ -434,20 +493,20 @@ func (r *cellReport) checkPlatformFactors(c result.Cell, roles []string) {
 
 // checkShape rejects combinations of pairs, instances, neighbours and a
 // lifecycle workload that do not go together.
-func (r *cellReport) checkShape(c result.Cell, roles []string, chain int) {
+func (r *cellReport) checkShape(c result.Cell, lv Levels, roles []string, chain int) {
 	if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Trial.Lifecycle {
 		switch {
-		case Pairs(c.Factors) > 1:
+		case lv.Pairs > 1:
 			r.add(c, roles[0], vocab.FPairs, fmt.Sprintf("%s times the lives of its hosting entities: give their number as instances, not pairs", c.WorkloadType))
 		case c.Factors[vocab.FNeighbour] != "" && c.Factors[vocab.FNeighbour] != vocab.NeighbourNone:
 			r.add(c, roles[0], vocab.FNeighbour, fmt.Sprintf("%s times the lives of its hosting entities: it has no measured run for neighbours to load", c.WorkloadType))
 		}
 	}
-	if n := Instances(c.Factors); n > 1 {
+	if n := lv.Instances; n > 1 {
 		switch {
 		case chain > 1:
 			r.add(c, roles[0], vocab.FInstances, fmt.Sprintf("instances copies a single-role workload; %s is a chain of %d roles: use pairs for several client/server chains", c.WorkloadType, chain))
-		case Pairs(c.Factors) > 1:
+		case lv.Pairs > 1:
 			r.add(c, roles[0], vocab.FInstances, "instances and pairs do not combine: instances are copies of a single-role workload, pairs of a client/server chain")
 		case c.Factors[vocab.FNeighbour] != "" && c.Factors[vocab.FNeighbour] != vocab.NeighbourNone:
 			r.add(c, roles[0], vocab.FInstances, "instances and neighbours do not combine: neighbours load one measured target, instances are several")
@@ -456,10 +515,10 @@ func (r *cellReport) checkShape(c result.Cell, roles []string, chain int) {
 }
 
 // checkPinning rejects a pinning the cell's cores or workload cannot take.
-func (r *cellReport) checkPinning(c result.Cell, roles []string, ncpu int) {
-	if msg := pinningProblem(c.Factors, roles, ncpu); msg != "" {
+func (r *cellReport) checkPinning(c result.Cell, lv Levels, roles []string, ncpu int) {
+	if msg := pinningProblem(lv, roles, ncpu); msg != "" {
 		r.add(c, roles[0], vocab.FPinning, msg)
-	} else if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Trial.Lifecycle && PinningOf(c.Factors) != vocab.PinNone {
+	} else if ws, ok := workload.Lookup(c.WorkloadType); ok && ws.Trial.Lifecycle && lv.Pinning != vocab.PinNone {
 		r.add(c, roles[0], vocab.FPinning, fmt.Sprintf("%s times the lives of its hosting entities; pinning does not apply to it", c.WorkloadType))
 	}
 }
@@ -480,9 +539,9 @@ func workloadRoles(c result.Cell) []string {
 // chainHasOwnNetNS reports whether any role of the chain runs in a
 // namespace of its own (a container), across whose network a host process
 // can talk to it.
-func chainHasOwnNetNS(factors map[string]string, roles []string) bool {
+func chainHasOwnNetNS(lv Levels, roles []string) bool {
 	for _, r := range roles {
-		if d, ok := platform.Lookup(PlacementFor(factors, r).Platform); ok && d.Caps.Net.OwnNetNS {
+		if d, ok := platform.Lookup(lv.Placement(r).Platform); ok && d.Caps.Net.OwnNetNS {
 			return true
 		}
 	}

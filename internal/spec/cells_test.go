@@ -341,7 +341,7 @@ workloads:
 
 func TestPlacementFor(t *testing.T) {
 	defaults := Placement{Platform: "native", Network: "host", CPUs: "none", Cpuset: "none", Memory: "none", Storage: "layer", BlkioWeight: "none", ReadBps: "none", WriteBps: "none", Pids: "none"}
-	if got := PlacementFor(nil, "main"); got != defaults {
+	if got := placementFor(nil, "main"); got != defaults {
 		t.Errorf("no factors: %+v, want %+v", got, defaults)
 	}
 	levels := map[string]string{
@@ -364,8 +364,8 @@ func TestPlacementFor(t *testing.T) {
 		{"main", Placement{Platform: "docker", Network: "bridge", CPUs: "none", Cpuset: "none", Memory: "1GiB", Storage: "layer", BlkioWeight: "none", ReadBps: "none", WriteBps: "none", Pids: "none"}},
 	}
 	for _, tc := range tests {
-		if got := PlacementFor(levels, tc.role); got != tc.want {
-			t.Errorf("PlacementFor(%s) = %+v, want %+v", tc.role, got, tc.want)
+		if got := placementFor(levels, tc.role); got != tc.want {
+			t.Errorf("placementFor(%s) = %+v, want %+v", tc.role, got, tc.want)
 		}
 	}
 }
@@ -396,7 +396,7 @@ workloads:
 }
 
 func TestCPUListBounded(t *testing.T) {
-	if _, err := ParseCPUList("0-2000000000", 0); err == nil || !strings.Contains(err.Error(), "beyond any machine") {
+	if _, err := parseCPUList("0-2000000000", 0); err == nil || !strings.Contains(err.Error(), "beyond any machine") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -56,7 +56,7 @@ func TestNeighbourCells(t *testing.T) {
 	if got := vocab.NeighboursOf("L+S"); len(got) != 2 || got[0] != "L" || got[1] != "S" {
 		t.Errorf("Neighbours(L+S) = %v", got)
 	}
-	if pl := PlacementFor(cells[3].Factors, vocab.RoleNeighbour); pl.Cpuset != "1" || pl.CPUs != "1" {
+	if pl := placementFor(cells[3].Factors, vocab.RoleNeighbour); pl.Cpuset != "1" || pl.CPUs != "1" {
 		t.Errorf("neighbour placement %+v", pl)
 	}
 }
@@ -159,7 +159,7 @@ func TestMachineAndBlkio(t *testing.T) {
 	if e.Envelope.CPUs != 2 || e.Envelope.MemoryBytes != 4<<30 {
 		t.Errorf("envelope %+v", e.Envelope)
 	}
-	if pl := PlacementFor(e.Cells()[1].Factors, "main"); pl.WriteBps != "50MiB" {
+	if pl := placementFor(e.Cells()[1].Factors, "main"); pl.WriteBps != "50MiB" {
 		t.Errorf("placement %+v", pl)
 	}
 	for name, c := range map[string]struct{ src, want string }{
@@ -202,7 +202,7 @@ workloads:
 	byKey := map[string]int{}
 	for _, c := range cells {
 		byKey[c.Factors["layer"]+"/"+c.Factors["param.size"]] = c.ID
-		if pl := PlacementFor(c.Factors, "pong"); c.Factors["layer"] == "overlay" && (pl.Platform != "docker" || pl.Network != vocab.Overlay) {
+		if pl := placementFor(c.Factors, "pong"); c.Factors["layer"] == "overlay" && (pl.Platform != "docker" || pl.Network != vocab.Overlay) {
 			t.Errorf("overlay layer placed pong as %+v", pl)
 		}
 	}

@@ -32,22 +32,22 @@ func TestParseCPUList(t *testing.T) {
 		{"0-1-2", 4, nil, "want CPU numbers"},
 	}
 	for _, tc := range tests {
-		got, err := ParseCPUList(tc.in, tc.ncpu)
+		got, err := parseCPUList(tc.in, tc.ncpu)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("ParseCPUList(%q, %d) = %v, %v; want error %q", tc.in, tc.ncpu, got, err, tc.err)
+				t.Errorf("parseCPUList(%q, %d) = %v, %v; want error %q", tc.in, tc.ncpu, got, err, tc.err)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("ParseCPUList(%q, %d): %v", tc.in, tc.ncpu, err)
+			t.Errorf("parseCPUList(%q, %d): %v", tc.in, tc.ncpu, err)
 			continue
 		}
 		if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("ParseCPUList(%q, %d) = %v, want %v", tc.in, tc.ncpu, got, tc.want)
+			t.Errorf("parseCPUList(%q, %d) = %v, want %v", tc.in, tc.ncpu, got, tc.want)
 		}
 	}
-	if got, _ := ParseCPUList("0-63", 0); len(got) != 64 {
+	if got, _ := parseCPUList("0-63", 0); len(got) != 64 {
 		t.Errorf("0-63 has %d CPUs", len(got))
 	}
 }

@@ -147,7 +147,7 @@ func checkCpuset(name, level string, _ []Workload, m Machine) (string, error) {
 	if level == vocab.NoLimit {
 		return level, nil
 	}
-	if _, err := ParseCPUList(level, m.CPUs); err != nil {
+	if _, err := parseCPUList(level, m.CPUs); err != nil {
 		return "", fmt.Errorf("level %q of %s: %v", level, name, err)
 	}
 	return level, nil

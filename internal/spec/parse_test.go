@@ -293,9 +293,9 @@ func TestUnderlayRateOneParser(t *testing.T) {
 	}
 	want := map[string]uint64{"none": 0, "1gbit": 125_000_000, "10mbps": 10_000_000, "500kbit": 62_500}
 	for _, c := range e.Cells() {
-		r, err := Underlay(c.Factors)
-		if w, known := want[c.Factors[vocab.FUnderlay]]; err != nil || !known || r.Rate.BytesPerSec() != w {
-			t.Errorf("cell %s: underlay %d, %v", c.Key(), r.Rate.BytesPerSec(), err)
+		lv, err := e.LevelsOf(c)
+		if w, known := want[c.Factors[vocab.FUnderlay]]; err != nil || !known || lv.Underlay.Rate.BytesPerSec() != w {
+			t.Errorf("cell %s: underlay %d, %v", c.Key(), lv.Underlay.Rate.BytesPerSec(), err)
 		}
 	}
 	bad := "name: u\nfactors:\n  hosts: [2]\n  underlay: [fast]\nworkloads: [{type: cpu.primes}]\n"

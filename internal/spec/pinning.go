@@ -2,26 +2,17 @@ package spec
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
-
-// PinningOf is a cell's pinning level: none when the cell does not set one.
-func PinningOf(factors map[string]string) vocab.Pinning {
-	if v := factors[vocab.FPinning]; v != "" {
-		return vocab.Pinning(v)
-	}
-	return vocab.PinNone
-}
 
 // CPUs are the CPUs the campaign may use, which pinning places instances
 // on: the emulated machine's cpuset (machine.cpuset), else the machine's
 // ncpu CPUs.
 func (e *Experiment) CPUs(ncpu int) []int {
 	if e.Envelope.Cpuset != "" {
-		if cpus, err := ParseCPUList(e.Envelope.Cpuset, 0); err == nil {
+		if cpus, err := parseCPUList(e.Envelope.Cpuset, 0); err == nil {
 			return cpus
 		}
 	}
@@ -30,16 +21,6 @@ func (e *Experiment) CPUs(ncpu int) []int {
 		cpus[i] = i
 	}
 	return cpus
-}
-
-// MachineCPUs is the emulated machine's CPU quota for a cell, in cores:
-// its machine.cpus level, else the machine mapping's cpus; 0 for none.
-func (e *Experiment) MachineCPUs(factors map[string]string) float64 {
-	if v, ok := factors[vocab.FMachineCPUs]; ok {
-		f, _ := strconv.ParseFloat(v, 64) // "none": 0
-		return f
-	}
-	return e.Envelope.CPUs
 }
 
 // VariesMachine reports whether cells set the emulated machine's quota
@@ -59,15 +40,16 @@ func (e *Experiment) VariesMachine() bool {
 	return false
 }
 
-// pinningProblem says why cell factors cannot be pinned as they ask, ""
-// when they can; ncpu is how many CPUs the campaign may use (0: unknown).
-func pinningProblem(factors map[string]string, roles []string, ncpu int) string {
-	pin := PinningOf(factors)
+// pinningProblem says why a cell's levels cannot be pinned as they ask,
+// "" when they can; ncpu is how many CPUs the campaign may use (0:
+// unknown).
+func pinningProblem(lv Levels, roles []string, ncpu int) string {
+	pin := lv.Pinning
 	if pin == vocab.PinNone {
 		return ""
 	}
 	for _, role := range roles {
-		pl := PlacementFor(factors, role)
+		pl := lv.Placement(role)
 		if pl.Cpuset != "" && pl.Cpuset != vocab.NoLimit {
 			return fmt.Sprintf("pinning %s places every instance on cores itself: it does not combine with cpuset %s (%s)", pin, pl.Cpuset, role)
 		}
