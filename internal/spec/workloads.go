@@ -16,6 +16,8 @@ import (
 
 var workloadKeys = []string{"name", "type", "params"}
 
+// workloads reads the workloads list: each item's type, name and
+// parameters, checked against its type.
 func (p *parser) workloads(n *yaml.Node) []Workload {
 	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
 		p.addf(n, "workloads must be a non-empty list of {name, type, params}")
@@ -25,79 +27,102 @@ func (p *parser) workloads(n *yaml.Node) []Workload {
 	seen := map[string]*yaml.Node{}
 	for _, item := range n.Content {
 		f := p.fields(item, "a workload", workloadKeys)
-		var w Workload
-		tn, ok := f["type"]
-		if !ok {
-			p.addf(item, "workload has no type; types: %s", strings.Join(workload.Types(), ", "))
-			continue
-		}
-		typ, ok := p.scalar(tn, "type")
+		w, ok := p.workloadOf(item, f)
 		if !ok {
 			continue
-		}
-		spec, ok := workload.Lookup(typ)
-		if !ok {
-			p.addf(tn, "unknown workload type %q; types: %s", typ, strings.Join(workload.Types(), ", "))
-			continue
-		}
-		w.Type, w.Spec, w.Name = typ, spec, typ
-		if nn, ok := f["name"]; ok {
-			if s, ok := p.scalar(nn, "workload name"); ok {
-				w.Name = s
-			}
 		}
 		if prev, dup := seen[w.Name]; dup {
 			p.addf(item, "workload name %q is used twice (first at line %d); give each a distinct name", w.Name, prev.Line)
 			continue
 		}
 		seen[w.Name] = item
-		user := map[string]string{}
-		userNodes := map[string]*yaml.Node{}
-		unread := false // a parameter the file wrote in the wrong shape
-		if pn, ok := f["params"]; ok {
-			for name, v := range p.fields(pn, "params of "+w.Name, nil) {
-				if par, ok := spec.Param(name); ok && par.Kind.Structured() {
-					s, ok := p.structured(v, par, w.Name)
-					if ok {
-						user[name], userNodes[name] = s, v
-					}
-					unread = unread || !ok
-				} else if s, ok := p.scalar(v, "parameter "+name); ok {
-					user[name], userNodes[name] = s, v
-				}
-			}
-			// Key nodes point at the parameter name for unknown-name errors.
-			for i := 0; pn.Kind == yaml.MappingNode && i+1 < len(pn.Content); i += 2 {
-				if _, ok := spec.Param(pn.Content[i].Value); !ok {
-					userNodes[pn.Content[i].Value] = pn.Content[i]
-				}
-			}
-		}
-		p.filePaths(spec, user, userNodes, w.Name)
-		vals, errs := spec.Resolve(user)
-		if unread {
-			errs = nil // what Resolve says of a parameter it lacks adds nothing
-		}
-		for _, name := range sortedKeys(errs) {
-			node := userNodes[name]
-			if node == nil {
-				node = item
-			}
-			p.paramProblems(node, errs[name], func(msg string) string {
-				if _, known := spec.Param(name); known {
-					return fmt.Sprintf("parameter %s of %s: %s", name, w.Name, msg)
-				}
-				return msg
-			})
-		}
-		if len(errs) == 0 && !unread {
-			p.checkArchive(spec, vals, userNodes, w.Name)
-		}
-		w.Params = vals
-		w.nodes = userNodes
+		p.workloadParams(&w, item, f["params"])
 		out = append(out, w)
 	}
 	return out
+}
+
+// workloadOf reads a workload's type and name (its type when it has
+// none); false when the type is missing or unknown.
+func (p *parser) workloadOf(item *yaml.Node, f map[string]*yaml.Node) (Workload, bool) {
+	var w Workload
+	tn, ok := f["type"]
+	if !ok {
+		p.addf(item, "workload has no type; types: %s", strings.Join(workload.Types(), ", "))
+		return w, false
+	}
+	typ, ok := p.scalar(tn, "type")
+	if !ok {
+		return w, false
+	}
+	spec, ok := workload.Lookup(typ)
+	if !ok {
+		p.addf(tn, "unknown workload type %q; types: %s", typ, strings.Join(workload.Types(), ", "))
+		return w, false
+	}
+	w.Type, w.Spec, w.Name = typ, spec, typ
+	if nn, ok := f["name"]; ok {
+		if s, ok := p.scalar(nn, "workload name"); ok {
+			w.Name = s
+		}
+	}
+	return w, true
+}
+
+// workloadParams reads workload w's parameters from pn (nil when the
+// item has none) and resolves them against its type, reporting each
+// problem at the parameter (else at the item).
+func (p *parser) workloadParams(w *Workload, item, pn *yaml.Node) {
+	user, userNodes, unread := p.userParams(w, pn)
+	p.filePaths(w.Spec, user, userNodes, w.Name)
+	vals, errs := w.Spec.Resolve(user)
+	if unread {
+		errs = nil // what Resolve says of a parameter it lacks adds nothing
+	}
+	for _, name := range sortedKeys(errs) {
+		node := userNodes[name]
+		if node == nil {
+			node = item
+		}
+		p.paramProblems(node, errs[name], func(msg string) string {
+			if _, known := w.Spec.Param(name); known {
+				return fmt.Sprintf("parameter %s of %s: %s", name, w.Name, msg)
+			}
+			return msg
+		})
+	}
+	if len(errs) == 0 && !unread {
+		p.checkArchive(w.Spec, vals, userNodes, w.Name)
+	}
+	w.Params = vals
+	w.nodes = userNodes
+}
+
+// userParams are the parameters the file gives workload w, as text, and
+// the node of each; unread is true when one is in the wrong shape.
+func (p *parser) userParams(w *Workload, pn *yaml.Node) (user map[string]string, nodes map[string]*yaml.Node, unread bool) {
+	user, nodes = map[string]string{}, map[string]*yaml.Node{}
+	if pn == nil {
+		return user, nodes, false
+	}
+	for name, v := range p.fields(pn, "params of "+w.Name, nil) {
+		if par, ok := w.Spec.Param(name); ok && par.Kind.Structured() {
+			s, ok := p.structured(v, par, w.Name)
+			if ok {
+				user[name], nodes[name] = s, v
+			}
+			unread = unread || !ok
+		} else if s, ok := p.scalar(v, "parameter "+name); ok {
+			user[name], nodes[name] = s, v
+		}
+	}
+	// Key nodes point at the parameter name for unknown-name errors.
+	for i := 0; pn.Kind == yaml.MappingNode && i+1 < len(pn.Content); i += 2 {
+		if _, ok := w.Spec.Param(pn.Content[i].Value); !ok {
+			nodes[pn.Content[i].Value] = pn.Content[i]
+		}
+	}
+	return user, nodes, unread
 }
 
 func (p *parser) hasWorkload(name string) bool {
