@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
 )
@@ -64,6 +65,7 @@ func (c *running) prepare(ctx context.Context) error {
 			Networks:     need.Networks,
 			Tools:        need.Tools,
 			Images:       need.Images,
+			Save:         engine.SaveImageTemp,
 			Storages:     need.Storages,
 			Options:      need.Options,
 			Progress:     cfg.Progress.Notes(),

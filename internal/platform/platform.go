@@ -11,6 +11,7 @@ package platform
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"sync"
@@ -285,6 +286,22 @@ type NetNSer interface {
 	NetNSPath() string
 }
 
+// SaveImage writes ref, an image an engine holds, to a temporary archive
+// file and returns its path (see Setup.Save).
+type SaveImage func(ctx context.Context, ref string) (string, error)
+
+// Saver is s.Save, or, when it is nil, one that says the image must be
+// given as an archive: what a platform that unpacks images passes to
+// userimage.OpenSource.
+func (s Setup) Saver() SaveImage {
+	if s.Save != nil {
+		return s.Save
+	}
+	return func(_ context.Context, ref string) (string, error) {
+		return "", fmt.Errorf("no engine to read image %s from here: give it as image_archive", ref)
+	}
+}
+
 // Setup tells a platform what a campaign will need before the first trial.
 type Setup struct {
 	CampaignID string
@@ -306,6 +323,12 @@ type Setup struct {
 	// Images are the users' images the campaign's instances run from on
 	// this platform (InstanceSpec.Image), to bring there once.
 	Images []Image
+	// Save writes an image an engine holds (an Image with a Ref and no
+	// Archive) to an archive file the caller removes: the orchestrator
+	// hands over the engine's, so a platform that unpacks images (host
+	// processes, LXC, virtual machines) reads users' images without
+	// talking to an engine itself. Nil: only archives can be read.
+	Save SaveImage
 	// Subnets is the pool every address the platform configures comes
 	// from (its bridges, its engine's networks, a swarm's overlays, inner
 	// engines' bridges), laid out by package subnets; zero: the default.
