@@ -77,7 +77,7 @@ type InstanceSpec struct {
 	Plug func(ctx context.Context, link string) (Plugged, error)
 	// NetNS is the path of an emulated host's network namespace to run in:
 	// for platforms without a namespace of their own (OwnNetNS false), and
-	// for a NamespaceHolder's instance on network Host (a namespace it
+	// for an instance of a platform with a Net.Holder on network Host (a namespace it
 	// holds, adopted by the lab), and for one of a platform that joins a
 	// namespace by path (Capabilities.Net.JoinsNSPath) on network Host.
 	NetNS string
@@ -262,15 +262,16 @@ const (
 	SeenImageID = "image.id"
 )
 
-// NamespaceHolder is a platform that holds network namespaces for
-// emulated hosts (Capabilities.Net.HoldsHostNS): the lab adopts them as the
-// hosts' own, and an instance given one of them as InstanceSpec.NetNS (by
-// the lab's path for it) joins it.
-type NamespaceHolder interface {
-	// HoldNamespace makes a network namespace with loopback only, held
-	// until Close, and returns its path (/proc/<pid>/ns/net) for the lab
-	// to adopt. host (1-based) names it in the platform's objects.
-	HoldNamespace(ctx context.Context, host int) (string, error)
+// Holder is how a platform holds network namespaces for emulated hosts
+// (Capabilities.Net.Holder): the lab adopts them as the hosts' own, and
+// an instance given one of them as InstanceSpec.NetNS (by the lab's path
+// for it) joins it.
+type Holder interface {
+	// HoldNamespace has p, a prepared platform of the driver that
+	// declares the Holder, make a network namespace with loopback only,
+	// held until Close, and returns its path (/proc/<pid>/ns/net) for the
+	// lab to adopt. host (1-based) names it in the platform's objects.
+	HoldNamespace(ctx context.Context, p Platform, host int) (string, error)
 }
 
 // Wired is an instance told the address the lab wired its namespace with
