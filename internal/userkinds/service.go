@@ -85,7 +85,7 @@ func init() {
 			NamedTools:        serviceTools,
 			TakesPlaceholders: []string{"command", "env", "workdir", "client"},
 			BoundByRun:        map[string][]string{"client": {"server.host", "server.port"}},
-			RoleImage:         serviceImage,
+			Role:              serviceRole,
 			Portable:          servicePortable,
 			Validate:          validateService,
 		},
@@ -445,17 +445,18 @@ func servicePortable(params map[string]string, role string) bool {
 	return role == workload.Client && err == nil && c.Type != clientExec
 }
 
-// serviceImage: the server runs from the service's image, the client from
-// its own (an exec client's image or image_archive), else from ctrbench's
-// agent image with this machine's programs (wrk, a benchmark of yours).
-func serviceImage(params map[string]string, role string) (ref, archive string) {
+// serviceRole: the server runs the service's command from its image; the
+// client its own (an exec client's command, image or image_archive, in
+// the client parameter), else ctrbench's generator in its agent image.
+func serviceRole(params map[string]string, role string) workload.RoleRun {
 	if role == workload.Server {
-		return params[workload.ParamImage], params[workload.ParamImageArchive]
+		return workload.RoleRun{Image: params[workload.ParamImage], Archive: params[workload.ParamImageArchive], Command: workload.Values(params).List("command")}
 	}
+	r := workload.RoleRun{Param: "client"}
 	if _, _, v, err := clientOf(params); err == nil {
-		return v[workload.ParamImage], v[workload.ParamImageArchive]
+		r.Image, r.Archive, r.Command = v[workload.ParamImage], v[workload.ParamImageArchive], v.List("command")
 	}
-	return "", ""
+	return r
 }
 
 // serviceMeasures is how long a service trial measures: its client's
