@@ -23,6 +23,7 @@ import (
 	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers every platform
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
+	_ "github.com/ctrbench/ctrbench/internal/userkinds" // registers exec and service
 	_ "github.com/ctrbench/ctrbench/internal/workloads"
 )
 

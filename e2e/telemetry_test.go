@@ -27,12 +27,22 @@ workloads:
 	for _, x := range rows {
 		mean[x.Workload+" "+x.Metric] = x.Mean
 	}
-	// 2 s at 0.5 CPU: about 1 CPU-second, and throttled in most periods.
-	if v := mean["cpu telemetry.cpu_seconds"]; v < 0.7 || v > 1.3 {
-		t.Errorf("cpu_seconds %v, want about 1 (2 s at 0.5 CPU)", v)
+	// 2 s at 0.5 CPU: at most about 1 CPU-second, whatever else runs (the
+	// limit caps it). An agent that reached its quota was throttled in
+	// most of the 20 periods; one that a busy machine kept below its quota
+	// (other work on both cores) need not have been, so the throttling is
+	// asserted only when the CPU time shows the quota was reached.
+	cpu, throttled := mean["cpu telemetry.cpu_seconds"], mean["cpu telemetry.cpu_throttled_periods"]
+	if cpu <= 0 || cpu > 1.3 {
+		t.Errorf("cpu_seconds %v, want at most about 1 (2 s at 0.5 CPU)", cpu)
 	}
-	if v := mean["cpu telemetry.cpu_throttled_periods"]; v < 5 {
-		t.Errorf("cpu_throttled_periods %v: a CPU-bound agent at 0.5 CPU must be throttled", v)
+	switch {
+	case cpu >= 0.9 && throttled < 5:
+		t.Errorf("cpu_throttled_periods %v with %v CPU-seconds: an agent held at its 0.5 CPU quota must be throttled", throttled, cpu)
+	case throttled < 0:
+		t.Errorf("cpu_throttled_periods %v", throttled)
+	case cpu < 0.9:
+		t.Logf("cpu_seconds %v: the machine kept the agent below its quota; throttling (%v periods) not judged", cpu, throttled)
 	}
 	if v := mean["cpu telemetry.memory_peak_bytes"]; v <= 0 {
 		t.Errorf("memory_peak_bytes %v", v)

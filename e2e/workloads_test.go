@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/ctrbench/ctrbench/internal/userkinds" // registers exec and service
 	"github.com/ctrbench/ctrbench/internal/workload"
 	_ "github.com/ctrbench/ctrbench/internal/workloads"
 )

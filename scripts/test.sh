@@ -38,7 +38,7 @@ trap 'rm -rf "$logs"' EXIT
 # package not named here runs after them.
 QUIET="advice analysis archtest artifact browser cli delayline figure hdr htmlreport invocation
 	outputs physics plan platform report result schedule spec stats store subnets tailbuf
-	telemetry vminit vocab workload workloads"
+	telemetry userkinds vminit vocab workload workloads"
 quiet=$(for p in $QUIET; do echo "./internal/$p"; done | xargs "$GO" list)
 # What Docker Engine 28's legs run alone: the end-to-end tests' pattern,
 # then packages.

@@ -27,6 +27,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 	"github.com/ctrbench/ctrbench/internal/telemetry"
+	_ "github.com/ctrbench/ctrbench/internal/userkinds" // registers exec and service
 	"github.com/ctrbench/ctrbench/internal/workload"
 	_ "github.com/ctrbench/ctrbench/internal/workloads" // registers the workload types
 )

@@ -17,6 +17,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/store"
 	"github.com/ctrbench/ctrbench/internal/testutil"
+	_ "github.com/ctrbench/ctrbench/internal/userkinds" // registers exec and service
 	_ "github.com/ctrbench/ctrbench/internal/workloads"
 )
 

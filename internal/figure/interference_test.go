@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ctrbench/ctrbench/internal/analysis"
+	_ "github.com/ctrbench/ctrbench/internal/userkinds" // registers exec and service
 	_ "github.com/ctrbench/ctrbench/internal/workloads" // the types' matrix metrics
 )
 

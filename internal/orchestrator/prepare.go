@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
+	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
 )
@@ -64,6 +65,7 @@ func (c *running) prepare(ctx context.Context) error {
 			Networks:     need.Networks,
 			Tools:        need.Tools,
 			Images:       need.Images,
+			Save:         engine.SaveImageTemp,
 			Storages:     need.Storages,
 			Options:      need.Options,
 			Progress:     cfg.Progress.Notes(),
@@ -108,13 +110,14 @@ func (c *running) holdHostNamespaces(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("platforms %s all share emulated hosts' namespaces (network host with hosts) by holding them, and a host has one namespace: use one of them on the hosts' network per campaign", strings.Join(c.needs.HostNS, " and "))
 	}
 	name := c.needs.HostNS[0]
-	holder, ok := c.env.Platforms[name].(platform.NamespaceHolder)
-	if !ok {
+	d, _ := platform.Lookup(name)
+	holder := d.Caps.Net.Holder
+	if holder == nil {
 		return nil, fmt.Errorf("platform %s cannot hold an emulated host's namespace", name)
 	}
 	paths := make([]string, c.needs.Hosts)
 	for h := range paths {
-		p, err := holder.HoldNamespace(ctx, h+1)
+		p, err := holder.HoldNamespace(ctx, c.env.Platforms[name], h+1)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package physics
 
 import (
+	_ "github.com/ctrbench/ctrbench/internal/userkinds" // registers exec and service
 	_ "github.com/ctrbench/ctrbench/internal/workloads" // registers the workload types the rows name
 
 	"bytes"

@@ -23,7 +23,7 @@ type Needs struct {
 	// lab puts a delay line between each emulated host and the switch.
 	Delays bool
 	// HostNS are the platforms whose instances share emulated hosts'
-	// namespaces by holding them (Capabilities.Net.HoldsHostNS), sorted: the
+	// namespaces by holding them (Capabilities.Net.Holder), sorted: the
 	// lab adopts the first's.
 	HostNS []string
 }
@@ -84,7 +84,7 @@ func Collect(cells []*Cell) Needs {
 				n.Lab = addSorted(n.Lab, m)
 			}
 		}
-		if r.Provision.HostNS && r.Driver.Caps.Net.HoldsHostNS {
+		if r.Provision.HostNS && r.Driver.Caps.Net.Holder != nil {
 			n.HostNS = addSorted(n.HostNS, r.Platform)
 		}
 	}

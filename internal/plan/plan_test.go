@@ -12,6 +12,7 @@ import (
 	_ "github.com/ctrbench/ctrbench/internal/platform/drivers"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
+	_ "github.com/ctrbench/ctrbench/internal/userkinds" // registers exec and service
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	_ "github.com/ctrbench/ctrbench/internal/workloads"
 )

@@ -72,12 +72,11 @@ type Net struct {
 	// JoinNetwork: an instance can join another's namespace
 	// (ShareNetworkWith), which is the loopback network.
 	JoinNetwork bool
-	// HoldsHostNS: an instance can share an emulated host's namespace
-	// (network host with hosts ≥ 2) when the platform holds that
-	// namespace itself (NamespaceHolder): its instances join a namespace
-	// by instance, not by path, so the lab adopts the ones it holds as the
-	// hosts' own.
-	HoldsHostNS bool
+	// Holder, when set, holds emulated hosts' network namespaces for the
+	// platform, so an instance can share its host's (network host with
+	// hosts ≥ 2): its instances join a namespace by instance, not by path,
+	// so the lab adopts the ones it holds as the hosts' own.
+	Holder Holder
 	// JoinsNSPath: an instance can run in a network namespace given by
 	// path (InstanceSpec.NetNS): it shares an emulated host's (network
 	// host with hosts ≥ 2) as the lab made it.
@@ -264,7 +263,7 @@ func (d Driver) rules(n vocab.Network, hosts int) (Provision, bool, error) {
 		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d): a client on another host never reaches an engine's userland proxy — the engine's DNAT rules take its connection first, proxy on or off — so %s is that path: use it there", n, hosts, vocab.Published)
 	case n.MachineOnly() && hosts > 1:
 		return Provision{}, false, fmt.Errorf("network %s is on the machine itself, not between emulated hosts (hosts %d)%s", n, hosts, orBetween(": use", d.between(hosts), " there"))
-	case n == vocab.Host && hosts > 1 && (c.HoldsHostNS || c.JoinsNSPath):
+	case n == vocab.Host && hosts > 1 && (c.Holder != nil || c.JoinsNSPath):
 		return Provision{Platform: vocab.Host, HostNS: true}, true, nil
 	case n == vocab.Host && hosts > 1:
 		return Provision{}, false, fmt.Errorf("a %s cannot share an emulated host's namespace (network host with hosts %d): use %s on the hosts' network%s", d.Noun, hosts, hostNSPlatforms(), orBetween(", or network", d.between(hosts), ""))
@@ -324,7 +323,7 @@ func (d Driver) Processes() bool {
 func hostNSPlatforms() string {
 	var out []string
 	for _, d := range Drivers() {
-		if d.Processes() || d.Caps.Net.HoldsHostNS || d.Caps.Net.JoinsNSPath {
+		if d.Processes() || d.Caps.Net.Holder != nil || d.Caps.Net.JoinsNSPath {
 			out = append(out, "platform "+d.Name)
 		}
 	}

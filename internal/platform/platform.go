@@ -11,6 +11,7 @@ package platform
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"sync"
@@ -76,7 +77,7 @@ type InstanceSpec struct {
 	Plug func(ctx context.Context, link string) (Plugged, error)
 	// NetNS is the path of an emulated host's network namespace to run in:
 	// for platforms without a namespace of their own (OwnNetNS false), and
-	// for a NamespaceHolder's instance on network Host (a namespace it
+	// for an instance of a platform with a Net.Holder on network Host (a namespace it
 	// holds, adopted by the lab), and for one of a platform that joins a
 	// namespace by path (Capabilities.Net.JoinsNSPath) on network Host.
 	NetNS string
@@ -261,15 +262,16 @@ const (
 	SeenImageID = "image.id"
 )
 
-// NamespaceHolder is a platform that holds network namespaces for
-// emulated hosts (Capabilities.Net.HoldsHostNS): the lab adopts them as the
-// hosts' own, and an instance given one of them as InstanceSpec.NetNS (by
-// the lab's path for it) joins it.
-type NamespaceHolder interface {
-	// HoldNamespace makes a network namespace with loopback only, held
-	// until Close, and returns its path (/proc/<pid>/ns/net) for the lab
-	// to adopt. host (1-based) names it in the platform's objects.
-	HoldNamespace(ctx context.Context, host int) (string, error)
+// Holder is how a platform holds network namespaces for emulated hosts
+// (Capabilities.Net.Holder): the lab adopts them as the hosts' own, and
+// an instance given one of them as InstanceSpec.NetNS (by the lab's path
+// for it) joins it.
+type Holder interface {
+	// HoldNamespace has p, a prepared platform of the driver that
+	// declares the Holder, make a network namespace with loopback only,
+	// held until Close, and returns its path (/proc/<pid>/ns/net) for the
+	// lab to adopt. host (1-based) names it in the platform's objects.
+	HoldNamespace(ctx context.Context, p Platform, host int) (string, error)
 }
 
 // Wired is an instance told the address the lab wired its namespace with
@@ -283,6 +285,22 @@ type Wired interface {
 // so ctrbench can wire links into it (Capabilities.Net.Wireable).
 type NetNSer interface {
 	NetNSPath() string
+}
+
+// SaveImage writes ref, an image an engine holds, to a temporary archive
+// file and returns its path (see Setup.Save).
+type SaveImage func(ctx context.Context, ref string) (string, error)
+
+// Saver is s.Save, or, when it is nil, one that says the image must be
+// given as an archive: what a platform that unpacks images passes to
+// userimage.OpenSource.
+func (s Setup) Saver() SaveImage {
+	if s.Save != nil {
+		return s.Save
+	}
+	return func(_ context.Context, ref string) (string, error) {
+		return "", fmt.Errorf("no engine to read image %s from here: give it as image_archive", ref)
+	}
 }
 
 // Setup tells a platform what a campaign will need before the first trial.
@@ -306,6 +324,12 @@ type Setup struct {
 	// Images are the users' images the campaign's instances run from on
 	// this platform (InstanceSpec.Image), to bring there once.
 	Images []Image
+	// Save writes an image an engine holds (an Image with a Ref and no
+	// Archive) to an archive file the caller removes: the orchestrator
+	// hands over the engine's, so a platform that unpacks images (host
+	// processes, LXC, virtual machines) reads users' images without
+	// talking to an engine itself. Nil: only archives can be read.
+	Save SaveImage
 	// Subnets is the pool every address the platform configures comes
 	// from (its bridges, its engine's networks, a swarm's overlays, inner
 	// engines' bridges), laid out by package subnets; zero: the default.

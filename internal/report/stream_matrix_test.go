@@ -10,6 +10,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/figure"
 	"github.com/ctrbench/ctrbench/internal/report"
 	"github.com/ctrbench/ctrbench/internal/result"
+	_ "github.com/ctrbench/ctrbench/internal/userkinds" // registers exec and service
 	_ "github.com/ctrbench/ctrbench/internal/workloads" // mem.stream's spec: its matrix metrics
 )
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	_ "github.com/ctrbench/ctrbench/internal/platform/drivers" // registers native and docker
+	_ "github.com/ctrbench/ctrbench/internal/userkinds"        // registers exec and service
 	_ "github.com/ctrbench/ctrbench/internal/workloads"        // registers cpu.primes, net.tcp_stream, net.iperf3
 )
 

@@ -322,23 +322,21 @@ func (p *parser) archivePaths(n *yaml.Node) {
 // program the role runs: a missing one is refused now, not in a trial.
 func (p *parser) checkArchive(spec *workload.Spec, v workload.Values, nodes map[string]*yaml.Node, wname string) {
 	for _, role := range spec.RoleList() {
-		name, path := spec.ImageOf(v, role)
+		run := spec.RoleOf(v, role)
+		name, path := run.Image, run.Archive
 		if name != "" {
-			p.checkImage(name, nodes, role, wname)
+			p.checkImage(name, nodes, role, run, wname)
 		}
 		if path == "" {
 			continue
 		}
-		node := nodes[workload.ParamImageArchive]
-		if node == nil {
-			node = nodes["client"]
-		}
+		node := paramNode(nodes, workload.ParamImageArchive, run)
 		im, err := userimage.Open(path)
 		if err != nil {
 			p.addf(node, "workload %s (%s): %v", wname, role, err)
 			continue
 		}
-		cmd, named := commandOf(v, role)
+		cmd, named := commandOf(run)
 		if !named { // the image's own command runs
 			if argv, err := im.Config().Command(nil); err != nil {
 				p.addf(node, "workload %s: the image %s has neither ENTRYPOINT nor CMD; give the %s's command", wname, path, role)
@@ -348,7 +346,7 @@ func (p *parser) checkArchive(spec *workload.Spec, v workload.Values, nodes map[
 		}
 		if cmd != "" {
 			if _, err := im.LookPath(cmd, ""); err != nil {
-				p.addf(cmdNode(nodes, role), "workload %s: the image %s has no program %s to run the %s: %v", wname, path, cmd, role, err)
+				p.addf(paramNode(nodes, "command", run), "workload %s: the image %s has no program %s to run the %s: %v", wname, path, cmd, role, err)
 			}
 		}
 		im.Close()
@@ -359,7 +357,7 @@ func (p *parser) checkArchive(spec *workload.Spec, v workload.Values, nodes map[
 // (Machine.Image): one that is not there is refused now, at its line; an
 // engine that cannot be asked defers the check to the platform's
 // preparation, and a note says so.
-func (p *parser) checkImage(name string, nodes map[string]*yaml.Node, role, wname string) {
+func (p *parser) checkImage(name string, nodes map[string]*yaml.Node, role string, run workload.RoleRun, wname string) {
 	if p.machine.Image == nil || p.imagesChecked[name] {
 		return
 	}
@@ -367,10 +365,7 @@ func (p *parser) checkImage(name string, nodes map[string]*yaml.Node, role, wnam
 		p.imagesChecked = map[string]bool{}
 	}
 	p.imagesChecked[name] = true
-	node := nodes[workload.ParamImage]
-	if node == nil {
-		node = nodes["client"]
-	}
+	node := paramNode(nodes, workload.ParamImage, run)
 	err := p.machine.Image(name)
 	switch {
 	case err == nil:
@@ -381,21 +376,11 @@ func (p *parser) checkImage(name string, nodes map[string]*yaml.Node, role, wnam
 	}
 }
 
-// commandOf is the program a role runs by the parameters: a client's is
-// its own command (a service's exec client), every other role's the
-// workload's command; "" when a placeholder names it. named is false when
-// the parameters name no command (the image's own runs).
-func commandOf(v workload.Values, role string) (program string, named bool) {
-	cmd := v.List("command")
-	if role == workload.Client {
-		var client struct {
-			Params struct {
-				Command []string `json:"command"`
-			} `json:"params"`
-		}
-		_ = json.Unmarshal([]byte(v["client"]), &client)
-		cmd = client.Params.Command
-	}
+// commandOf is the program a role runs by its parameters (a service's
+// client: its own command); "" when a placeholder names it. named is
+// false when the parameters name no command (the image's own runs).
+func commandOf(run workload.RoleRun) (program string, named bool) {
+	cmd := run.Command
 	if len(cmd) == 0 {
 		return "", false
 	}
@@ -405,9 +390,12 @@ func commandOf(v workload.Values, role string) (program string, named bool) {
 	return cmd[0], true
 }
 
-func cmdNode(nodes map[string]*yaml.Node, role string) *yaml.Node {
-	if n := nodes["client"]; role == workload.Client && n != nil {
+// paramNode is where an error about a role's parameter name points: the
+// parameter that holds the role's own settings when it has one (a
+// service's client), else the parameter itself.
+func paramNode(nodes map[string]*yaml.Node, name string, run workload.RoleRun) *yaml.Node {
+	if n := nodes[run.Param]; run.Param != "" && n != nil {
 		return n
 	}
-	return nodes["command"]
+	return nodes[name]
 }

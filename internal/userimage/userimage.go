@@ -96,7 +96,8 @@ func Open(path string, opts ...Option) (*Image, error) {
 
 // OpenSource opens a user's image from its archive or, when only ref (an
 // image in an engine) is given, from the archive save writes for it
-// (package engine's SaveImageTemp), which Close removes.
+// (Setup.Save: the orchestrator hands over package engine's
+// SaveImageTemp), which Close removes.
 func OpenSource(ctx context.Context, ref, archive string, save func(context.Context, string) (string, error)) (*Image, error) {
 	if archive != "" {
 		return Open(archive)

@@ -18,13 +18,33 @@ const (
 	ParamImageArchive = "image_archive"
 )
 
+// RoleRun is what one role of a user's workload runs, by its parameters.
+type RoleRun struct {
+	// Image is the user's image in the machine's engine it runs from,
+	// Archive one in an archive; both "" for ctrbench's agent image.
+	Image, Archive string
+	// Command is its program and arguments; nil for the image's own.
+	Command []string
+	// Param names the parameter that holds the role's own settings (a
+	// service's client), where a file's error about them points; "" for
+	// the workload's own parameters.
+	Param string
+}
+
+// RoleOf is what role runs, by the parameters (User.Role); by default the
+// image and the command the parameters name.
+func (s *Spec) RoleOf(params map[string]string, role string) RoleRun {
+	if s.User.Role != nil {
+		return s.User.Role(params, role)
+	}
+	return RoleRun{Image: params[ParamImage], Archive: params[ParamImageArchive], Command: Values(params).List("command")}
+}
+
 // ImageOf is the user's image role runs from, by the parameters: ref in
 // the machine's engine or an archive; both "" for ctrbench's agent image.
 func (s *Spec) ImageOf(params map[string]string, role string) (ref, archive string) {
-	if s.User.RoleImage != nil {
-		return s.User.RoleImage(params, role)
-	}
-	return params[ParamImage], params[ParamImageArchive]
+	r := s.RoleOf(params, role)
+	return r.Image, r.Archive
 }
 
 // Structured parameters: a value the file writes as a YAML list or mapping.

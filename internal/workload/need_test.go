@@ -9,11 +9,11 @@ func TestTogether(t *testing.T) {
 	tool := &Spec{Type: "t.tool", Tools: []Tool{{Binary: "wrk"}}}
 	pure := &Spec{Type: "t.pure"}
 	split := &Spec{Type: "t.split", Roles: []string{Server, Client}, User: User{
-		RoleImage: func(p map[string]string, role string) (string, string) {
+		Role: func(p map[string]string, role string) RoleRun {
 			if role == Server {
-				return "", p["image_archive"]
+				return RoleRun{Archive: p["image_archive"]}
 			}
-			return "", ""
+			return RoleRun{}
 		},
 		Portable: func(_ map[string]string, role string) bool { return role == Client }}}
 	img := func(a string) map[string]string { return map[string]string{"image_archive": a} }

@@ -180,11 +180,11 @@ type User struct {
 	// TakesPlaceholders names the parameters whose {trial} and
 	// {cell.<factor>} placeholders each trial binds (Bind).
 	TakesPlaceholders []string
-	// RoleImage, for a workload whose roles run from different users'
-	// images (a service's client from its own), says which image a role
-	// runs from; by default every role runs from the image the
-	// parameters name (ImageOf).
-	RoleImage func(params map[string]string, role string) (ref, archive string)
+	// Role, for a workload whose roles run different things (a service's
+	// client: its own image and command, in its own parameter), says what
+	// a role runs (RoleOf); by default every role runs the image and the
+	// command the parameters name.
+	Role func(params map[string]string, role string) RoleRun
 	// Portable, when set, says whether a role runs in any image the agent
 	// is put in (ctrbench's own generator driving a user's server); by
 	// default a role without an image of its own is portable when the

@@ -3,7 +3,6 @@ package workloads
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"io"
 	"maps"
 	"math"
@@ -288,24 +287,6 @@ func TestMetricUnitsFollowSuffixes(t *testing.T) {
 			}
 		}
 	}
-}
-
-func mustJSON(t *testing.T, v workload.Values) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func jsonValues(t *testing.T, s string) workload.Values {
-	t.Helper()
-	var v workload.Values
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // The agent resolves the parameters the parser resolved: a canonical

@@ -29,7 +29,7 @@ var Caps = platform.Capabilities{
 		OwnNetNS:    true,
 		Wireable:    true,
 		JoinNetwork: true,
-		HoldsHostNS: true,
+		Holder:      holder{},
 		Refuse:      refuse,
 	},
 	Own: platform.Own{

@@ -17,9 +17,19 @@ import (
 // network namespace (platform.LabelRole).
 const RoleHostNamespace = "host-namespace"
 
-var _ platform.NamespaceHolder = (*Platform)(nil)
+// holder is the driver's platform.Holder: its platform holds them.
+type holder struct{}
 
-// HoldNamespace implements platform.NamespaceHolder. Docker joins a
+// HoldNamespace implements platform.Holder by p's HoldNamespace.
+func (holder) HoldNamespace(ctx context.Context, p platform.Platform, host int) (string, error) {
+	d, ok := p.(*Platform)
+	if !ok {
+		return "", fmt.Errorf("docker platform: cannot hold a namespace for a %T", p)
+	}
+	return d.HoldNamespace(ctx, host)
+}
+
+// HoldNamespace makes an emulated host's namespace (platform.Holder). Docker joins a
 // namespace by container (--network container:<id>), never by path, so the
 // namespace an emulated host adopts is a container's: one started with
 // --network none from the agent image, running `agent hold` until Close.

@@ -114,7 +114,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 			return err
 		}
 	}
-	if err := p.userImages(ctx, s.Images, progress); err != nil {
+	if err := p.userImages(ctx, s.Images, s.Saver(), progress); err != nil {
 		return err
 	}
 	for _, n := range s.Networks {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/image"
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -27,12 +26,12 @@ type userRootfs struct {
 
 // userImages unpacks each user's image (an archive) into a root file
 // system, once per image and agent binary.
-func (p *Platform) userImages(ctx context.Context, imgs []platform.Image, progress io.Writer) error {
+func (p *Platform) userImages(ctx context.Context, imgs []platform.Image, save platform.SaveImage, progress io.Writer) error {
 	for _, img := range imgs {
 		if _, done := p.users[img.Key()]; done {
 			continue
 		}
-		im, err := userimage.OpenSource(ctx, img.Ref, img.Archive, engine.SaveImageTemp)
+		im, err := userimage.OpenSource(ctx, img.Ref, img.Archive, save)
 		if err != nil {
 			return fmt.Errorf("lxc platform: %w", err)
 		}

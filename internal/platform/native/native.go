@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/cgroup"
-	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/netns"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -124,16 +123,16 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		}
 		p.work = w
 	}
-	return p.unpack(ctx, s.Images, s.Notes())
+	return p.unpack(ctx, s.Images, s.Saver(), s.Notes())
 }
 
 // unpack makes each user's image a root filesystem for host processes.
-func (p *Platform) unpack(ctx context.Context, imgs []platform.Image, notes io.Writer) error {
+func (p *Platform) unpack(ctx context.Context, imgs []platform.Image, save platform.SaveImage, notes io.Writer) error {
 	for _, img := range imgs {
 		if _, done := p.images[img.Key()]; done {
 			continue
 		}
-		im, err := userimage.OpenSource(ctx, img.Ref, img.Archive, engine.SaveImageTemp)
+		im, err := userimage.OpenSource(ctx, img.Ref, img.Archive, save)
 		if err != nil {
 			return fmt.Errorf("native platform: %w", err)
 		}

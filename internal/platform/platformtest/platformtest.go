@@ -103,6 +103,7 @@ func runAgent(workload, params string) invocation.Agent {
 // platform declares are timed up to its removal.
 func (s *suite) main(t *testing.T, network vocab.Network) {
 	in := start(t, s.p, s.spec(network, runAgent("cpu.primes", `{"duration":"200ms","max_prime":"2000"}`)))
+	checkWireable(t, in, s.o.Caps)
 	res := readResult(t, in, s.key)
 	if res.Status != result.OK {
 		t.Fatalf("status %s: %s", res.Status, res.Error)
@@ -302,6 +303,20 @@ func checkTimings(t *testing.T, in platform.Instance, caps platform.Capabilities
 		if ph == last {
 			break
 		}
+	}
+}
+
+// checkWireable: a platform that declares Net.Wireable gives instances
+// whose namespace the lab can enter by path (platform.NetNSer).
+func checkWireable(t *testing.T, in platform.Instance, caps platform.Capabilities) {
+	t.Helper()
+	if !caps.Net.Wireable {
+		return
+	}
+	// Only the type: the path is "" once a quick instance has exited,
+	// which a busy machine can make happen before this line.
+	if _, ok := in.(platform.NetNSer); !ok {
+		t.Fatalf("the platform declares Net.Wireable but its instance %T is not a platform.NetNSer", in)
 	}
 }
 

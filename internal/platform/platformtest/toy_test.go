@@ -19,6 +19,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
 	"github.com/ctrbench/ctrbench/internal/testutil"
+	_ "github.com/ctrbench/ctrbench/internal/userkinds" // registers exec and service
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	_ "github.com/ctrbench/ctrbench/internal/workloads"
 )

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/image"
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -32,12 +31,12 @@ type userInitrd struct {
 // image, agent binary and kernel: the image's files (layers flattened,
 // whiteouts honoured), the agent at /ctrbench as init, the kernel's
 // modules, and the image's environment for the agent (vminit.ImageEnvFile).
-func (p *Platform) userImages(ctx context.Context, imgs []platform.Image, progress io.Writer) error {
+func (p *Platform) userImages(ctx context.Context, imgs []platform.Image, save platform.SaveImage, progress io.Writer) error {
 	for _, img := range imgs {
 		if _, done := p.users[img.Key()]; done {
 			continue
 		}
-		im, err := userimage.OpenSource(ctx, img.Ref, img.Archive, engine.SaveImageTemp)
+		im, err := userimage.OpenSource(ctx, img.Ref, img.Archive, save)
 		if err != nil {
 			return fmt.Errorf("vm: %w", err)
 		}

@@ -118,7 +118,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		p.initrd = ir
 		fmt.Fprintf(progress, "vm: initramfs %s (%d files) in %.1fs\n", ir.Path, ir.Files, time.Since(start).Seconds())
 	}
-	if err := p.userImages(ctx, s.Images, progress); err != nil {
+	if err := p.userImages(ctx, s.Images, s.Saver(), progress); err != nil {
 		return err
 	}
 	if slices.Contains(s.Options[FEngine], EngineDocker) {

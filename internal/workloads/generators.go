@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,21 +16,62 @@ import (
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
-// ctrbench's socket generators against a user's server, which speaks no
-// protocol of ours: net.tcp_rr against an echo server (every request comes
+// ctrbench's generators against a user's server (a service's clients,
+// package userkinds), which speaks no protocol of ours: HTTP GETs of a
+// path, every response the first one's; net.tcp_rr against an echo server (every request comes
 // back as it went), net.tcp_stream against a sink (it reads and discards).
 // What our own servers would report is read from the connection instead:
 // the echoes themselves, and the client kernel's count of bytes the
 // server's TCP acknowledged (TCP_INFO).
 
+// Client types of a service that are ctrbench's own generators.
+const (
+	GenHTTP      = "http.get"
+	GenTCPRR     = "net.tcp_rr"     // against an echo server
+	GenTCPStream = "net.tcp_stream" // against a sink
+)
+
+// Generator is one of ctrbench's load generators driving a server
+// ctrbench did not write (a service's client, package userkinds): its
+// parameters against such a server, what it measures, and its run against
+// the server's host:port.
+type Generator struct {
+	Params     *workload.Spec
+	Metrics    []workload.Metric
+	Histograms []workload.Histogram
+	Run        func(ctx context.Context, p workload.Values, env workload.Env, target string) ([]result.Observation, string, error)
+}
+
+// GeneratorOf returns the generator a service's client type names.
+func GeneratorOf(typ string) (Generator, bool) {
+	switch typ {
+	case GenHTTP:
+		return Generator{Params: httpClientParams, Metrics: httpMetrics, Histograms: []workload.Histogram{httpLatency}, Run: httpAgainst}, true
+	case GenTCPRR:
+		return Generator{Params: echoClientParams, Metrics: tcpRRMetrics, Histograms: []workload.Histogram{rttHistogram}, Run: tcpRREcho}, true
+	case GenTCPStream:
+		return Generator{Params: sinkClientParams, Metrics: sinkMetrics, Run: func(ctx context.Context, p workload.Values, _ workload.Env, target string) ([]result.Observation, string, error) {
+			return tcpStreamSink(ctx, p, target)
+		}}, true
+	}
+	return Generator{}, false
+}
+
+// httpClientParams are http.get's parameters against a user's server:
+// path instead of pong's size.
+var httpClientParams = &workload.Spec{Type: "service client " + GenHTTP, Params: []workload.Param{
+	workload.P("path", workload.String, "/", "the path every request GETs; every response must be the one the first GET got (status 200, the same body)").Matching(`/[^ ]*`, "a path starting with /"),
+	httpParams[1], httpParams[2], httpParams[3], httpParams[4],
+}}
+
 // echoClientParams are net.tcp_rr's against an echo server: a response is
 // the request, so it has no size of its own.
-var echoClientParams = &workload.Spec{Type: "service client " + clientTCPRR, Params: []workload.Param{
+var echoClientParams = &workload.Spec{Type: "service client " + GenTCPRR, Params: []workload.Param{
 	tcpRRParams[0], tcpRRParams[1], tcpRRParams[3], tcpRRParams[4], tcpRRParams[5],
 }}
 
 // sinkClientParams are net.tcp_stream's against a sink.
-var sinkClientParams = &workload.Spec{Type: "service client " + clientTCPStream, Params: tcpStreamParams}
+var sinkClientParams = &workload.Spec{Type: "service client " + GenTCPStream, Params: tcpStreamParams}
 
 // sinkMetrics are what a sink run measures.
 var sinkMetrics = []workload.Metric{
@@ -118,4 +160,39 @@ func awaitAcked(ctx context.Context, fd int, sent uint64, patience time.Duration
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// httpAgainst runs ctrbench's HTTP generator against a user's server: the
+// first GET of the path sets what every response must be (status 200 and
+// that body), then the load engine drives it as it drives pong.
+func httpAgainst(ctx context.Context, p workload.Values, env workload.Env, target string) ([]result.Observation, string, error) {
+	timeout := p.Duration("request_timeout")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+target+p.String("path"), nil)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("the first GET %s: %w", p.String("path"), err)
+	}
+	want, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return nil, "", fmt.Errorf("the first GET %s: %w", p.String("path"), err)
+	case resp.StatusCode != 200:
+		return nil, "", fmt.Errorf("the first GET %s: status %d, want 200", p.String("path"), resp.StatusCode)
+	case len(want) == 0:
+		return nil, "", fmt.Errorf("the first GET %s: an empty body; give a path with content", p.String("path"))
+	}
+	dur := p.Duration("duration")
+	t, elapsed, err := runLoad(ctx, loadPlan{
+		target: target, path: p.String("path"), size: len(want), want: want, conns: int(p.Int("concurrency")), dur: dur,
+		rate: p.Float("rate"), timeout: timeout,
+		newLat: func() *latencies { return newLatencies(p) },
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return httpObservations(env, t, elapsed, dur)
 }

@@ -1,9 +1,8 @@
-package workloads
+package userkinds
 
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,45 +15,6 @@ import (
 func execValues(t *testing.T, user map[string]string) workload.Values {
 	t.Helper()
 	return values(t, "exec", user)
-}
-
-// A real tool nobody here wrote, through exec: sysbench's own text read by
-// regular expressions. Its output is kept in a file beside the run, and
-// ctrbench's sysbench parser reads the same text: the two agree exactly.
-func TestExecReadsSysbench(t *testing.T) {
-	if _, err := exec.LookPath("sysbench"); err != nil {
-		t.Skip("sysbench not installed (scripts/setup.sh installs it)")
-	}
-	work := t.TempDir()
-	p := execValues(t, map[string]string{
-		"command": `["sh","-c","sysbench cpu --cpu-max-prime=5000 --time=1 --events=0 --percentile=95 --histogram=on run > out.txt; cat out.txt"]`,
-		"workdir": work,
-		"format":  "regex",
-		"metrics": `{"eps":{"pattern":"events per second:\\s+(?P<value>[0-9.]+)","unit":"events/s","better":"higher"},` +
-			`"events":{"pattern":"total number of events:\\s+(?P<value>[0-9]+)","unit":"events","better":"higher"}}`,
-	})
-	obs, raw, err := runExec(context.Background(), p, toolEnv(t))
-	if err != nil {
-		t.Fatalf("%v\n%s", err, raw)
-	}
-	got := obsMap(obs)
-	if len(obs) != 3 || obs[0].Metric != "eps" || obs[1].Metric != "events" || obs[2].Metric != execWallTime {
-		t.Fatalf("observations %+v: want eps, events, then wall_time", obs)
-	}
-	text, err := os.ReadFile(filepath.Join(work, "out.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, _, err := parseSysbenchCPU(string(text), 5000, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := obsMap(ref)["events_per_sec"]; got["eps"] != want {
-		t.Errorf("exec read %v events/s, sysbench printed %v", got["eps"], want)
-	}
-	if w := got[execWallTime]; w < 1 || w > 30 {
-		t.Errorf("wall time %v s for a 1 s sysbench run", w)
-	}
 }
 
 // Each way a user's command can fail is a failed trial that says why.

@@ -1,4 +1,4 @@
-package workloads
+package userkinds
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 	"github.com/ctrbench/ctrbench/internal/workload"
+	"github.com/ctrbench/ctrbench/internal/workloads"
 )
 
 // A service is a user's long-running server — their command, on their
@@ -39,9 +40,9 @@ const serviceStopGrace = 5 * time.Second
 
 // Client types a service may be driven by.
 const (
-	clientHTTP      = "http.get"
-	clientTCPRR     = "net.tcp_rr"     // against an echo server
-	clientTCPStream = "net.tcp_stream" // against a sink
+	clientHTTP      = workloads.GenHTTP
+	clientTCPRR     = workloads.GenTCPRR     // against an echo server
+	clientTCPStream = workloads.GenTCPStream // against a sink
 	clientExec      = "exec"
 )
 
@@ -84,7 +85,7 @@ func init() {
 			NamedTools:        serviceTools,
 			TakesPlaceholders: []string{"command", "env", "workdir", "client"},
 			BoundByRun:        map[string][]string{"client": {"server.host", "server.port"}},
-			RoleImage:         serviceImage,
+			Role:              serviceRole,
 			Portable:          servicePortable,
 			Validate:          validateService,
 		},
@@ -160,13 +161,6 @@ type serviceClientSpec struct {
 	Params json.RawMessage `json:"params,omitempty"`
 }
 
-// httpClientParams are http.get's parameters against a user's server:
-// path instead of pong's size.
-var httpClientParams = &workload.Spec{Type: "service client http.get", Params: []workload.Param{
-	workload.P("path", workload.String, "/", "the path every request GETs; every response must be the one the first GET got (status 200, the same body)").Matching(`/[^ ]*`, "a path starting with /"),
-	httpParams[1], httpParams[2], httpParams[3], httpParams[4],
-}}
-
 func checkClient(v string) (string, error) {
 	var c serviceClientSpec
 	if err := json.Unmarshal([]byte(v), &c); err != nil {
@@ -189,16 +183,11 @@ func checkClient(v string) (string, error) {
 // clientValues resolves a client's parameters with its type's own rules.
 func clientValues(c serviceClientSpec) (*workload.Spec, workload.Values, error) {
 	var spec *workload.Spec
-	switch c.Type {
-	case clientHTTP:
-		spec = httpClientParams
-	case clientTCPRR:
-		spec = echoClientParams
-	case clientTCPStream:
-		spec = sinkClientParams
-	case clientExec:
+	if g, ok := workloads.GeneratorOf(c.Type); ok {
+		spec = g.Params
+	} else if c.Type == clientExec {
 		spec, _ = workload.Lookup(clientExec)
-	default:
+	} else {
 		return nil, nil, fmt.Errorf("client type %q: allowed: %s", c.Type, clientTypes)
 	}
 	user := map[string]string{}
@@ -263,13 +252,8 @@ func serviceMetrics(params map[string]string) ([]workload.Metric, []workload.His
 	if err != nil {
 		return nil, nil
 	}
-	switch c.Type {
-	case clientHTTP:
-		return httpMetrics, []workload.Histogram{httpLatency}
-	case clientTCPRR:
-		return tcpRRMetrics, []workload.Histogram{rttHistogram}
-	case clientTCPStream:
-		return sinkMetrics, nil
+	if g, ok := workloads.GeneratorOf(c.Type); ok {
+		return g.Metrics, g.Histograms
 	}
 	return spec.User.Declared(v)
 }
@@ -312,7 +296,7 @@ func serviceServer(ctx context.Context, p workload.Values, env workload.Env) ([]
 		stop()
 		return nil, logs.String(), fmt.Errorf("the server %s never became ready on %s: %w; its log ends: %s", argv[0], addr, err, quoteTail(logs.String()))
 	}
-	ln, err := listen(ctx, env)
+	ln, err := workloads.Listen(ctx, env)
 	if err != nil {
 		stop()
 		return nil, logs.String(), err
@@ -327,7 +311,7 @@ func serviceServer(ctx context.Context, p workload.Values, env workload.Env) ([]
 		}
 	})}
 	go srv.Serve(ln)
-	defer shutdownGently(ctx, srv)
+	defer workloads.ShutdownGently(ctx, srv)
 	env.Ready(ln.Addr().String())
 	select {
 	case <-done:
@@ -431,14 +415,9 @@ func serviceClient(ctx context.Context, p workload.Values, env workload.Env) ([]
 	}
 	var obs []result.Observation
 	var raw string
-	switch c.Type {
-	case clientHTTP:
-		obs, raw, err = httpAgainst(ctx, v, env, net.JoinHostPort(host, port))
-	case clientTCPRR:
-		obs, raw, err = tcpRREcho(ctx, v, env, net.JoinHostPort(host, port))
-	case clientTCPStream:
-		obs, raw, err = tcpStreamSink(ctx, v, net.JoinHostPort(host, port))
-	default:
+	if g, ok := workloads.GeneratorOf(c.Type); ok {
+		obs, raw, err = g.Run(ctx, v, env, net.JoinHostPort(host, port))
+	} else {
 		bound, berr := spec.Bind(mustMarshal(v), map[string]string{"server.host": host, "server.port": port})
 		if berr != nil {
 			return nil, "", berr
@@ -447,7 +426,7 @@ func serviceClient(ctx context.Context, p workload.Values, env workload.Env) ([]
 		_ = json.Unmarshal([]byte(bound), &bv)
 		obs, raw, err = runExec(ctx, bv, env)
 	}
-	if _, derr := finish(ctx, &http.Client{Timeout: 10 * time.Second}, "http://"+env.Target+"/done"); derr != nil && err == nil {
+	if derr := workloads.SayDone(ctx, env.Target); derr != nil && err == nil {
 		err = fmt.Errorf("telling the server's agent the run is over: %w", derr)
 	}
 	return obs, raw, err
@@ -458,41 +437,6 @@ func mustMarshal(v workload.Values) string {
 	return string(b)
 }
 
-// httpAgainst runs ctrbench's HTTP generator against a user's server: the
-// first GET of the path sets what every response must be (status 200 and
-// that body), then the load engine drives it as it drives pong.
-func httpAgainst(ctx context.Context, p workload.Values, env workload.Env, target string) ([]result.Observation, string, error) {
-	timeout := p.Duration("request_timeout")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+target+p.String("path"), nil)
-	if err != nil {
-		return nil, "", err
-	}
-	resp, err := (&http.Client{Timeout: timeout}).Do(req)
-	if err != nil {
-		return nil, "", fmt.Errorf("the first GET %s: %w", p.String("path"), err)
-	}
-	want, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	resp.Body.Close()
-	switch {
-	case err != nil:
-		return nil, "", fmt.Errorf("the first GET %s: %w", p.String("path"), err)
-	case resp.StatusCode != 200:
-		return nil, "", fmt.Errorf("the first GET %s: status %d, want 200", p.String("path"), resp.StatusCode)
-	case len(want) == 0:
-		return nil, "", fmt.Errorf("the first GET %s: an empty body; give a path with content", p.String("path"))
-	}
-	dur := p.Duration("duration")
-	t, elapsed, err := runLoad(ctx, loadPlan{
-		target: target, path: p.String("path"), size: len(want), want: want, conns: int(p.Int("concurrency")), dur: dur,
-		rate: p.Float("rate"), timeout: timeout,
-		newLat: func() *latencies { return newLatencies(p) },
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	return httpObservations(env, t, elapsed, dur)
-}
-
 // servicePortable: a client that is one of ctrbench's generators runs in
 // any image the agent is in; the server and an exec client need their
 // programs.
@@ -501,17 +445,18 @@ func servicePortable(params map[string]string, role string) bool {
 	return role == workload.Client && err == nil && c.Type != clientExec
 }
 
-// serviceImage: the server runs from the service's image, the client from
-// its own (an exec client's image or image_archive), else from ctrbench's
-// agent image with this machine's programs (wrk, a benchmark of yours).
-func serviceImage(params map[string]string, role string) (ref, archive string) {
+// serviceRole: the server runs the service's command from its image; the
+// client its own (an exec client's command, image or image_archive, in
+// the client parameter), else ctrbench's generator in its agent image.
+func serviceRole(params map[string]string, role string) workload.RoleRun {
 	if role == workload.Server {
-		return params[workload.ParamImage], params[workload.ParamImageArchive]
+		return workload.RoleRun{Image: params[workload.ParamImage], Archive: params[workload.ParamImageArchive], Command: workload.Values(params).List("command")}
 	}
+	r := workload.RoleRun{Param: "client"}
 	if _, _, v, err := clientOf(params); err == nil {
-		return v[workload.ParamImage], v[workload.ParamImageArchive]
+		r.Image, r.Archive, r.Command = v[workload.ParamImage], v[workload.ParamImageArchive], v.List("command")
 	}
-	return "", ""
+	return r
 }
 
 // serviceMeasures is how long a service trial measures: its client's
@@ -526,11 +471,9 @@ func serviceMeasures(params map[string]string) (time.Duration, bool) {
 		return 0, false
 	}
 	values := map[string]string{}
-	for _, s := range []*workload.Spec{httpClientParams, echoClientParams, sinkClientParams} {
-		if s.Type == "service client "+client.Type {
-			if p, ok := s.Param("duration"); ok {
-				values["duration"] = p.Default
-			}
+	if g, ok := workloads.GeneratorOf(client.Type); ok {
+		if p, ok := g.Params.Param("duration"); ok {
+			values["duration"] = p.Default
 		}
 	}
 	for k, v := range client.Params {

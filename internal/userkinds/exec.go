@@ -1,4 +1,4 @@
-package workloads
+package userkinds
 
 import (
 	"cmp"
@@ -18,6 +18,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
 	"github.com/ctrbench/ctrbench/internal/workload"
+	"github.com/ctrbench/ctrbench/internal/workloads"
 )
 
 // Exec's own metric: every exec trial records how long the command ran.
@@ -286,7 +287,7 @@ func userCommand(ctx context.Context, argv []string, p workload.Values, env work
 	if err != nil {
 		return nil, err
 	}
-	cmd := toolCommand(ctx, path, argv[1:]...)
+	cmd := workloads.ToolCommand(ctx, path, argv[1:]...)
 	cmd.SysProcAttr.Chroot = env.Root
 	cmd.Dir = dir
 	cmd.Env = os.Environ()
@@ -321,7 +322,7 @@ func execPath(name string) (string, error) {
 	if strings.Contains(name, "/") {
 		return name, nil
 	}
-	p, err := findProgram(name)
+	p, err := workloads.FindProgram(name)
 	if err != nil {
 		return "", fmt.Errorf("exec: %s not found in PATH (%s) of the hosting entity", name, os.Getenv("PATH"))
 	}
