@@ -1194,10 +1194,14 @@ func TestPublishedBetweenHosts(t *testing.T) {
 	if host, _, _ := net.SplitHostPort(at); host != "198.18.0.2" || ports["15201/udp"] != at {
 		t.Fatalf("published at %v, want host 2's underlay address, one port number for both protocols", ports)
 	}
-	peer := func(from, to string) (string, error) {
+	// A path that works connects within patience: a busy machine can
+	// lose the first SYN to a neighbour entry still being resolved, and
+	// TCP sends it again after a second (a 1 s bound failed make test
+	// once); one that must not work is given a second.
+	peer := func(from, to string, patience time.Duration) (string, error) {
 		var line string
 		err := inNS(from, func() error {
-			c, err := net.DialTimeout("tcp", to, time.Second)
+			c, err := net.DialTimeout("tcp", to, patience)
 			if err != nil {
 				return err
 			}
@@ -1213,7 +1217,7 @@ func TestPublishedBetweenHosts(t *testing.T) {
 		{lab.HostNS(1), "198.18.0.1"}, // host 1
 		{lab.HostNS(2), "198.18.0.2"}, // host 2's own processes (OUTPUT), from the address they dialled
 	} {
-		got, err := peer(from.ns, at)
+		got, err := peer(from.ns, at, 10*time.Second)
 		if err != nil {
 			t.Errorf("%s to %s: %v", from.ns, at, err)
 			continue
@@ -1222,7 +1226,7 @@ func TestPublishedBetweenHosts(t *testing.T) {
 			t.Errorf("%s to %s: the server saw %s, want %s", from.ns, at, got, from.sourceHost)
 		}
 	}
-	if _, err := peer(c1, net.JoinHostPort(a2.IP, "15201")); err == nil {
+	if _, err := peer(c1, net.JoinHostPort(a2.IP, "15201"), time.Second); err == nil {
 		t.Errorf("a container on host 1 reached host 2's container at its own address %s: its NAT bridge is routed to", a2.IP)
 	}
 	for range 2 {
@@ -1230,7 +1234,7 @@ func TestPublishedBetweenHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := peer(c1, at); err == nil {
+	if _, err := peer(c1, at, time.Second); err == nil {
 		t.Errorf("%s still answers after unpublish", at)
 	}
 }
