@@ -16,7 +16,9 @@ GO=${GO:-go}
 # nat-unprotected, direct access from ctrbench's other bridges, published
 # ports), capabilities (nested parents), saving and loading images (nested
 # parents, podman, users' images), its image store; and every address
-# configured, checked against the pool. ONLY runs here alone in make test
+# configured, checked against the pool; a virtual machine with an engine
+# inside, and a user's swarm reached through its manager's engine. ONLY
+# runs here alone in make test
 # (scripts/test.sh skips it on the machine's engine; make test-full runs
 # it there too): Docker Engine 28 is the engine users run; the machine's
 # older engine runs the same code through every other end-to-end test.
@@ -26,7 +28,7 @@ GO=${GO:-go}
 # nested parents, swarm nodes), and the virtual machines' (which run an
 # engine inside too): their conformance suites, here on an engine whose
 # machine is its own, so they run beside the machine's end-to-end tests.
-ONLY='TestVMAndContainersAcrossBridges|TestNestedWiredByLab|TestNestedParentLimit|TestPublishedPorts|TestExecEverywhere'
+ONLY='TestVMAndContainersAcrossBridges|TestNestedWiredByLab|TestNestedParentLimit|TestPublishedPorts|TestExecEverywhere|TestVMWithEngineInside|TestSwarmDockerHost'
 BOTH='TestMachineEngineFound|TestGatewayModes|TestImageStore|TestZZAddressesInPool'
 PKGS=(./internal/engine ./internal/platform/docker ./internal/platform/nested ./internal/platform/swarm ./internal/platform/vm)
 # scripts/test.sh asks what runs here alone (the end-to-end tests'
