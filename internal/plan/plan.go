@@ -334,14 +334,14 @@ func publishable() []string {
 
 // morePorts are the ports a published server listens on besides
 // PublishedPort (workload.Spec.MorePorts), a number of 0 being
-// PublishedPort's.
+// PublishedPort's. params are the cell's, resolved once by spec (and so
+// stored), not resolved again here.
 func morePorts(ws *workload.Spec, params map[string]string) []vocab.Port {
 	if ws.Serves.MorePorts == nil {
 		return nil
 	}
-	v, _ := ws.Resolve(params)
 	var out []vocab.Port
-	for _, p := range ws.Serves.MorePorts(v) {
+	for _, p := range ws.Serves.MorePorts(workload.Values(params)) {
 		if p.Number == 0 {
 			p.Number = PublishedPort
 		}
