@@ -160,6 +160,9 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
+// run runs the role's workload once, with its neighbours around it, and
+// returns its result: failed, never nil, when anything went wrong — a
+// panic too — and always with its workload, role and window.
 func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	started := time.Now()
 	defer func() {
@@ -186,27 +189,11 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		return result.Failf("making the data directory in %q: %v", o.DataDir, err)
 	}
 	defer os.RemoveAll(data)
-	env := workload.Env{
-		DataDir: data, Root: o.Root, Role: o.Role,
-		Bind: o.Bind, Port: o.Port, Target: o.Target, Ports: o.Ports,
-		Ready: func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
-		Log:   func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
-	}
-	var hists histograms
-	env.Histogram = hists.add
-	noted := map[string]string{}
-	var notedMu sync.Mutex
-	env.See = func(k, v string) { notedMu.Lock(); noted[k] = v; notedMu.Unlock() }
+	w := newWorkloadEnv(o, em, data)
 	scope := o.scope(true)
-	neighbours, err := resolveNeighbours(o.Neighbours)
-	if err != nil {
-		return result.Failf("%v", err)
-	}
-	var running *neighbour.Running
-	if len(neighbours) > 0 {
-		if running, err = neighbour.Start(ctx, neighbours, data, env.Log); err != nil {
-			return result.Failf("starting neighbours: %v", err)
-		}
+	running, failed := startNeighbours(ctx, o, data, w.env.Log)
+	if failed != nil {
+		return failed
 	}
 	if o.WaitGo {
 		waitGo(ctx, em)
@@ -214,15 +201,13 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	before := telemetry.Read(scope)
 	oom := watchOOM(scope)
 	runStart := time.Now()
-	obs, raw, err := runFn(ctx, vals, env)
+	obs, raw, err := runFn(ctx, vals, w.env)
 	runEnd := time.Now()
 	if err == nil {
 		obs = append(obs, telemetryObservations(telemetry.Diff(before, telemetry.Read(scope)))...)
 	}
 	res = &result.Result{Status: result.OK, Observations: obs, Seen: seen(data)}
-	notedMu.Lock()
-	maps.Copy(res.Seen, noted)
-	notedMu.Unlock()
+	w.copyNoted(res.Seen)
 	// The measured window is the workload's run, not the agent's start-up.
 	defer func() { res.Started, res.Ended = runStart, runEnd }()
 	if running != nil {
@@ -241,11 +226,70 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 		res.Error += oom.note()
 		return res
 	}
+	return checked(o, spec, res, obs, raw, &w.hists)
+}
+
+// workloadEnv is the environment a workload runs in and what the workload
+// hands back through it while it runs, from any of its goroutines: its
+// histograms and what it saw.
+type workloadEnv struct {
+	env     workload.Env
+	hists   histograms
+	noted   map[string]string
+	notedMu sync.Mutex
+}
+
+// newWorkloadEnv is the environment of the role's workload, in data: where
+// it listens or what it targets, its ready event (on em) and its log (on
+// the agent's stderr).
+func newWorkloadEnv(o Options, em *emitter, data string) *workloadEnv {
+	w := &workloadEnv{noted: map[string]string{}}
+	w.env = workload.Env{
+		DataDir: data, Root: o.Root, Role: o.Role,
+		Bind: o.Bind, Port: o.Port, Target: o.Target, Ports: o.Ports,
+		Ready: func(addr string) { em.emit(result.Event{Event: "ready", Addr: addr}) },
+		Log:   func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) },
+	}
+	w.env.Histogram = w.hists.add
+	w.env.See = func(k, v string) { w.notedMu.Lock(); w.noted[k] = v; w.notedMu.Unlock() }
+	return w
+}
+
+// copyNoted copies what the workload saw into seen.
+func (w *workloadEnv) copyNoted(seen map[string]string) {
+	w.notedMu.Lock()
+	maps.Copy(seen, w.noted)
+	w.notedMu.Unlock()
+}
+
+// startNeighbours starts the neighbours the role runs beside its workload,
+// in data, logging to log; nil and nil when it has none, and a failed
+// result when they cannot start.
+func startNeighbours(ctx context.Context, o Options, data string, log func(format string, a ...any)) (*neighbour.Running, *result.Result) {
+	neighbours, err := resolveNeighbours(o.Neighbours)
+	if err != nil {
+		return nil, result.Failf("%v", err)
+	}
+	var running *neighbour.Running
+	if len(neighbours) > 0 {
+		if running, err = neighbour.Start(ctx, neighbours, data, log); err != nil {
+			return nil, result.Failf("starting neighbours: %v", err)
+		}
+	}
+	return running, nil
+}
+
+// checked is res, of a workload that ran well, once the observations the
+// workload and its telemetry made (obs; not the neighbours') are valid and
+// its histograms the ones it declares; a user's workload keeps its output.
+// Otherwise it is a failed result.
+func checked(o Options, spec *workload.Spec, res *result.Result, obs []result.Observation, raw string, hists *histograms) *result.Result {
 	for _, ob := range obs {
 		if !ob.Better.Valid() || ob.Metric == "" || ob.Value != ob.Value {
 			return result.Failf("workload %s reported an invalid observation %+v", o.Workload, ob)
 		}
 	}
+	var err error
 	if res.Histograms, err = hists.declared(spec); err != nil {
 		return result.Failf("workload %s: %v", o.Workload, err)
 	}

@@ -119,27 +119,50 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 		// The orchestrator hands over a finished trial even after Ctrl-C,
 		// with a deadline on the wait for another process's lock when it
 		// holds trials already.
-		Sink: func(ctx context.Context, t result.Trial) error {
-			_, err := db.RecordTrial(ctx, t)
-			var locked *store.LockedError
-			if errors.As(err, &locked) {
-				return &orchestrator.Locked{Err: locked}
-			}
-			return err
-		},
+		Sink:     trialSink(db),
 		LockWait: o.LockWait,
-		Prepared: func(info map[string]string) {
-			err := db.SetCampaignEnv(context.WithoutCancel(ctx), id, info)
-			var locked *store.LockedError
-			switch {
-			case errors.As(err, &locked):
-				env = info
-			case err != nil:
-				fmt.Fprintf(o.Stderr, "ctrbench: recording platform info: %v\n", err)
-			}
-		},
+		Prepared: envRecorder(ctx, db, id, o.Stderr, &env),
 		Progress: orchestrator.NewProgress(o.Stderr, o.TTY),
 	})
+	out.Summary = sum
+	out.Campaign.Status = finish(ctx, db, id, env, runErr, o.Stderr)
+	return out, runErr
+}
+
+// trialSink records each finished trial into db, saying when another
+// process holds the results file locked so that the orchestrator holds
+// the trial and offers it again.
+func trialSink(db *store.DB) orchestrator.Sink {
+	return func(ctx context.Context, t result.Trial) error {
+		_, err := db.RecordTrial(ctx, t)
+		var locked *store.LockedError
+		if errors.As(err, &locked) {
+			return &orchestrator.Locked{Err: locked}
+		}
+		return err
+	}
+}
+
+// envRecorder records the facts the platforms give once ready as campaign
+// id's environment; while the results file is locked it keeps them in
+// *held instead, for finish to write.
+func envRecorder(ctx context.Context, db *store.DB, id string, stderr io.Writer, held *map[string]string) func(info map[string]string) {
+	return func(info map[string]string) {
+		err := db.SetCampaignEnv(context.WithoutCancel(ctx), id, info)
+		var locked *store.LockedError
+		switch {
+		case errors.As(err, &locked):
+			*held = info
+		case err != nil:
+			fmt.Fprintf(stderr, "ctrbench: recording platform info: %v\n", err)
+		}
+	}
+}
+
+// finish writes the end of campaign id — the environment held while the
+// results file was locked, then its status and end time — and returns the
+// status, which says how the run that ended with runErr went.
+func finish(ctx context.Context, db *store.DB, id string, env map[string]string, runErr error, stderr io.Writer) string {
 	// The end is written after Ctrl-C too; after a campaign that stopped
 	// because the file stayed locked, with one short wait for the lock.
 	endCtx := context.WithoutCancel(ctx)
@@ -151,10 +174,9 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 	}
 	if env != nil {
 		if err := db.SetCampaignEnv(endCtx, id, env); err != nil {
-			fmt.Fprintf(o.Stderr, "ctrbench: recording platform info: %v\n", err)
+			fmt.Fprintf(stderr, "ctrbench: recording platform info: %v\n", err)
 		}
 	}
-	out.Summary = sum
 	status := StatusDone
 	switch {
 	case errors.Is(runErr, orchestrator.ErrInterrupted):
@@ -163,10 +185,9 @@ func Run(ctx context.Context, db *store.DB, o Options) (Outcome, error) {
 		status = StatusFailed
 	}
 	if err := db.FinishCampaign(endCtx, id, status, time.Now().UTC()); err != nil {
-		fmt.Fprintf(o.Stderr, "ctrbench: recording campaign end: %v\n", err)
+		fmt.Fprintf(stderr, "ctrbench: recording campaign end: %v\n", err)
 	}
-	out.Campaign.Status = status
-	return out, runErr
+	return status
 }
 
 // resume finds campaign o.Resume, refuses it while its owner runs,

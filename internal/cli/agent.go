@@ -15,6 +15,9 @@ import (
 	"github.com/ctrbench/ctrbench/internal/wireguard"
 )
 
+// newAgentCmd is `agent`, the in-instance side of ctrbench: its
+// subcommands are what ctrbench starts inside the instances, emulated
+// hosts and machines it runs.
 func newAgentCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:    "agent",
@@ -23,6 +26,13 @@ func newAgentCmd() *cobra.Command {
 	}
 	run := agentCmd(invocation.Run, "Run one role of a workload once and print JSON events on stdout", agent.Run)
 	loop := agentCmd(invocation.Loop, "Run a workload over and over as a neighbour until stopped (SIGTERM); print when it was busy", agent.Loop)
+	c.AddCommand(run, loop, agentWireGuardCmd(), agentParentCmd(), agentVMCmd(), agentHoldCmd())
+	return c
+}
+
+// agentWireGuardCmd is `agent wireguard`: a userspace WireGuard tunnel in
+// an emulated host's network namespace.
+func agentWireGuardCmd() *cobra.Command {
 	var wgConfig *string
 	wg := &cobra.Command{
 		Use:   "wireguard",
@@ -46,6 +56,11 @@ prints {"event":"ready"} and runs until SIGTERM.`,
 		},
 	}
 	wgConfig = invocation.BindWireGuard(wg.Flags())
+	return wg
+}
+
+// agentParentCmd is `agent parent`: a nested parent container's init.
+func agentParentCmd() *cobra.Command {
 	var parentConfig string
 	parent := &cobra.Command{
 		Use:   "parent",
@@ -64,6 +79,11 @@ orphans and passes SIGTERM on.`,
 		},
 	}
 	parent.Flags().StringVar(&parentConfig, "config", "", "the parent's configuration (JSON, written by the nested platform)")
+	return parent
+}
+
+// agentVMCmd is `agent vm`: a ctrbench virtual machine's init.
+func agentVMCmd() *cobra.Command {
 	vm := &cobra.Command{
 		Use:   "vm",
 		Short: "Be a ctrbench virtual machine's init: ready the machine, run one agent, power off",
@@ -79,6 +99,12 @@ the agent with its output on the second serial port, and powers off.`,
 			return vminit.Run(cmd.ErrOrStderr())
 		},
 	}
+	return vm
+}
+
+// agentHoldCmd is `agent hold`: the holder of an emulated host's network
+// namespace in a container.
+func agentHoldCmd() *cobra.Command {
 	hold := &cobra.Command{
 		Use:   "hold",
 		Short: "Hold this process's network namespace for an emulated host until stopped (SIGTERM)",
@@ -93,8 +119,7 @@ until SIGTERM or SIGINT.`,
 			return nil
 		},
 	}
-	c.AddCommand(run, loop, wg, parent, vm, hold)
-	return c
+	return hold
 }
 
 // agentCmd is `agent run` or `agent loop`: its flags are the invocation's,

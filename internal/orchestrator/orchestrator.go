@@ -135,59 +135,8 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		sum.Interrupted = sum.Interrupted || errors.Is(err, ErrInterrupted)
 		return sum, err
 	}
-	for {
-		pt, ok := c.sched.Next()
-		if !ok {
-			break
-		}
-		if ctx.Err() != nil {
-			sum.Interrupted = true
-			break
-		}
-		pc := c.cells[pt.CellID]
-		if err := c.mendLab(ctx); err != nil {
-			return stop(err)
-		}
-		cfg.Progress.Start(pt, pc.Cell)
-		t := c.trial(ctx, pc, pt)
-		if s := c.aborted(); s != nil {
-			// The watchdog found an engine silent mid-trial: the trial is
-			// recorded when its measurement had ended (only its removal
-			// hung), else left for a resumed campaign to run again.
-			if t.Status == result.OK {
-				if err := rec.add(ctx, t); err != nil {
-					return stop(err)
-				}
-				c.sched.Observe(t)
-				cfg.Progress.End(pt, pc.Cell, t)
-			}
-			c.cfg.CleanupTimeout = min(c.cfg.CleanupTimeout, breakerCleanup)
-			sum.Interrupted = true
-			return stop(s)
-		}
-		if ctx.Err() != nil {
-			// The trial was cut short by Ctrl-C, not by its workload: it is
-			// not a result, and a resumed campaign runs it again.
-			sum.Interrupted = true
-			break
-		}
-		// Recorded now, or held while the results file is locked: the
-		// schedule goes on either way.
-		if err := rec.add(ctx, t); err != nil {
-			return stop(err)
-		}
-		c.sched.Observe(t)
-		cfg.Progress.End(pt, pc.Cell, t)
-		if suspect(t) {
-			if err := c.breaker(ctx); err != nil {
-				// The engine is known not to answer: the clean-up's calls
-				// to it get a short wait, and clean or resume removes
-				// what they could not.
-				c.cfg.CleanupTimeout = min(c.cfg.CleanupTimeout, breakerCleanup)
-				sum.Interrupted = true
-				return stop(err)
-			}
-		}
+	if err := c.runTrials(ctx, rec, &sum); err != nil {
+		return stop(err)
 	}
 	cfg.Progress.Finish()
 	// Trials still held wait for the lock here, as long as it is allowed
@@ -202,6 +151,68 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		return sum, ErrInterrupted
 	}
 	return sum, nil
+}
+
+// runTrials runs the trials in the order the scheduler chooses, each
+// recorded (or held while the results file is locked) the moment it ends,
+// until the schedule is done or ctx ends (sum says it was interrupted).
+// It returns the error that ends the campaign early — a trial it could not
+// record, an engine found silent — for Run to stop with.
+func (c *running) runTrials(ctx context.Context, rec *recorder, sum *Summary) error {
+	for {
+		pt, ok := c.sched.Next()
+		if !ok {
+			return nil
+		}
+		if ctx.Err() != nil {
+			sum.Interrupted = true
+			return nil
+		}
+		pc := c.cells[pt.CellID]
+		if err := c.mendLab(ctx); err != nil {
+			return err
+		}
+		c.cfg.Progress.Start(pt, pc.Cell)
+		t := c.trial(ctx, pc, pt)
+		if s := c.aborted(); s != nil {
+			// The watchdog found an engine silent mid-trial: the trial is
+			// recorded when its measurement had ended (only its removal
+			// hung), else left for a resumed campaign to run again.
+			if t.Status == result.OK {
+				if err := rec.add(ctx, t); err != nil {
+					return err
+				}
+				c.sched.Observe(t)
+				c.cfg.Progress.End(pt, pc.Cell, t)
+			}
+			c.cfg.CleanupTimeout = min(c.cfg.CleanupTimeout, breakerCleanup)
+			sum.Interrupted = true
+			return s
+		}
+		if ctx.Err() != nil {
+			// The trial was cut short by Ctrl-C, not by its workload: it is
+			// not a result, and a resumed campaign runs it again.
+			sum.Interrupted = true
+			return nil
+		}
+		// Recorded now, or held while the results file is locked: the
+		// schedule goes on either way.
+		if err := rec.add(ctx, t); err != nil {
+			return err
+		}
+		c.sched.Observe(t)
+		c.cfg.Progress.End(pt, pc.Cell, t)
+		if suspect(t) {
+			if err := c.breaker(ctx); err != nil {
+				// The engine is known not to answer: the clean-up's calls
+				// to it get a short wait, and clean or resume removes
+				// what they could not.
+				c.cfg.CleanupTimeout = min(c.cfg.CleanupTimeout, breakerCleanup)
+				sum.Interrupted = true
+				return err
+			}
+		}
+	}
 }
 
 // running is a campaign while it runs: its resolved cells and what was
