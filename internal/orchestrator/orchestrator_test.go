@@ -146,6 +146,7 @@ type fakeInstance struct {
 func (i *fakeInstance) Stdout() io.Reader                           { return i.out }
 func (i *fakeInstance) Wait(context.Context) (platform.Exit, error) { return i.exit, i.waitErr }
 func (i *fakeInstance) IP() string                                  { return "" }
+func (i *fakeInstance) NetNSPath() string                           { return "" }
 func (i *fakeInstance) Remove(context.Context) error                { return nil }
 func (i *fakeInstance) Stop(context.Context) error                  { return nil }
 func (i *fakeInstance) Timings() platform.Timings                   { return platform.Timings{} }

@@ -65,8 +65,8 @@ type Net struct {
 	// emulated host's (InstanceSpec.NetNS), and other network modes reach
 	// it only from their host side.
 	OwnNetNS bool
-	// Wireable: ctrbench can wire an instance's namespace itself (it is a
-	// NetNSer): the modes the network lab builds (macvlan, Open vSwitch,
+	// Wireable: ctrbench can wire an instance's namespace itself (its
+	// Instance.NetNSPath, which platformtest checks): the modes the network lab builds (macvlan, Open vSwitch,
 	// the bridge and overlays between emulated hosts) are available.
 	Wireable bool
 	// JoinNetwork: an instance can join another's namespace

@@ -183,6 +183,11 @@ type Instance interface {
 	// Timings says when each phase the platform can time ended so far
 	// (Capabilities.Phases): creation-time experiments read them.
 	Timings() Timings
+	// NetNSPath is the path of its network namespace (/proc/<pid>/ns/net),
+	// which ctrbench enters to wire links into it on a platform that
+	// declares Capabilities.Net.Wireable; "" when it has none ctrbench can
+	// enter (a virtual machine's network is its guest's) or has exited.
+	NetNSPath() string
 }
 
 // Publisher is an instance whose engine published its server's port on
@@ -279,12 +284,6 @@ type Holder interface {
 // vSwitch routes the machine to its inner bridge through it.
 type Wired interface {
 	Wired(ip string) error
-}
-
-// NetNSer is an instance whose network namespace can be entered by path,
-// so ctrbench can wire links into it (Capabilities.Net.Wireable).
-type NetNSer interface {
-	NetNSPath() string
 }
 
 // SaveImage writes ref, an image an engine holds, to a temporary archive

@@ -98,11 +98,11 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	}
 	in.mu.Unlock()
 	if w := r.Provision.Wire; w != "" {
-		nser, ok := inst.(platform.NetNSer)
-		if !ok || nser.NetNSPath() == "" {
+		ns := inst.NetNSPath()
+		if ns == "" {
 			return nil, platformErr(fmt.Errorf("%s on %s: no network namespace to wire %s into", r.Name, r.Platform, w))
 		}
-		att, err := in.env.Lab.Attach(ctx, w, r.Host, nser.NetNSPath())
+		att, err := in.env.Lab.Attach(ctx, w, r.Host, ns)
 		if err != nil {
 			return nil, platformErr(fmt.Errorf("wiring %s into %s: %w", r.Name, w, err))
 		}

@@ -18,6 +18,7 @@ type doneAgent struct{ out string }
 func (d doneAgent) Stdout() io.Reader                         { return strings.NewReader(d.out) }
 func (doneAgent) Wait(context.Context) (platform.Exit, error) { return platform.Exit{}, nil }
 func (doneAgent) IP() string                                  { return "" }
+func (doneAgent) NetNSPath() string                           { return "" }
 func (doneAgent) Stop(context.Context) error                  { return nil }
 func (doneAgent) Remove(context.Context) error                { return nil }
 func (doneAgent) Timings() platform.Timings                   { return platform.Timings{} }

@@ -392,7 +392,7 @@ func (i *instance) demux() {
 func (i *instance) Stdout() io.Reader { return i.stdout }
 func (i *instance) IP() string        { return i.ip }
 
-// NetNSPath implements platform.NetNSer: the container's network
+// NetNSPath implements platform.Instance: the container's network
 // namespace, through its first process ("" when it has exited).
 func (i *instance) NetNSPath() string {
 	if i.pid <= 0 {

@@ -549,7 +549,7 @@ func (in *instance) Go(context.Context) error {
 	return nil
 }
 
-// NetNSPath implements platform.NetNSer: the container's namespace, by
+// NetNSPath implements platform.Instance: the container's namespace, by
 // its agent.
 func (in *instance) NetNSPath() string { return fmt.Sprintf("/proc/%d/ns/net", in.pid) }
 

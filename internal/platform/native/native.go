@@ -364,7 +364,7 @@ func (in *instance) Remove(ctx context.Context) error {
 	return nil
 }
 
-// NetNSPath implements platform.NetNSer.
+// NetNSPath implements platform.Instance.
 func (i *instance) NetNSPath() string {
 	if i.netns != "" {
 		return i.netns

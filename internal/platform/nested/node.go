@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/docker"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
@@ -56,9 +55,7 @@ func (p *Platform) StartNode(ctx context.Context, name, hostname string, labels 
 		return nil, errors.Join(pr.err, pr.remove(context.WithoutCancel(ctx)))
 	}
 	n := &Node{Name: name, IP: pr.ip, Socket: "unix://" + pr.sock + "/docker.sock", Engine: pr.inner, pr: pr}
-	if ns, ok := pr.outer.(platform.NetNSer); ok {
-		n.NetNS = ns.NetNSPath()
-	}
+	n.NetNS = pr.outer.NetNSPath()
 	return n, nil
 }
 

@@ -180,12 +180,12 @@ func openInner(pr *parent, inner *docker.Platform) error {
 	if pr.subnet < 0 || pr.hostBridge != "" || !inner.Daemon().FiltersDirectAccess() {
 		return nil
 	}
-	ns, ok := pr.outer.(platform.NetNSer)
-	if !ok || ns.NetNSPath() == "" {
+	ns := pr.outer.NetNSPath()
+	if ns == "" {
 		return fmt.Errorf("parent %s: no network namespace to open its inner bridge in", pr.name)
 	}
 	sub, _ := pr.subnetOf()
-	return firewall.OpenInner(ns.NetNSPath(), sub.String())
+	return firewall.OpenInner(ns, sub.String())
 }
 
 // loadInto loads a saved image into a parent's engine.
@@ -361,14 +361,9 @@ func (c *instance) Wired(ip string) error {
 	return nil
 }
 
-// NetNSPath implements platform.NetNSer: the parent's namespace, which a
-// child on the parent's network shares, for the lab to wire.
-func (c *instance) NetNSPath() string {
-	if n, ok := c.parent.outer.(platform.NetNSer); ok {
-		return n.NetNSPath()
-	}
-	return ""
-}
+// NetNSPath implements platform.Instance: the parent's namespace, which
+// a child on the parent's network shares, for the lab to wire.
+func (c *instance) NetNSPath() string { return c.parent.outer.NetNSPath() }
 
 // IP implements platform.Instance: on the parent's network, the parent's
 // address; on the inner bridge, the child's own (routed through the

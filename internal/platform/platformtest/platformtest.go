@@ -8,6 +8,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -103,7 +104,6 @@ func runAgent(workload, params string) invocation.Agent {
 // platform declares are timed up to its removal.
 func (s *suite) main(t *testing.T, network vocab.Network) {
 	in := start(t, s.p, s.spec(network, runAgent("cpu.primes", `{"duration":"200ms","max_prime":"2000"}`)))
-	checkWireable(t, in, s.o.Caps)
 	res := readResult(t, in, s.key)
 	if res.Status != result.OK {
 		t.Fatalf("status %s: %s", res.Status, res.Error)
@@ -170,6 +170,7 @@ func (s *suite) stopEndsLoop(t *testing.T, network vocab.Network) {
 	if !ready {
 		t.Fatal("loop never announced readiness")
 	}
+	checkWireable(t, in, s.o.Caps) // it runs until Stop
 	time.Sleep(300 * time.Millisecond)
 	if err := in.Stop(context.Background()); err != nil {
 		t.Fatalf("stop: %v", err)
@@ -306,17 +307,19 @@ func checkTimings(t *testing.T, in platform.Instance, caps platform.Capabilities
 	}
 }
 
-// checkWireable: a platform that declares Net.Wireable gives instances
-// whose namespace the lab can enter by path (platform.NetNSer).
+// checkWireable: a platform that declares Net.Wireable gives a running
+// instance a network namespace the lab can enter by path.
 func checkWireable(t *testing.T, in platform.Instance, caps platform.Capabilities) {
 	t.Helper()
 	if !caps.Net.Wireable {
 		return
 	}
-	// Only the type: the path is "" once a quick instance has exited,
-	// which a busy machine can make happen before this line.
-	if _, ok := in.(platform.NetNSer); !ok {
-		t.Fatalf("the platform declares Net.Wireable but its instance %T is not a platform.NetNSer", in)
+	ns := in.NetNSPath()
+	if ns == "" {
+		t.Fatalf("the platform declares Net.Wireable but a running instance gives no network namespace path")
+	}
+	if _, err := os.Stat(ns); err != nil {
+		t.Fatalf("the platform declares Net.Wireable but its running instance's namespace cannot be entered: %v", err)
 	}
 }
 

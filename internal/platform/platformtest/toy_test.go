@@ -96,6 +96,7 @@ type toyInstance struct {
 func (i *toyInstance) mark(ph vocab.Phase) { i.mu.Lock(); i.at[ph] = time.Now(); i.mu.Unlock() }
 func (i *toyInstance) Stdout() io.Reader   { return i.out }
 func (i *toyInstance) IP() string          { return "" }
+func (i *toyInstance) NetNSPath() string   { return "" }
 func (i *toyInstance) Timings() platform.Timings {
 	i.mu.Lock()
 	defer i.mu.Unlock()

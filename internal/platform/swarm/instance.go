@@ -386,6 +386,10 @@ func (in *instance) Stdout() io.Reader { return in.stdout }
 // assigned it, or on the host network its node's address.
 func (in *instance) IP() string { return in.ip }
 
+// NetNSPath implements platform.Instance: none ctrbench wires (a task's
+// networks are the swarm's, on its nodes).
+func (in *instance) NetNSPath() string { return "" }
+
 // Wait implements platform.Instance.
 func (in *instance) Wait(ctx context.Context) (platform.Exit, error) {
 	select {

@@ -399,6 +399,10 @@ func (in *instance) Seen() map[string]string {
 }
 func (in *instance) IP() string { return in.ip }
 
+// NetNSPath implements platform.Instance: none ctrbench can enter (the
+// machine's network is its guest kernel's; the lab plugs its tap instead).
+func (in *instance) NetNSPath() string { return "" }
+
 // consoleTail is the end of the machine's console.
 func (in *instance) consoleTail() string {
 	b, _ := os.ReadFile(in.console)
