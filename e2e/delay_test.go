@@ -108,11 +108,7 @@ workloads:
 	if hi < 0.5*limit || lo > 1.1*limit {
 		t.Errorf("tcp_stream at 24 ms: [%.3f, %.3f] Gbit/s, outside half to 110%% of its limit %.3f", lo, hi, limit)
 	}
-	for _, tr := range trials {
-		if tr.Status != "ok" {
-			t.Errorf("trial %d: %s %s", tr.Seq, tr.Status, tr.Error)
-			continue
-		}
+	for _, tr := range okOf(t, trials, nil) {
 		frames, _ := strconv.Atoi(tr.Seen[runner.SeenDelayLineFrames])
 		cpu, err := strconv.ParseFloat(tr.Seen[runner.SeenDelayLineCPU], 64)
 		if frames == 0 || err != nil || tr.Seen[runner.SeenDelayLineLost] != "0" || tr.Seen[runner.SeenDelayLineOverflow] != "0" {

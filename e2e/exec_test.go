@@ -3,6 +3,8 @@ package e2e
 import (
 	"strings"
 	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 // execExperiment runs a real tool nobody here wrote (sysbench) through
@@ -43,13 +45,9 @@ func TestExecEverywhere(t *testing.T) {
 	db, id := runStored(t, execExperiment)
 	cells := cellFactors(t, db, id)
 	seen := map[string]int{}
-	for _, tr := range storedTrials(t, db, id) {
-		f := cells[tr.CellID]
-		where := f["platform"] + "/" + f["network"]
-		if tr.Status != "ok" {
-			t.Errorf("trial %d (%s): %s %s", tr.Seq, where, tr.Status, tr.Error)
-			continue
-		}
+	placement := func(tr result.Trial) string { return cells[tr.CellID]["platform"] + "/" + cells[tr.CellID]["network"] }
+	for _, tr := range okOf(t, storedTrials(t, db, id), placement) {
+		where := placement(tr)
 		m := trialMeasures(tr)
 		if !strings.HasPrefix(tr.Seen["command"], `["sysbench"`) && !strings.HasPrefix(tr.Seen["command"], `["sh"`) {
 			t.Errorf("trial %d (%s): the command that ran is not recorded: %q", tr.Seq, where, tr.Seen["command"])

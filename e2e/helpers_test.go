@@ -328,20 +328,32 @@ func trialMeasures(tr result.Trial) map[string]float64 {
 }
 
 // okTrials are the stored campaign's trials that ended ok, in run order:
-// every other one is a test error, named by what(trial), and there must be
-// want ok ones.
+// every other one is a test error (okOf), and there must be want ok ones.
 func okTrials(t *testing.T, db, id string, want int, what func(result.Trial) string) []result.Trial {
 	t.Helper()
-	var ok []result.Trial
-	for _, tr := range storedTrials(t, db, id) {
-		if tr.Status != result.OK {
-			t.Errorf("trial %d (%s): %s %s", tr.Seq, what(tr), tr.Status, tr.Error)
-			continue
-		}
-		ok = append(ok, tr)
-	}
+	ok := okOf(t, storedTrials(t, db, id), what)
 	if len(ok) != want {
 		t.Errorf("%d ok trials, want %d", len(ok), want)
+	}
+	return ok
+}
+
+// okOf are the trials of trials that ended ok, in their order: every other
+// one is a test error with its status and error, named by its number and
+// what(trial) (nil: by its number alone), so a test checks the numbers of
+// the ok ones and a failed trial still fails it, saying why.
+func okOf(t *testing.T, trials []result.Trial, what func(result.Trial) string) []result.Trial {
+	t.Helper()
+	var ok []result.Trial
+	for _, tr := range trials {
+		switch {
+		case tr.Status == result.OK:
+			ok = append(ok, tr)
+		case what == nil:
+			t.Errorf("trial %d: %s %s", tr.Seq, tr.Status, tr.Error)
+		default:
+			t.Errorf("trial %d (%s): %s %s", tr.Seq, what(tr), tr.Status, tr.Error)
+		}
 	}
 	return ok
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -29,12 +30,9 @@ workloads:
 `)
 	cells := cellFactors(t, db, id)
 	n := 0
-	for _, tr := range storedTrials(t, db, id) {
+	factors := func(tr result.Trial) string { return fmt.Sprint(cells[tr.CellID]) }
+	for _, tr := range okOf(t, storedTrials(t, db, id), factors) {
 		f := cells[tr.CellID]
-		if tr.Status != "ok" {
-			t.Errorf("trial %d (%v): %s %s", tr.Seq, f, tr.Status, tr.Error)
-			continue
-		}
 		n++
 		cpu := -1.0
 		for _, o := range tr.Observations {

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 // TestPinningPlaces: three client/server pairs — more than this machine's
@@ -30,13 +32,11 @@ workloads:
 		t.Fatalf("%d trials, want 8", len(trials))
 	}
 	n := runtime.NumCPU()
-	for _, tr := range trials {
-		f := factors[tr.CellID]
-		what := f["platform"] + "/" + f["pinning"]
-		if tr.Status != "ok" {
-			t.Errorf("%s: %s %s", what, tr.Status, tr.Error)
-			continue
-		}
+	pinning := func(tr result.Trial) string {
+		return factors[tr.CellID]["platform"] + "/" + factors[tr.CellID]["pinning"]
+	}
+	for _, tr := range okOf(t, trials, pinning) {
+		f, what := factors[tr.CellID], pinning(tr)
 		if got, want := tr.Seen["placement.entities_per_core"], strconv.FormatFloat(6/float64(n), 'f', 3, 64); got != want {
 			t.Errorf("%s: %s entities per core, want %s (6 on %d cores)", what, got, want, n)
 		}

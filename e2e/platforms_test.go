@@ -174,11 +174,7 @@ workloads:
 		t.Fatalf("%d trials, want 6", len(trials))
 	}
 	want := map[string]string{"loopback": "loopback only", "ovs": "198.18.200.", "macvlan": "198.18.201."}
-	for _, tr := range trials {
-		if tr.Status != "ok" {
-			t.Errorf("trial %d: %s %s", tr.Seq, tr.Status, tr.Error)
-			continue
-		}
+	for _, tr := range okOf(t, trials, nil) {
 		net := factors[tr.CellID]["network"]
 		if !strings.Contains(tr.Seen["server.net.interfaces"], want[net]) {
 			t.Errorf("%s/%s: the server saw %q, want %q", factors[tr.CellID]["platform"], net, tr.Seen["server.net.interfaces"], want[net])

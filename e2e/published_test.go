@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,15 +65,10 @@ workloads:
 	for _, c := range storedCells(t, db, cs[0].ID) {
 		network[c.ID], platformOf[c.ID] = c.Factors["server.network"], c.Factors["platform"]
 	}
-	for _, tr := range storedTrials(t, db, cs[0].ID) {
-		if tr.Warmup {
-			continue
-		}
-		n := network[tr.CellID] + " on " + platformOf[tr.CellID]
-		if tr.Status != "ok" {
-			t.Errorf("trial %d (%s): %s %s", tr.Seq, n, tr.Status, tr.Error)
-			continue
-		}
+	measured := slices.DeleteFunc(storedTrials(t, db, cs[0].ID), func(tr result.Trial) bool { return tr.Warmup })
+	where := func(tr result.Trial) string { return network[tr.CellID] + " on " + platformOf[tr.CellID] }
+	for _, tr := range okOf(t, measured, where) {
+		n := where(tr)
 		addr := tr.Seen["server.platform."+docker.SeenPublished]
 		cpu, _ := strconv.ParseFloat(tr.Seen["server.platform."+docker.SeenProxyCPU], 64)
 		switch network[tr.CellID] {

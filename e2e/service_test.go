@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctrbench/ctrbench/internal/result"
 )
 
 // serviceExperiment runs real servers nobody here wrote as users'
@@ -53,13 +55,12 @@ func TestServiceAcrossPlacements(t *testing.T) {
 	db, id := runStored(t, serviceExperiment)
 	cells := cellFactors(t, db, id)
 	seen := map[string]int{}
-	for _, tr := range storedTrials(t, db, id) {
+	placement := func(tr result.Trial) string {
 		f := cells[tr.CellID]
-		where := f["server.platform"] + "/" + f["server.network"] + " <- " + f["client.platform"]
-		if tr.Status != "ok" {
-			t.Errorf("trial %d (%s): %s %s", tr.Seq, where, tr.Status, tr.Error)
-			continue
-		}
+		return f["server.platform"] + "/" + f["server.network"] + " <- " + f["client.platform"]
+	}
+	for _, tr := range okOf(t, storedTrials(t, db, id), placement) {
+		where := placement(tr)
 		m := trialMeasures(tr)
 		if _, ok := m["set_rps"]; ok {
 			// 20000 SETs then 20000 GETs at the rates redis-benchmark

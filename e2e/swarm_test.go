@@ -66,11 +66,7 @@ workloads:
 	if len(trials) != 6 {
 		t.Fatalf("%d trials, want 6", len(trials))
 	}
-	for _, tr := range trials {
-		if tr.Status != result.OK {
-			t.Errorf("trial %d: %s %s", tr.Seq, tr.Status, tr.Error)
-			continue
-		}
+	for _, tr := range okOf(t, trials, nil) {
 		network := tr.Seen["platform.network.driver"]
 		servers := []string{"server"}
 		if tr.Seen["ping.platform.node"] != "" {

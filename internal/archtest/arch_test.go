@@ -169,12 +169,12 @@ func TestNobodyComparesPlatformNames(t *testing.T) {
 
 // spec is the parser of experiment files, not the dictionary: the factor
 // vocabulary is vocab's, and only what turns a file into a plan (or reads
-// one back to run it) imports spec — in tests too. A campaign records its
-// adaptive rule (result.Campaign.Adaptive); cli reads it from the stored
-// text for campaigns older than that column.
+// one back to run it: artifact's command lines) imports spec — in tests
+// too. A campaign records its adaptive rule (result.Campaign.Adaptive);
+// cli reads it from the stored text for campaigns older than that column.
 func TestSpecIsOnlyTheParser(t *testing.T) {
 	allowed := []string{"internal/cli", "internal/plan", "internal/campaign", "internal/orchestrator", "bench",
-		"internal/platform/platformtest"}
+		"internal/platform/platformtest", "internal/artifact"}
 	for pkg, imps := range importsWithTests(t) {
 		if pkg == "internal/spec" || slices.Contains(allowed, pkg) {
 			continue

@@ -1,8 +1,11 @@
 // Package artifact packs a campaign's artifact — the files a reviewer
 // checks — into one deterministic tar.gz with a sha256sum-compatible
-// manifest, and unpacks and checks one. It only packages: what goes in
-// (the experiment file, the database, the rendered report…) is its
-// caller's, and so is re-rendering the report to compare.
+// manifest, and unpacks and checks one. Make gathers what goes in (the
+// experiment file, a database of the campaign's rows alone, the report
+// rendered from it, the environment, the build, the command lines, a
+// README) and Verify checks an archive, its report rendered again; the
+// rendering is the caller's (Render), so the archived report is the one
+// the report command writes.
 //
 // An archive holds one top directory (the campaign's ID) and in it plain
 // files, SHA256SUMS among them: one "<hex>  <name>" line per other file,

@@ -162,7 +162,7 @@ func TestArtifactVerifiesElsewhere(t *testing.T) {
 		t.Errorf("verify left %v in its working directory", left)
 	}
 	u := readArchive(t, file)
-	if !strings.Contains(string(u.files[artReport]), "<dd>cal (") || strings.Contains(string(u.files[artReport]), "History of") {
+	if !strings.Contains(string(u.files[artifact.ReportName]), "<dd>cal (") || strings.Contains(string(u.files[artifact.ReportName]), "History of") {
 		t.Error("the archived report does not name calibration cal, or has a history of campaigns the archive lacks")
 	}
 	checkArchivedDB(t, u)
@@ -174,7 +174,7 @@ func checkArchivedDB(t *testing.T, u unpacked) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "results.db")
-	if err := os.WriteFile(path, u.files[artDB], 0o644); err != nil {
+	if err := os.WriteFile(path, u.files[artifact.DBName], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	db, err := store.Open(ctx, path)
@@ -216,7 +216,7 @@ func TestArtifactWithRealTools(t *testing.T) {
 	if got := strings.Join(a.names, " "); got != want || a.top != "after" {
 		t.Errorf("archive holds %s/ %s, want after/ %s", a.top, got, want)
 	}
-	for _, n := range []string{artDB, artReport, artExperiment, artEnv, artCommands} {
+	for _, n := range []string{artifact.DBName, artifact.ReportName, artifact.ExperimentName, artifact.EnvName, artifact.CommandsName} {
 		if !bytes.Equal(a.files[n], b.files[n]) {
 			t.Errorf("%s differs between two artifacts of the same campaign", n)
 		}
@@ -246,17 +246,17 @@ func TestArtifactWithRealTools(t *testing.T) {
 // checkManifests reads ctrbench.json, environment.json and commands.txt.
 func checkManifests(t *testing.T, u unpacked) {
 	t.Helper()
-	var b buildFacts
-	if err := json.Unmarshal(u.files[artBuild], &b); err != nil {
+	var b artifact.Build
+	if err := json.Unmarshal(u.files[artifact.BuildName], &b); err != nil {
 		t.Fatal(err)
 	}
 	if b.Version != sysinfo.Version || b.Campaign == nil || b.Campaign.Status != "done" || b.Campaign.Calibration != "cal" || b.Made == "" {
-		t.Errorf("ctrbench.json: %s", u.files[artBuild])
+		t.Errorf("ctrbench.json: %s", u.files[artifact.BuildName])
 	}
-	if got := string(u.files[artEnv]); got != "{\n  \"hostname\": \"h\",\n  \"kernel\": \"6.1\"\n}\n" {
+	if got := string(u.files[artifact.EnvName]); got != "{\n  \"hostname\": \"h\",\n  \"kernel\": \"6.1\"\n}\n" {
 		t.Errorf("environment.json: %s", got)
 	}
-	cmds := string(u.files[artCommands])
+	cmds := string(u.files[artifact.CommandsName])
 	for _, want := range []string{"ctrbench run bench.yaml --set seed=0\n", "ctrbench artifact verify a.tar.gz\n", "ctrbench report --db results.db --campaign after --html report.html\n"} {
 		if !strings.Contains(cmds, want) {
 			t.Errorf("commands.txt lacks %q:\n%s", want, cmds)
@@ -295,7 +295,7 @@ func wantFailed(t *testing.T, code int, out string, lines ...string) {
 // comparison with the report rendered again.
 func TestArtifactTamperedReport(t *testing.T) {
 	code, out := tamper(t, func(t *testing.T, u *unpacked) {
-		r := u.files[artReport]
+		r := u.files[artifact.ReportName]
 		i := bytes.Index(r, []byte("<dd>done</dd>"))
 		if i < 0 {
 			t.Fatal("no status in the report")
@@ -311,7 +311,7 @@ func TestArtifactTamperedDatabase(t *testing.T) {
 	code, out := tamper(t, func(t *testing.T, u *unpacked) {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "results.db")
-		if err := os.WriteFile(path, u.files[artDB], 0o644); err != nil {
+		if err := os.WriteFile(path, u.files[artifact.DBName], 0o644); err != nil {
 			t.Fatal(err)
 		}
 		db, err := store.Open(ctx, path)
@@ -326,7 +326,7 @@ func TestArtifactTamperedDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u.files[artDB] = b
+		u.files[artifact.DBName] = b
 		sums := map[string]string{}
 		for n, f := range u.files {
 			if n != artifact.SumsName {
@@ -353,11 +353,11 @@ func TestArtifactExtraAndMissingFile(t *testing.T) {
 	})
 	wantFailed(t, code, out, "unlisted extra.txt: in the archive but not in SHA256SUMS")
 	code, out = tamper(t, func(_ *testing.T, u *unpacked) {
-		u.names = strings.Fields(strings.Replace(strings.Join(u.names, " "), artCommands, "", 1))
+		u.names = strings.Fields(strings.Replace(strings.Join(u.names, " "), artifact.CommandsName, "", 1))
 	})
 	wantFailed(t, code, out, "sha256 commands.txt: listed in SHA256SUMS but missing from the archive")
 	code, out = tamper(t, func(_ *testing.T, u *unpacked) {
-		u.names = strings.Fields(strings.Replace(strings.Join(u.names, " "), artDB, "", 1))
+		u.names = strings.Fields(strings.Replace(strings.Join(u.names, " "), artifact.DBName, "", 1))
 	})
 	wantFailed(t, code, out, "sha256 results.db", "report report.html: cannot render the report again: results.db is missing")
 }
@@ -391,8 +391,8 @@ func TestArtifactStatus(t *testing.T) {
 		t.Fatalf("artifact of an interrupted campaign: exit %d\n%s%s", code, out, errOut)
 	}
 	u := readArchive(t, file)
-	if !strings.Contains(string(u.files[artBuild]), `"status": "interrupted"`) || !strings.Contains(string(u.files[artReadme]), "status       interrupted") {
-		t.Errorf("the manifest does not say interrupted:\n%s\n%s", u.files[artBuild], u.files[artReadme])
+	if !strings.Contains(string(u.files[artifact.BuildName]), `"status": "interrupted"`) || !strings.Contains(string(u.files[artifact.ReadmeName]), "status       interrupted") {
+		t.Errorf("the manifest does not say interrupted:\n%s\n%s", u.files[artifact.BuildName], u.files[artifact.ReadmeName])
 	}
 	if code, out, errOut := run(t, "artifact", "verify", file); code != 0 {
 		t.Errorf("verify of an interrupted campaign's artifact: exit %d\n%s%s", code, out, errOut)

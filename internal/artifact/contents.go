@@ -1,4 +1,4 @@
-package cli
+package artifact
 
 import (
 	"fmt"
@@ -7,13 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctrbench/ctrbench/internal/artifact"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/spec"
 )
 
-// artifactFiles are the archive's files but SHA256SUMS, made at made.
-func artifactFiles(p packed, made time.Time) ([]artifact.Entry, error) {
+// contents are the archive's files but SHA256SUMS, made at made.
+func contents(p packed, made time.Time) ([]Entry, error) {
 	c := p.Campaign
 	env := c.Env
 	if env == nil {
@@ -24,8 +23,8 @@ func artifactFiles(p packed, made time.Time) ([]artifact.Entry, error) {
 		return nil, err
 	}
 	b := thisBuild()
-	b.Made, b.Format = made.Format(time.RFC3339), artifactFormat
-	b.Campaign = &campaignFacts{ID: c.ID, Name: c.Name, Kind: c.Kind, Status: p.Status,
+	b.Made, b.Format = made.Format(time.RFC3339), Format
+	b.Campaign = &CampaignFacts{ID: c.ID, Name: c.Name, Kind: c.Kind, Status: p.Status,
 		Started: stamp(c.Started), Ended: stamp(c.Ended), Calibration: p.Calibration}
 	if c.Status != p.Status {
 		b.Campaign.StoredStatus = c.Status
@@ -34,14 +33,14 @@ func artifactFiles(p packed, made time.Time) ([]artifact.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []artifact.Entry{
-		{Name: artExperiment, Data: []byte(c.SpecText)},
-		{Name: artDB, Path: filepath.Join(p.Dir, artDB)},
-		{Name: artReport, Path: filepath.Join(p.Dir, artReport)},
-		{Name: artEnv, Data: envJSON},
-		{Name: artBuild, Data: buildJSON},
-		{Name: artCommands, Data: []byte(commandsText(p))},
-		{Name: artReadme, Data: []byte(readmeText(p, b))},
+	return []Entry{
+		{Name: ExperimentName, Data: []byte(c.SpecText)},
+		{Name: DBName, Path: filepath.Join(p.Dir, DBName)},
+		{Name: ReportName, Path: filepath.Join(p.Dir, ReportName)},
+		{Name: EnvName, Data: envJSON},
+		{Name: BuildName, Data: buildJSON},
+		{Name: CommandsName, Data: []byte(commandsText(p))},
+		{Name: ReadmeName, Data: []byte(readmeText(p, b))},
 	}, nil
 }
 
@@ -90,29 +89,30 @@ func commandsText(p packed) string {
 	fmt.Fprintf(&b, "# The campaign as it was run: the experiment file at its path then, its\n# --set overrides, and its seed (the same cells in the same order).\n")
 	b.WriteString(line(append([]string{verb, c.SpecPath}, args...)...))
 	fmt.Fprintf(&b, "\n# The same from this archive, in %s/: experiment.yaml is that file with its\n# overrides appended as comments, which ctrbench ignores; --set applies them.\n", c.ID)
-	b.WriteString(line(append([]string{verb, artExperiment, "--db", "rerun.db"}, args...)...))
+	b.WriteString(line(append([]string{verb, ExperimentName, "--db", "rerun.db"}, args...)...))
 	fmt.Fprintf(&b, "\n# Check this archive: SHA256SUMS, and the report rendered again from\n# results.db, byte for byte (any directory, no database needed).\n")
 	b.WriteString(line("artifact", "verify", p.File))
 	fmt.Fprintf(&b, "# or, after tar -xzf %s:\n", shellQuote(p.File))
 	fmt.Fprintf(&b, "cd %s && sha256sum -c SHA256SUMS\n", shellQuote(c.ID))
 	fmt.Fprintf(&b, "\n# Read the results, in %s/.\n", c.ID)
 	for _, a := range [][]string{
-		{"--html", artReport}, {}, {"--format", "csv"}, {"--format", "json"}, {"--failures"}, {"--telemetry"}, {"--pooled"},
+		{"--html", ReportName}, {}, {"--format", "csv"}, {"--format", "json"}, {"--failures"}, {"--telemetry"}, {"--pooled"},
 	} {
-		b.WriteString(line(append([]string{"report", "--db", artDB, "--campaign", c.ID}, a...)...))
+		b.WriteString(line(append([]string{"report", "--db", DBName, "--campaign", c.ID}, a...)...))
 	}
 	if p.Calibration != "" {
 		fmt.Fprintf(&b, "# the calibration (A/A) its report marks the noise floor by:\n")
-		b.WriteString(line("report", "--db", artDB, "--campaign", p.Calibration))
+		b.WriteString(line("report", "--db", DBName, "--campaign", p.Calibration))
 	}
 	fmt.Fprintf(&b, "# against a campaign of yours (your database's ID), cell by cell:\n")
-	b.WriteString(line("compare", c.ID, "YOUR-CAMPAIGN", "--db", artDB, "--db-b", "YOUR.db"))
+	b.WriteString(line("compare", c.ID, "YOUR-CAMPAIGN", "--db", DBName, "--db-b", "YOUR.db"))
 	return b.String()
 }
 
 // plainArg needs no quoting in a POSIX shell.
 var plainArg = regexp.MustCompile(`^[A-Za-z0-9_./=:,+@%-]+$`)
 
+// shellQuote is s as one word of a POSIX shell's command line.
 func shellQuote(s string) string {
 	if plainArg.MatchString(s) {
 		return s
@@ -120,6 +120,7 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// shellLine is the command line of args, each quoted as it needs.
 func shellLine(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
@@ -129,7 +130,7 @@ func shellLine(args []string) string {
 }
 
 // readmeText is README.txt: what the archive holds and how to check it.
-func readmeText(p packed, b buildFacts) string {
+func readmeText(p packed, b Build) string {
 	c := p.Campaign
 	var s strings.Builder
 	fmt.Fprintf(&s, "Artifact of ctrbench campaign %s\n\n", c.ID)
@@ -166,6 +167,7 @@ Check
 	return s.String()
 }
 
+// orNone is s, or a dash for none.
 func orNone(s string) string {
 	if s == "" {
 		return "—"
