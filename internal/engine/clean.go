@@ -49,82 +49,113 @@ func Clean(ctx context.Context, campaign string, force, images bool, opts ...Opt
 	}
 	ctx, cancel := CleanupContext(ctx)
 	defer cancel()
-	f := campaignFilter(campaign)
-	var errs []error
-	keep := func(kind, name string, labels map[string]string) bool {
-		if force {
-			return false
-		}
-		pid := labels[platform.LabelOwnerPID]
-		if !ownerRunning(pid) {
-			return false
-		}
-		rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s %s (campaign %s, owner pid %s is running)",
-			kind, name, labels[platform.LabelCampaign], pid))
-		return true
+	c := &cleaner{api: api, f: campaignFilter(campaign), force: force, rep: &rep}
+	if err := c.containers(ctx); err != nil {
+		return rep, err
 	}
+	c.networks(ctx)
+	c.volumes(ctx)
+	if images {
+		c.errs = append(c.errs, cleanImages(ctx, api, c.f, force, c.keep, &rep))
+	}
+	return rep, errors.Join(c.errs...)
+}
 
-	containers, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+// cleaner is one Clean: where it removes from, what it matches, what it
+// removed and kept so far (rep), and the failures to remove, in order.
+type cleaner struct {
+	api   API
+	f     filters.Args
+	force bool
+	rep   *CleanReport
+	errs  []error
+}
+
+// keep says whether the object kind name, with labels, is kept because
+// the ctrbench that made it still runs (never with force), and records
+// it in the report's Skipped when it is.
+func (c *cleaner) keep(kind, name string, labels map[string]string) bool {
+	if c.force {
+		return false
+	}
+	pid := labels[platform.LabelOwnerPID]
+	if !ownerRunning(pid) {
+		return false
+	}
+	c.rep.Skipped = append(c.rep.Skipped, fmt.Sprintf("%s %s (campaign %s, owner pid %s is running)",
+		kind, name, labels[platform.LabelCampaign], pid))
+	return true
+}
+
+// containers removes the matching containers, but for swarm tasks' (their
+// swarm removes them) and kept ones. It fails only when it cannot list
+// them; failures to remove one are kept in c.errs.
+func (c *cleaner) containers(ctx context.Context) error {
+	containers, err := c.api.ContainerList(ctx, container.ListOptions{All: true, Filters: c.f})
 	if err != nil {
-		return rep, fmt.Errorf("listing containers: %w", err)
+		return fmt.Errorf("listing containers: %w", err)
 	}
 	var ids, names []string
-	for _, c := range containers {
-		name := containerName(c)
-		if c.Labels[swarmTaskLabel] != "" {
+	for _, ct := range containers {
+		name := containerName(ct)
+		if ct.Labels[swarmTaskLabel] != "" {
 			continue // a swarm task's: the swarm removes it with its service (package swarm's clean)
 		}
-		if keep("container", name, c.Labels) {
+		if c.keep("container", name, ct.Labels) {
 			continue
 		}
-		ids, names = append(ids, c.ID), append(names, name)
+		ids, names = append(ids, ct.ID), append(names, name)
 	}
-	failed := removeContainers(ctx, api, ids)
+	failed := removeContainers(ctx, c.api, ids)
 	for i, id := range ids {
 		if err := failed[id]; err != nil {
-			errs = append(errs, err)
+			c.errs = append(c.errs, err)
 			continue
 		}
-		rep.Containers = append(rep.Containers, names[i])
+		c.rep.Containers = append(c.rep.Containers, names[i])
 	}
+	return nil
+}
 
-	networks, err := api.NetworkList(ctx, network.ListOptions{Filters: f})
+// networks removes the matching networks, but for swarm-scoped and kept
+// ones; failures, to list or to remove one, are kept in c.errs.
+func (c *cleaner) networks(ctx context.Context) {
+	networks, err := c.api.NetworkList(ctx, network.ListOptions{Filters: c.f})
 	if err != nil {
-		errs = append(errs, fmt.Errorf("listing networks: %w", err))
+		c.errs = append(c.errs, fmt.Errorf("listing networks: %w", err))
 	}
 	for _, n := range networks {
 		if n.Scope == "swarm" {
 			continue // a swarm's network: package swarm's clean removes it once its services are gone
 		}
-		if keep("network", n.Name, n.Labels) {
+		if c.keep("network", n.Name, n.Labels) {
 			continue
 		}
-		if err := api.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("removing network %s: %w", n.Name, err))
+		if err := c.api.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
+			c.errs = append(c.errs, fmt.Errorf("removing network %s: %w", n.Name, err))
 			continue
 		}
-		rep.Networks = append(rep.Networks, n.Name)
+		c.rep.Networks = append(c.rep.Networks, n.Name)
 	}
+}
 
-	volumes, err := api.VolumeList(ctx, volume.ListOptions{Filters: f})
+// volumes removes the matching volumes but kept ones (with force, those
+// in use too); failures, to list or to remove one, are kept in c.errs.
+func (c *cleaner) volumes(ctx context.Context) {
+	volumes, err := c.api.VolumeList(ctx, volume.ListOptions{Filters: c.f})
 	if err != nil {
-		errs = append(errs, fmt.Errorf("listing volumes: %w", err))
+		c.errs = append(c.errs, fmt.Errorf("listing volumes: %w", err))
 	}
 	for _, v := range volumes.Volumes {
-		if keep("volume", v.Name, v.Labels) {
+		if c.keep("volume", v.Name, v.Labels) {
 			continue
 		}
-		if err := api.VolumeRemove(ctx, v.Name, force); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("removing volume %s: %w", v.Name, err))
+		if err := c.api.VolumeRemove(ctx, v.Name, c.force); err != nil && !cerrdefs.IsNotFound(err) {
+			c.errs = append(c.errs, fmt.Errorf("removing volume %s: %w", v.Name, err))
 			continue
 		}
-		rep.Volumes = append(rep.Volumes, v.Name)
+		c.rep.Volumes = append(c.rep.Volumes, v.Name)
 	}
-
-	if images {
-		errs = append(errs, cleanImages(ctx, api, f, force, keep, &rep))
-	}
-	return rep, errors.Join(errs...)
 }
 
 // cleanImages removes agent images. An image carries the labels of the

@@ -190,6 +190,38 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	}
 	// Whatever fails below, what was made so far is kept for Close.
 	defer func() { p.camp = &c }()
+	if err := p.learnDaemon(ctx, &c, s.CgroupParent); err != nil {
+		return err
+	}
+	if err := p.ensureAgentImage(ctx, &c, s, progress); err != nil {
+		return err
+	}
+	if err := p.checkRuntimes(ctx, &c, s.Options[FactorRuntime]); err != nil {
+		return err
+	}
+	if err := p.userImages(ctx, &c, s.Images, progress); err != nil {
+		return err
+	}
+	if err := p.campaignBridge(ctx, &c, s, progress); err != nil {
+		return err
+	}
+	if err := p.gatewayBridges(ctx, &c, s, progress); err != nil {
+		return err
+	}
+	if slices.Contains(s.Networks, vocab.BridgeDefault) && c.defaultGW == "" {
+		gw, err := p.eng.DefaultGateway(ctx)
+		if err != nil {
+			return err
+		}
+		c.defaultGW = gw
+	}
+	return p.campaignVolume(ctx, &c, s, progress)
+}
+
+// learnDaemon asks the engine for its facts, once per campaign, and sets
+// the campaign's cgroup parent (cgroupParent, "" for none) as Docker takes
+// it, refusing a daemon that cannot place containers below one.
+func (p *Platform) learnDaemon(ctx context.Context, c *prepared, cgroupParent string) error {
 	if c.daemon.Versions == nil {
 		d, err := p.eng.Facts(ctx)
 		if err != nil {
@@ -197,14 +229,21 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		}
 		c.daemon = d
 	}
-	if s.CgroupParent != "" {
+	if cgroupParent != "" {
 		// With the cgroupfs driver a parent is a path below each
 		// hierarchy's root; the systemd driver wants a slice instead.
 		if c.daemon.CgroupDriver == "systemd" {
 			return errors.New("docker platform: an emulated machine (cgroup parent) needs the daemon's cgroupfs driver, this one uses systemd")
 		}
-		c.cgParent = "/" + strings.TrimPrefix(s.CgroupParent, "/")
+		c.cgParent = "/" + strings.TrimPrefix(cgroupParent, "/")
 	}
+	return nil
+}
+
+// ensureAgentImage sets the campaign's agent image, once: the preset one
+// (which must be in the engine already) or one the engine builds or
+// reuses, with the campaign's tools.
+func (p *Platform) ensureAgentImage(ctx context.Context, c *prepared, s platform.Setup, progress io.Writer) error {
 	if c.image.Tag == "" && p.preset != "" {
 		id, err := p.eng.ImageID(ctx, p.preset)
 		if err != nil {
@@ -219,45 +258,44 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		}
 		c.image = img
 	}
-	if err := p.checkRuntimes(ctx, &c, s.Options[FactorRuntime]); err != nil {
-		return err
-	}
-	if err := p.userImages(ctx, &c, s.Images, progress); err != nil {
-		return err
-	}
+	return nil
+}
+
+// campaignBridge creates the campaign's own bridge, once, when a network
+// of s needs it (bridge, or one that publishes ports), and lets ctrbench's
+// links reach its containers on an engine that would drop what they send.
+func (p *Platform) campaignBridge(ctx context.Context, c *prepared, s platform.Setup, progress io.Writer) error {
 	needsBridge := slices.ContainsFunc(s.Networks, func(n vocab.Network) bool { return n == vocab.Bridge || n.Publishes() })
-	if needsBridge && c.bridge.ID == "" {
-		b, err := p.createBridge(ctx, &c, "", s.Subnets, progress)
-		if err != nil {
-			return err
-		}
-		c.bridge = b
-		if c.daemon.FiltersDirectAccess() && p.eng.LocalPIDs() && firewall.Available() {
-			if err := firewall.AllowDirect(b.Link, b.Subnet); err != nil {
-				return err
-			}
-			c.direct = true
-			fmt.Fprintf(progress, "docker: the engine drops what reaches its containers from other links; ctrbench's links may reach %s (iptables raw PREROUTING)\n", b.Subnet)
-		}
+	if !needsBridge || c.bridge.ID != "" {
+		return nil
 	}
-	if err := p.gatewayBridges(ctx, &c, s, progress); err != nil {
+	b, err := p.createBridge(ctx, c, "", s.Subnets, progress)
+	if err != nil {
 		return err
 	}
-	if slices.Contains(s.Networks, vocab.BridgeDefault) && c.defaultGW == "" {
-		gw, err := p.eng.DefaultGateway(ctx)
-		if err != nil {
+	c.bridge = b
+	if c.daemon.FiltersDirectAccess() && p.eng.LocalPIDs() && firewall.Available() {
+		if err := firewall.AllowDirect(b.Link, b.Subnet); err != nil {
 			return err
 		}
-		c.defaultGW = gw
+		c.direct = true
+		fmt.Fprintf(progress, "docker: the engine drops what reaches its containers from other links; ctrbench's links may reach %s (iptables raw PREROUTING)\n", b.Subnet)
 	}
-	if slices.Contains(s.Storages, vocab.Volume) && c.volume == "" {
-		name := engine.NetworkName(s.CampaignID) + "-data"
-		if err := p.eng.CreateVolume(ctx, name, c.labels); err != nil {
-			return fmt.Errorf("creating volume %s: %w", name, err)
-		}
-		c.volume = name
-		fmt.Fprintf(progress, "docker: created volume %s\n", name)
+	return nil
+}
+
+// campaignVolume creates the campaign's data volume, once, when a storage
+// of s is a volume.
+func (p *Platform) campaignVolume(ctx context.Context, c *prepared, s platform.Setup, progress io.Writer) error {
+	if !slices.Contains(s.Storages, vocab.Volume) || c.volume != "" {
+		return nil
 	}
+	name := engine.NetworkName(s.CampaignID) + "-data"
+	if err := p.eng.CreateVolume(ctx, name, c.labels); err != nil {
+		return fmt.Errorf("creating volume %s: %w", name, err)
+	}
+	c.volume = name
+	fmt.Fprintf(progress, "docker: created volume %s\n", name)
 	return nil
 }
 

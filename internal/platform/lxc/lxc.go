@@ -291,18 +291,10 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, errors.New("lxc platform: Start before Prepare")
 	}
 	dir := filepath.Join(p.work, "c", spec.Name)
-	rootfs, env := p.rootfs, []string(nil)
-	var seen map[string]string
-	if spec.Image != nil {
-		u, ok := p.users[spec.Image.Key()]
-		if !ok {
-			return nil, fmt.Errorf("lxc container %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
-		}
-		rootfs, env = u.dir, u.env
-		seen = map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: u.digest}
+	c, seen, err := p.baseConfig(spec, dir)
+	if err != nil {
+		return nil, err
 	}
-	c := containerConfig{Name: spec.Name, Rootfs: rootfs, Env: env, Delta: filepath.Join(dir, "delta"),
-		Cgroup: p.parent + "/" + spec.Name, Monitor: cgroup.CampaignTree(p.campaign) + "/lxc.monitor/" + spec.Name, V2: cgroup.V2(), Limits: spec.Limits, AppArmor: p.apparmor}
 	in := &instance{seen: seen, p: p, name: spec.Name, dir: dir, cgroup: c.Cgroup, monitor: c.Monitor, done: make(chan struct{}), stderr: tailbuf.New(8 << 10),
 		Clock: platform.NewClock(requested)}
 	fail := func(err error) (platform.Instance, error) {
@@ -338,47 +330,84 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if err := os.MkdirAll(filepath.Join(p.work, "lxcpath"), 0o755); err != nil {
 		return fail(err)
 	}
+	if err := in.launch(args); err != nil {
+		return fail(err)
+	}
+	p.mu.Lock()
+	p.instances[spec.Name] = in
+	p.mu.Unlock()
+	if err := in.becomeReady(ctx, c.Empty); err != nil {
+		_ = in.Remove(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("lxc container %s: %w", spec.Name, err)
+	}
+	in.Mark(vocab.Start)
+	return in, nil
+}
+
+// baseConfig is the configuration of container spec.Name, kept in dir,
+// before its network and storage are chosen: the root file system (the
+// agent's or a user's image's, whose identity it also returns, for Seen),
+// its own layer, its cgroups and limits.
+func (p *Platform) baseConfig(spec platform.InstanceSpec, dir string) (containerConfig, map[string]string, error) {
+	rootfs, env := p.rootfs, []string(nil)
+	var seen map[string]string
+	if spec.Image != nil {
+		u, ok := p.users[spec.Image.Key()]
+		if !ok {
+			return containerConfig{}, nil, fmt.Errorf("lxc container %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
+		}
+		rootfs, env = u.dir, u.env
+		seen = map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: u.digest}
+	}
+	c := containerConfig{Name: spec.Name, Rootfs: rootfs, Env: env, Delta: filepath.Join(dir, "delta"),
+		Cgroup: p.parent + "/" + spec.Name, Monitor: cgroup.CampaignTree(p.campaign) + "/lxc.monitor/" + spec.Name, V2: cgroup.V2(), Limits: spec.Limits, AppArmor: p.apparmor}
+	return c, seen, nil
+}
+
+// launch starts lxc-execute with args, and a goroutine that records its
+// exit. lxc-execute is the container's monitor: killed with ctrbench, it
+// takes the container with it (LXC gives the container's init a
+// parent-death signal).
+func (in *instance) launch(args []string) error {
 	cmd := exec.Command("lxc-execute", args...)
-	// lxc-execute is the container's monitor: killed with ctrbench, it
-	// takes the container with it (LXC gives the container's init a
-	// parent-death signal).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	// An os.Pipe we own (see the native platform): output written before
 	// the exit is not lost.
 	out, w, err := os.Pipe()
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	cmd.Stdout, cmd.Stderr = w, in.stderr
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
 		out.Close()
-		return fail(fmt.Errorf("starting lxc-execute: %w", err))
+		return fmt.Errorf("starting lxc-execute: %w", err)
 	}
 	in.cmd, in.stdout = cmd, out
-	go func() {
-		in.err = cmd.Wait()
-		in.Mark(vocab.Exit)
-		close(in.done)
-	}()
-	p.mu.Lock()
-	p.instances[spec.Name] = in
-	p.mu.Unlock()
+	go in.watch()
+	return nil
+}
+
+// watch waits for lxc-execute to end, records when, and closes done.
+func (in *instance) watch() {
+	in.err = in.cmd.Wait()
+	in.Mark(vocab.Exit)
+	close(in.done)
+}
+
+// becomeReady waits until the agent runs in the container and, in an empty
+// network namespace, brings its loopback up.
+func (in *instance) becomeReady(ctx context.Context, empty bool) error {
 	if err := in.awaitAgent(ctx); err != nil {
-		_ = in.Remove(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("lxc container %s: %w", spec.Name, err)
+		return err
 	}
-	if c.Empty && in.pid != 0 {
+	if empty && in.pid != 0 {
 		// LXC leaves an empty namespace's loopback down (a system
 		// container's init would bring it up); Docker's "none" has it up.
-		if err := links.LoopbackUp(in.NetNSPath()); err != nil {
-			_ = in.Remove(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("lxc container %s: %w", spec.Name, err)
-		}
+		return links.LoopbackUp(in.NetNSPath())
 	}
-	in.Mark(vocab.Start)
-	return in, nil
+	return nil
 }
 
 // wire puts the container on its network: another's namespace, an

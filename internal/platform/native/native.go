@@ -203,55 +203,30 @@ type instance struct {
 	once    sync.Once
 }
 
+// Start implements platform.Platform: it checks that the instance asks for
+// what host processes can give, puts it in a cgroup with its limits, gives
+// it a data directory, and starts the agent as a child process.
 func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
 	requested := time.Now()
-	if spec.Network != "" && spec.Network != vocab.Host {
-		return nil, fmt.Errorf("native platform supports network host only, not %q", spec.Network)
-	}
-	if spec.ShareNetworkWith != "" {
-		return nil, fmt.Errorf("native platform runs in the host's namespace (or an emulated host's), it cannot join %s's", spec.ShareNetworkWith)
-	}
-	if spec.Storage != "" && spec.Storage != vocab.Layer {
-		return nil, fmt.Errorf("native platform supports storage %q only, not %q", vocab.Layer, spec.Storage)
+	if err := checkSpec(spec); err != nil {
+		return nil, err
 	}
 	inv := spec.Agent
-	var group *cgroup.Group
-	// Under an emulated machine (a cgroup parent with limits) every agent
-	// gets a group, so the machine's limits bind it too.
-	if !spec.Limits.IsZero() || p.machine {
-		sp := cgroup.Spec{CPUs: spec.Limits.CPUs, Cpuset: spec.Limits.Cpuset, MemoryBytes: spec.Limits.MemoryBytes,
-			BlkioWeight: spec.Limits.BlkioWeight, ReadBps: spec.Limits.ReadBps, WriteBps: spec.Limits.WriteBps, Pids: spec.Limits.Pids, Always: true}
-		if sp.ReadBps > 0 || sp.WriteBps > 0 {
-			_, mm, err := sysinfo.BlockDevice(os.TempDir())
-			if err != nil {
-				return nil, fmt.Errorf("block I/O limits for %s: %w", spec.Name, err)
-			}
-			sp.Device = mm
-		}
-		var err error
-		group, err = cgroup.Create(p.parent+"/"+spec.Name, sp)
-		if err != nil {
-			return nil, fmt.Errorf("applying limits to %s: %w", spec.Name, err)
-		}
+	group, err := p.limitGroup(spec)
+	if err != nil {
+		return nil, err
+	}
+	if group != nil {
 		// The agent enters its group itself, before any work, so no
 		// measured instruction runs outside the limits.
 		inv.JoinCgroups = group.Dirs
 	}
-	// The agent's data lives in a directory the platform owns and removes
-	// with the instance: an agent killed mid-trial cannot clean up itself.
-	work, err := p.workDir()
+	dataDir, err := p.dataDir(spec.Name)
 	if err != nil {
 		if group != nil {
 			group.Remove()
 		}
 		return nil, err
-	}
-	dataDir, err := os.MkdirTemp(work, "agent-")
-	if err != nil {
-		if group != nil {
-			group.Remove()
-		}
-		return nil, fmt.Errorf("making a data directory for %s: %w", spec.Name, err)
 	}
 	inv.DataDir = dataDir
 	env, root, err := p.imageEnv(spec)
@@ -260,10 +235,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, err
 	}
 	inv.Root = root
-	var seen map[string]string
-	if spec.Image != nil {
-		seen = map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: p.images[spec.Image.Key()].digest}
-	}
+	seen := p.seen(spec)
 	cmd := exec.Command(p.binary, inv.Args()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cmd.Env = append(append(env, "CTRBENCH_INSTANCE="+spec.Name), inv.Env()...)
@@ -277,13 +249,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	cmd.Stdout = w
 	tail := tailbuf.New(8 << 10)
 	cmd.Stderr = tail
-	if spec.NetNS != "" {
-		// An emulated host: the agent and every thread it starts live in
-		// that network namespace.
-		err = netns.Start(spec.NetNS, cmd)
-	} else {
-		err = cmd.Start()
-	}
+	err = startIn(spec.NetNS, cmd)
 	w.Close()
 	if err != nil {
 		out.Close()
@@ -295,12 +261,90 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	in := &instance{Clock: platform.NewClock(requested), seen: seen, netns: spec.NetNS, dataDir: dataDir, cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
 	in.Mark(vocab.Start)
-	go func() {
-		in.err = cmd.Wait()
-		in.Mark(vocab.Exit)
-		close(in.done)
-	}()
+	go in.watch()
 	return in, nil
+}
+
+// checkSpec refuses what a host process cannot have: a network other than
+// the host's, another instance's namespace, a storage other than the
+// host's file system.
+func checkSpec(spec platform.InstanceSpec) error {
+	if spec.Network != "" && spec.Network != vocab.Host {
+		return fmt.Errorf("native platform supports network host only, not %q", spec.Network)
+	}
+	if spec.ShareNetworkWith != "" {
+		return fmt.Errorf("native platform runs in the host's namespace (or an emulated host's), it cannot join %s's", spec.ShareNetworkWith)
+	}
+	if spec.Storage != "" && spec.Storage != vocab.Layer {
+		return fmt.Errorf("native platform supports storage %q only, not %q", vocab.Layer, spec.Storage)
+	}
+	return nil
+}
+
+// limitGroup creates the instance's cgroup with its limits, or returns nil
+// when it has no limits and no emulated machine to stay within.
+func (p *Platform) limitGroup(spec platform.InstanceSpec) (*cgroup.Group, error) {
+	// Under an emulated machine (a cgroup parent with limits) every agent
+	// gets a group, so the machine's limits bind it too.
+	if spec.Limits.IsZero() && !p.machine {
+		return nil, nil
+	}
+	sp := cgroup.Spec{CPUs: spec.Limits.CPUs, Cpuset: spec.Limits.Cpuset, MemoryBytes: spec.Limits.MemoryBytes,
+		BlkioWeight: spec.Limits.BlkioWeight, ReadBps: spec.Limits.ReadBps, WriteBps: spec.Limits.WriteBps, Pids: spec.Limits.Pids, Always: true}
+	if sp.ReadBps > 0 || sp.WriteBps > 0 {
+		_, mm, err := sysinfo.BlockDevice(os.TempDir())
+		if err != nil {
+			return nil, fmt.Errorf("block I/O limits for %s: %w", spec.Name, err)
+		}
+		sp.Device = mm
+	}
+	group, err := cgroup.Create(p.parent+"/"+spec.Name, sp)
+	if err != nil {
+		return nil, fmt.Errorf("applying limits to %s: %w", spec.Name, err)
+	}
+	return group, nil
+}
+
+// dataDir makes the directory of instance name's agent data. It lives in a
+// directory the platform owns and removes with the instance: an agent
+// killed mid-trial cannot clean up itself.
+func (p *Platform) dataDir(name string) (string, error) {
+	work, err := p.workDir()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(work, "agent-")
+	if err != nil {
+		return "", fmt.Errorf("making a data directory for %s: %w", name, err)
+	}
+	return dir, nil
+}
+
+// seen is what the instance runs, for Seen: the user's image and its
+// digest, or nothing for the agent alone.
+func (p *Platform) seen(spec platform.InstanceSpec) map[string]string {
+	if spec.Image == nil {
+		return nil
+	}
+	return map[string]string{platform.SeenImage: spec.Image.String(), platform.SeenImageID: p.images[spec.Image.Key()].digest}
+}
+
+// startIn starts cmd in the network namespace at netnsPath (an emulated
+// host's: the agent and every thread it starts live there), or in
+// ctrbench's own when netnsPath is "".
+func startIn(netnsPath string, cmd *exec.Cmd) error {
+	if netnsPath != "" {
+		return netns.Start(netnsPath, cmd)
+	}
+	return cmd.Start()
+}
+
+// watch waits for the agent's process to end, records when it did and
+// how, and closes done.
+func (in *instance) watch() {
+	in.err = in.cmd.Wait()
+	in.Mark(vocab.Exit)
+	close(in.done)
 }
 
 func (in *instance) Stdout() io.Reader { return in.stdout }

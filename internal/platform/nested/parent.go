@@ -95,71 +95,24 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 	work, parentImage, agentTar, setup := p.work, p.parentImage, p.agentTar, p.setup
 	userTars, users := maps.Clone(p.userTars), maps.Clone(p.users)
 	p.mu.Unlock()
-	// A unix socket's path is short (108 bytes): the name's hash.
-	sum := sha256.Sum256([]byte(pr.name))
-	pr.sock = filepath.Join(work, "s", hex.EncodeToString(sum[:6]))
-	if err := os.MkdirAll(pr.sock, 0o700); err != nil {
+	if err := pr.makeHostSide(work); err != nil {
 		fail(err)
 		return
 	}
-	if pr.network == vocab.Host {
-		// An engine in the machine's namespace must be given a bridge of
-		// ctrbench's: without one it deletes the machine's docker0.
-		pr.hostBridge = platform.LinkPrefix + "np" + hex.EncodeToString(sum[:4])
-		sub, _ := pr.subnetOf()
-		addr := &net.IPNet{IP: net.IP(subnets.Gateway(pr.pool.InnerBridge(pr.subnet)).AsSlice()), Mask: sub.Mask}
-		if err := links.AddBridge(pr.hostBridge, addr); err != nil {
-			pr.hostBridge = ""
-			fail(err)
-			return
-		}
+	if err := pr.startOuter(ctx, p, parentImage, store); err != nil {
+		fail(err)
+		return
 	}
-	e := pr.engineSpec(parentImage, store)
-	spec := platform.InstanceSpec{Name: pr.name, Network: pr.network, Limits: pr.limits, Labels: pr.labels}
-	outer, err := p.outer.StartEngine(ctx, spec, e)
+	inner, err := pr.connectInner(ctx, p, users)
 	if err != nil {
 		fail(err)
 		return
 	}
-	pr.outer, pr.ip = outer, outer.IP()
-	t := outer.Timings()
-	pr.at[vocab.Create], pr.at[vocab.Start] = t.At[vocab.Create], t.At[vocab.Start]
-
-	// The agent image is loaded below (a seed loads it into the store it
-	// makes), or is in the preloaded store: never built in the parent.
-	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+filepath.Join(pr.sock, "docker.sock"))), docker.WithImage(p.outer.AgentImage()),
-		docker.WithUserImages(users))
-	if err != nil {
+	if err := loadAll(ctx, inner, pr.tars(agentTar, userTars)); err != nil {
 		fail(err)
 		return
 	}
-	pr.inner = inner
-	if err := pr.awaitEngine(ctx); err != nil {
-		fail(err)
-		return
-	}
-	pr.at[vocab.DaemonReady] = time.Now()
-	var tars []string
-	if !pr.preloaded {
-		tars = append(tars, agentTar)
-	}
-	// Users' images are loaded into every parent, preloaded or not: the
-	// store holds the agent image alone.
-	for _, key := range slices.Sorted(maps.Keys(userTars)) {
-		tars = append(tars, userTars[key])
-	}
-	for _, tar := range tars {
-		if err := loadInto(ctx, inner, tar); err != nil {
-			fail(err)
-			return
-		}
-	}
-	networks := []vocab.Network{vocab.Host}
-	if pr.subnet >= 0 && pr.hostBridge == "" {
-		networks = append(networks, vocab.BridgeDefault)
-	}
-	if err := inner.Prepare(ctx, platform.Setup{CampaignID: setup.CampaignID, Labels: setup.Labels, Networks: networks,
-		Storages: []vocab.Storage{vocab.Layer, vocab.Tmpfs}}); err != nil {
+	if err := pr.prepareInner(ctx, inner, setup); err != nil {
 		fail(err)
 		return
 	}
@@ -171,6 +124,103 @@ func (pr *parent) setUp(ctx context.Context, p *Platform) {
 	if err := routeTo(pr); err != nil {
 		fail(err)
 	}
+}
+
+// makeHostSide makes what the parent needs on the machine, below the
+// campaign's directory work: the directory of its engine's API socket
+// and, on the host network, the bridge its engine is given.
+func (pr *parent) makeHostSide(work string) error {
+	// A unix socket's path is short (108 bytes): the name's hash.
+	sum := sha256.Sum256([]byte(pr.name))
+	pr.sock = filepath.Join(work, "s", hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(pr.sock, 0o700); err != nil {
+		return err
+	}
+	if pr.network == vocab.Host {
+		// An engine in the machine's namespace must be given a bridge of
+		// ctrbench's: without one it deletes the machine's docker0.
+		pr.hostBridge = platform.LinkPrefix + "np" + hex.EncodeToString(sum[:4])
+		sub, _ := pr.subnetOf()
+		addr := &net.IPNet{IP: net.IP(subnets.Gateway(pr.pool.InnerBridge(pr.subnet)).AsSlice()), Mask: sub.Mask}
+		if err := links.AddBridge(pr.hostBridge, addr); err != nil {
+			pr.hostBridge = ""
+			return err
+		}
+	}
+	return nil
+}
+
+// startOuter starts the parent container with its engine (from image
+// parentImage, on data root store when preloaded), and records when it
+// was created and started.
+func (pr *parent) startOuter(ctx context.Context, p *Platform, parentImage, store string) error {
+	e := pr.engineSpec(parentImage, store)
+	spec := platform.InstanceSpec{Name: pr.name, Network: pr.network, Limits: pr.limits, Labels: pr.labels}
+	outer, err := p.outer.StartEngine(ctx, spec, e)
+	if err != nil {
+		return err
+	}
+	pr.outer, pr.ip = outer, outer.IP()
+	t := outer.Timings()
+	pr.at[vocab.Create], pr.at[vocab.Start] = t.At[vocab.Create], t.At[vocab.Start]
+	return nil
+}
+
+// connectInner makes the Docker platform of the parent's engine (pr.inner),
+// knowing the users' images users, and waits until that engine answers.
+func (pr *parent) connectInner(ctx context.Context, p *Platform, users map[string]engine.UserImage) (*docker.Platform, error) {
+	// The agent image is loaded below (a seed loads it into the store it
+	// makes), or is in the preloaded store: never built in the parent.
+	inner, err := docker.New(docker.WithEngine(engine.WithHost("unix://"+filepath.Join(pr.sock, "docker.sock"))), docker.WithImage(p.outer.AgentImage()),
+		docker.WithUserImages(users))
+	if err != nil {
+		return nil, err
+	}
+	pr.inner = inner
+	if err := pr.awaitEngine(ctx); err != nil {
+		return nil, err
+	}
+	pr.at[vocab.DaemonReady] = time.Now()
+	return inner, nil
+}
+
+// tars are the saved images to load into the parent's engine: the agent
+// image's agentTar unless the parent is preloaded, then the users' images
+// userTars in their keys' order.
+func (pr *parent) tars(agentTar string, userTars map[string]string) []string {
+	var tars []string
+	if !pr.preloaded {
+		tars = append(tars, agentTar)
+	}
+	// Users' images are loaded into every parent, preloaded or not: the
+	// store holds the agent image alone.
+	for _, key := range slices.Sorted(maps.Keys(userTars)) {
+		tars = append(tars, userTars[key])
+	}
+	return tars
+}
+
+// loadAll loads the saved images tars into a parent's engine, in order,
+// stopping at the first that fails.
+func loadAll(ctx context.Context, inner *docker.Platform, tars []string) error {
+	for _, tar := range tars {
+		if err := loadInto(ctx, inner, tar); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareInner prepares the parent's engine for the campaign of setup:
+// the host network, the inner bridge when the parent has one of its own,
+// storage layer and tmpfs.
+func (pr *parent) prepareInner(ctx context.Context, inner *docker.Platform, setup platform.Setup) error {
+	networks := []vocab.Network{vocab.Host}
+	if pr.subnet >= 0 && pr.hostBridge == "" {
+		networks = append(networks, vocab.BridgeDefault)
+	}
+	return inner.Prepare(ctx, platform.Setup{CampaignID: setup.CampaignID, Labels: setup.Labels, Networks: networks,
+		Storages: []vocab.Storage{vocab.Layer, vocab.Tmpfs}})
 }
 
 // openInner lets what reaches the parent for its inner bridge through to

@@ -170,69 +170,17 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 // emulate builds a swarm of want nodes here.
 func (p *Platform) emulate(ctx context.Context, s platform.Setup, want int) error {
 	start := time.Now()
-	es := s
-	es.Networks, es.Storages, es.Options = nil, []vocab.Storage{vocab.Layer}, nil
-	if err := p.emu.Prepare(ctx, es); err != nil {
-		return fmt.Errorf("swarm: preparing the node image: %w", err)
-	}
-	nodes := make([]*nested.Node, want)
-	errs := make([]error, want)
-	var wg sync.WaitGroup
-	for i := range want {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nodes[i], errs[i] = p.emu.StartNode(ctx, fmt.Sprintf("ctrbench-%s-node%d", s.CampaignID, i+1), fmt.Sprintf("node%d", i+1), s.Labels)
-		}()
-	}
-	wg.Wait()
-	for _, n := range nodes {
-		if n != nil {
-			p.emuNd = append(p.emuNd, n)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("swarm: starting the emulated nodes: %w", err)
-	}
-	engines := make([]*engine.Swarm, want)
-	for i, n := range nodes {
-		sw, err := engine.DialSwarm(platform.Engine{Host: n.Socket})
-		if err != nil {
-			return err
-		}
-		engines[i] = sw
-	}
-	token, err := engines[0].Init(ctx, nodes[0].IP, p.setup.Subnets.Swarm())
+	nodes, err := p.startNodes(ctx, s, want)
 	if err != nil {
 		return err
 	}
-	for i := 1; i < want; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = engines[i].Join(ctx, nodes[0].IP, token, nodes[i].IP)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	engines, err := p.formSwarm(ctx, nodes)
+	if err != nil {
 		return err
 	}
-	p.mgr = engines[0]
-	ids := make([]string, want)
-	for i, e := range engines {
-		st, err := e.State(ctx)
-		if err != nil {
-			return err
-		}
-		ids[i] = st.NodeID
-	}
-	if err := p.awaitReady(ctx, ids); err != nil {
+	ids, err := p.labelNodes(ctx, engines)
+	if err != nil {
 		return err
-	}
-	for i, id := range ids {
-		if err := p.mgr.SetNodeLabel(ctx, id, LabelNode, strconv.Itoa(i+1)); err != nil {
-			return fmt.Errorf("swarm: labelling node %d: %w", i+1, err)
-		}
 	}
 	all, err := p.mgr.Nodes(ctx)
 	if err != nil {
@@ -262,6 +210,94 @@ func (p *Platform) emulate(ctx context.Context, s platform.Setup, want int) erro
 	p.info["swarm.setup_seconds"] = strconv.FormatFloat(secs, 'f', 1, 64)
 	fmt.Fprintf(s.Notes(), "swarm: emulated %d nodes (manager %s at %s) in %.1f s; agent image %s loaded in each\n", want, p.nodes[0].hostname, p.nodes[0].addr, secs, shortID(p.imageID))
 	return nil
+}
+
+// startNodes prepares the node image and starts want emulated nodes at
+// once, each a Docker Engine in a container. The nodes that started are
+// kept in p.emuNd even when others failed, for Close to remove.
+func (p *Platform) startNodes(ctx context.Context, s platform.Setup, want int) ([]*nested.Node, error) {
+	es := s
+	es.Networks, es.Storages, es.Options = nil, []vocab.Storage{vocab.Layer}, nil
+	if err := p.emu.Prepare(ctx, es); err != nil {
+		return nil, fmt.Errorf("swarm: preparing the node image: %w", err)
+	}
+	nodes := make([]*nested.Node, want)
+	errs := make([]error, want)
+	var wg sync.WaitGroup
+	for i := range want {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i], errs[i] = p.emu.StartNode(ctx, fmt.Sprintf("ctrbench-%s-node%d", s.CampaignID, i+1), fmt.Sprintf("node%d", i+1), s.Labels)
+		}()
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		if n != nil {
+			p.emuNd = append(p.emuNd, n)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("swarm: starting the emulated nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+// formSwarm makes the nodes one swarm: the first one's engine initialises
+// it and becomes p.mgr, the others join it at once. It returns each node's
+// engine, in the nodes' order.
+func (p *Platform) formSwarm(ctx context.Context, nodes []*nested.Node) ([]*engine.Swarm, error) {
+	want := len(nodes)
+	engines := make([]*engine.Swarm, want)
+	for i, n := range nodes {
+		sw, err := engine.DialSwarm(platform.Engine{Host: n.Socket})
+		if err != nil {
+			return nil, err
+		}
+		engines[i] = sw
+	}
+	token, err := engines[0].Init(ctx, nodes[0].IP, p.setup.Subnets.Swarm())
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]error, want)
+	var wg sync.WaitGroup
+	for i := 1; i < want; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = engines[i].Join(ctx, nodes[0].IP, token, nodes[i].IP)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	p.mgr = engines[0]
+	return engines, nil
+}
+
+// labelNodes waits until every node of the swarm is ready and labels each
+// with its index (LabelNode), 1 for the manager. It returns the nodes' IDs,
+// in the engines' order.
+func (p *Platform) labelNodes(ctx context.Context, engines []*engine.Swarm) ([]string, error) {
+	ids := make([]string, len(engines))
+	for i, e := range engines {
+		st, err := e.State(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = st.NodeID
+	}
+	if err := p.awaitReady(ctx, ids); err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		if err := p.mgr.SetNodeLabel(ctx, id, LabelNode, strconv.Itoa(i+1)); err != nil {
+			return nil, fmt.Errorf("swarm: labelling node %d: %w", i+1, err)
+		}
+	}
+	return ids, nil
 }
 
 // nodeContainer is a task's container on emulated node index.

@@ -43,6 +43,7 @@ func main() {
 	}
 }
 
+// run plays one command, c[0] with its arguments c[1:].
 func run(c []string) {
 	switch c[0] {
 	case "echo":
@@ -50,56 +51,13 @@ func run(c []string) {
 			fmt.Println(w)
 		}
 	case "cgroup":
-		files := map[string]string{
-			"cpu.cfs_quota_us":      "/sys/fs/cgroup/cpu/cpu.cfs_quota_us",
-			"cpu.cfs_period_us":     "/sys/fs/cgroup/cpu/cpu.cfs_period_us",
-			"cpuset.cpus":           "/sys/fs/cgroup/cpuset/cpuset.cpus",
-			"memory.limit_in_bytes": "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-			"v2.cpu.max":            "/sys/fs/cgroup/cpu.max",
-			"v2.cpuset.cpus":        "/sys/fs/cgroup/cpuset.cpus.effective",
-			"v2.memory.max":         "/sys/fs/cgroup/memory.max",
-		}
-		for k, p := range files {
-			b, err := os.ReadFile(p)
-			v := strings.TrimSpace(string(b))
-			if err != nil {
-				v = "missing"
-			}
-			fmt.Printf("%s=%s\n", k, v)
-		}
+		printCgroup()
 	case "serve":
-		ln, err := net.Listen("tcp", c[1])
-		check(err)
-		n, _ := strconv.Atoi(c[2])
-		fmt.Println("listening", ln.Addr())
-		host, _ := os.Hostname()
-		go func() { time.Sleep(60 * time.Second); fmt.Fprintln(os.Stderr, "serve: timed out"); os.Exit(2) }()
-		for range n {
-			conn, err := ln.Accept()
-			check(err)
-			fmt.Fprintf(conn, "hello from %s\n", host)
-			conn.Close()
-		}
+		serve(c[1], c[2])
 	case "dial":
-		var conn net.Conn
-		var err error
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if conn, err = net.DialTimeout("tcp", c[1], time.Second); err == nil {
-				break
-			}
-		}
-		check(err)
-		line, err := bufio.NewReader(conn).ReadString('\n')
-		check(err)
-		fmt.Print(line)
+		dial(c[1])
 	case "stat":
-		st, err := os.Stat(c[1])
-		check(err)
-		mode := uint32(st.Mode().Perm())
-		if st.Mode()&os.ModeSticky != 0 {
-			mode |= 0o1000
-		}
-		fmt.Printf("%o\n", mode)
+		printMode(c[1])
 	case "exec":
 		out, err := exec.Command(c[1], c[2:]...).CombinedOutput()
 		os.Stdout.Write(out)
@@ -130,6 +88,71 @@ func run(c []string) {
 		fmt.Fprintln(os.Stderr, "unknown command", c[0], nonce)
 		os.Exit(64)
 	}
+}
+
+// printCgroup prints the cgroup limits the stand-in sees, v1's and v2's,
+// as key=value ("missing" for a file it cannot read).
+func printCgroup() {
+	files := map[string]string{
+		"cpu.cfs_quota_us":      "/sys/fs/cgroup/cpu/cpu.cfs_quota_us",
+		"cpu.cfs_period_us":     "/sys/fs/cgroup/cpu/cpu.cfs_period_us",
+		"cpuset.cpus":           "/sys/fs/cgroup/cpuset/cpuset.cpus",
+		"memory.limit_in_bytes": "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+		"v2.cpu.max":            "/sys/fs/cgroup/cpu.max",
+		"v2.cpuset.cpus":        "/sys/fs/cgroup/cpuset.cpus.effective",
+		"v2.memory.max":         "/sys/fs/cgroup/memory.max",
+	}
+	for k, p := range files {
+		b, err := os.ReadFile(p)
+		v := strings.TrimSpace(string(b))
+		if err != nil {
+			v = "missing"
+		}
+		fmt.Printf("%s=%s\n", k, v)
+	}
+}
+
+// serve listens on addr, prints "listening ADDR", answers n connections
+// with "hello from HOSTNAME", and returns; it exits with 2 after 60 s.
+func serve(addr, n string) {
+	ln, err := net.Listen("tcp", addr)
+	check(err)
+	count, _ := strconv.Atoi(n)
+	fmt.Println("listening", ln.Addr())
+	host, _ := os.Hostname()
+	go func() { time.Sleep(60 * time.Second); fmt.Fprintln(os.Stderr, "serve: timed out"); os.Exit(2) }()
+	for range count {
+		conn, err := ln.Accept()
+		check(err)
+		fmt.Fprintf(conn, "hello from %s\n", host)
+		conn.Close()
+	}
+}
+
+// dial connects to addr, retrying for 10 s, and prints the line read.
+func dial(addr string) {
+	var conn net.Conn
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if conn, err = net.DialTimeout("tcp", addr, time.Second); err == nil {
+			break
+		}
+	}
+	check(err)
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	check(err)
+	fmt.Print(line)
+}
+
+// printMode prints the octal mode of path, its sticky bit included.
+func printMode(path string) {
+	st, err := os.Stat(path)
+	check(err)
+	mode := uint32(st.Mode().Perm())
+	if st.Mode()&os.ModeSticky != 0 {
+		mode |= 0o1000
+	}
+	fmt.Printf("%o\n", mode)
 }
 
 func check(err error) {
