@@ -221,17 +221,24 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		// measured instruction runs outside the limits.
 		inv.JoinCgroups = group.Dirs
 	}
-	dataDir, err := p.dataDir(spec.Name)
-	if err != nil {
+	// undo releases what Start made so far when a later step fails.
+	var dataDir string
+	undo := func() {
+		if dataDir != "" {
+			os.RemoveAll(dataDir)
+		}
 		if group != nil {
 			group.Remove()
 		}
+	}
+	if dataDir, err = p.dataDir(spec.Name); err != nil {
+		undo()
 		return nil, err
 	}
 	inv.DataDir = dataDir
 	env, root, err := p.imageEnv(spec)
 	if err != nil {
-		os.RemoveAll(dataDir)
+		undo()
 		return nil, err
 	}
 	inv.Root = root
@@ -243,7 +250,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	// soon as the process exits, losing output not yet read.
 	out, w, err := os.Pipe()
 	if err != nil {
-		os.RemoveAll(dataDir)
+		undo()
 		return nil, err
 	}
 	cmd.Stdout = w
@@ -253,10 +260,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	w.Close()
 	if err != nil {
 		out.Close()
-		os.RemoveAll(dataDir)
-		if group != nil {
-			group.Remove()
-		}
+		undo()
 		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)
 	}
 	in := &instance{Clock: platform.NewClock(requested), seen: seen, netns: spec.NetNS, dataDir: dataDir, cmd: cmd, stdout: out, stderr: tail, group: group, done: make(chan struct{})}
