@@ -124,69 +124,14 @@ func Advise(campaign string, rows []analysis.Row, o Options) (Advice, error) {
 		return Advice{}, badInput("max slowdown %v: want a fraction above 0 (0.1 = 10%%)", o.MaxSlowdown)
 	}
 	targets, headline := analysis.Headlines(rows)
-	var err error
 	a := Advice{Campaign: campaign, MaxSlowdownPct: 100 * o.MaxSlowdown}
-	byCase := map[string][]Judgement{}
-	packaging := map[string]string{}
-	for _, r := range rows {
-		h, ok := headline[r.Workload]
-		if !ok || !analysis.SameMetric(h.ID, r.ID) {
-			continue
-		}
-		ant := r.Cell[vocab.FNeighbour]
-		if ant == "" || ant == vocab.NeighbourNone || ant == vocab.NeighbourIdle || strings.Contains(ant, "+") {
-			continue
-		}
-		ck := analysis.CaseOf(r.Cell)
-		packaging[ck] = r.Cell[vocab.FPackaging]
-		j := Judgement{Case: ck, Target: r.Workload, Neighbour: ant, Metric: r.Metric, N: r.N}
-		j.judge(r, o.MaxSlowdown)
-		byCase[ck] = append(byCase[ck], j)
-	}
+	byCase, packaging := judgeRows(rows, headline, o.MaxSlowdown)
 	if len(byCase) == 0 {
 		return Advice{}, ErrNotColocation
 	}
-	kindSet := map[string]bool{}
-	for _, t := range targets {
-		for _, js := range byCase {
-			for _, j := range js {
-				if j.Target == t {
-					kindSet[t] = true
-				}
-			}
-		}
-	}
-	for _, t := range targets {
-		if kindSet[t] {
-			a.Kinds = append(a.Kinds, t)
-			a.Metrics = append(a.Metrics, headline[t].Metric)
-		}
-	}
-	var containerCases, hostCases []string
-	for ck, p := range packaging {
-		switch p {
-		case vocab.PackSame:
-			containerCases = append(containerCases, ck)
-		case vocab.PackSeparate:
-			hostCases = append(hostCases, ck)
-		}
-	}
-	sort.Strings(containerCases)
-	sort.Strings(hostCases)
-	if a.ContainerCase, err = pickCase("--container-case", containerCases, byCase, o.ContainerCase); err != nil {
+	a.Kinds, a.Metrics = judgedKinds(targets, headline, byCase)
+	if err := a.chooseCases(o, packaging, byCase); err != nil {
 		return Advice{}, err
-	}
-	if a.HostCase, err = pickCase("--host-case", hostCases, byCase, o.HostCase); err != nil {
-		return Advice{}, err
-	}
-	for _, c := range append(append([]string{}, containerCases...), hostCases...) {
-		if c != a.ContainerCase && c != a.HostCase {
-			a.OtherCases = append(a.OtherCases, c)
-		}
-	}
-	cases := append(append([]string{}, containerCases...), hostCases...)
-	for _, ck := range cases {
-		a.Judgements = append(a.Judgements, byCase[ck]...)
 	}
 	m := newMatrix(a, byCase)
 	for i, x := range a.Kinds {
@@ -202,6 +147,82 @@ func Advise(campaign string, rows []analysis.Row, o Options) (Advice, error) {
 		a.Packing = &p
 	}
 	return a, nil
+}
+
+// judgeRows judges, at tolerance t, each row of a target's headline
+// metric beside one neighbour, and groups the judgements by co-location
+// case; packaging is each case's packaging.
+func judgeRows(rows []analysis.Row, headline map[string]analysis.Row, t float64) (byCase map[string][]Judgement, packaging map[string]string) {
+	byCase, packaging = map[string][]Judgement{}, map[string]string{}
+	for _, r := range rows {
+		h, ok := headline[r.Workload]
+		if !ok || !analysis.SameMetric(h.ID, r.ID) {
+			continue
+		}
+		ant := r.Cell[vocab.FNeighbour]
+		if ant == "" || ant == vocab.NeighbourNone || ant == vocab.NeighbourIdle || strings.Contains(ant, "+") {
+			continue
+		}
+		ck := analysis.CaseOf(r.Cell)
+		packaging[ck] = r.Cell[vocab.FPackaging]
+		j := Judgement{Case: ck, Target: r.Workload, Neighbour: ant, Metric: r.Metric, N: r.N}
+		j.judge(r, t)
+		byCase[ck] = append(byCase[ck], j)
+	}
+	return byCase, packaging
+}
+
+// judgedKinds are the targets some case judged, in the campaign's order,
+// with each one's headline metric.
+func judgedKinds(targets []string, headline map[string]analysis.Row, byCase map[string][]Judgement) (kinds, metrics []string) {
+	judged := map[string]bool{}
+	for _, js := range byCase {
+		for _, j := range js {
+			judged[j.Target] = true
+		}
+	}
+	for _, t := range targets {
+		if judged[t] {
+			kinds = append(kinds, t)
+			metrics = append(metrics, headline[t].Metric)
+		}
+	}
+	return kinds, metrics
+}
+
+// chooseCases sorts the cases by packaging, picks the one that backs
+// "share a container" and the one that backs "share a host" (as o asks,
+// else those allowing the most pairs), lists the others, and keeps the
+// judgements of every case, same-container cases first.
+func (a *Advice) chooseCases(o Options, packaging map[string]string, byCase map[string][]Judgement) error {
+	var containerCases, hostCases []string
+	for ck, p := range packaging {
+		switch p {
+		case vocab.PackSame:
+			containerCases = append(containerCases, ck)
+		case vocab.PackSeparate:
+			hostCases = append(hostCases, ck)
+		}
+	}
+	sort.Strings(containerCases)
+	sort.Strings(hostCases)
+	var err error
+	if a.ContainerCase, err = pickCase("--container-case", containerCases, byCase, o.ContainerCase); err != nil {
+		return err
+	}
+	if a.HostCase, err = pickCase("--host-case", hostCases, byCase, o.HostCase); err != nil {
+		return err
+	}
+	cases := append(append([]string{}, containerCases...), hostCases...)
+	for _, c := range cases {
+		if c != a.ContainerCase && c != a.HostCase {
+			a.OtherCases = append(a.OtherCases, c)
+		}
+	}
+	for _, ck := range cases {
+		a.Judgements = append(a.Judgements, byCase[ck]...)
+	}
+	return nil
 }
 
 // judge sets j's IR, worst slowdown and verdict from row r at tolerance t.

@@ -11,21 +11,18 @@ import (
 	"github.com/ctrbench/ctrbench/internal/workload"
 )
 
-// Series is one cell's values of one metric, with its baseline's.
+// Series is one cell's values of one metric, with its baseline's. Its
+// Identity is what its row is of: Load fills it whole, and row sets the
+// row's Metric from ID (a Series made by hand may leave Metric empty) and
+// copies Cell. A Series is never encoded, only its rows, so the JSON tags
+// Identity brings change no output.
 type Series struct {
-	Campaign     string
-	Workload     string // workload name in the experiment file
-	WorkloadType string
-	ID           result.MetricID // as the cell's trials reported it
-	Unit         string
-	Better       result.Better
-	Cell         map[string]string // factor -> level
-	CellID       int
-	Values       []float64 // one per ok, non-warmup, unflagged trial
-	Seqs         []int     // the trial of each value (its seq)
-	Reps         []int     // the repetition of each value's trial
-	Failed       int       // trials of this cell that failed or timed out
-	Flagged      int       // ok trials whose conditions were not as planned (see result.Trial.Flags)
+	Identity
+	Values  []float64 // one per ok, non-warmup, unflagged trial
+	Seqs    []int     // the trial of each value (its seq)
+	Reps    []int     // the repetition of each value's trial
+	Failed  int       // trials of this cell that failed or timed out
+	Flagged int       // ok trials whose conditions were not as planned (see result.Trial.Flags)
 	// FlaggedValues are those trials' values (FlaggedSeqs their seqs): set
 	// apart, in no statistic.
 	FlaggedValues []float64
@@ -100,74 +97,118 @@ func Load(ctx context.Context, src Source, q Query) (Loaded, error) {
 	if err != nil {
 		return Loaded{}, err
 	}
-	g := group(trials)
-	instances := factorVaries(cells, vocab.FInstances)
-	adaptive := camp.Adaptive
-	noise := map[string]float64{} // workload + metric key -> CV, percent
+	sm := seriesMaker{camp: camp, g: group(trials), instances: factorVaries(cells, vocab.FInstances)}
 	var cal *Calibration
-	if camp.Kind != result.KindCalibration {
-		cal, err = latestCalibration(ctx, src, camp)
-		if err != nil {
-			return Loaded{}, err
-		}
-		if cal != nil {
-			for _, f := range cal.Floors {
-				noise[f.Workload+" "+metricKey(f.ID).String()] = f.RSDPct
-			}
-		}
+	if cal, sm.noise, err = noiseFloors(ctx, src, camp); err != nil {
+		return Loaded{}, err
 	}
 	var series []Series
 	for _, c := range cells {
-		metrics := metricOrder(c, g.seen[c.ID])
-		if len(metrics) == 0 && g.failed[c.ID] > 0 {
-			// Every trial failed: still show the cell, with its failures,
-			// under the workload's first metric.
-			if ms := workload.MetricsOf(c.WorkloadType, c.Params); len(ms) > 0 {
-				m := ms[0]
-				g.meta[cellMetric{c.ID, declared(m)}] = result.Observation{Metric: m.Name, Unit: m.Unit, Better: m.Better}
-				metrics = []result.MetricID{declared(m)}
-			}
-		}
+		metrics := sm.metrics(c)
 		baseID, hasBase := baseline.Cell(camp.Baseline, c, cells)
 		for _, m := range metrics {
-			k := cellMetric{c.ID, m}
-			id, ok := g.ids[k]
-			if !ok {
-				id = m
-			}
-			s := Series{
-				Campaign: camp.ID, Workload: c.Workload, WorkloadType: c.WorkloadType,
-				ID: id, Unit: g.meta[k].Unit, Better: g.meta[k].Better,
-				Cell: c.Factors, CellID: c.ID, Values: g.values[k], Seqs: g.seqs[k], Reps: g.reps[k],
-				Failed: g.failed[c.ID], Flagged: g.flagged[c.ID], FlaggedValues: g.flaggedValues[k], FlaggedSeqs: g.flaggedSeqs[k],
-				Interference: hasNeighbours(c),
-			}
-			lo, hi := result.Bounds(id, s.Unit)
-			s.Range = stats.Range{Lo: lo, Hi: hi}
-			s.NoiseCVPct = noise[c.Workload+" "+metricKey(id).String()]
-			s.NotComparable = notComparable(camp.Env, c.Factors)
-			if adaptive != nil {
-				s.TwoStageMin = adaptive.Min
-				if decides(adaptive, c, id) {
-					s.TargetRCI = adaptive.RCI
-				}
-			}
-			if hasBase {
-				s.IsBaseline = baseID == c.ID
-				if !s.IsBaseline {
-					s.Baseline, s.BaseReps = g.values[cellMetric{baseID, m}], g.reps[cellMetric{baseID, m}]
-				}
-				if instances && !lifecycle(c) && m.Kind == result.KindMeasure && m.Role == "" && m.Scope == result.ScopeTrial {
-					s.Slowdown = true
-					bk := cellMetric{baseID, m}
-					s.PerInstance, s.BasePerInstance = g.perInstance[k], g.perInstance[bk]
-					s.PerInstanceReps, s.BasePerInstanceReps = g.perInstanceReps[k], g.perInstanceReps[bk]
-				}
-			}
-			series = append(series, s)
+			series = append(series, sm.series(c, m, baseID, hasBase))
 		}
 	}
 	return Loaded{Campaign: camp, Series: series, Calibration: cal}, nil
+}
+
+// noiseFloors finds the machine's latest calibration of the campaign's
+// experiment (none for a calibration itself) and its noise floor, each
+// metric's trial-to-trial variation in percent, by workload and metric
+// key.
+func noiseFloors(ctx context.Context, src Source, camp result.Campaign) (*Calibration, map[string]float64, error) {
+	noise := map[string]float64{} // workload + metric key -> CV, percent
+	if camp.Kind == result.KindCalibration {
+		return nil, noise, nil
+	}
+	cal, err := latestCalibration(ctx, src, camp)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cal != nil {
+		for _, f := range cal.Floors {
+			noise[f.Workload+" "+metricKey(f.ID).String()] = f.RSDPct
+		}
+	}
+	return cal, noise, nil
+}
+
+// seriesMaker makes a campaign's series from its grouped trials.
+type seriesMaker struct {
+	camp result.Campaign
+	g    groups
+	// instances says whether the campaign varies the number of
+	// instances (a slowdown to derive).
+	instances bool
+	noise     map[string]float64 // noiseFloors's
+}
+
+// metrics are the metrics of cell c that have series, in metricOrder. A
+// cell all of whose trials failed still has one, the workload's first
+// metric, so it shows with its failures.
+func (sm seriesMaker) metrics(c result.Cell) []result.MetricID {
+	metrics := metricOrder(c, sm.g.seen[c.ID])
+	if len(metrics) == 0 && sm.g.failed[c.ID] > 0 {
+		if ms := workload.MetricsOf(c.WorkloadType, c.Params); len(ms) > 0 {
+			m := ms[0]
+			sm.g.meta[cellMetric{c.ID, declared(m)}] = result.Observation{Metric: m.Name, Unit: m.Unit, Better: m.Better}
+			metrics = []result.MetricID{declared(m)}
+		}
+	}
+	return metrics
+}
+
+// series is cell c's series of metric m, with what decides how its row
+// is computed, and against baseID's values when the cell has a baseline.
+func (sm seriesMaker) series(c result.Cell, m result.MetricID, baseID int, hasBase bool) Series {
+	g := sm.g
+	k := cellMetric{c.ID, m}
+	id, ok := g.ids[k]
+	if !ok {
+		id = m
+	}
+	s := Series{
+		Identity: Identity{
+			Campaign: sm.camp.ID, Workload: c.Workload, WorkloadType: c.WorkloadType,
+			Metric: id.String(), ID: id, Unit: g.meta[k].Unit, Better: g.meta[k].Better,
+			Cell: c.Factors, CellID: c.ID,
+		},
+		Values: g.values[k], Seqs: g.seqs[k], Reps: g.reps[k],
+		Failed: g.failed[c.ID], Flagged: g.flagged[c.ID], FlaggedValues: g.flaggedValues[k], FlaggedSeqs: g.flaggedSeqs[k],
+		Interference: hasNeighbours(c),
+	}
+	lo, hi := result.Bounds(id, s.Unit)
+	s.Range = stats.Range{Lo: lo, Hi: hi}
+	s.NoiseCVPct = sm.noise[c.Workload+" "+metricKey(id).String()]
+	s.NotComparable = notComparable(sm.camp.Env, c.Factors)
+	if adaptive := sm.camp.Adaptive; adaptive != nil {
+		s.TwoStageMin = adaptive.Min
+		if decides(adaptive, c, id) {
+			s.TargetRCI = adaptive.RCI
+		}
+	}
+	if hasBase {
+		sm.withBaseline(&s, c, m, baseID)
+	}
+	return s
+}
+
+// withBaseline gives s, cell c's series of metric m, its baseline cell
+// baseID's values, and those values per instance where the campaign
+// varies the number of instances and m is the trial's own measure.
+func (sm seriesMaker) withBaseline(s *Series, c result.Cell, m result.MetricID, baseID int) {
+	g := sm.g
+	k, bk := cellMetric{c.ID, m}, cellMetric{baseID, m}
+	s.IsBaseline = baseID == c.ID
+	if !s.IsBaseline {
+		s.Baseline, s.BaseReps = g.values[bk], g.reps[bk]
+	}
+	if sm.instances && !lifecycle(c) && m.Kind == result.KindMeasure && m.Role == "" && m.Scope == result.ScopeTrial {
+		s.Slowdown = true
+		s.PerInstance, s.BasePerInstance = g.perInstance[k], g.perInstance[bk]
+		s.PerInstanceReps, s.BasePerInstanceReps = g.perInstanceReps[k], g.perInstanceReps[bk]
+	}
 }
 
 // lifecycle reports whether a cell's workload times its entities' lives:

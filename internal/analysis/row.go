@@ -31,13 +31,13 @@ type Row struct {
 // campaign.
 type Identity struct {
 	Campaign     string            `json:"campaign"`
-	Workload     string            `json:"workload"`
+	Workload     string            `json:"workload"` // the workload's name in the experiment file
 	WorkloadType string            `json:"workload_type"`
 	Metric       string            `json:"metric"` // ID as reports print it (MetricID.String)
-	ID           result.MetricID   `json:"-"`
+	ID           result.MetricID   `json:"-"`      // as the cell's trials reported it
 	Unit         string            `json:"unit"`
 	Better       result.Better     `json:"better"`
-	Cell         map[string]string `json:"cell"`
+	Cell         map[string]string `json:"cell"` // factor -> level
 	CellID       int               `json:"-"`
 }
 
@@ -186,18 +186,20 @@ func orderSeries(series []Series) []Series {
 	return out
 }
 
+// row computes a series' statistics: its trials' summary, what its
+// trials were checked for and, against its baseline cell, its difference,
+// slowdown and interference ratio.
 func row(s Series) Row {
 	sample := s.sample(s.Values, s.Reps)
 	sum := stats.SummarizeSample(sample)
-	cell := make(map[string]string, len(s.Cell)) // never nil: JSON shows {}
+	id := s.Identity
+	id.Metric = s.ID.String()
+	id.Cell = make(map[string]string, len(s.Cell)) // never nil: JSON shows {}
 	for k, v := range s.Cell {
-		cell[k] = v
+		id.Cell[k] = v
 	}
 	r := Row{
-		Identity: Identity{
-			Campaign: s.Campaign, Workload: s.Workload, WorkloadType: s.WorkloadType,
-			Metric: s.ID.String(), ID: s.ID, Unit: s.Unit, Better: s.Better, Cell: cell, CellID: s.CellID,
-		},
+		Identity:   id,
 		Trials:     Trials{Values: s.Values, Seqs: s.Seqs, N: sum.N, Failed: s.Failed, Flagged: s.Flagged},
 		Stats:      Stats{Mean: sum.Mean, SD: sum.SD, RSDPct: sum.RSDPct, CI95: sum.CI95},
 		VsBaseline: VsBaseline{Baseline: s.IsBaseline},
@@ -207,16 +209,7 @@ func row(s Series) Row {
 		m := stats.Summarize(s.FlaggedValues).Mean
 		r.FlaggedMean, r.FlaggedSeqs, r.FlaggedValues = &m, s.FlaggedSeqs, s.FlaggedValues
 	}
-	if s.TargetRCI > 0 {
-		target := 100 * s.TargetRCI
-		r.TargetRCIPct = &target
-		reached := false
-		if half := (sum.CI95[1] - sum.CI95[0]) / 2; finite(half) && sum.Mean != 0 {
-			got := 100 * half / math.Abs(sum.Mean)
-			r.RCIPct, reached = &got, got <= target
-		}
-		r.Reached = &reached
-	}
+	r.checkTarget(s, sum)
 	for _, i := range stats.Outliers(s.Values) {
 		if i < len(s.Seqs) {
 			r.Outliers = append(r.Outliers, s.Seqs[i])
@@ -229,28 +222,71 @@ func row(s Series) Row {
 	base := stats.SummarizeSample(baseSample)
 	r.Base = &base
 	if s.Slowdown {
-		if sd, ok := stats.SlowdownOf(s.sample(s.PerInstance, s.PerInstanceReps), s.sample(s.BasePerInstance, s.BasePerInstanceReps), s.Better == result.Lower); ok {
-			v := sd.Value
-			r.Slowdown = &v
-			if sd.Defined {
-				ci := sd.CI95
-				r.SlowdownCI95 = &ci
-			}
-		}
+		r.slowdown(s)
 	}
 	if s.Interference {
-		if ir, ok := stats.InterferenceRatio(sample, baseSample, s.Better == result.Lower); ok {
-			v := ir.IR
-			r.IR = &v
-			if ir.Defined {
-				ci, ex := ir.CI95, ir.Excludes0
-				r.IRCI95, r.IRExcludes0 = &ci, &ex
-			}
-		}
+		r.interference(s, sample, baseSample)
 	}
+	compareToBaseline(&r, s, sample, baseSample)
+	return r
+}
+
+// checkTarget records, for the series whose interval decided when an
+// adaptive campaign's cell had enough trials, its target and what its
+// summary sum reached.
+func (c *Checks) checkTarget(s Series, sum stats.Summary) {
+	if s.TargetRCI <= 0 {
+		return
+	}
+	target := 100 * s.TargetRCI
+	c.TargetRCIPct = &target
+	reached := false
+	if half := (sum.CI95[1] - sum.CI95[0]) / 2; finite(half) && sum.Mean != 0 {
+		got := 100 * half / math.Abs(sum.Mean)
+		c.RCIPct, reached = &got, got <= target
+	}
+	c.Reached = &reached
+}
+
+// slowdown computes S1's slowdown of the series' instances against its
+// baseline cell's, with its interval where there is variance.
+func (sc *Scaling) slowdown(s Series) {
+	sd, ok := stats.SlowdownOf(s.sample(s.PerInstance, s.PerInstanceReps), s.sample(s.BasePerInstance, s.BasePerInstanceReps), s.Better == result.Lower)
+	if !ok {
+		return
+	}
+	v := sd.Value
+	sc.Slowdown = &v
+	if sd.Defined {
+		ci := sd.CI95
+		sc.SlowdownCI95 = &ci
+	}
+}
+
+// interference computes S0's interference ratio of the sample (beside
+// neighbours) against the baseline's (the target alone), with its
+// interval where it is defined.
+func (v *VsBaseline) interference(s Series, sample, baseSample stats.Sample) {
+	ir, ok := stats.InterferenceRatio(sample, baseSample, s.Better == result.Lower)
+	if !ok {
+		return
+	}
+	x := ir.IR
+	v.IR = &x
+	if ir.Defined {
+		ci, ex := ir.CI95, ir.Excludes0
+		v.IRCI95, v.IRExcludes0 = &ci, &ex
+	}
+}
+
+// compareToBaseline sets r's difference from its baseline cell: a ratio
+// in percent (or, where none exists, the difference of the means), the
+// noise floor's minimum detectable effect with a calibration, and, where
+// the comparison is defined, its interval and verdict.
+func compareToBaseline(r *Row, s Series, sample, baseSample stats.Sample) {
 	c, ok := stats.CompareSamples(sample, baseSample)
 	if !ok {
-		return r
+		return
 	}
 	r.VsBaselineNote = c.Note
 	if finite(c.Pct) {
@@ -272,7 +308,7 @@ func row(s Series) Row {
 		}
 	}
 	if !c.Defined {
-		return r // what was measured, without an interval or a verdict
+		return // what was measured, without an interval or a verdict
 	}
 	sig, p := c.Significant, c.PValue
 	r.Significant, r.PValue, r.VsBaselineMethod = &sig, &p, c.Method
@@ -280,7 +316,6 @@ func row(s Series) Row {
 		ci := c.CI95
 		r.VsBaselineCI95 = &ci
 	}
-	return r
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -101,7 +101,42 @@ func Open(ctx context.Context, path string, widths []int, scripts ...string) (Re
 		return Report{}, err
 	}
 	defer os.RemoveAll(tmp)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+	actx, cancelA := chromedp.NewExecAllocator(ctx, allocatorOptions(exe, tmp)...)
+	defer cancelA()
+	rec := &recorder{}
+	cctx, cancelC := chromedp.NewContext(actx, chromedp.WithListener(rec.listen))
+	defer cancelC()
+	cctx, cancelT := context.WithTimeout(cctx, 2*time.Minute)
+	defer cancelT()
+	if err := chromedp.Do(cctx, chromedp.EmulateViewport(int64(widths[0]), 900), chromedp.Navigate(pageURL)); err != nil {
+		return Report{}, fmt.Errorf("open %s in Chromium: %w", pageURL, err)
+	}
+	for _, w := range widths {
+		view, figs, err := look(cctx, w)
+		if err != nil {
+			return Report{}, err
+		}
+		if rec.rep.Figures == nil {
+			rec.rep.Figures = figs
+		}
+		rec.rep.Views = append(rec.rep.Views, view)
+	}
+	for _, js := range scripts {
+		v, err := chromedp.Run(cctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			return Report{}, fmt.Errorf("script %q: %w", js, err)
+		}
+		rec.rep.Results = append(rec.rep.Results, v)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.rep, nil
+}
+
+// allocatorOptions are how Chromium (exe) is started: headless, its
+// profile and temporary files under tmp, and no way off the machine.
+func allocatorOptions(exe, tmp string) []chromedp.ExecAllocatorOption {
+	return append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.UserDataDir(filepath.Join(tmp, "profile")), chromedp.Env("TMPDIR="+tmp),
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("hide-scrollbars", true), chromedp.Flag("mute-audio", true),
@@ -111,70 +146,59 @@ func Open(ctx context.Context, path string, widths []int, scripts ...string) (Re
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
 		chromedp.ProxyServer("http://127.0.0.1:9"),
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"))
-	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelA()
-	var mu sync.Mutex
-	var rep Report
-	listen := func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			rep.Requests = append(rep.Requests, e.Request.URL)
-		case *runtime.EventExceptionThrown:
-			rep.Console = append(rep.Console, "exception: "+e.ExceptionDetails.Text+describe(e.ExceptionDetails.Exception))
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning || e.Type == runtime.ConsoleAPICalledTypeAssert {
-				var parts []string
-				for _, a := range e.Args {
-					parts = append(parts, describe(a))
-				}
-				rep.Console = append(rep.Console, string(e.Type)+": "+strings.Join(parts, " "))
+}
+
+// recorder collects the report while the page runs: the browser's events
+// arrive on chromedp's goroutines, so they are recorded under mu.
+type recorder struct {
+	mu  sync.Mutex
+	rep Report
+}
+
+// listen records an event the page caused: a request it made, an
+// exception, an error or warning on its console or in the browser's log.
+func (r *recorder) listen(ev any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		r.rep.Requests = append(r.rep.Requests, e.Request.URL)
+	case *runtime.EventExceptionThrown:
+		r.rep.Console = append(r.rep.Console, "exception: "+e.ExceptionDetails.Text+describe(e.ExceptionDetails.Exception))
+	case *runtime.EventConsoleAPICalled:
+		if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning || e.Type == runtime.ConsoleAPICalledTypeAssert {
+			var parts []string
+			for _, a := range e.Args {
+				parts = append(parts, describe(a))
 			}
-		case *log.EventEntryAdded:
-			if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
-				rep.Console = append(rep.Console, fmt.Sprintf("%s (%s): %s %s", e.Entry.Level, e.Entry.Source, e.Entry.Text, e.Entry.URL))
-			}
+			r.rep.Console = append(r.rep.Console, string(e.Type)+": "+strings.Join(parts, " "))
+		}
+	case *log.EventEntryAdded:
+		if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
+			r.rep.Console = append(r.rep.Console, fmt.Sprintf("%s (%s): %s %s", e.Entry.Level, e.Entry.Source, e.Entry.Text, e.Entry.URL))
 		}
 	}
-	cctx, cancelC := chromedp.NewContext(actx, chromedp.WithListener(listen))
-	defer cancelC()
-	cctx, cancelT := context.WithTimeout(cctx, 2*time.Minute)
-	defer cancelT()
-	if err := chromedp.Do(cctx, chromedp.EmulateViewport(int64(widths[0]), 900), chromedp.Navigate(pageURL)); err != nil {
-		return Report{}, fmt.Errorf("open %s in Chromium: %w", pageURL, err)
+}
+
+// look sets the page's width to w and reports what it shows there: the
+// document's width, a screenshot, and what each figure drew.
+func look(cctx context.Context, w int) (View, []Figure, error) {
+	if err := chromedp.Do(cctx, chromedp.EmulateViewport(int64(w), 900)); err != nil {
+		return View{}, nil, fmt.Errorf("width %d: %w", w, err)
 	}
-	for _, w := range widths {
-		if err := chromedp.Do(cctx, chromedp.EmulateViewport(int64(w), 900)); err != nil {
-			return Report{}, fmt.Errorf("width %d: %w", w, err)
-		}
-		figs, err := chromedp.Run(cctx, chromedp.Evaluate[[]Figure](countJS))
-		if err != nil {
-			return Report{}, fmt.Errorf("count figures at width %d: %w", w, err)
-		}
-		sw, err := chromedp.Run(cctx, chromedp.Evaluate[int]("document.documentElement.scrollWidth"))
-		if err != nil {
-			return Report{}, fmt.Errorf("page width at %d: %w", w, err)
-		}
-		shot, err := chromedp.Run(cctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			return Report{}, fmt.Errorf("screenshot at width %d: %w", w, err)
-		}
-		if rep.Figures == nil {
-			rep.Figures = figs
-		}
-		rep.Views = append(rep.Views, View{Width: w, ScrollWidth: sw, Screenshot: shot})
+	figs, err := chromedp.Run(cctx, chromedp.Evaluate[[]Figure](countJS))
+	if err != nil {
+		return View{}, nil, fmt.Errorf("count figures at width %d: %w", w, err)
 	}
-	for _, js := range scripts {
-		v, err := chromedp.Run(cctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			return Report{}, fmt.Errorf("script %q: %w", js, err)
-		}
-		rep.Results = append(rep.Results, v)
+	sw, err := chromedp.Run(cctx, chromedp.Evaluate[int]("document.documentElement.scrollWidth"))
+	if err != nil {
+		return View{}, nil, fmt.Errorf("page width at %d: %w", w, err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return rep, nil
+	shot, err := chromedp.Run(cctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		return View{}, nil, fmt.Errorf("screenshot at width %d: %w", w, err)
+	}
+	return View{Width: w, ScrollWidth: sw, Screenshot: shot}, figs, nil
 }
 
 // describe renders a remote object for a message.

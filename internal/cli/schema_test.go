@@ -251,8 +251,8 @@ func everyFieldRows() []analysis.Row {
 		return out
 	}
 	mk := func(id int, level, metric string, vals, baseVals []float64) analysis.Series {
-		return analysis.Series{Campaign: "every", Workload: "w", WorkloadType: "cpu.primes", ID: result.Observation{Metric: metric}.ID(),
-			Unit: "ms", Better: result.Lower, Cell: map[string]string{"platform": level}, CellID: id,
+		return analysis.Series{Identity: analysis.Identity{Campaign: "every", Workload: "w", WorkloadType: "cpu.primes", ID: result.Observation{Metric: metric}.ID(),
+			Unit: "ms", Better: result.Lower, Cell: map[string]string{"platform": level}, CellID: id},
 			Values: vals, Seqs: seqs(10*id, len(vals)), Baseline: baseVals, IsBaseline: id == 1}
 	}
 	baseline := mk(1, "native", "latency", base, base)

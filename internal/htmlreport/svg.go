@@ -171,8 +171,28 @@ func drawFigure(f figure.Figure) (svg, legend string) {
 // a dot that links to its row in the trials table.
 func drawBars(b *strings.Builder, f figure.Figure) {
 	const rowH = 36.0
-	n := 0
-	lo, hi := 0.0, 0.0
+	n, lo, hi := barsExtent(f)
+	lo, hi = niceRange(lo, hi)
+	c := barChart{b: b, f: f, left: 12.0}
+	h := padTop + float64(n)*rowH + padBot
+	c.sx = scale{lo: lo, hi: hi, p0: c.left, p1: svgW - padR}
+	svgOpen(b, h, f.Title)
+	c.axis(padTop + float64(n)*rowH)
+	y := padTop
+	for i, s := range f.Series {
+		fmt.Fprintf(b, `<g class="series" data-name="%s">`, esc(s.Name))
+		for _, p := range s.Points {
+			c.row(i, s, p, y)
+			y += rowH
+		}
+		b.WriteString(`</g>`)
+	}
+	b.WriteString(`</svg>`)
+}
+
+// barsExtent counts a bar figure's points and finds the range its values,
+// intervals and trials (flagged ones too) span, zero always included.
+func barsExtent(f figure.Figure) (n int, lo, hi float64) {
 	for _, s := range f.Series {
 		for _, p := range s.Points {
 			n++
@@ -188,72 +208,89 @@ func drawBars(b *strings.Builder, f figure.Figure) {
 			}
 		}
 	}
-	lo, hi = niceRange(lo, hi)
-	left := 12.0
-	h := padTop + float64(n)*rowH + padBot
-	sx := scale{lo: lo, hi: hi, p0: left, p1: svgW - padR}
-	svgOpen(b, h, f.Title)
-	bottom := padTop + float64(n)*rowH
-	for _, t := range sx.ticks() {
-		x := sx.at(t)
-		fmt.Fprintf(b, `<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`,
+	return n, lo, hi
+}
+
+// barChart is a bar figure being drawn: where it is written, the figure,
+// its x scale and the left edge of its labels and bars.
+type barChart struct {
+	b    *strings.Builder
+	f    figure.Figure
+	sx   scale
+	left float64
+}
+
+// axis draws the vertical grid lines with their tick labels below the
+// rows, which end at bottom, and the axis's label under them.
+func (c barChart) axis(bottom float64) {
+	for _, t := range c.sx.ticks() {
+		x := c.sx.at(t)
+		fmt.Fprintf(c.b, `<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`,
 			f1(x), f1(padTop), f1(x), f1(bottom), f1(x), f1(bottom+14), tickLabel(t))
 	}
-	fmt.Fprintf(b, `<text class="axis-label" x="%s" y="%s" text-anchor="middle">%s</text>`, f1((left+svgW-padR)/2), f1(bottom+34), esc(f.YLabel))
-	y := padTop
-	zero := sx.at(0)
-	for i, s := range f.Series {
-		fmt.Fprintf(b, `<g class="series" data-name="%s">`, esc(s.Name))
-		for _, p := range s.Points {
-			name := p.Label
-			if len(f.Series) > 1 {
-				name = s.Name + " " + p.Label
-			}
-			fmt.Fprintf(b, `<text class="bar-label" x="%s" y="%s">%s</text>`, f1(left), f1(y+11), esc(name))
-			if p.Delta != "" {
-				cls := "delta"
-				if p.Significant {
-					cls += " sig"
-				}
-				fmt.Fprintf(b, `<text class="%s" x="%s" y="%s" text-anchor="end">%s</text>`, cls, f1(svgW-padR), f1(y+11), esc(p.Delta))
-			} else if p.Baseline {
-				fmt.Fprintf(b, `<text class="delta" x="%s" y="%s" text-anchor="end">baseline</text>`, f1(svgW-padR), f1(y+11))
-			}
-			if p.N == 0 || !finiteF(p.Y) {
-				if p.Flagged > 0 {
-					fmt.Fprintf(b, `<text class="pt missing" x="%s" y="%s">no trial ran as planned (%d flagged, %d failed): see the flagged trials</text>`, f1(left), f1(y+26), p.Flagged, p.Failed)
-				} else {
-					fmt.Fprintf(b, `<text class="pt missing" x="%s" y="%s">no ok trial (%d failed): see the failed trials</text>`, f1(left), f1(y+26), p.Failed)
-				}
-				y += rowH
-				continue
-			}
-			x0, x1 := zero, sx.at(p.Y)
-			if x1 < x0 {
-				x0, x1 = x1, x0
-			}
-			fmt.Fprintf(b, `<a href="#c%d"><rect class="pt bar" x="%s" y="%s" width="%s" height="14" fill="%s"><title>%s: %s %s, %s%s</title></rect></a>`,
-				p.CellID, f1(x0), f1(y+15), f1(math.Max(x1-x0, 1)), colour(i), esc(name), report.Sig(p.Y), esc(f.Unit), esc(countTitle(p)), intervalTitle(p, f.Band))
-			if finiteF(p.Lo) && finiteF(p.Hi) {
-				xl, xh, yc := sx.at(p.Lo), sx.at(p.Hi), y+22
-				fmt.Fprintf(b, `<path class="whisker" d="M%s %sH%sM%s %sV%sM%s %sV%s"/>`, f1(xl), f1(yc), f1(xh), f1(xl), f1(yc-5), f1(yc+5), f1(xh), f1(yc-5), f1(yc+5))
-			}
-			for _, t := range p.Trials {
-				fmt.Fprintf(b, `<a href="#t%d"><circle class="trial" cx="%s" cy="%s" r="2.6"><title>trial %d: %s %s</title></circle></a>`,
-					t.Seq, f1(sx.at(t.Value)), f1(y+22), t.Seq, report.Sig(t.Value), esc(f.Unit))
-			}
-			for _, t := range p.FlaggedTrials {
-				if !finiteF(t.Value) {
-					continue
-				}
-				fmt.Fprintf(b, `<a href="#t%d"><circle class="trial flagged" cx="%s" cy="%s" r="3"><title>trial %d: %s %s, flagged: not in the statistics</title></circle></a>`,
-					t.Seq, f1(sx.at(t.Value)), f1(y+22), t.Seq, report.Sig(t.Value), esc(f.Unit))
-			}
-			y += rowH
-		}
-		b.WriteString(`</g>`)
+	fmt.Fprintf(c.b, `<text class="axis-label" x="%s" y="%s" text-anchor="middle">%s</text>`, f1((c.left+svgW-padR)/2), f1(bottom+34), esc(c.f.YLabel))
+}
+
+// row draws point p of series i (the series s) in the row at y: its
+// label and difference from the baseline, then its bar, whisker and
+// trials, or a note saying why it has no value.
+func (c barChart) row(i int, s figure.Series, p figure.Point, y float64) {
+	b := c.b
+	name := p.Label
+	if len(c.f.Series) > 1 {
+		name = s.Name + " " + p.Label
 	}
-	b.WriteString(`</svg>`)
+	fmt.Fprintf(b, `<text class="bar-label" x="%s" y="%s">%s</text>`, f1(c.left), f1(y+11), esc(name))
+	if p.Delta != "" {
+		cls := "delta"
+		if p.Significant {
+			cls += " sig"
+		}
+		fmt.Fprintf(b, `<text class="%s" x="%s" y="%s" text-anchor="end">%s</text>`, cls, f1(svgW-padR), f1(y+11), esc(p.Delta))
+	} else if p.Baseline {
+		fmt.Fprintf(b, `<text class="delta" x="%s" y="%s" text-anchor="end">baseline</text>`, f1(svgW-padR), f1(y+11))
+	}
+	if p.N == 0 || !finiteF(p.Y) {
+		if p.Flagged > 0 {
+			fmt.Fprintf(b, `<text class="pt missing" x="%s" y="%s">no trial ran as planned (%d flagged, %d failed): see the flagged trials</text>`, f1(c.left), f1(y+26), p.Flagged, p.Failed)
+		} else {
+			fmt.Fprintf(b, `<text class="pt missing" x="%s" y="%s">no ok trial (%d failed): see the failed trials</text>`, f1(c.left), f1(y+26), p.Failed)
+		}
+		return
+	}
+	c.bar(i, name, p, y)
+	c.trials(p, y)
+}
+
+// bar draws p's bar from zero, in series i's colour, with its interval
+// as a whisker.
+func (c barChart) bar(i int, name string, p figure.Point, y float64) {
+	x0, x1 := c.sx.at(0), c.sx.at(p.Y)
+	if x1 < x0 {
+		x0, x1 = x1, x0
+	}
+	fmt.Fprintf(c.b, `<a href="#c%d"><rect class="pt bar" x="%s" y="%s" width="%s" height="14" fill="%s"><title>%s: %s %s, %s%s</title></rect></a>`,
+		p.CellID, f1(x0), f1(y+15), f1(math.Max(x1-x0, 1)), colour(i), esc(name), report.Sig(p.Y), esc(c.f.Unit), esc(countTitle(p)), intervalTitle(p, c.f.Band))
+	if finiteF(p.Lo) && finiteF(p.Hi) {
+		xl, xh, yc := c.sx.at(p.Lo), c.sx.at(p.Hi), y+22
+		fmt.Fprintf(c.b, `<path class="whisker" d="M%s %sH%sM%s %sV%sM%s %sV%s"/>`, f1(xl), f1(yc), f1(xh), f1(xl), f1(yc-5), f1(yc+5), f1(xh), f1(yc-5), f1(yc+5))
+	}
+}
+
+// trials draws each of p's trials as a dot on its bar, the flagged ones
+// apart, every dot linking to its trial's row.
+func (c barChart) trials(p figure.Point, y float64) {
+	for _, t := range p.Trials {
+		fmt.Fprintf(c.b, `<a href="#t%d"><circle class="trial" cx="%s" cy="%s" r="2.6"><title>trial %d: %s %s</title></circle></a>`,
+			t.Seq, f1(c.sx.at(t.Value)), f1(y+22), t.Seq, report.Sig(t.Value), esc(c.f.Unit))
+	}
+	for _, t := range p.FlaggedTrials {
+		if !finiteF(t.Value) {
+			continue
+		}
+		fmt.Fprintf(c.b, `<a href="#t%d"><circle class="trial flagged" cx="%s" cy="%s" r="3"><title>trial %d: %s %s, flagged: not in the statistics</title></circle></a>`,
+			t.Seq, f1(c.sx.at(t.Value)), f1(y+22), t.Seq, report.Sig(t.Value), esc(c.f.Unit))
+	}
 }
 
 // countTitle says what a point is of: "n=3 trials", with the pairs a

@@ -46,8 +46,9 @@ func fixture() []analysis.Series {
 	mk := func(wl, wt, metric, unit string, better result.Better, cells map[int]map[string]string,
 		vals map[int][]float64, id, base int) analysis.Series {
 		return analysis.Series{
-			Campaign: camp, Workload: wl, WorkloadType: wt, ID: measure(metric), Unit: unit, Better: better,
-			Cell: cells[id], CellID: id, Values: vals[id], Failed: failed[id],
+			Identity: analysis.Identity{Campaign: camp, Workload: wl, WorkloadType: wt, ID: measure(metric), Unit: unit, Better: better,
+				Cell: cells[id], CellID: id},
+			Values: vals[id], Failed: failed[id],
 			Baseline: vals[base], IsBaseline: id == base,
 		}
 	}

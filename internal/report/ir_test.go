@@ -13,13 +13,13 @@ import (
 func TestInterferenceRows(t *testing.T) {
 	alone := []float64{100, 101, 99, 100, 100}
 	series := []analysis.Series{
-		{Campaign: "c", Workload: "L", ID: measure("gflops"), Unit: "GFLOPS", Better: result.Higher, CellID: 1,
-			Cell: map[string]string{"neighbour": "none"}, Values: alone, IsBaseline: true},
-		{Campaign: "c", Workload: "L", ID: measure("gflops"), Unit: "GFLOPS", Better: result.Higher, CellID: 2,
-			Cell: map[string]string{"neighbour": "L", "packaging": "same-container"}, Values: []float64{50, 51, 49, 50, 50},
+		{Identity: analysis.Identity{Campaign: "c", Workload: "L", ID: measure("gflops"), Unit: "GFLOPS", Better: result.Higher, CellID: 1,
+			Cell: map[string]string{"neighbour": "none"}}, Values: alone, IsBaseline: true},
+		{Identity: analysis.Identity{Campaign: "c", Workload: "L", ID: measure("gflops"), Unit: "GFLOPS", Better: result.Higher, CellID: 2,
+			Cell: map[string]string{"neighbour": "L", "packaging": "same-container"}}, Values: []float64{50, 51, 49, 50, 50},
 			Baseline: alone, Interference: true},
-		{Campaign: "c", Workload: "L", ID: measure("seconds"), Unit: "s", Better: result.Lower, CellID: 2,
-			Cell: map[string]string{"neighbour": "L", "packaging": "same-container"}, Values: []float64{2, 2.02, 1.98, 2, 2},
+		{Identity: analysis.Identity{Campaign: "c", Workload: "L", ID: measure("seconds"), Unit: "s", Better: result.Lower, CellID: 2,
+			Cell: map[string]string{"neighbour": "L", "packaging": "same-container"}}, Values: []float64{2, 2.02, 1.98, 2, 2},
 			Baseline: []float64{1, 1.01, 0.99, 1, 1}, Interference: true},
 	}
 	rows := analysis.Rows(series)
@@ -56,7 +56,7 @@ func TestMatrix(t *testing.T) {
 		if pack != "" {
 			cell["packaging"] = pack
 		}
-		s := analysis.Series{Campaign: "c", Workload: w, ID: measure("rate"), Unit: "x/s", Better: result.Higher, Cell: cell, Values: vals, IsBaseline: base}
+		s := analysis.Series{Identity: analysis.Identity{Campaign: "c", Workload: w, ID: measure("rate"), Unit: "x/s", Better: result.Higher, Cell: cell}, Values: vals, IsBaseline: base}
 		if !base {
 			s.Baseline, s.Interference = alone, true
 		}
@@ -91,8 +91,8 @@ func TestMatrix(t *testing.T) {
 func TestMatrixHeadlineByIdentity(t *testing.T) {
 	alone := []float64{100, 101, 99}
 	mk := func(id result.MetricID, ant string, cellID int, vals []float64) analysis.Series {
-		s := analysis.Series{Campaign: "c", Workload: "L", ID: id, Better: result.Higher, CellID: cellID,
-			Cell: map[string]string{"neighbour": ant}, Values: vals, IsBaseline: ant == "none"}
+		s := analysis.Series{Identity: analysis.Identity{Campaign: "c", Workload: "L", ID: id, Better: result.Higher, CellID: cellID,
+			Cell: map[string]string{"neighbour": ant}}, Values: vals, IsBaseline: ant == "none"}
 		if ant != "none" {
 			s.Baseline, s.Interference = alone, true
 		}
@@ -130,7 +130,7 @@ func TestMatrixHeadlineByIdentity(t *testing.T) {
 func TestMatrixAloneIsTheCasesOwn(t *testing.T) {
 	mk := func(cpus, ant string, vals, base []float64) analysis.Series {
 		cell := map[string]string{"neighbour": ant, "cpus": cpus}
-		s := analysis.Series{Campaign: "c", Workload: "L", ID: measure("rate"), Unit: "x/s", Better: result.Higher, Cell: cell, Values: vals}
+		s := analysis.Series{Identity: analysis.Identity{Campaign: "c", Workload: "L", ID: measure("rate"), Unit: "x/s", Better: result.Higher, Cell: cell}, Values: vals}
 		if base == nil {
 			s.IsBaseline = true
 		} else {

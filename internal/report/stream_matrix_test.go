@@ -34,8 +34,8 @@ func streamColocation() []analysis.Row {
 			if c.neighbour != "none" && m == "triad" {
 				vals = []float64{5, 5.05, 4.95}
 			}
-			s := analysis.Series{Campaign: "s0", Workload: "S", WorkloadType: "mem.stream", ID: result.Observation{Metric: m}.ID(),
-				Unit: "GB/s", Better: result.Higher, Cell: cell, CellID: c.id, Values: vals, IsBaseline: c.neighbour == "none"}
+			s := analysis.Series{Identity: analysis.Identity{Campaign: "s0", Workload: "S", WorkloadType: "mem.stream", ID: result.Observation{Metric: m}.ID(),
+				Unit: "GB/s", Better: result.Higher, Cell: cell, CellID: c.id}, Values: vals, IsBaseline: c.neighbour == "none"}
 			if !s.IsBaseline {
 				s.Baseline, s.Interference = alone, true
 			}

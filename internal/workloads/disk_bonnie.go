@@ -169,6 +169,24 @@ func bonnieComplaint(stderr string) string {
 // parseBonnie finds the CSV line in bonnie++'s stdout, checks it is the
 // run asked for, and converts the rates.
 func parseBonnie(stdout string, sizeMiB, files int64) ([]result.Observation, error) {
+	f, lay, err := bonnieFields(stdout)
+	if err != nil {
+		return nil, err
+	}
+	if got, err := bonnieMiB(f[bonnieSizeField]); err != nil || got != sizeMiB {
+		return nil, fmt.Errorf("bonnie++ tested a file of %q, not the %dMiB asked for", f[bonnieSizeField], sizeMiB)
+	}
+	obs, err := bonnieBlockRates(f, lay)
+	if err != nil {
+		return nil, err
+	}
+	return bonnieFileRates(obs, f, lay, files)
+}
+
+// bonnieFields finds the one CSV result line in bonnie++'s stdout and
+// splits it into fields, checking its format is one ctrbench reads and
+// has that format's number of fields.
+func bonnieFields(stdout string) ([]string, bonnieLayout, error) {
 	var line string
 	n := 0
 	for _, l := range strings.Split(stdout, "\n") {
@@ -179,39 +197,48 @@ func parseBonnie(stdout string, sizeMiB, files int64) ([]result.Observation, err
 		}
 	}
 	if n != 1 {
-		return nil, fmt.Errorf("bonnie++ printed %d CSV result lines, want 1", n)
+		return nil, bonnieLayout{}, fmt.Errorf("bonnie++ printed %d CSV result lines, want 1", n)
 	}
 	f := strings.Split(line, ",")
 	lay, ok := bonnieLayouts[f[0]]
 	if !ok {
-		return nil, fmt.Errorf("bonnie++ CSV format %q is not one ctrbench reads (1.97, 1.98)", f[0])
+		return nil, bonnieLayout{}, fmt.Errorf("bonnie++ CSV format %q is not one ctrbench reads (1.97, 1.98)", f[0])
 	}
 	if len(f) != lay.fields {
-		return nil, fmt.Errorf("bonnie++ CSV format %s has %d fields, want %d", f[0], len(f), lay.fields)
+		return nil, bonnieLayout{}, fmt.Errorf("bonnie++ CSV format %s has %d fields, want %d", f[0], len(f), lay.fields)
 	}
-	if got, err := bonnieMiB(f[bonnieSizeField]); err != nil || got != sizeMiB {
-		return nil, fmt.Errorf("bonnie++ tested a file of %q, not the %dMiB asked for", f[bonnieSizeField], sizeMiB)
+	return f, lay, nil
+}
+
+// bonnieRate reads one test's rate from a field of bonnie++'s CSV line.
+// An empty field is a test that did not run; +++++ is one too fast to
+// time, whose error says which parameter (raise: size or files) to
+// raise.
+func bonnieRate(f []string, field int, test, raise string) (float64, error) {
+	v := f[field]
+	switch v {
+	case "":
+		return 0, fmt.Errorf("bonnie++ reported nothing for %s: the test did not run", test)
+	case "+++++", "++++++":
+		hint := ""
+		if raise == "size" {
+			// A cgroup's page cache is bounded by its memory limit.
+			hint = ", or give the trial less page cache with the memory factor"
+		}
+		return 0, fmt.Errorf("%s too fast to measure: raise %s%s (bonnie++ prints +++++ for a test that took under 0.5 s)", test, raise, hint)
 	}
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bonnie++ reported %q for %s, not a number", v, test)
+	}
+	return x, positive("bonnie++ "+test, x)
+}
+
+// bonnieBlockRates converts the block tests' rates (output, rewrite,
+// input, in KiB/s) to MB/s and the random seeks to seeks/s, with
+// seeks_timed saying whether the seeks were timed at all.
+func bonnieBlockRates(f []string, lay bonnieLayout) ([]result.Observation, error) {
 	var obs []result.Observation
-	rate := func(field int, test, raise string) (float64, error) {
-		v := f[field]
-		switch v {
-		case "":
-			return 0, fmt.Errorf("bonnie++ reported nothing for %s: the test did not run", test)
-		case "+++++", "++++++":
-			hint := ""
-			if raise == "size" {
-				// A cgroup's page cache is bounded by its memory limit.
-				hint = ", or give the trial less page cache with the memory factor"
-			}
-			return 0, fmt.Errorf("%s too fast to measure: raise %s%s (bonnie++ prints +++++ for a test that took under 0.5 s)", test, raise, hint)
-		}
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, fmt.Errorf("bonnie++ reported %q for %s, not a number", v, test)
-		}
-		return x, positive("bonnie++ "+test, x)
-	}
 	for _, m := range []struct {
 		field      int
 		test, name string
@@ -230,7 +257,7 @@ func parseBonnie(stdout string, sizeMiB, files int64) ([]result.Observation, err
 			obs = append(obs, result.Observation{Metric: "seeks_timed", Value: 0, Unit: "bool", Better: result.Higher})
 			continue
 		}
-		x, err := rate(m.field, m.test, "size")
+		x, err := bonnieRate(f, m.field, m.test, "size")
 		if err != nil {
 			return nil, err
 		}
@@ -243,6 +270,13 @@ func parseBonnie(stdout string, sizeMiB, files int64) ([]result.Observation, err
 			obs = append(obs, result.Observation{Metric: m.name, Value: x, Unit: "seeks/s", Better: result.Higher})
 		}
 	}
+	return obs, nil
+}
+
+// bonnieFileRates appends the small-file tests' create rates to obs when
+// files (×1024) were asked for, checking bonnie++ ran that test exactly
+// when it was asked to and with that many files.
+func bonnieFileRates(obs []result.Observation, f []string, lay bonnieLayout, files int64) ([]result.Observation, error) {
 	if files == 0 {
 		if f[lay.files] != "" {
 			return nil, fmt.Errorf("bonnie++ ran the small-file test (%s ×1024 files) though files is 0", f[lay.files])
@@ -256,7 +290,7 @@ func parseBonnie(stdout string, sizeMiB, files int64) ([]result.Observation, err
 		field      int
 		test, name string
 	}{{lay.seqCr, "sequential create", "seq_create_per_sec"}, {lay.randCr, "random create", "rand_create_per_sec"}} {
-		x, err := rate(m.field, m.test, "files")
+		x, err := bonnieRate(f, m.field, m.test, "files")
 		if err != nil {
 			return nil, err
 		}

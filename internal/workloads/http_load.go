@@ -175,6 +175,10 @@ type evLoop struct {
 	schedEnd bool
 }
 
+// run is the loop's life: it starts the requests (an open loop on its
+// schedule, a closed loop one per connection at once), then turns epoll
+// events into progress on its connections until the duration is over
+// and nothing is in flight, or ctx ends.
 func (l *evLoop) run(ctx context.Context) error {
 	var err error
 	if l.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
@@ -192,13 +196,7 @@ func (l *evLoop) run(ctx context.Context) error {
 			return fmt.Errorf("timerfd: %w", err)
 		}
 		defer unix.Close(l.tfd)
-		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, l.tfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.tfd)}); err != nil {
-			return fmt.Errorf("epoll: %w", err)
-		}
-		for _, c := range l.conns {
-			c.state = connIdle // dialled when its first request is due
-		}
-		if err := l.schedule(time.Now()); err != nil {
+		if err := l.startOpenLoop(); err != nil {
 			return err
 		}
 	} else {
@@ -223,29 +221,7 @@ func (l *evLoop) run(ctx context.Context) error {
 		}
 		now := time.Now()
 		turns.tick(now)
-		for _, ev := range events[:max(n, 0)] {
-			fd := int(ev.Fd)
-			if fd == l.tfd {
-				var b [8]byte
-				_, _ = unix.Read(l.tfd, b[:])
-				continue
-			}
-			c := l.byFD[fd]
-			if c == nil {
-				continue
-			}
-			switch c.state {
-			case connConnecting:
-				l.connected(c, now)
-			case connBusy:
-				l.readable(c, now)
-			case connIdle:
-				// The server closed an idle connection (or sent what was
-				// not asked for): dial again for the next request.
-				l.closeConn(c)
-				c.state = connIdle
-			}
-		}
+		l.handle(events[:max(n, 0)], now)
 		if l.plan.rate > 0 {
 			if err := l.schedule(now); err != nil {
 				return err
@@ -253,17 +229,66 @@ func (l *evLoop) run(ctx context.Context) error {
 		}
 		if now.Sub(lastScan) > 10*time.Millisecond {
 			lastScan = now
-			for _, c := range l.conns {
-				switch {
-				case (c.state == connBusy || c.state == connConnecting) && now.After(c.expires):
-					l.tally.fail(fmt.Errorf("no full response within %s", l.plan.timeout))
-					l.closeConn(c)
-					l.nextRequest(c, now)
-				case c.state == connClosed && l.plan.rate == 0:
-					// A dial that failed at once: try again.
-					l.nextRequest(c, now)
-				}
-			}
+			l.expire(now)
+		}
+	}
+}
+
+// startOpenLoop watches the loop's timer (already created), leaves every
+// connection idle until its first request is due, and queues the
+// requests due now.
+func (l *evLoop) startOpenLoop() error {
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, l.tfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.tfd)}); err != nil {
+		return fmt.Errorf("epoll: %w", err)
+	}
+	for _, c := range l.conns {
+		c.state = connIdle // dialled when its first request is due
+	}
+	return l.schedule(time.Now())
+}
+
+// handle moves each connection that has an event forward: a connect
+// that finished, a response to read, an idle connection the server
+// closed. The timer's events are only drained: schedule reads the clock.
+func (l *evLoop) handle(events []unix.EpollEvent, now time.Time) {
+	for _, ev := range events {
+		fd := int(ev.Fd)
+		if fd == l.tfd {
+			var b [8]byte
+			_, _ = unix.Read(l.tfd, b[:])
+			continue
+		}
+		c := l.byFD[fd]
+		if c == nil {
+			continue
+		}
+		switch c.state {
+		case connConnecting:
+			l.connected(c, now)
+		case connBusy:
+			l.readable(c, now)
+		case connIdle:
+			// The server closed an idle connection (or sent what was
+			// not asked for): dial again for the next request.
+			l.closeConn(c)
+			c.state = connIdle
+		}
+	}
+}
+
+// expire fails the requests that have had no full response within the
+// timeout, each connection going on to its next request, and in a
+// closed loop dials again where a dial failed at once.
+func (l *evLoop) expire(now time.Time) {
+	for _, c := range l.conns {
+		switch {
+		case (c.state == connBusy || c.state == connConnecting) && now.After(c.expires):
+			l.tally.fail(fmt.Errorf("no full response within %s", l.plan.timeout))
+			l.closeConn(c)
+			l.nextRequest(c, now)
+		case c.state == connClosed && l.plan.rate == 0:
+			// A dial that failed at once: try again.
+			l.nextRequest(c, now)
 		}
 	}
 }

@@ -313,18 +313,17 @@ func sockperfSettled(ctx context.Context, proto string, ip net.IP, port int) err
 	}
 }
 
+// sockperfClient learns the sockperf server's port from ctrbench's
+// server, runs the sockperf client against it, checks its count against
+// the server's and reports latency (ping-pong) or rate (throughput).
 func sockperfClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
 	path, err := lookTool(sockperfTool)
 	if err != nil {
 		return nil, "", err
 	}
-	mode, udp := p.String("mode"), p.String("protocol") == "udp"
-	size := p.Int("msg_size")
-	if size == 0 {
-		size = map[string]int64{"ping-pong": 64, "throughput": 1472}[mode]
-	}
-	if size < 14 {
-		return nil, "", fmt.Errorf("msg_size %d is below sockperf's minimum of 14 bytes", size)
+	test, err := newSockperfTest(p)
+	if err != nil {
+		return nil, "", err
 	}
 	ctl, err := dialCtl(ctx, env.Target)
 	if err != nil {
@@ -343,21 +342,14 @@ func sockperfClient(ctx context.Context, p workload.Values, env workload.Env) ([
 	}
 
 	secs := int(math.Ceil(p.Duration("duration").Seconds()))
-	args := []string{mode, "-i", host, "-p", strconv.Itoa(hello.Port), "-t", strconv.Itoa(secs), "-m", strconv.FormatInt(size, 10)}
-	if !udp {
-		args = append(args, "--tcp")
-	}
-	if mode == "ping-pong" {
-		args = append(args, "--full-rtt") // round trips, like net.tcp_rr, not sockperf's default half
-	}
 	// sockperf can wait forever on a dead server; bound it by the test time.
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+30*time.Second)
 	defer cancel()
-	_, raw, runErr := runTool(cctx, path, args...)
+	_, raw, runErr := runTool(cctx, path, test.args(host, hello.Port, secs)...)
 	if runErr != nil {
 		return nil, raw, runErr
 	}
-	res, err := parseSockperfClient(raw, mode)
+	res, err := parseSockperfClient(raw, test.mode)
 	if err != nil {
 		return nil, raw, err
 	}
@@ -370,34 +362,84 @@ func sockperfClient(ctx context.Context, p workload.Values, env workload.Env) ([
 		return nil, raw, fmt.Errorf("reading the server's count: %w", err)
 	}
 	logf(env, "sockperf: client sent %d messages, server received %d", res.Sent, rep.Received)
-	switch {
-	case !udp && rep.Received != res.Sent:
-		return nil, raw, fmt.Errorf("validation: the sockperf server handled %d messages, the client sent %d", rep.Received, res.Sent)
-	case udp && rep.Received > res.Sent:
-		return nil, raw, fmt.Errorf("validation: the sockperf server handled %d messages, more than the %d the client sent", rep.Received, res.Sent)
+	if err := test.check(res, rep); err != nil {
+		return nil, raw, err
 	}
+	return test.observations(res, rep), "", nil
+}
 
+// sockperfTest is what the client's sockperf run tests: its mode, its
+// protocol and its message size.
+type sockperfTest struct {
+	mode string // ping-pong or throughput
+	udp  bool
+	size int64 // bytes per message
+}
+
+// newSockperfTest reads the test from the workload's parameters, a
+// msg_size of 0 being the mode's default, and refuses a message smaller
+// than sockperf sends.
+func newSockperfTest(p workload.Values) (sockperfTest, error) {
+	t := sockperfTest{mode: p.String("mode"), udp: p.String("protocol") == "udp", size: p.Int("msg_size")}
+	if t.size == 0 {
+		t.size = map[string]int64{"ping-pong": 64, "throughput": 1472}[t.mode]
+	}
+	if t.size < 14 {
+		return t, fmt.Errorf("msg_size %d is below sockperf's minimum of 14 bytes", t.size)
+	}
+	return t, nil
+}
+
+// args is the sockperf client's command line for a test of secs seconds
+// against port on host.
+func (t sockperfTest) args(host string, port, secs int) []string {
+	args := []string{t.mode, "-i", host, "-p", strconv.Itoa(port), "-t", strconv.Itoa(secs), "-m", strconv.FormatInt(t.size, 10)}
+	if !t.udp {
+		args = append(args, "--tcp")
+	}
+	if t.mode == "ping-pong" {
+		args = append(args, "--full-rtt") // round trips, like net.tcp_rr, not sockperf's default half
+	}
+	return args
+}
+
+// check compares the server's count with the client's: over TCP they
+// are equal; over UDP the server may have received fewer, never more.
+func (t sockperfTest) check(res sockperfResult, rep sockperfReport) error {
+	switch {
+	case !t.udp && rep.Received != res.Sent:
+		return fmt.Errorf("validation: the sockperf server handled %d messages, the client sent %d", rep.Received, res.Sent)
+	case t.udp && rep.Received > res.Sent:
+		return fmt.Errorf("validation: the sockperf server handled %d messages, more than the %d the client sent", rep.Received, res.Sent)
+	}
+	return nil
+}
+
+// observations are the test's metrics: ping-pong's round trips over
+// sockperf's valid window, or throughput's message and bit rates; with
+// the loss over UDP.
+func (t sockperfTest) observations(res sockperfResult, rep sockperfReport) []result.Observation {
 	var obs []result.Observation
-	if mode == "ping-pong" {
+	if t.mode == "ping-pong" {
 		us := func(name string, v float64) result.Observation {
 			return result.Observation{Metric: name, Value: v, Unit: "µs", Better: result.Lower}
 		}
 		obs = append(obs, us("latency_avg", res.Avg), us("latency_p50", res.P50), us("latency_p99", res.P99), us("latency_p999", res.P999),
 			result.Observation{Metric: "sent", Value: float64(res.ValidSent), Unit: "messages", Better: result.Higher})
-		if udp {
+		if t.udp {
 			obs = append(obs, result.Observation{Metric: "loss_pct", Value: 100 * float64(res.Dropped) / float64(res.ValidSent), Unit: "%", Better: result.Lower})
 		}
 	} else {
 		obs = append(obs,
 			result.Observation{Metric: "msg_per_sec", Value: res.MsgPerSec, Unit: "msg/s", Better: result.Higher},
-			result.Observation{Metric: "mbps", Value: res.MsgPerSec * float64(size) * 8 / 1e6, Unit: "Mbit/s", Better: result.Higher},
+			result.Observation{Metric: "mbps", Value: res.MsgPerSec * float64(t.size) * 8 / 1e6, Unit: "Mbit/s", Better: result.Higher},
 			result.Observation{Metric: "sent", Value: float64(res.Sent), Unit: "messages", Better: result.Higher},
 		)
-		if udp {
+		if t.udp {
 			obs = append(obs, result.Observation{Metric: "loss_pct", Value: 100 * float64(res.Sent-rep.Received) / float64(res.Sent), Unit: "%", Better: result.Lower})
 		}
 	}
-	return obs, "", nil
+	return obs
 }
 
 // sockperfResult is what ctrbench reads from the sockperf client's output.

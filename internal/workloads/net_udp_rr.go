@@ -120,6 +120,10 @@ func udpRRServer(ctx context.Context, p workload.Values, env workload.Env) ([]re
 	return nil, "", nil
 }
 
+// udpRRClient runs request/response transactions with the server for the
+// run's duration, one at a time, then compares its counts with the
+// server's and reports the transaction rate, the loss and the round
+// trips.
 func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
 	ctl, uc, _, closeAll, err := dialUDPServer(ctx, env)
 	if err != nil {
@@ -129,89 +133,126 @@ func udpRRClient(ctx context.Context, p workload.Values, env workload.Env) ([]re
 
 	reqSize, respSize := int(p.Int("request_size")), int(p.Int("response_size"))
 	timeout := p.Duration("timeout")
-	req := make([]byte, reqSize)
-	for i := range req {
-		req[i] = byte(i)
-	}
-	buf := make([]byte, respSize+1) // one more: a longer datagram shows as n > respSize
-	// The server echoes the request's first w bytes: the sequence number as
-	// far as both messages carry it.
-	w := min(8, reqSize, respSize)
-	hist := newDurations(rttHistogram, rttMax)
-	var sent, answered, lost, late uint64
+	rr := newUDPRRTransactions(uc, reqSize, respSize, timeout)
 	start := time.Now()
 	deadline := start.Add(p.Duration("duration"))
 	for time.Now().Before(deadline) {
-		seq := sent
-		putSeq(req, seq)
-		// The read deadline is set before the clock starts: not part of
-		// the round trip.
-		_ = uc.SetReadDeadline(time.Now().Add(timeout))
-		t0 := time.Now()
-		if _, err := uc.Write(req); err != nil {
-			if ctx.Err() != nil {
-				return nil, "", ctx.Err()
-			}
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				return nil, "", fmt.Errorf("the server's UDP port %s refused request %d", uc.RemoteAddr(), seq)
-			}
-			return nil, "", fmt.Errorf("sending request %d: %w", seq, err)
-		}
-		sent++
-		for {
-			n, err := uc.Read(buf)
-			t1 := time.Now()
-			if err != nil {
-				if isTimeout(err) {
-					lost++
-					break
-				}
-				if ctx.Err() != nil {
-					return nil, "", ctx.Err()
-				}
-				if errors.Is(err, syscall.ECONNREFUSED) {
-					return nil, "", fmt.Errorf("the server's UDP port %s refused request %d", uc.RemoteAddr(), seq)
-				}
-				return nil, "", fmt.Errorf("receiving response %d: %w", seq, err)
-			}
-			if n != respSize {
-				return nil, "", fmt.Errorf("validation: a response of %d bytes, want %d", n, respSize)
-			}
-			got := getSeq(buf[:w])
-			if got == seqLow(seq, w) {
-				hist.Record(t1.Sub(t0))
-				answered++
-				break
-			}
-			if w >= 8 && got > seq {
-				return nil, "", fmt.Errorf("validation: response carries sequence number %d, but only %d requests were sent", got, seq+1)
-			}
-			late++ // the answer to a request already counted lost
+		if err := rr.transact(ctx); err != nil {
+			return nil, "", err
 		}
 	}
 	elapsed := time.Since(start)
 
-	if err := ctl.send(udpRRDone{Sent: sent}); err != nil {
-		return nil, "", err
-	}
 	var rep udpRRReport
-	if err := ctl.recv(&rep, ctlTimeout); err != nil {
-		return nil, "", fmt.Errorf("reading the server's counts: %w", err)
+	if err := ctl.tradeCounts(udpRRDone{Sent: rr.sent}, &rep); err != nil {
+		return nil, "", err
 	}
 	logf(env, "udp_rr: sent %d, answered in time %d, lost %d (of which %d answered late); server received %d, answered %d",
-		sent, answered, lost, late, rep.Received, rep.Answered)
-	if err := checkUDPCounts(sent, answered, late, rep, reqSize, timeout); err != nil {
+		rr.sent, rr.answered, rr.lost, rr.late, rep.Received, rep.Answered)
+	if err := checkUDPCounts(rr.sent, rr.answered, rr.late, rep, reqSize, timeout); err != nil {
 		return nil, "", err
 	}
-	if err := hist.keep(env); err != nil {
+	if err := rr.hist.keep(env); err != nil {
 		return nil, "", err
 	}
 	obs := []result.Observation{
-		{Metric: "transactions_per_sec", Value: float64(answered) / elapsed.Seconds(), Unit: "transactions/s", Better: result.Higher},
-		{Metric: "loss_pct", Value: 100 * float64(lost) / float64(sent), Unit: "%", Better: result.Lower},
-		{Metric: "sent", Value: float64(sent), Unit: "requests", Better: result.Higher},
+		{Metric: "transactions_per_sec", Value: float64(rr.answered) / elapsed.Seconds(), Unit: "transactions/s", Better: result.Higher},
+		{Metric: "loss_pct", Value: 100 * float64(rr.lost) / float64(rr.sent), Unit: "%", Better: result.Lower},
+		{Metric: "sent", Value: float64(rr.sent), Unit: "requests", Better: result.Higher},
 	}
-	return append(obs, hist.Observations(rttMetrics(""))...), "", nil
+	return append(obs, rr.hist.Observations(rttMetrics(""))...), "", nil
+}
+
+// udpRRTransactions is the client's side of the transactions: the
+// request it sends, the buffer it reads responses into, the round trips
+// and its tallies.
+type udpRRTransactions struct {
+	uc       *net.UDPConn
+	req      []byte
+	buf      []byte // one byte more than a response: a longer datagram shows as n > respSize
+	respSize int
+	// w is how many of the request's first bytes the server echoes: the
+	// sequence number as far as both messages carry it.
+	w       int
+	timeout time.Duration
+	hist    *durations
+	sent    uint64 // requests sent, numbered 0 to sent-1
+	// answered in time, lost (no answer in time), and late (an answer
+	// to a request already counted lost)
+	answered, lost, late uint64
+}
+
+// newUDPRRTransactions prepares requests of reqSize bytes and a buffer
+// for responses of respSize, each transaction waiting timeout for its
+// answer.
+func newUDPRRTransactions(uc *net.UDPConn, reqSize, respSize int, timeout time.Duration) *udpRRTransactions {
+	req := make([]byte, reqSize)
+	for i := range req {
+		req[i] = byte(i)
+	}
+	return &udpRRTransactions{
+		uc: uc, req: req, buf: make([]byte, respSize+1), respSize: respSize,
+		w: min(8, reqSize, respSize), timeout: timeout, hist: newDurations(rttHistogram, rttMax),
+	}
+}
+
+// transact sends the next request and waits for its answer, counting it
+// answered or lost.
+func (rr *udpRRTransactions) transact(ctx context.Context) error {
+	seq := rr.sent
+	putSeq(rr.req, seq)
+	// The read deadline is set before the clock starts: not part of
+	// the round trip.
+	_ = rr.uc.SetReadDeadline(time.Now().Add(rr.timeout))
+	t0 := time.Now()
+	if _, err := rr.uc.Write(rr.req); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("the server's UDP port %s refused request %d", rr.uc.RemoteAddr(), seq)
+		}
+		return fmt.Errorf("sending request %d: %w", seq, err)
+	}
+	rr.sent++
+	return rr.await(ctx, seq, t0)
+}
+
+// await reads responses until the one to request seq (sent at t0)
+// arrives, recording its round trip, or until the read deadline, when
+// the request is lost. Answers to earlier requests, already counted
+// lost, are counted late and skipped.
+func (rr *udpRRTransactions) await(ctx context.Context, seq uint64, t0 time.Time) error {
+	for {
+		n, err := rr.uc.Read(rr.buf)
+		t1 := time.Now()
+		if err != nil {
+			if isTimeout(err) {
+				rr.lost++
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				return fmt.Errorf("the server's UDP port %s refused request %d", rr.uc.RemoteAddr(), seq)
+			}
+			return fmt.Errorf("receiving response %d: %w", seq, err)
+		}
+		if n != rr.respSize {
+			return fmt.Errorf("validation: a response of %d bytes, want %d", n, rr.respSize)
+		}
+		got := getSeq(rr.buf[:rr.w])
+		if got == seqLow(seq, rr.w) {
+			rr.hist.Record(t1.Sub(t0))
+			rr.answered++
+			return nil
+		}
+		if rr.w >= 8 && got > seq {
+			return fmt.Errorf("validation: response carries sequence number %d, but only %d requests were sent", got, seq+1)
+		}
+		rr.late++
+	}
 }
 
 // checkUDPCounts checks the client's counts against the server's: nothing

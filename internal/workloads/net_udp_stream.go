@@ -202,6 +202,9 @@ func udpStreamServer(ctx context.Context, p workload.Values, env workload.Env) (
 	return nil, "", nil
 }
 
+// udpStreamClient sends datagrams to the server at the offered bitrate
+// for the run's duration, then compares its count with the server's and
+// reports the rates offered and received and the loss.
 func udpStreamClient(ctx context.Context, p workload.Values, env workload.Env) ([]result.Observation, string, error) {
 	size := int(p.Int("message_size"))
 	rate, err := parseBitrate(p.String("bitrate"))
@@ -214,84 +217,130 @@ func udpStreamClient(ctx context.Context, p workload.Values, env workload.Env) (
 	}
 	defer closeAll()
 
+	tx := newUDPStreamSend(uc, size, hello.Nonce, rate)
+	if err := tx.run(ctx, p.Duration("duration")); err != nil {
+		return nil, "", err
+	}
+	var rep udpStreamReport
+	if err := ctl.tradeCounts(udpStreamDone{Sent: tx.sent, Bytes: tx.bytes}, &rep); err != nil {
+		return nil, "", err
+	}
+	logf(env, "udp_stream: sent %d datagrams (%d refused locally), server received %d (%d reordered) over %s",
+		tx.sent, tx.dropped, rep.Received, rep.Reordered, time.Duration(rep.Window))
+	if err := checkUDPStreamCounts(tx.sent, rep, size); err != nil {
+		return nil, "", err
+	}
+	return tx.observations(rep), "", nil
+}
+
+// udpStreamSend is the client's paced send loop and its tallies.
+type udpStreamSend struct {
+	uc       *net.UDPConn
+	msg      []byte        // the datagram, its sequence number rewritten for each
+	interval float64       // ns per datagram; 0 is unlimited
+	sent     uint64        // datagrams that left, numbered 0 to sent-1
+	bytes    uint64        // their payload bytes
+	dropped  uint64        // sends the local queue refused (not counted as sent)
+	window   time.Duration // from the first send to the end of the loop
+}
+
+// newUDPStreamSend prepares datagrams of size bytes carrying the trial's
+// nonce, paced to rate bits per second (0: as fast as possible).
+func newUDPStreamSend(uc *net.UDPConn, size int, nonce uint64, rate float64) *udpStreamSend {
 	msg := make([]byte, size)
 	for i := range msg {
 		msg[i] = byte(i)
 	}
-	binary.LittleEndian.PutUint64(msg[8:16], hello.Nonce)
-	// Pacing: datagram i is due at start + i×interval. The client sleeps
-	// when it is ahead and sends back to back when it is behind, so the
-	// average rate holds even though sleeps overshoot.
-	var interval float64 // ns per datagram; 0 is unlimited
+	binary.LittleEndian.PutUint64(msg[8:16], nonce)
+	tx := &udpStreamSend{uc: uc, msg: msg}
 	if rate > 0 {
-		interval = float64(size) * 8 / rate * 1e9
+		tx.interval = float64(size) * 8 / rate * 1e9
 	}
-	var sent, bytes, dropped uint64
+	return tx
+}
+
+// run sends datagrams for d. Pacing: datagram i is due at start +
+// i×interval. The client sleeps when it is ahead and sends back to back
+// when it is behind, so the average rate holds even though sleeps
+// overshoot.
+func (tx *udpStreamSend) run(ctx context.Context, d time.Duration) error {
 	start := time.Now()
-	deadline := start.Add(p.Duration("duration"))
+	deadline := start.Add(d)
 	for {
 		now := time.Now()
 		if !now.Before(deadline) {
 			break
 		}
-		if interval > 0 {
-			due := start.Add(time.Duration(float64(sent) * interval))
+		if tx.interval > 0 {
+			due := start.Add(time.Duration(float64(tx.sent) * tx.interval))
 			if wait := due.Sub(now); wait > 0 {
 				time.Sleep(min(wait, deadline.Sub(now)))
 				continue
 			}
 		}
-		binary.LittleEndian.PutUint64(msg[:8], sent)
-		if _, err := uc.Write(msg); err != nil {
-			if ctx.Err() != nil {
-				return nil, "", ctx.Err()
-			}
-			if errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EAGAIN) {
-				// The local queue is full: the datagram never left, so it
-				// is not sent; the sequence number is reused.
-				dropped++
-				continue
-			}
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				return nil, "", fmt.Errorf("the server's UDP port %s refused datagram %d", uc.RemoteAddr(), sent)
-			}
-			return nil, "", fmt.Errorf("sending datagram %d: %w", sent, err)
+		if err := tx.sendOne(ctx); err != nil {
+			return err
 		}
-		sent++
-		bytes += uint64(size)
 	}
-	sendWindow := time.Since(start)
+	tx.window = time.Since(start)
+	return nil
+}
 
-	if err := ctl.send(udpStreamDone{Sent: sent, Bytes: bytes}); err != nil {
-		return nil, "", err
+// sendOne sends the next datagram. The local queue being full is not an
+// error: the datagram never left, so it is not sent and its sequence
+// number is reused.
+func (tx *udpStreamSend) sendOne(ctx context.Context) error {
+	binary.LittleEndian.PutUint64(tx.msg[:8], tx.sent)
+	if _, err := tx.uc.Write(tx.msg); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EAGAIN) {
+			tx.dropped++
+			return nil
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("the server's UDP port %s refused datagram %d", tx.uc.RemoteAddr(), tx.sent)
+		}
+		return fmt.Errorf("sending datagram %d: %w", tx.sent, err)
 	}
-	var rep udpStreamReport
-	if err := ctl.recv(&rep, ctlTimeout); err != nil {
-		return nil, "", fmt.Errorf("reading the server's counts: %w", err)
-	}
-	logf(env, "udp_stream: sent %d datagrams (%d refused locally), server received %d (%d reordered) over %s",
-		sent, dropped, rep.Received, rep.Reordered, time.Duration(rep.Window))
+	tx.sent++
+	tx.bytes += uint64(len(tx.msg))
+	return nil
+}
+
+// checkUDPStreamCounts checks the server's report against what the client
+// sent: no datagram foreign, twice, unsent or of another size, and at
+// least two received, for a receive rate.
+func checkUDPStreamCounts(sent uint64, rep udpStreamReport, size int) error {
 	switch {
 	case rep.Corrupt > 0:
-		return nil, "", fmt.Errorf("validation: the server received %d datagrams of the wrong size or without this trial's tag", rep.Corrupt)
+		return fmt.Errorf("validation: the server received %d datagrams of the wrong size or without this trial's tag", rep.Corrupt)
 	case rep.Duplicate > 0:
-		return nil, "", fmt.Errorf("validation: the server received %d sequence numbers twice", rep.Duplicate)
+		return fmt.Errorf("validation: the server received %d sequence numbers twice", rep.Duplicate)
 	case rep.Received > sent:
-		return nil, "", fmt.Errorf("validation: the server received %d datagrams, the client sent %d", rep.Received, sent)
+		return fmt.Errorf("validation: the server received %d datagrams, the client sent %d", rep.Received, sent)
 	case rep.Received > 0 && rep.MaxSeq >= sent:
-		return nil, "", fmt.Errorf("validation: the server received sequence number %d, the client sent only %d datagrams", rep.MaxSeq, sent)
+		return fmt.Errorf("validation: the server received sequence number %d, the client sent only %d datagrams", rep.MaxSeq, sent)
 	case rep.Bytes != rep.Received*uint64(size):
-		return nil, "", fmt.Errorf("validation: the server received %d bytes in %d datagrams of %d bytes", rep.Bytes, rep.Received, size)
+		return fmt.Errorf("validation: the server received %d bytes in %d datagrams of %d bytes", rep.Bytes, rep.Received, size)
 	case rep.Received < 2 || rep.Window <= 0:
-		return nil, "", fmt.Errorf("validation: the server received %d of %d datagrams: no receive rate to compute", rep.Received, sent)
+		return fmt.Errorf("validation: the server received %d of %d datagrams: no receive rate to compute", rep.Received, sent)
 	}
+	return nil
+}
+
+// observations are the run's metrics: the rate offered over the send
+// window, the rate received over the server's, the loss and the count.
+func (tx *udpStreamSend) observations(rep udpStreamReport) []result.Observation {
+	size := uint64(len(tx.msg))
 	mbps := func(bytes uint64, d time.Duration) float64 { return float64(bytes) * 8 / d.Seconds() / 1e6 }
 	return []result.Observation{
-		{Metric: "offered_mbps", Value: mbps(bytes, sendWindow), Unit: "Mbit/s", Better: result.Higher},
+		{Metric: "offered_mbps", Value: mbps(tx.bytes, tx.window), Unit: "Mbit/s", Better: result.Higher},
 		// The window opens with the first datagram's arrival, so that
 		// datagram is not part of the rate.
-		{Metric: "received_mbps", Value: mbps(rep.Bytes-uint64(size), time.Duration(rep.Window)), Unit: "Mbit/s", Better: result.Higher},
-		{Metric: "loss_pct", Value: 100 * float64(sent-rep.Received) / float64(sent), Unit: "%", Better: result.Lower},
-		{Metric: "sent", Value: float64(sent), Unit: "datagrams", Better: result.Higher},
-	}, "", nil
+		{Metric: "received_mbps", Value: mbps(rep.Bytes-size, time.Duration(rep.Window)), Unit: "Mbit/s", Better: result.Higher},
+		{Metric: "loss_pct", Value: 100 * float64(tx.sent-rep.Received) / float64(tx.sent), Unit: "%", Better: result.Lower},
+		{Metric: "sent", Value: float64(tx.sent), Unit: "datagrams", Better: result.Higher},
+	}
 }

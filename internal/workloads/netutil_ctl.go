@@ -69,6 +69,19 @@ func (c *ctlConn) recv(v any, timeout time.Duration) error {
 
 func (c *ctlConn) Close() error { return c.conn.Close() }
 
+// tradeCounts is a UDP client's end of a run: it sends done, what it
+// sent, and reads the server's report of what arrived into rep, so the
+// two sides' counts can be compared.
+func (c *ctlConn) tradeCounts(done, rep any) error {
+	if err := c.send(done); err != nil {
+		return err
+	}
+	if err := c.recv(rep, ctlTimeout); err != nil {
+		return fmt.Errorf("reading the server's counts: %w", err)
+	}
+	return nil
+}
+
 // closeOnDone closes c when ctx ends, so no read or write outlives the
 // trial; the returned stop undoes it.
 func closeOnDone(ctx context.Context, c interface{ Close() error }) (stop func() bool) {
