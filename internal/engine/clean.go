@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -50,7 +51,7 @@ func Clean(ctx context.Context, campaign string, force, images bool, opts ...Opt
 	ctx, cancel := CleanupContext(ctx)
 	defer cancel()
 	c := &cleaner{api: api, f: campaignFilter(campaign), force: force, rep: &rep}
-	if err := c.containers(ctx); err != nil {
+	if err := c.settle(ctx); err != nil {
 		return rep, err
 	}
 	c.networks(ctx)
@@ -85,6 +86,34 @@ func (c *cleaner) keep(kind, name string, labels map[string]string) bool {
 	c.rep.Skipped = append(c.rep.Skipped, fmt.Sprintf("%s %s (campaign %s, owner pid %s is running)",
 		kind, name, labels[platform.LabelCampaign], pid))
 	return true
+}
+
+// Settling: a run killed while its engine was creating a container leaves
+// one that did not exist yet when Clean first looked (the engine goes on
+// with a request whose client died). After a pass that removed
+// containers, Clean looks again settleWait later, up to settlePasses more
+// times, until a pass finds nothing new.
+const (
+	settleWait   = time.Second
+	settlePasses = 3
+)
+
+// settle removes the matching containers in passes (Settling).
+func (c *cleaner) settle(ctx context.Context) error {
+	for pass := 0; ; pass++ {
+		before := len(c.rep.Containers)
+		if err := c.containers(ctx); err != nil {
+			return err
+		}
+		if len(c.rep.Containers) == before || pass == settlePasses {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(settleWait):
+		}
+	}
 }
 
 // containers removes the matching containers, but for swarm tasks' (their

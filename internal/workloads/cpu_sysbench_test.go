@@ -23,19 +23,6 @@ func readTestdata(t *testing.T, parts ...string) string {
 	return string(b)
 }
 
-// toolEnv is the environment the agent gives a role: a fresh data
-// directory, which the test checks is empty again afterwards.
-func toolEnv(t *testing.T) workload.Env {
-	t.Helper()
-	dir := t.TempDir()
-	t.Cleanup(func() {
-		if left, _ := os.ReadDir(dir); len(left) > 0 {
-			t.Errorf("the workload left %d files in its data directory, e.g. %s", len(left), left[0].Name())
-		}
-	})
-	return workload.Env{DataDir: dir, Role: workload.Main, Log: t.Logf}
-}
-
 func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
 func TestParseSysbenchCPU(t *testing.T) {

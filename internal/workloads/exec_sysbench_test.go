@@ -16,6 +16,7 @@ import (
 
 	_ "github.com/ctrbench/ctrbench/internal/userkinds"
 	"github.com/ctrbench/ctrbench/internal/workload"
+	"github.com/ctrbench/ctrbench/internal/workload/workloadtest"
 	"github.com/ctrbench/ctrbench/internal/workloads"
 )
 
@@ -27,7 +28,7 @@ func TestExecReadsSysbench(t *testing.T) {
 		t.Skip("sysbench not installed (scripts/setup.sh installs it)")
 	}
 	work := t.TempDir()
-	p := values(t, "exec", map[string]string{
+	p := workloadtest.Values(t, "exec", map[string]string{
 		"command": `["sh","-c","sysbench cpu --cpu-max-prime=5000 --time=1 --events=0 --percentile=95 --histogram=on run > out.txt; cat out.txt"]`,
 		"workdir": work,
 		"format":  "regex",
@@ -35,14 +36,11 @@ func TestExecReadsSysbench(t *testing.T) {
 			`"events":{"pattern":"total number of events:\\s+(?P<value>[0-9]+)","unit":"events","better":"higher"}}`,
 	})
 	exec, _ := workload.Lookup("exec")
-	obs, raw, err := exec.Run[workload.Main](context.Background(), p, workload.Env{DataDir: t.TempDir(), Role: workload.Main, Log: t.Logf})
+	obs, raw, err := exec.Run[workload.Main](context.Background(), p, workloadtest.ToolEnv(t))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, raw)
 	}
-	got := map[string]float64{}
-	for _, o := range obs {
-		got[o.Metric] = o.Value
-	}
+	got := workloadtest.ObsMap(obs)
 	if len(obs) != 3 || obs[0].Metric != "eps" || obs[1].Metric != "events" || obs[2].Metric != "wall_time" {
 		t.Fatalf("observations %+v: want eps, events, then wall_time", obs)
 	}
@@ -60,18 +58,4 @@ func TestExecReadsSysbench(t *testing.T) {
 	if w := got["wall_time"]; w < 1 || w > 30 {
 		t.Errorf("wall time %v s for a 1 s sysbench run", w)
 	}
-}
-
-// values resolves user's parameters of workload typ as the parser does.
-func values(t *testing.T, typ string, user map[string]string) workload.Values {
-	t.Helper()
-	s, ok := workload.Lookup(typ)
-	if !ok {
-		t.Fatalf("no workload %s", typ)
-	}
-	v, errs := s.Resolve(user)
-	if errs != nil {
-		t.Fatalf("params: %v", errs)
-	}
-	return v
 }

@@ -15,28 +15,15 @@ import (
 	"github.com/ctrbench/ctrbench/internal/hdr"
 	"github.com/ctrbench/ctrbench/internal/result"
 	"github.com/ctrbench/ctrbench/internal/workload"
+	"github.com/ctrbench/ctrbench/internal/workload/workloadtest"
 )
 
-func values(t *testing.T, typ string, user map[string]string) workload.Values {
-	t.Helper()
-	s, ok := workload.Lookup(typ)
-	if !ok {
-		t.Fatalf("no workload %s", typ)
-	}
-	v, errs := s.Resolve(user)
-	if errs != nil {
-		t.Fatalf("params: %v", errs)
-	}
-	return v
-}
-
-func obsMap(obs []result.Observation) map[string]float64 {
-	m := map[string]float64{}
-	for _, o := range obs {
-		m[o.Metric] = o.Value
-	}
-	return m
-}
+// What the tests of workload implementations share.
+var (
+	values  = workloadtest.Values
+	obsMap  = workloadtest.ObsMap
+	toolEnv = workloadtest.ToolEnv
+)
 
 func TestPrimeCounts(t *testing.T) {
 	// Primes below n, minus the prime 2 (the search starts at 3):
