@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/ctrbench/ctrbench/internal/sysinfo.Version=$(VERSION)
 GOFILES := $(shell find . -name '*.go' -not -path './.git/*') go.mod go.sum
 
-.PHONY: all build setup images demo test test-full test-short vet lint bench fuzz chaos clean-leftovers kernels docker-engine kubernetes
+.PHONY: all build setup images demo test test-full test-short vet lint bench fuzz chaos clean-leftovers kernels docker-engine k8s
 
 all: build
 
@@ -64,11 +64,11 @@ test: setup build images
 docker-engine:
 	$(DOCKER_ENGINE) build
 
-# Kubernetes v1.34.4 for the kubernetes platform's tests (scripts/kubernetes.sh
+# Kubernetes v1.34.4 for the kubernetes platform's tests (scripts/k8s.sh
 # build: from the Go module proxy and Debian's packages, once; cached in
 # /var/cache/ctrbench; 5 minutes here on two cores).
-kubernetes:
-	bash scripts/kubernetes.sh build
+k8s:
+	bash scripts/k8s.sh build
 
 # make test with every workload in all eight placements (make test runs
 # each once, the placements in turn) and the tests make test leaves to it

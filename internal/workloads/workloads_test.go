@@ -48,7 +48,9 @@ func TestPrimeCounts(t *testing.T) {
 func TestPrimesMetricsAreConsistent(t *testing.T) {
 	p := values(t, "cpu.primes", map[string]string{"duration": "300ms", "max_prime": "5000", "threads": "2"})
 	var hs []result.Histogram
+	began := time.Now()
 	obs, _, err := runPrimes(context.Background(), p, workload.Env{Histogram: func(h result.Histogram) { hs = append(hs, h) }})
+	outer := time.Since(began)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,16 +71,20 @@ func TestPrimesMetricsAreConsistent(t *testing.T) {
 	if mean := h.Mean() / 1e6; math.Abs(mean-m["latency_avg"]) > 0.001*m["latency_avg"] {
 		t.Errorf("latency_avg %v ms, the kept histogram's mean %v ms", m["latency_avg"], mean)
 	}
-	// The run lasted at least its 300 ms: no more events per second than
-	// the histogram's count over that.
-	if most := float64(h.TotalCount()) / 0.3; m["events_per_sec"] > most*(1+1e-9) {
-		t.Errorf("events_per_sec %v, more than the %d events recorded over 300 ms", m["events_per_sec"], h.TotalCount())
+	// The rate is the events recorded over the run's time, which lasted
+	// at least its 300 ms and no longer than the call: between the count
+	// over the call's time and the count over 300 ms.
+	n := float64(h.TotalCount())
+	if most, least := n/0.3, n/outer.Seconds(); m["events_per_sec"] > most*(1+1e-9) || m["events_per_sec"] < least*(1-1e-9) {
+		t.Errorf("events_per_sec %v, not between the %d events recorded over the call's %v (%.1f/s) and over 300 ms (%.1f/s)", m["events_per_sec"], h.TotalCount(), outer, least, most)
 	}
-	// Two threads each finishing an event every latency_avg ms: the rate
-	// must agree with the latency within scheduling noise.
+	// Two threads each spend at most the run's time in events, so the rate
+	// is at most 2 / latency_avg. No lower bound: a thread kept off the CPU
+	// between events (the machine busy, the Go P taken) spends part of the
+	// run in none — a ratio of 0.50 was measured so in a busy make test.
 	implied := 2 * 1000 / m["latency_avg"]
-	if r := m["events_per_sec"] / implied; r < 0.6 || r > 1.1 {
-		t.Errorf("events_per_sec %.1f disagrees with 2 threads at %.3f ms/event (ratio %.2f)", m["events_per_sec"], m["latency_avg"], r)
+	if r := m["events_per_sec"] / implied; r > 1+1e-3 {
+		t.Errorf("events_per_sec %.1f, more than 2 threads at %.3f ms/event allow (ratio %.3f)", m["events_per_sec"], m["latency_avg"], r)
 	}
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# kubernetes.sh: a real Kubernetes of a pinned version, built offline from
+# k8s.sh: a real Kubernetes of a pinned version, built offline from
 # the Go module proxy and Debian's packages, for the kubernetes platform's
 # tests (issue 41; ../shared/KUBERNETES-OFFLINE.md is the recipe it follows).
 #
-#   scripts/kubernetes.sh build     build the cluster's binaries once (cached)
-#   scripts/kubernetes.sh version   the version it builds
+#   scripts/k8s.sh build     build the cluster's binaries once (cached)
+#   scripts/k8s.sh version   the version it builds
 #
 # What build makes, in $CACHE (/var/cache/ctrbench/kubernetes/<version>):
 #   bin/kube-apiserver kube-controller-manager kube-scheduler kubelet
@@ -33,7 +33,7 @@ STAGED=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go
 	kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
 	mount-utils pod-security-admission sample-apiserver)
 
-log() { printf 'kubernetes: %s\n' "$*" >&2; }
+log() { printf 'k8s: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
 built() {
