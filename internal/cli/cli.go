@@ -77,6 +77,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath())}
 	})
-	root.AddCommand(newRunCmd(), newReportCmd(), newAdviseCmd(), newCampaignsCmd(), newCalibrateCmd(), newCompareCmd(), newHistoryCmd(), newArtifactCmd(), newImageCmd(), newCleanCmd(), newAgentCmd(), newWorkloadsCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newReportCmd(), newAdviseCmd(), newCampaignsCmd(), newCalibrateCmd(), newCompareCmd(), newHistoryCmd(), newArtifactCmd(), newImageCmd(), newCleanCmd(), newAgentCmd(), newWorkloadsCmd(), newSubnetsCmd(), newVersionCmd())
 	return root
 }

@@ -18,7 +18,11 @@ import (
 //	201        /24    macvlan on the machine
 //	202        /24    LXC's bridge
 //	203        /24    the virtual machines' bridge
-//	204–249    /24    spare host bridges (a second campaign's LXC or VM bridge)
+//	204–239    /24    spare host bridges (a second campaign's LXC or VM bridge)
+//	240        /24    a Kubernetes cluster's node network: the machine .1, node n .1+n
+//	241        /24    the cluster's Service (ClusterIP) range
+//	242–243    /24    spare
+//	244        /22    the cluster's pods: node n's pods are block 243+n
 //	250        /24    WireGuard tunnels: host h is .h
 //	256        /18    overlay between hosts: host h's part is block 256+h
 //	320        /18    overlay-encrypted: host h's part is block 320+h
@@ -35,7 +39,11 @@ const (
 	LXCBridge        = 202
 	VMBridge         = 203
 	SpareFirst       = 204
-	SpareLast        = 249
+	SpareLast        = 239
+	K8sNodes         = 240
+	K8sServices      = 241
+	K8sPods          = 244
+	K8sPodsBits      = 22
 	WireGuard        = 250
 	Overlay          = 256
 	OverlayEncrypted = 320
@@ -62,6 +70,45 @@ const MaxOverlayHosts = 1<<(24-OverlayBits) - 1
 // InnerBridgeCount is how many nested parents' inner bridges a pool holds
 // at once.
 const InnerBridgeCount = 1 << (InnerBridgeBits - InnerBridgesBits)
+
+// MaxK8sNodes is the most nodes a Kubernetes cluster on the pool has:
+// node n's pods are block K8sPods+n-1, inside the pods' /22.
+const MaxK8sNodes = 1 << (24 - K8sPodsBits)
+
+// K8s is the address plan of a Kubernetes cluster ctrbench builds (make
+// k8s's test cluster): its node network, Service range and pod range.
+type K8s struct {
+	Nodes    netip.Prefix // the node network; the machine is its gateway
+	Services netip.Prefix // ClusterIPs
+	Pods     netip.Prefix // every node's pods (kube-proxy's cluster CIDR)
+}
+
+// K8s is the pool's Kubernetes address plan.
+func (p Pool) K8s() K8s {
+	return K8s{Nodes: p.Block(K8sNodes), Services: p.Block(K8sServices), Pods: p.Net(K8sPods, K8sPodsBits)}
+}
+
+// Node is node n's address on the node network (n = 1..MaxK8sNodes).
+func (k K8s) Node(n int) netip.Addr {
+	k.checkNode(n)
+	a := k.Nodes.Masked().Addr().As4()
+	a[3] = byte(1 + n)
+	return netip.AddrFrom4(a)
+}
+
+// NodePods is node n's pod subnet (a /24 of Pods).
+func (k K8s) NodePods(n int) netip.Prefix {
+	k.checkNode(n)
+	a := k.Pods.Masked().Addr().As4()
+	a[2] += byte(n - 1)
+	return netip.PrefixFrom(netip.AddrFrom4(a), 24)
+}
+
+func (k K8s) checkNode(n int) {
+	if n < 1 || n > MaxK8sNodes {
+		panic(fmt.Sprintf("subnets: no Kubernetes node %d (a pool holds %d)", n, MaxK8sNodes))
+	}
+}
 
 // HostBridge is host h's bridge subnet's block.
 func HostBridge(h int) int { return h }

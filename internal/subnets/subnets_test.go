@@ -88,6 +88,9 @@ func TestLayoutDisjoint(t *testing.T) {
 	take("LXC", LXCBridge, 1)
 	take("VM", VMBridge, 1)
 	take("spares", SpareFirst, SpareLast-SpareFirst+1)
+	take("Kubernetes nodes", K8sNodes, 1)
+	take("Kubernetes services", K8sServices, 1)
+	take("Kubernetes pods", K8sPods, 1<<(24-K8sPodsBits))
 	take("WireGuard", WireGuard, 1)
 	take("overlay", Overlay, 1<<(24-OverlayBits))
 	take("overlay-encrypted", OverlayEncrypted, 1<<(24-OverlayBits))
@@ -98,4 +101,41 @@ func TestLayoutDisjoint(t *testing.T) {
 	if OverlayHost(true, MaxOverlayHosts) >= EnginesFirst || OverlayHost(false, MaxOverlayHosts) >= OverlayEncrypted {
 		t.Error("an overlay's last host is outside its /18")
 	}
+}
+
+// TestK8sPlan: the cluster's node, Service and pod ranges are the layout's
+// blocks, each node's pods a /24 of the pods' range, node addresses on the
+// node network above its gateway, and nothing of it overlaps.
+func TestK8sPlan(t *testing.T) {
+	k := Default().K8s()
+	if k.Nodes.String() != "198.18.240.0/24" || k.Services.String() != "198.18.241.0/24" || k.Pods.String() != "198.18.244.0/22" {
+		t.Fatalf("plan %+v", k)
+	}
+	if !k.Pods.IsValid() || k.Pods.Masked() != k.Pods {
+		t.Fatalf("pods %v is not aligned", k.Pods)
+	}
+	seen := map[netip.Prefix]bool{}
+	for n := 1; n <= MaxK8sNodes; n++ {
+		p := k.NodePods(n)
+		if !k.Pods.Contains(p.Addr()) || seen[p] || p.Bits() != 24 {
+			t.Errorf("node %d's pods %v: not a /24 of %v of its own", n, p, k.Pods)
+		}
+		seen[p] = true
+		if a := k.Node(n); !k.Nodes.Contains(a) || a == Gateway(k.Nodes) {
+			t.Errorf("node %d at %v: not on %v beside its gateway", n, a, k.Nodes)
+		}
+	}
+	if k.Nodes.Overlaps(k.Pods) || k.Services.Overlaps(k.Pods) || k.Nodes.Overlaps(k.Services) {
+		t.Errorf("the plan's ranges overlap: %+v", k)
+	}
+	other := MustParse("10.20.0.0/15").K8s()
+	if other.NodePods(2).String() != "10.20.245.0/24" || other.Node(1).String() != "10.20.240.2" {
+		t.Errorf("another pool's plan %+v: node 2's pods %v, node 1 %v", other, other.NodePods(2), other.Node(1))
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("node 5 of 4 did not panic")
+		}
+	}()
+	k.Node(MaxK8sNodes + 1)
 }
