@@ -4,7 +4,26 @@
 # tests (issue 41; ../shared/KUBERNETES-OFFLINE.md is the recipe it follows).
 #
 #   scripts/k8s.sh build     build the cluster's binaries once (cached)
+#   scripts/k8s.sh up [--nodes N] [--proxy-mode iptables|nftables]
+#                            start a cluster of N nodes (2 by default)
+#   scripts/k8s.sh load IMAGE…  copy images from the machine's Docker Engine
+#                            into every node's containerd (as kind load does)
+#   scripts/k8s.sh status    what runs; the kubeconfig to use
+#   scripts/k8s.sh down      stop it and remove everything it made (also
+#                            what a killed up left)
 #   scripts/k8s.sh version   the version it builds
+#
+# The cluster (scripts/k8s-cluster.sh does the work): etcd and the control
+# plane run on the machine, the API server on the node network's gateway
+# address; each node is a network namespace (ctrbench-k8s-nodeN: not ctb…,
+# which `ctrbench clean` would take for a leftover of its own) with a
+# mount namespace of its own, its own containerd, kubelet and kube-proxy,
+# and a cgroup (ctrbench-k8s-nodeN) pinned to a core of its own where the
+# machine has one per node. The nodes' eth0 are ports of the machine's
+# bridge ctrk8s0, the emulated underlay between them. Every address comes
+# from ctrbench's subnet pool (`ctrbench subnets`): nodes 198.18.240.0/24,
+# Services 198.18.241.0/24, pods 198.18.244.0/22 by default. The kubelet's
+# three host sysctls are saved before it starts and restored by down.
 #
 # What build makes, in $CACHE (/var/cache/ctrbench/kubernetes/<version>):
 #   bin/kube-apiserver kube-controller-manager kube-scheduler kubelet
@@ -100,7 +119,7 @@ build() {
 	command -v go >/dev/null || die "go is not installed: Kubernetes is built with it"
 	local start src ld c dir
 	start=$(date +%s)
-	log "building Kubernetes $VERSION from the Go module proxy (about 16 minutes, once)"
+	log "building Kubernetes $VERSION from the Go module proxy (5 to 8 minutes here, once)"
 	src=$CACHE/src
 	mkdir -p "$src" "$BIN" "$CACHE/pause"
 	module "$src"
@@ -126,5 +145,12 @@ build() {
 case "${1:-}" in
 build) build ;;
 version) echo "$VERSION" ;;
-*) die "usage: $0 build|version" ;;
+up | down | status | load)
+	# shellcheck source=scripts/k8s-cluster.sh
+	. "$(dirname "$0")/k8s-cluster.sh"
+	cmd=$1
+	shift
+	"cluster_$cmd" "$@"
+	;;
+*) die "usage: $0 build|up|load|status|down|version" ;;
 esac
