@@ -29,7 +29,7 @@ plan() {
 	local b vars
 	b=$(ctrbench_bin)
 	vars=$("$b" subnets --shell --nodes "$NODES" ${CTRBENCH_SUBNET_POOL:+--subnet-pool "$CTRBENCH_SUBNET_POOL"}) ||
-		die "$b subnets failed (an older ctrbench? make build)"
+		die "$b subnets refused the plan (its message is above; an older ctrbench has no subnets command: make build)"
 	eval "$vars"
 	APISERVER=$K8S_GATEWAY
 }
@@ -278,12 +278,24 @@ state = "$r/containerd"
     conf_dir = "$d/cni"
     max_conf_num = 1
 EOF
-	cat >"$d/cni/10-ctrbench.conflist" <<EOF
-{"cniVersion": "0.4.0", "name": "ctrbench-k8s", "plugins": [{"type": "bridge", "bridge": "cni0",
- "isGateway": true, "ipMasq": false, "hairpinMode": true,
- "ipam": {"type": "host-local", "dataDir": "$d/ipam", "ranges": [[{"subnet": "$(node_pods "$n")"}]],
-  "routes": [{"dst": "0.0.0.0/0"}]}}]}
-EOF
+	cni_config "$n" >"$d/cni/10-ctrbench.conflist"
+}
+
+# cni_config N: node N's CNI network, of the plugin asked (--cni): bridge
+# (the pods of a node on one Linux bridge, the node its gateway) or ptp (a
+# veth pair per pod, routed by the node). Addresses: host-local, in the
+# node's pod /24; no masquerade (every path stays inside the pool).
+cni_config() {
+	local n=$1 ipam
+	ipam="{\"type\": \"host-local\", \"dataDir\": \"$STATE/node$n/ipam\", \"ranges\": [[{\"subnet\": \"$(node_pods "$n")\"}]], \"routes\": [{\"dst\": \"0.0.0.0/0\"}]}"
+	case $CNI in
+	bridge)
+		echo "{\"cniVersion\": \"0.4.0\", \"name\": \"ctrbench-k8s\", \"plugins\": [{\"type\": \"bridge\", \"bridge\": \"cni0\", \"isGateway\": true, \"ipMasq\": false, \"hairpinMode\": true, \"ipam\": $ipam}]}"
+		;;
+	ptp)
+		echo "{\"cniVersion\": \"0.4.0\", \"name\": \"ctrbench-k8s\", \"plugins\": [{\"type\": \"ptp\", \"ipMasq\": false, \"ipam\": $ipam}]}"
+		;;
+	esac
 }
 
 kubelet_config() {
@@ -349,12 +361,6 @@ ctr_() {
 	local n=$1
 	shift
 	nsenter -t "$(holder "$n")" -m -n -- ctr --address "$RUN/node$n/containerd.sock" -n k8s.io "$@"
-}
-
-proxy_config() {
-	cat >"$STATE/kube-proxy.env" <<EOF
-PROXY_MODE=$PROXY_MODE
-EOF
 }
 
 node_up() {
@@ -440,18 +446,28 @@ save_sysctls() {
 cluster_up() {
 	NODES=2
 	PROXY_MODE=iptables
+	CNI=bridge
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--nodes) NODES=$2 && shift 2 ;;
 		--proxy-mode) PROXY_MODE=$2 && shift 2 ;;
-		*) die "up: unknown argument $1 (want --nodes N, --proxy-mode iptables|nftables)" ;;
+		--cni) CNI=$2 && shift 2 ;;
+		*) die "up: unknown argument $1 (want --nodes N, --proxy-mode iptables|nftables, --cni bridge|ptp)" ;;
 		esac
 	done
 	case $PROXY_MODE in
 	iptables | nftables) ;;
-	ipvs) die "up: --proxy-mode ipvs: kube-proxy's IPVS mode needs the ip_vs module, which this kernel lacks" ;;
+	ipvs)
+		[ -e /proc/net/ip_vs ] || die "up: --proxy-mode ipvs: kube-proxy's IPVS mode needs the kernel's ip_vs, which this kernel lacks"
+		die "up: --proxy-mode ipvs: not offered yet (kube-proxy's IPVS mode also needs ipset)"
+		;;
 	*) die "up: --proxy-mode $PROXY_MODE: want iptables or nftables" ;;
 	esac
+	case $CNI in
+	bridge | ptp) ;;
+	*) die "up: --cni $CNI: want bridge or ptp (Debian's CNI plugins)" ;;
+	esac
+	[ "$NODES" -ge 1 ] 2>/dev/null || die "up: --nodes $NODES: want a number of nodes"
 	[ "$(id -u)" = 0 ] || die "up: run as root (the nodes are namespaces, cgroups and a bridge)"
 	built || die "Kubernetes $VERSION is not built: make k8s"
 	[ ! -e "$STATE/up" ] && [ ! -d "$RUN" ] || die "a cluster is up already (scripts/k8s.sh status; scripts/k8s.sh down ends it)"
@@ -461,6 +477,7 @@ cluster_up() {
 	mkdir -p "$STATE" "$RUN"
 	echo "$NODES" >"$STATE/nodes"
 	echo "$PROXY_MODE" >"$STATE/proxy-mode"
+	echo "$CNI" >"$STATE/cni"
 	touch "$STATE/up"
 	save_sysctls
 	pki
@@ -481,7 +498,7 @@ cluster_up() {
 		wait_for 240 "node $n" node_ready "$n" ||
 			{ tail -n 30 "$STATE/node$n/kubelet.log" >&2; die "node $n did not become Ready in 60 s"; }
 	done
-	log "Kubernetes $VERSION up: $NODES nodes, kube-proxy $PROXY_MODE, in $(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"
+	log "Kubernetes $VERSION up: $NODES nodes, kube-proxy $PROXY_MODE, CNI $CNI, in $(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"
 	log "KUBECONFIG=$STATE/admin.kubeconfig"
 }
 
@@ -506,7 +523,7 @@ cluster_status() {
 		return 1
 	fi
 	NODES=$(cat "$STATE/nodes")
-	echo "Kubernetes $VERSION, $NODES nodes, kube-proxy $(cat "$STATE/proxy-mode")"
+	echo "Kubernetes $VERSION, $NODES nodes, kube-proxy $(cat "$STATE/proxy-mode"), CNI $(cat "$STATE/cni")"
 	echo "KUBECONFIG=$STATE/admin.kubeconfig"
 	local f
 	for f in "$RUN"/*.pid "$RUN"/node*/*.pid; do
