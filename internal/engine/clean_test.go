@@ -2,11 +2,13 @@ package engine_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
@@ -81,6 +83,16 @@ func TestCleanKeptOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	// Until it has exec'd, its command line is this test's.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(owner.Process.Pid) + "/cmdline")
+		if strings.HasPrefix(string(b), "ctrbench-owner") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner process's command line is still %q", b)
+		}
+	}
 	e := &keptEngine{owner: strconv.Itoa(owner.Process.Pid)}
 	rep, err := engine.Clean(context.Background(), "", false, false, engine.WithClient(e))
 	if err != nil {
