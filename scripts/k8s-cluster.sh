@@ -14,6 +14,7 @@ APISERVER_PORT=6443
 ETCD_CLIENT=127.0.0.1:23790
 ETCD_PEER=127.0.0.1:23800
 PAUSE_IMAGE=ctrbench.local/pause:3.10
+CONTAINERD_ANNOTATION=ctrbench.io/containerd # kube.ContainerdAnnotation
 SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
 FWD_RULE=(-i "$BRIDGE" -o "$BRIDGE" -j ACCEPT -m comment --comment ctrbench-k8s)
 
@@ -497,6 +498,9 @@ cluster_up() {
 	for ((n = 1; n <= NODES; n++)); do
 		wait_for 240 "node $n" node_ready "$n" ||
 			{ tail -n 30 "$STATE/node$n/kubelet.log" >&2; die "node $n did not become Ready in 60 s"; }
+		# Where ctrbench on this machine finds the node's containerd, to
+		# import its images into (as kind load does): no registry needed.
+		kubectl_ annotate node "$(node_name "$n")" --overwrite "$CONTAINERD_ANNOTATION=$RUN/node$n/containerd.sock" >/dev/null
 	done
 	log "Kubernetes $VERSION up: $NODES nodes, kube-proxy $PROXY_MODE, CNI $CNI, in $(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"
 	log "KUBECONFIG=$STATE/admin.kubeconfig"
