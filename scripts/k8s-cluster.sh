@@ -14,6 +14,7 @@ APISERVER_PORT=6443
 ETCD_CLIENT=127.0.0.1:23790
 ETCD_PEER=127.0.0.1:23800
 PAUSE_IMAGE=ctrbench.local/pause:3.10
+BUSYBOX_IMAGE=ctrbench.local/busybox:1 # kube's tests run it
 CONTAINERD_ANNOTATION=ctrbench.io/containerd # kube.ContainerdAnnotation
 SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
 FWD_RULE=(-i "$BRIDGE" -o "$BRIDGE" -j ACCEPT -m comment --comment ctrbench-k8s)
@@ -329,15 +330,16 @@ evictionHard: {memory.available: 100Mi, nodefs.available: "1%", imagefs.availabl
 EOF
 }
 
-# pause_image writes the pods' sandbox image, FROM scratch around the
-# static pause built from the module's pause.c, as a docker-archive tar.
-pause_image() {
-	python3 - "$CACHE/pause/pause" "$PAUSE_IMAGE" "$STATE/pause.tar" <<'EOF'
+# scratch_image BINARY REF PATH OUT: an image FROM scratch holding the
+# static BINARY at PATH, its entrypoint, tagged REF, written to OUT as a
+# docker-archive tar (what ctr images import reads): no registry, no engine.
+scratch_image() {
+	python3 - "$@" <<'EOF'
 import hashlib, io, json, sys, tarfile
-binary, ref, out = sys.argv[1:]
+binary, ref, path, out = sys.argv[1:]
 layer = io.BytesIO()
 with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as t:
-    info = t.gettarinfo(binary, arcname="pause")
+    info = t.gettarinfo(binary, arcname=path.lstrip("/"))
     info.uid = info.gid = 0
     info.uname = info.gname = ""
     info.mtime = 0
@@ -346,7 +348,7 @@ with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as t:
 data = layer.getvalue()
 diff = "sha256:" + hashlib.sha256(data).hexdigest()
 config = json.dumps({"architecture": "amd64", "os": "linux",
-    "config": {"Entrypoint": ["/pause"], "User": "65535:65535"},
+    "config": {"Entrypoint": [path]},
     "rootfs": {"type": "layers", "diff_ids": [diff]}}).encode()
 cname = hashlib.sha256(config).hexdigest() + ".json"
 with tarfile.open(out, "w") as t:
@@ -356,6 +358,16 @@ with tarfile.open(out, "w") as t:
         info.size = len(body)
         t.addfile(info, io.BytesIO(body))
 EOF
+}
+
+# node_images writes the images every node gets: the pods' sandbox (the
+# module's pause.c, static) and, for tests, busybox (Debian's static one;
+# /bin/busybox its entrypoint, an applet its first argument).
+node_images() {
+	scratch_image "$CACHE/pause/pause" "$PAUSE_IMAGE" /pause "$STATE/pause.tar"
+	local bb
+	bb=$(command -v busybox) || die "busybox is not installed (Debian's busybox-static; make setup installs it): the test cluster's nodes get it as an image"
+	scratch_image "$bb" "$BUSYBOX_IMAGE" /bin/busybox "$STATE/busybox.tar"
 }
 
 ctr_() {
@@ -384,7 +396,8 @@ node_up() {
 	kubelet_config "$n"
 	in_node "$n" "$d/containerd.log" "$r/containerd.pid" containerd --config "$d/containerd.toml"
 	wait_for 80 "containerd" ctr_ "$n" version || { tail -n 20 "$d/containerd.log" >&2; die "node $n's containerd did not answer"; }
-	ctr_ "$n" images import "$STATE/pause.tar" >/dev/null || die "importing the pause image into node $n failed"
+	ctr_ "$n" images import "$STATE/pause.tar" >/dev/null && ctr_ "$n" images import "$STATE/busybox.tar" >/dev/null ||
+		die "importing the pause and busybox images into node $n failed"
 	in_node "$n" "$d/kubelet.log" "$r/kubelet.pid" "$BIN/kubelet" --config "$d/kubelet.yaml" \
 		--kubeconfig "$STATE/node$n.kubeconfig" --hostname-override "$(node_name "$n")" --node-ip "$(node_ip "$n")" \
 		--root-dir /var/lib/kubelet
@@ -489,7 +502,7 @@ cluster_up() {
 	for ((n = 1; n <= NODES; n++)); do
 		kubeconfig "node$n" "node$n"
 	done
-	pause_image
+	node_images
 	net_up
 	control_plane_up
 	for ((n = 1; n <= NODES; n++)); do
