@@ -21,16 +21,28 @@ func (c *Client) Clean(ctx context.Context, campaign string) (removed []string, 
 	if err != nil {
 		return nil, fmt.Errorf("listing ctrbench's namespaces on %s: %w", c.host, err)
 	}
+	// All deletions are asked for first, then waited for: the namespace
+	// controller works on them together.
 	var errs []error
+	var asked []string
 	for _, ns := range list.Items {
 		if ownerRunning(ns.Labels[platform.LabelOwnerPID]) {
 			continue
 		}
-		if err := c.DeleteNamespace(ctx, ns.Name); err != nil {
+		if err := c.deleteNamespace(ctx, ns.Name); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, ns.Name)
+		asked = append(asked, ns.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, namespaceGoneWait)
+	defer cancel()
+	for _, ns := range asked {
+		if err := c.waitNamespaceGone(ctx, ns); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, ns)
 	}
 	return removed, errors.Join(errs...)
 }

@@ -126,3 +126,13 @@ func TestEnsureNamespace(t *testing.T) {
 		t.Errorf("namespace %s still there after DeleteNamespace", ns)
 	}
 }
+
+func TestEnsureNamespaceRefusesBadCampaign(t *testing.T) {
+	c := testClient(t)
+	for _, campaign := range []string{"", "has space", strings.Repeat("x", 64)} {
+		if ns, err := c.EnsureNamespace(testContext(t), campaign); err == nil {
+			c.DeleteNamespace(context.Background(), ns)
+			t.Errorf("EnsureNamespace(%q) made %s, want an error", campaign, ns)
+		}
+	}
+}

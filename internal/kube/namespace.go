@@ -2,12 +2,15 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
@@ -32,6 +35,12 @@ func (c *Client) EnsureNamespace(ctx context.Context, campaign string) (string, 
 
 // ensureNamespace is EnsureNamespace with the labels given.
 func (c *Client) ensureNamespace(ctx context.Context, campaign string, labels map[string]string) (string, error) {
+	if campaign == "" {
+		return "", errors.New("no campaign ID: a namespace belongs to a campaign")
+	}
+	if msgs := validation.IsValidLabelValue(campaign); len(msgs) > 0 {
+		return "", fmt.Errorf("campaign ID %q cannot label Kubernetes objects (%s): ctrbench's IDs can", campaign, strings.Join(msgs, "; "))
+	}
 	name := NamespaceName(campaign)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	_, err := c.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
@@ -97,6 +106,15 @@ func (c *Client) campaignOf(ctx context.Context, ns string) (string, error) {
 func (c *Client) DeleteNamespace(ctx context.Context, ns string) error {
 	ctx, cancel := context.WithTimeout(ctx, namespaceGoneWait)
 	defer cancel()
+	if err := c.deleteNamespace(ctx, ns); err != nil {
+		return err
+	}
+	return c.waitNamespaceGone(ctx, ns)
+}
+
+// deleteNamespace asks for namespace ns's deletion. The namespace
+// controller then deletes what is in it, and the namespace last: seconds.
+func (c *Client) deleteNamespace(ctx context.Context, ns string) error {
 	err := c.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting namespace %s: %w", ns, err)
@@ -104,6 +122,12 @@ func (c *Client) DeleteNamespace(ctx context.Context, ns string) error {
 	c.mu.Lock()
 	delete(c.campaigns, ns)
 	c.mu.Unlock()
+	return nil
+}
+
+// waitNamespaceGone waits until namespace ns is gone, as long as ctx
+// allows.
+func (c *Client) waitNamespaceGone(ctx context.Context, ns string) error {
 	for {
 		n, err := c.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		switch {
@@ -114,7 +138,7 @@ func (c *Client) DeleteNamespace(ctx context.Context, ns string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("namespace %s still there %v after its deletion (%s): see kubectl describe namespace %s", ns, namespaceGoneWait, namespaceState(n), ns)
+			return fmt.Errorf("namespace %s still there after its deletion (%s): see kubectl describe namespace %s", ns, namespaceState(n), ns)
 		case <-time.After(pollEvery):
 		}
 	}

@@ -48,6 +48,7 @@ func (c *Client) StartPod(ctx context.Context, spec PodSpec) (*Pod, error) {
 	if err != nil {
 		return nil, err
 	}
+	begun := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
 	w, err := c.watchPod(ctx, spec.Namespace, spec.Name)
@@ -66,7 +67,7 @@ func (c *Client) StartPod(ctx context.Context, spec PodSpec) (*Pod, error) {
 	for {
 		ev, err := w.next(ctx)
 		if err != nil {
-			msg := fmt.Errorf("pod %s/%s not ready after %v (%s): %w", spec.Namespace, spec.Name, startWait, stateOf(last), err)
+			msg := fmt.Errorf("pod %s/%s not ready after %v (%s): %w", spec.Namespace, spec.Name, time.Since(begun).Round(time.Millisecond), stateOf(last), err)
 			return nil, errors.Join(msg, c.DeletePod(context.WithoutCancel(ctx), p))
 		}
 		if ev.pod == nil {

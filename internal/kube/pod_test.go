@@ -214,3 +214,30 @@ func TestUnschedulable(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// A host-network pod has its node's IP and serves on it.
+func TestHostNetwork(t *testing.T) {
+	t.Parallel()
+	c := testClient(t)
+	ctx := testContext(t)
+	ns := testNamespace(t, c)
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := nodes[len(nodes)-1]
+	spec := httpdSpec(ns, "hostnet", node.Name)
+	spec.HostNetwork = true
+	spec.Args = []string{"httpd", "-f", "-p", "18080", "-h", "/bin"}
+	spec.Ports = []Port{{Port: 18080}}
+	spec.Readiness = &Probe{TCPPort: 18080}
+	p, err := c.StartPod(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.DeletePod(context.Background(), p) })
+	if p.IP != node.InternalIP || p.Node != node.Name {
+		t.Errorf("host-network pod on %s at %s, want on %s at %s", p.Node, p.IP, node.Name, node.InternalIP)
+	}
+	getBusybox(t, net.JoinHostPort(p.IP, "18080"), 5*time.Second)
+}
