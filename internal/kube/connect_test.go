@@ -30,3 +30,22 @@ func TestConnectNamesWhatItTried(t *testing.T) {
 		t.Errorf("Connect with KUBECONFIG=%s = %v, want an error naming it", other, err)
 	}
 }
+
+func TestConnectContext(t *testing.T) {
+	if _, err := os.Stat(TestKubeconfig); err != nil {
+		t.Skip("no ctrbench test cluster: make k8s && scripts/k8s.sh up")
+	}
+	_, err := Connect(TestKubeconfig, "no-such-context")
+	t.Log(err)
+	if err == nil || !strings.Contains(err.Error(), "no-such-context") || !strings.Contains(err.Error(), TestKubeconfig) {
+		t.Errorf("Connect with a missing context = %v, want an error naming it and the file", err)
+	}
+	cfg, err := clientcmd.LoadFromFile(TestKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Connect(TestKubeconfig, cfg.CurrentContext)
+	if err != nil || c.Host() == "" {
+		t.Errorf("Connect with context %q = %v, %v", cfg.CurrentContext, c, err)
+	}
+}

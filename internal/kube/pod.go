@@ -57,7 +57,7 @@ func (c *Client) StartPod(ctx context.Context, spec PodSpec) (*Pod, error) {
 	}
 	defer w.stop()
 	if w.initial != nil {
-		return nil, fmt.Errorf("pod %s/%s already exists: delete it first (ctrbench clean removes what a killed run left)", spec.Namespace, spec.Name)
+		return nil, fmt.Errorf("pod %s/%s already exists: delete it first (DeletePod)", spec.Namespace, spec.Name)
 	}
 	if err := c.createPod(ctx, kpod); err != nil {
 		return nil, err
