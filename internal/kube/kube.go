@@ -37,6 +37,11 @@ type Client struct {
 
 	mu        sync.Mutex
 	campaigns map[string]string // namespace -> its campaign label, as looked up
+
+	// watchTimeout, when not 0, is how long (seconds) the server keeps
+	// a watch open, instead of its 30 to 60 minutes: tests make it end
+	// soon to see it resumed.
+	watchTimeout int64
 }
 
 // Connect finds the cluster as kubectl does: the kubeconfig file given,

@@ -241,3 +241,27 @@ func TestHostNetwork(t *testing.T) {
 	}
 	getBusybox(t, net.JoinHostPort(p.IP, "18080"), 5*time.Second)
 }
+
+// A watch the server ends (its timeout, here 1 s) is resumed where it
+// was: WaitExit sees a command end after several of them.
+func TestWatchResumes(t *testing.T) {
+	t.Parallel()
+	c := testClient(t)
+	c.watchTimeout = 1
+	ctx := testContext(t)
+	ns := testNamespace(t, c)
+	p, err := c.StartPod(ctx, PodSpec{Name: "slow-exit", Namespace: ns, Image: smokeImage, RunToCompletion: true,
+		Args: []string{"sh", "-c", "sleep 4; exit 5"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.DeletePod(context.Background(), p) })
+	start := time.Now()
+	code, err := c.WaitExit(ctx, p)
+	if err != nil || code != 5 {
+		t.Errorf("WaitExit = %d, %v; want 5", code, err)
+	}
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("WaitExit returned after %v, before the 1 s watches could end", d)
+	}
+}

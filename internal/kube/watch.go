@@ -63,9 +63,11 @@ func (p *podWatch) list(ctx context.Context) error {
 
 // open starts the watch from p.rv.
 func (p *podWatch) open(ctx context.Context) error {
-	w, err := p.c.cs.CoreV1().Pods(p.ns).Watch(ctx, metav1.ListOptions{
-		FieldSelector: p.selector(), ResourceVersion: p.rv, AllowWatchBookmarks: true,
-	})
+	opts := metav1.ListOptions{FieldSelector: p.selector(), ResourceVersion: p.rv, AllowWatchBookmarks: true}
+	if p.c.watchTimeout != 0 {
+		opts.TimeoutSeconds = &p.c.watchTimeout
+	}
+	w, err := p.c.cs.CoreV1().Pods(p.ns).Watch(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("watching pod %s/%s: %w", p.ns, p.name, err)
 	}
