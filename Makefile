@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/ctrbench/ctrbench/internal/sysinfo.Version=$(VERSION)
 GOFILES := $(shell find . -name '*.go' -not -path './.git/*') go.mod go.sum
 
-.PHONY: all build setup images demo test test-full test-short vet lint bench fuzz chaos clean-leftovers kernels docker-engine k8s
+.PHONY: all build setup images demo test test-full test-short vet lint bench fuzz chaos clean-leftovers kernels docker-engine k8s test-k8s
 
 all: build
 
@@ -69,6 +69,12 @@ docker-engine:
 # /var/cache/ctrbench; 5 minutes here on two cores).
 k8s:
 	bash scripts/k8s.sh build
+
+# The Kubernetes tests on a two-node test cluster of their own
+# (scripts/k8s-test.sh: make k8s's build if not cached, up, the tests,
+# down — nothing left).
+test-k8s: build
+	set -o pipefail; CTRBENCH_BIN=$(abspath $(BIN)) bash scripts/k8s-test.sh | python3 scripts/gotest-summary.py
 
 # make test with every workload in all eight placements (make test runs
 # each once, the placements in turn) and the tests make test leaves to it

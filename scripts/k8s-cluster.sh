@@ -14,6 +14,8 @@ APISERVER_PORT=6443
 ETCD_CLIENT=127.0.0.1:23790
 ETCD_PEER=127.0.0.1:23800
 PAUSE_IMAGE=ctrbench.local/pause:3.10
+BUSYBOX_IMAGE=ctrbench.local/busybox:1 # kube's tests run it
+CONTAINERD_ANNOTATION=ctrbench.io/containerd # kube.ContainerdAnnotation
 SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
 FWD_RULE=(-i "$BRIDGE" -o "$BRIDGE" -j ACCEPT -m comment --comment ctrbench-k8s)
 
@@ -29,7 +31,7 @@ plan() {
 	local b vars
 	b=$(ctrbench_bin)
 	vars=$("$b" subnets --shell --nodes "$NODES" ${CTRBENCH_SUBNET_POOL:+--subnet-pool "$CTRBENCH_SUBNET_POOL"}) ||
-		die "$b subnets failed (an older ctrbench? make build)"
+		die "$b subnets refused the plan (its message is above; an older ctrbench has no subnets command: make build)"
 	eval "$vars"
 	APISERVER=$K8S_GATEWAY
 }
@@ -278,12 +280,24 @@ state = "$r/containerd"
     conf_dir = "$d/cni"
     max_conf_num = 1
 EOF
-	cat >"$d/cni/10-ctrbench.conflist" <<EOF
-{"cniVersion": "0.4.0", "name": "ctrbench-k8s", "plugins": [{"type": "bridge", "bridge": "cni0",
- "isGateway": true, "ipMasq": false, "hairpinMode": true,
- "ipam": {"type": "host-local", "dataDir": "$d/ipam", "ranges": [[{"subnet": "$(node_pods "$n")"}]],
-  "routes": [{"dst": "0.0.0.0/0"}]}}]}
-EOF
+	cni_config "$n" >"$d/cni/10-ctrbench.conflist"
+}
+
+# cni_config N: node N's CNI network, of the plugin asked (--cni): bridge
+# (the pods of a node on one Linux bridge, the node its gateway) or ptp (a
+# veth pair per pod, routed by the node). Addresses: host-local, in the
+# node's pod /24; no masquerade (every path stays inside the pool).
+cni_config() {
+	local n=$1 ipam
+	ipam="{\"type\": \"host-local\", \"dataDir\": \"$STATE/node$n/ipam\", \"ranges\": [[{\"subnet\": \"$(node_pods "$n")\"}]], \"routes\": [{\"dst\": \"0.0.0.0/0\"}]}"
+	case $CNI in
+	bridge)
+		echo "{\"cniVersion\": \"0.4.0\", \"name\": \"ctrbench-k8s\", \"plugins\": [{\"type\": \"bridge\", \"bridge\": \"cni0\", \"isGateway\": true, \"ipMasq\": false, \"hairpinMode\": true, \"ipam\": $ipam}]}"
+		;;
+	ptp)
+		echo "{\"cniVersion\": \"0.4.0\", \"name\": \"ctrbench-k8s\", \"plugins\": [{\"type\": \"ptp\", \"ipMasq\": false, \"ipam\": $ipam}]}"
+		;;
+	esac
 }
 
 kubelet_config() {
@@ -316,15 +330,16 @@ evictionHard: {memory.available: 100Mi, nodefs.available: "1%", imagefs.availabl
 EOF
 }
 
-# pause_image writes the pods' sandbox image, FROM scratch around the
-# static pause built from the module's pause.c, as a docker-archive tar.
-pause_image() {
-	python3 - "$CACHE/pause/pause" "$PAUSE_IMAGE" "$STATE/pause.tar" <<'EOF'
+# scratch_image BINARY REF PATH OUT: an image FROM scratch holding the
+# static BINARY at PATH, its entrypoint, tagged REF, written to OUT as a
+# docker-archive tar (what ctr images import reads): no registry, no engine.
+scratch_image() {
+	python3 - "$@" <<'EOF'
 import hashlib, io, json, sys, tarfile
-binary, ref, out = sys.argv[1:]
+binary, ref, path, out = sys.argv[1:]
 layer = io.BytesIO()
 with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as t:
-    info = t.gettarinfo(binary, arcname="pause")
+    info = t.gettarinfo(binary, arcname=path.lstrip("/"))
     info.uid = info.gid = 0
     info.uname = info.gname = ""
     info.mtime = 0
@@ -333,7 +348,7 @@ with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as t:
 data = layer.getvalue()
 diff = "sha256:" + hashlib.sha256(data).hexdigest()
 config = json.dumps({"architecture": "amd64", "os": "linux",
-    "config": {"Entrypoint": ["/pause"], "User": "65535:65535"},
+    "config": {"Entrypoint": [path]},
     "rootfs": {"type": "layers", "diff_ids": [diff]}}).encode()
 cname = hashlib.sha256(config).hexdigest() + ".json"
 with tarfile.open(out, "w") as t:
@@ -345,16 +360,20 @@ with tarfile.open(out, "w") as t:
 EOF
 }
 
+# node_images writes the images every node gets: the pods' sandbox (the
+# module's pause.c, static) and, for tests, busybox (Debian's static one;
+# /bin/busybox its entrypoint, an applet its first argument).
+node_images() {
+	scratch_image "$CACHE/pause/pause" "$PAUSE_IMAGE" /pause "$STATE/pause.tar"
+	local bb
+	bb=$(command -v busybox) || die "busybox is not installed (Debian's busybox-static; make setup installs it): the test cluster's nodes get it as an image"
+	scratch_image "$bb" "$BUSYBOX_IMAGE" /bin/busybox "$STATE/busybox.tar"
+}
+
 ctr_() {
 	local n=$1
 	shift
 	nsenter -t "$(holder "$n")" -m -n -- ctr --address "$RUN/node$n/containerd.sock" -n k8s.io "$@"
-}
-
-proxy_config() {
-	cat >"$STATE/kube-proxy.env" <<EOF
-PROXY_MODE=$PROXY_MODE
-EOF
 }
 
 node_up() {
@@ -377,7 +396,8 @@ node_up() {
 	kubelet_config "$n"
 	in_node "$n" "$d/containerd.log" "$r/containerd.pid" containerd --config "$d/containerd.toml"
 	wait_for 80 "containerd" ctr_ "$n" version || { tail -n 20 "$d/containerd.log" >&2; die "node $n's containerd did not answer"; }
-	ctr_ "$n" images import "$STATE/pause.tar" >/dev/null || die "importing the pause image into node $n failed"
+	ctr_ "$n" images import "$STATE/pause.tar" >/dev/null && ctr_ "$n" images import "$STATE/busybox.tar" >/dev/null ||
+		die "importing the pause and busybox images into node $n failed"
 	in_node "$n" "$d/kubelet.log" "$r/kubelet.pid" "$BIN/kubelet" --config "$d/kubelet.yaml" \
 		--kubeconfig "$STATE/node$n.kubeconfig" --hostname-override "$(node_name "$n")" --node-ip "$(node_ip "$n")" \
 		--root-dir /var/lib/kubelet
@@ -440,18 +460,28 @@ save_sysctls() {
 cluster_up() {
 	NODES=2
 	PROXY_MODE=iptables
+	CNI=bridge
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--nodes) NODES=$2 && shift 2 ;;
 		--proxy-mode) PROXY_MODE=$2 && shift 2 ;;
-		*) die "up: unknown argument $1 (want --nodes N, --proxy-mode iptables|nftables)" ;;
+		--cni) CNI=$2 && shift 2 ;;
+		*) die "up: unknown argument $1 (want --nodes N, --proxy-mode iptables|nftables, --cni bridge|ptp)" ;;
 		esac
 	done
 	case $PROXY_MODE in
 	iptables | nftables) ;;
-	ipvs) die "up: --proxy-mode ipvs: kube-proxy's IPVS mode needs the ip_vs module, which this kernel lacks" ;;
+	ipvs)
+		[ -e /proc/net/ip_vs ] || die "up: --proxy-mode ipvs: kube-proxy's IPVS mode needs the kernel's ip_vs, which this kernel lacks"
+		die "up: --proxy-mode ipvs: not offered yet (kube-proxy's IPVS mode also needs ipset)"
+		;;
 	*) die "up: --proxy-mode $PROXY_MODE: want iptables or nftables" ;;
 	esac
+	case $CNI in
+	bridge | ptp) ;;
+	*) die "up: --cni $CNI: want bridge or ptp (Debian's CNI plugins)" ;;
+	esac
+	[ "$NODES" -ge 1 ] 2>/dev/null || die "up: --nodes $NODES: want a number of nodes"
 	[ "$(id -u)" = 0 ] || die "up: run as root (the nodes are namespaces, cgroups and a bridge)"
 	built || die "Kubernetes $VERSION is not built: make k8s"
 	[ ! -e "$STATE/up" ] && [ ! -d "$RUN" ] || die "a cluster is up already (scripts/k8s.sh status; scripts/k8s.sh down ends it)"
@@ -461,6 +491,7 @@ cluster_up() {
 	mkdir -p "$STATE" "$RUN"
 	echo "$NODES" >"$STATE/nodes"
 	echo "$PROXY_MODE" >"$STATE/proxy-mode"
+	echo "$CNI" >"$STATE/cni"
 	touch "$STATE/up"
 	save_sysctls
 	pki
@@ -471,7 +502,7 @@ cluster_up() {
 	for ((n = 1; n <= NODES; n++)); do
 		kubeconfig "node$n" "node$n"
 	done
-	pause_image
+	node_images
 	net_up
 	control_plane_up
 	for ((n = 1; n <= NODES; n++)); do
@@ -480,8 +511,11 @@ cluster_up() {
 	for ((n = 1; n <= NODES; n++)); do
 		wait_for 240 "node $n" node_ready "$n" ||
 			{ tail -n 30 "$STATE/node$n/kubelet.log" >&2; die "node $n did not become Ready in 60 s"; }
+		# Where ctrbench on this machine finds the node's containerd, to
+		# import its images into (as kind load does): no registry needed.
+		kubectl_ annotate node "$(node_name "$n")" --overwrite "$CONTAINERD_ANNOTATION=$RUN/node$n/containerd.sock" >/dev/null
 	done
-	log "Kubernetes $VERSION up: $NODES nodes, kube-proxy $PROXY_MODE, in $(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"
+	log "Kubernetes $VERSION up: $NODES nodes, kube-proxy $PROXY_MODE, CNI $CNI, in $(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"
 	log "KUBECONFIG=$STATE/admin.kubeconfig"
 }
 
@@ -506,7 +540,7 @@ cluster_status() {
 		return 1
 	fi
 	NODES=$(cat "$STATE/nodes")
-	echo "Kubernetes $VERSION, $NODES nodes, kube-proxy $(cat "$STATE/proxy-mode")"
+	echo "Kubernetes $VERSION, $NODES nodes, kube-proxy $(cat "$STATE/proxy-mode"), CNI $(cat "$STATE/cni")"
 	echo "KUBECONFIG=$STATE/admin.kubeconfig"
 	local f
 	for f in "$RUN"/*.pid "$RUN"/node*/*.pid; do

@@ -70,6 +70,22 @@ type cleaner struct {
 	force bool
 	rep   *CleanReport
 	errs  []error
+	// seen holds what the report already says (kept objects, containers
+	// that failed to go), so settling passes that meet them again do not
+	// repeat them.
+	seen map[string]bool
+}
+
+// once reports whether key is new to this Clean, and marks it seen.
+func (c *cleaner) once(key string) bool {
+	if c.seen[key] {
+		return false
+	}
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	c.seen[key] = true
+	return true
 }
 
 // keep says whether the object kind name, with labels, is kept because
@@ -83,8 +99,10 @@ func (c *cleaner) keep(kind, name string, labels map[string]string) bool {
 	if !ownerRunning(pid) {
 		return false
 	}
-	c.rep.Skipped = append(c.rep.Skipped, fmt.Sprintf("%s %s (campaign %s, owner pid %s is running)",
-		kind, name, labels[platform.LabelCampaign], pid))
+	if c.once("kept " + kind + " " + name) {
+		c.rep.Skipped = append(c.rep.Skipped, fmt.Sprintf("%s %s (campaign %s, owner pid %s is running)",
+			kind, name, labels[platform.LabelCampaign], pid))
+	}
 	return true
 }
 
@@ -138,7 +156,9 @@ func (c *cleaner) containers(ctx context.Context) error {
 	failed := removeContainers(ctx, c.api, ids)
 	for i, id := range ids {
 		if err := failed[id]; err != nil {
-			c.errs = append(c.errs, err)
+			if c.once("failed container " + id) {
+				c.errs = append(c.errs, err)
+			}
 			continue
 		}
 		c.rep.Containers = append(c.rep.Containers, names[i])

@@ -2,8 +2,13 @@ package engine_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
@@ -11,6 +16,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/engine/enginetest"
+	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
 // lateEngine is an engine still creating a killed run's container: the
@@ -51,5 +57,54 @@ func TestCleanSettles(t *testing.T) {
 	}
 	if e.lists != 3 {
 		t.Errorf("%d looks, want 3 (the last finds nothing new)", e.lists)
+	}
+}
+
+// keptEngine holds a container whose owner (this test) still runs, beside
+// a killed run's container that appears late: Clean settles over several
+// passes and says it kept the live one once, not once a pass.
+type keptEngine struct {
+	lateEngine
+	owner string // the live owner's pid
+}
+
+func (e *keptEngine) ContainerList(ctx context.Context, o container.ListOptions) ([]container.Summary, error) {
+	out, _ := e.lateEngine.ContainerList(ctx, o)
+	l := engine.Labels("live")
+	l[platform.LabelOwnerPID] = e.owner
+	return append(out, container.Summary{ID: "live", Names: []string{"/ctrbench-live-t1-server"}, Labels: l}), nil
+}
+
+func TestCleanKeptOnce(t *testing.T) {
+	// A running process that is a ctrbench by its command line.
+	owner := exec.Command("sleep", "60")
+	owner.Args[0] = "ctrbench-owner"
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	// Until it has exec'd, its command line is this test's.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(owner.Process.Pid) + "/cmdline")
+		if strings.HasPrefix(string(b), "ctrbench-owner") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner process's command line is still %q", b)
+		}
+	}
+	e := &keptEngine{owner: strconv.Itoa(owner.Process.Pid)}
+	rep, err := engine.Clean(context.Background(), "", false, false, engine.WithClient(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.lists != 3 {
+		t.Fatalf("%d looks, want 3 (settling over the late container)", e.lists)
+	}
+	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0], "ctrbench-live-t1-server") {
+		t.Errorf("skipped %q, want the live container once", rep.Skipped)
+	}
+	if want := []string{"ctrbench-k-t1-server", "ctrbench-k-t1-client"}; !slices.Equal(rep.Containers, want) {
+		t.Errorf("removed %v, want %v", rep.Containers, want)
 	}
 }
