@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// smokeImage is on every node of ctrbench's test cluster: FROM scratch,
+// smokeImage is on every node of ctrbench's test cluster (scripts/k8s.sh up imports it): FROM scratch,
 // /bin/busybox its entrypoint.
-const smokeImage = "docker.io/library/ctb-k8s-smoke:1"
+const smokeImage = "ctrbench.local/busybox:1"
 
 // The test cluster's nodes (scripts/k8s.sh up).
 var testNodes = []string{"ctrbench-node1", "ctrbench-node2"}

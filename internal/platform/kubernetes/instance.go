@@ -65,11 +65,15 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	p.mu.Lock()
 	p.live[in] = true
 	p.mu.Unlock()
-	if in.stdout, err = p.c.FollowLogs(cctx, pod); err != nil {
-		return nil, errors.Join(fmt.Errorf("kubernetes: %w", err), in.Remove(context.WithoutCancel(ctx)))
-	}
+	// The log and the exit are followed until Remove (not the start's
+	// deadline).
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
 	in.cancel = wcancel
+	if in.stdout, err = p.c.FollowLogs(wctx, pod); err != nil {
+		wcancel()
+		in.cancel = nil
+		return nil, errors.Join(fmt.Errorf("kubernetes: %w", err), in.Remove(context.WithoutCancel(ctx)))
+	}
 	go in.watchExit(wctx)
 	in.seen = map[string]string{"kubernetes.pod": pod.Namespace + "/" + pod.Name, "kubernetes.node": pod.Node, "kubernetes.pod_ip": pod.IP}
 	return in, nil
