@@ -162,5 +162,3 @@ func (p *Platform) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
-
-
