@@ -22,7 +22,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -32,7 +31,7 @@ const TestKubeconfig = "/var/lib/ctrbench/k8s/admin.kubeconfig"
 
 // Client talks to one cluster, as one context of a kubeconfig names it.
 type Client struct {
-	cs   kubernetes.Interface
+	cs   *coreClient
 	host string // the API server's URL, for messages
 
 	mu        sync.Mutex
@@ -69,7 +68,7 @@ func Connect(kubeconfig, context string) (*Client, error) {
 	// client-go's default of 5 requests a second would pace a trial's
 	// creates and deletes; the API server has its own fairness.
 	cfg.QPS, cfg.Burst = 50, 100
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := newCore(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("making a Kubernetes client for %s: %w", cfg.Host, err)
 	}
@@ -94,7 +93,7 @@ func (c *Client) Host() string { return c.host }
 // Version asks the API server its version, e.g. "v1.34.4"; it is also the
 // check that the cluster answers.
 func (c *Client) Version(ctx context.Context) (string, error) {
-	raw, err := c.cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	raw, err := c.cs.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
 		return "", fmt.Errorf("asking the Kubernetes API server at %s its version: %w", c.host, err)
 	}
