@@ -446,8 +446,12 @@ control_plane_up() {
 		--bind-address 127.0.0.1 --secure-port 0 --leader-elect=false
 }
 
+# node_ready N: node N is Ready and takes pods: the node controller has
+# lifted the not-ready taint it starts with.
 node_ready() {
-	[ "$(kubectl_ get node "$(node_name "$1")" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+	local out
+	out=$(kubectl_ get node "$(node_name "$1")" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.spec.taints}' 2>/dev/null) || return 1
+	[ "$out" = "True " ]
 }
 
 save_sysctls() {
