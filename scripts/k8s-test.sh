@@ -15,10 +15,21 @@ GO=${GO:-go}
 export CTRBENCH_BIN
 K8S="bash scripts/k8s.sh"
 pkgs=("$@")
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(./internal/kube/...)
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./internal/kube ./internal/platform/kubernetes)
 
 $K8S build >&2 || exit 1
-$K8S up >&2 || { $K8S down >&2; exit 1; }
-trap '$K8S down >&2' EXIT
+if $K8S status >/dev/null 2>&1; then
+	echo "k8s-test: a test cluster is up already (scripts/k8s.sh status): the tests bring up their own; scripts/k8s.sh down ends it" >&2
+	exit 1
+fi
+up=0
+trap '[ $up -eq 0 ] || $K8S down >&2' EXIT
 trap 'exit 130' INT TERM
+up=1
+$K8S up >&2 || exit 1
 KUBECONFIG=/var/lib/ctrbench/k8s/admin.kubeconfig "$GO" test -json -count=1 -p 1 -timeout 10m "${pkgs[@]}"
+rc=$?
+up=0
+# Down, and nothing of the cluster may be left: a leftover fails the run.
+$K8S down >&2 || rc=1
+exit $rc

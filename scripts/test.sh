@@ -17,9 +17,14 @@
 #     them on the machine's engine too); then the packages that make
 #     nothing the end-to-end tests look at (QUIET below), in a temporary
 #     directory of their own; and the test binaries of the rest are built.
+#     Then Kubernetes is built (scripts/k8s.sh build: once, from the Go
+#     module proxy; 5 to 8 minutes on a fresh machine).
 #  2. Then the rest, two at a time, the slowest first (their timeout, 8
 #     minutes, fails a package that hangs soon enough to keep CI within
 #     its budget).
+#  3. Then the Kubernetes tests (K8S below) on a two-node test cluster of
+#     their own, up for them alone and down after (scripts/k8s-test.sh):
+#     no other test runs while its kubelets are.
 #  The logs of what ran beside the end-to-end tests are kept apart and
 #  printed in turn.
 set -uo pipefail
@@ -48,7 +53,10 @@ onlyPkgs=$(tail -n +2 <<<"$only" | xargs "$GO" list)
 # The rest after the end-to-end tests: the slowest first, so that two at
 # a time end together.
 slow=$("$GO" list ./internal/campaign ./internal/platform/podman ./internal/netlab ./internal/buildtest)
-rest="$slow $("$GO" list ./... | grep -v '/e2e$' | grep -vxF "$slow" | grep -vxF "$quiet" | grep -vxF "$onlyPkgs")"
+# The Kubernetes tests, on the test cluster, last.
+K8S="./internal/kube ./internal/platform/kubernetes"
+k8s=$("$GO" list $K8S)
+rest="$slow $("$GO" list ./... | grep -v '/e2e$' | grep -vxF "$slow" | grep -vxF "$quiet" | grep -vxF "$onlyPkgs" | grep -vxF "$k8s")"
 
 # Docker Engine 28's legs: the tests of what depends on the engine, on
 # Docker Engine 28 (an emulated machine: its own network and mount
@@ -77,7 +85,14 @@ quietTests() {
 }
 # At a low priority: they take the core the end-to-end tests leave idle,
 # not the one they use.
-(renice -n 10 -p $BASHPID >/dev/null && { legs; l=$?; quietTests; q=$?; [ $l -eq 0 ] && [ $q -eq 0 ]; }) &
+(renice -n 10 -p $BASHPID >/dev/null && {
+	legs
+	l=$?
+	quietTests
+	q=$?
+	bash scripts/k8s.sh build >"$logs/k8sbuild" 2>&1 || echo "Kubernetes was not built: its tests will fail" >>"$logs/k8sbuild"
+	[ $l -eq 0 ] && [ $q -eq 0 ]
+}) &
 beside=$!
 # go vet and staticcheck and gofmt (make vet lint) beside them.
 nice -n 10 make --no-print-directory vet lint >"$logs/lint" 2>&1 &
@@ -99,7 +114,11 @@ besides=$?
 "$GO" test -json -count=1 -p 2 -timeout 8m $rest >"$logs/o" 2>&1
 other=$?
 
-cat "$logs/build" >&2
-cat "$logs/q" "$logs/o" "$logs/d" "$logs/c" 2>/dev/null
+# shellcheck disable=SC2086 # one argument per package
+bash scripts/k8s-test.sh $K8S >"$logs/k" 2>"$logs/kstderr"
+kube=$?
+
+cat "$logs/build" "$logs/k8sbuild" "$logs/kstderr" >&2
+cat "$logs/q" "$logs/o" "$logs/d" "$logs/c" "$logs/k" 2>/dev/null
 [ $linted -ne 0 ] && echo "make vet lint failed (its output is above the tests')" >&2
-[ $e2e -eq 0 ] && [ $other -eq 0 ] && [ $besides -eq 0 ] && [ $linted -eq 0 ]
+[ $e2e -eq 0 ] && [ $other -eq 0 ] && [ $besides -eq 0 ] && [ $linted -eq 0 ] && [ $kube -eq 0 ]

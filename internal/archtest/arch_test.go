@@ -1,5 +1,6 @@
 // Package archtest enforces the codebase's dependency rules: data flows one
-// way, one package talks to the Docker Engine API (engine), one to cobra.
+// way, one package talks to the Docker Engine API (engine), one to a
+// Kubernetes API server (kube), one to cobra.
 package archtest
 
 import (
@@ -58,7 +59,10 @@ func TestOnlyOnePackageImports(t *testing.T) {
 	// netlab (topologies), wireguard (its TUN) and vminit (a virtual
 	// machine's init, inside the machine).
 	rules := map[string][]string{
-		"github.com/docker/docker":       {"internal/engine", "internal/engine/enginetest"},
+		"github.com/docker/docker": {"internal/engine", "internal/engine/enginetest"},
+		// The Kubernetes API (client-go and its types) is spoken by kube
+		// alone, as the Docker Engine API is by engine.
+		"k8s.io/":                        {"internal/kube"},
 		"github.com/spf13/cobra":         {"internal/cli"},
 		"github.com/vishvananda/netlink": {"internal/links", "internal/netns", "internal/netlab", "internal/wireguard", "internal/vminit"},
 		"github.com/vishvananda/netns":   {"internal/netns"},
@@ -94,7 +98,7 @@ func TestComputeDoesNotImportAct(t *testing.T) {
 		"internal/plan", "internal/schedule", "internal/vocab", "internal/invocation", "internal/platform", "internal/hdr",
 		"internal/figure", "internal/htmlreport", "internal/advice", "internal/physics", "internal/outputs"}
 	act := []string{"internal/orchestrator", "internal/runner", "internal/campaign", "internal/store", "internal/platform/",
-		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/delayline", "internal/netns", "internal/nestedparent", "internal/workdir", "internal/engine"}
+		"internal/cli", "internal/agent", "internal/links", "internal/cgroup", "internal/netlab", "internal/delayline", "internal/netns", "internal/nestedparent", "internal/workdir", "internal/engine", "internal/kube"}
 	all := imports(t)
 	for _, c := range compute {
 		for _, imp := range all[c] {

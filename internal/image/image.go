@@ -58,11 +58,7 @@ type Context struct {
 	Missing    []string // tools not found on the host
 }
 
-const dockerfile = `FROM scratch
-COPY rootfs/ /
-ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-ENTRYPOINT ["/ctrbench"]
-`
+const dockerfile = "FROM scratch\nCOPY rootfs/ /\nENV " + imagePath + "\nENTRYPOINT [\"" + BinaryPath + "\"]\n"
 
 // Minimal identity and name-service files: enough for tools that look up
 // the current user or resolve "localhost".

@@ -223,6 +223,19 @@ func (c *Clock) Mark(ph vocab.Phase) {
 	}
 }
 
+// MarkAt records at as the end of phase ph, when a watch saw it then; a
+// zero time, or a phase marked already, is left.
+func (c *Clock) MarkAt(ph vocab.Phase, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.t.At[ph]; !ok {
+		c.t.At[ph] = at
+	}
+}
+
 // Timings are the phases marked so far.
 func (c *Clock) Timings() Timings {
 	c.mu.Lock()

@@ -28,6 +28,9 @@ const (
 	// Ingress reaches a server through a port published on every node of
 	// a cluster and its routing mesh (Docker Swarm's ingress network).
 	Ingress Network = "ingress"
+	// Pod is a Kubernetes cluster's pod network, which its CNI plugin
+	// makes: pods on one node and across nodes at their own addresses.
+	Pod Network = "pod"
 	// Published reaches a server on the campaign's bridge through a port
 	// its engine publishes on the machine (docker run -p), on the
 	// bridge's own address: the engine's NAT rules carry it (the path of
@@ -56,7 +59,7 @@ const (
 
 // Networks are the levels the network factor accepts, in the order
 // messages list them.
-var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted, Ingress, Published, PublishedProxy, Routed, NATUnprotected}
+var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted, Ingress, Pod, Published, PublishedProxy, Routed, NATUnprotected}
 
 // Valid reports whether n is a level of the network factor.
 func (n Network) Valid() bool { return slices.Contains(Networks, n) }
@@ -95,8 +98,8 @@ func (n Network) GatewayMode() string {
 func (n Network) Publishes() bool { return n == Published || n == PublishedProxy }
 
 // ClusterOnly reports whether the mode exists only on a cluster platform's
-// nodes (a routing mesh).
-func (n Network) ClusterOnly() bool { return n == Ingress }
+// nodes (a routing mesh, a Kubernetes pod network).
+func (n Network) ClusterOnly() bool { return n == Ingress || n == Pod }
 
 // HostSided reports whether the mode gives the host (the machine, or an
 // emulated host) an address of its own on it, so a host process can talk

@@ -1,0 +1,84 @@
+package kube
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+func TestNamespaceName(t *testing.T) {
+	long := strings.Repeat("abcdefghij", 8)
+	cases := map[string]string{
+		"fio-20261129-011500-ab12": "ctb-fio-20261129-011500-ab12", // a ctrbench ID stays as it is
+		"campaign":                 "ctb-campaign",
+	}
+	for in, want := range cases {
+		if got := NamespaceName(in); got != want {
+			t.Errorf("NamespaceName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, in := range []string{"My Campaign", "a_b.c", "", "---", "UPPER", long, long + "x", "ab--" + long, "é"} {
+		got := NamespaceName(in)
+		if msgs := validation.IsDNS1123Label(got); len(msgs) > 0 {
+			t.Errorf("NamespaceName(%q) = %q, not a DNS-1123 label: %v", in, got, msgs)
+		}
+		if !strings.HasPrefix(got, "ctb-") {
+			t.Errorf("NamespaceName(%q) = %q, want the ctb- prefix", in, got)
+		}
+	}
+	// Names that would collide once changed or cut do not.
+	for _, pair := range [][2]string{{"A_b", "a-b"}, {"a.b", "a_b"}, {long, long + "x"}} {
+		if a, b := NamespaceName(pair[0]), NamespaceName(pair[1]); a == b {
+			t.Errorf("NamespaceName(%q) = NamespaceName(%q) = %q", pair[0], pair[1], a)
+		}
+	}
+	if got := NamespaceName("My Campaign"); !strings.HasPrefix(got, "ctb-my-campaign-") {
+		t.Errorf("NamespaceName(%q) = %q, want it to read as ctb-my-campaign-<hash>", "My Campaign", got)
+	}
+}
+
+func TestLabels(t *testing.T) {
+	got := Labels("c1", map[string]string{
+		"app":                  "web",
+		platform.LabelCampaign: "forged",
+		platform.LabelManaged:  "false",
+		platform.LabelOwnerPID: "1",
+	}, map[string]string{platform.LabelRole: "server", "app": "web2"})
+	want := map[string]string{
+		"app":                  "web2", // later maps win over earlier
+		platform.LabelRole:     "server",
+		platform.LabelCampaign: "c1", // ctrbench's win over the caller's
+		platform.LabelManaged:  "true",
+		platform.LabelOwnerPID: strconv.Itoa(os.Getpid()),
+	}
+	if len(got) != len(want) {
+		t.Errorf("Labels = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("Labels[%s] = %q, want %q", k, got[k], v)
+		}
+	}
+	for k, v := range got {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			t.Errorf("label key %q: %v", k, msgs)
+		}
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			t.Errorf("label %s=%q: %v", k, v, msgs)
+		}
+	}
+}
+
+func TestCampaignSelector(t *testing.T) {
+	if got, want := campaignSelector(""), "io.ctrbench.managed=true"; got != want {
+		t.Errorf("campaignSelector(\"\") = %q, want %q", got, want)
+	}
+	if got, want := campaignSelector("c1"), "io.ctrbench.managed=true,io.ctrbench.campaign=c1"; got != want {
+		t.Errorf("campaignSelector(c1) = %q, want %q", got, want)
+	}
+}

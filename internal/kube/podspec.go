@@ -1,0 +1,195 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// containerName is the name of a pod's one container.
+const containerName = "main"
+
+// PodSpec is one pod of a trial, with one container, in ctrbench's terms.
+type PodSpec struct {
+	Name      string // a DNS-1123 label
+	Namespace string // one EnsureNamespace made
+	// Node pins the pod to the node of that name ("" lets the scheduler
+	// choose). The scheduler still places it (a required node affinity
+	// on the node's name, as a DaemonSet's pods have), so the pod's
+	// timings include scheduling and its requests are accounted for.
+	Node    string
+	Image   string
+	Command []string // the entrypoint; nil keeps the image's
+	Args    []string
+	Env     map[string]string
+	// HostNetwork runs the pod in its node's network namespace.
+	HostNetwork bool
+	Ports       []Port
+	Readiness   *Probe // nil: Ready once the container runs
+	// Requests and Limits are resource quantities by name, e.g.
+	// {"cpu": "500m", "memory": "64Mi"}.
+	Requests, Limits map[string]string
+	// Labels are the caller's (trial, role); ctrbench's win over them.
+	Labels map[string]string
+	// PullPolicy is "Never" when "" (the cluster may have no registry),
+	// else "IfNotPresent" or "Always".
+	PullPolicy string
+	// GracePeriod is the time the pod is given to stop on deletion;
+	// 0, the default, kills it at once (a PID 1 that ignores SIGTERM
+	// would otherwise hold a deletion for 30 s).
+	GracePeriod time.Duration
+	// RunToCompletion is for a command that ends: StartPod returns once
+	// its container has started (or already ended), WaitExit gives its
+	// exit code. Otherwise StartPod waits until the pod is Ready. Pods
+	// are never restarted either way (restartPolicy Never): a restart
+	// inside a trial would corrupt its measurements.
+	RunToCompletion bool
+}
+
+// Port is a container port the pod exposes.
+type Port struct {
+	Name     string // optional, a Service's targetPort may name it
+	Port     int32
+	Protocol string // "TCP" when "", or "UDP", "SCTP"
+}
+
+// Probe is a readiness check: a TCP connection to TCPPort, or Exec run in
+// the container (ready when it exits 0).
+type Probe struct {
+	TCPPort int32
+	Exec    []string
+	Period  time.Duration // 1 s when 0
+}
+
+// validate reports every problem of the spec at once.
+func (s *PodSpec) validate() error {
+	var errs []error
+	if msgs := validation.IsDNS1123Label(s.Name); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("pod name %q: %s", s.Name, strings.Join(msgs, "; ")))
+	}
+	if s.Namespace == "" {
+		errs = append(errs, errors.New("pod "+s.Name+": no namespace (make one with EnsureNamespace)"))
+	}
+	if s.Image == "" {
+		errs = append(errs, errors.New("pod "+s.Name+": no image"))
+	}
+	if p := s.Readiness; p != nil && (p.TCPPort == 0) == (len(p.Exec) == 0) {
+		errs = append(errs, errors.New("pod "+s.Name+": a readiness probe needs exactly one of a TCP port and a command"))
+	}
+	switch s.PullPolicy {
+	case "", "Never", "IfNotPresent", "Always":
+	default:
+		errs = append(errs, fmt.Errorf("pod %s: pull policy %q is none of Never, IfNotPresent, Always", s.Name, s.PullPolicy))
+	}
+	return errors.Join(errs...)
+}
+
+// pod is the Kubernetes pod of the spec, labelled with labels.
+func (s *PodSpec) pod(labels map[string]string) (*corev1.Pod, error) {
+	res, err := resources(s.Requests, s.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s: %w", s.Name, err)
+	}
+	pull := corev1.PullPolicy(s.PullPolicy)
+	if pull == "" {
+		pull = corev1.PullNever
+	}
+	ctr := corev1.Container{
+		Name:            containerName,
+		Image:           s.Image,
+		Command:         s.Command,
+		Args:            s.Args,
+		ImagePullPolicy: pull,
+		Resources:       res,
+		ReadinessProbe:  s.Readiness.probe(),
+		// The reason a container ended is its log's end, which Logs
+		// and the failure messages give.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: k, Value: s.Env[k]})
+	}
+	for _, p := range s.Ports {
+		proto := corev1.Protocol(p.Protocol)
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: proto})
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{ctr},
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr(int64(s.GracePeriod / time.Second)),
+			HostNetwork:                   s.HostNetwork,
+			AutomountServiceAccountToken:  ptr(false),
+			EnableServiceLinks:            ptr(false),
+		},
+	}
+	if s.HostNetwork {
+		pod.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	if s.Node != "" {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{s.Node}}},
+			}}},
+		}}
+	}
+	return pod, nil
+}
+
+// probe is the Kubernetes readiness probe of p (nil for nil).
+func (p *Probe) probe() *corev1.Probe {
+	if p == nil {
+		return nil
+	}
+	period := int32(p.Period / time.Second)
+	if period < 1 {
+		period = 1
+	}
+	pr := &corev1.Probe{PeriodSeconds: period, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 1}
+	if p.TCPPort != 0 {
+		pr.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(p.TCPPort)}
+	} else {
+		pr.Exec = &corev1.ExecAction{Command: p.Exec}
+	}
+	return pr
+}
+
+// resources parses requests and limits, naming the quantity that is not
+// one.
+func resources(requests, limits map[string]string) (corev1.ResourceRequirements, error) {
+	var r corev1.ResourceRequirements
+	var err error
+	if r.Requests, err = resourceList("request", requests); err != nil {
+		return r, err
+	}
+	r.Limits, err = resourceList("limit", limits)
+	return r, err
+}
+
+func resourceList(what string, m map[string]string) (corev1.ResourceList, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	l := corev1.ResourceList{}
+	for k, v := range m {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s=%q is not a quantity (e.g. 500m, 64Mi): %w", what, k, v, err)
+		}
+		l[corev1.ResourceName(k)] = q
+	}
+	return l, nil
+}

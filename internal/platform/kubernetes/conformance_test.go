@@ -1,0 +1,63 @@
+package kubernetes_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/kube"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/kubernetes"
+	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
+	"github.com/ctrbench/ctrbench/internal/testutil"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// testCluster points KUBECONFIG at ctrbench's test cluster, or skips the
+// test when none is up.
+func testCluster(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a Kubernetes cluster")
+	}
+	if _, err := os.Stat(kube.TestKubeconfig); err != nil {
+		t.Skip("no ctrbench test cluster: make k8s && scripts/k8s.sh up (make test-k8s does both)")
+	}
+	t.Setenv("KUBECONFIG", kube.TestKubeconfig)
+}
+
+// TestConformance runs the real agent as pods of the test cluster's two
+// nodes through the suite every platform must pass, on the pod network
+// and the node's host network, with CPU and memory limits. Afterwards the
+// campaign's namespace is gone.
+func TestConformance(t *testing.T) {
+	testCluster(t)
+	ctx := context.Background()
+	campaign, labels := platformtest.NewCampaign("test-k8s")
+	p, err := kubernetes.Open(ctx, platform.Config{Binary: testutil.Binary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nets := []vocab.Network{vocab.Pod, vocab.Host}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		c, err := kube.Connect("", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if left, err := c.Clean(ctx, campaign); err != nil || len(left) > 0 {
+			t.Errorf("left behind: %v (%v)", left, err)
+		}
+	})
+	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Hosts: 2,
+		Storages: []vocab.Storage{vocab.Layer}}); err != nil {
+		t.Fatal(err)
+	}
+	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets, Limits: true,
+		Storages: map[vocab.Storage]string{vocab.Layer: ""}, Caps: kubernetes.Caps})
+}

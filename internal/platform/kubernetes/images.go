@@ -1,0 +1,111 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/image"
+	"github.com/ctrbench/ctrbench/internal/kube"
+)
+
+// ContainerdAnnotation is the node annotation that says where the node's
+// containerd listens on this machine (a socket path): a cluster whose
+// nodes run here (scripts/k8s.sh's) sets it, and ctrbench imports images
+// into the node there, as kind load does, instead of a registry.
+const ContainerdAnnotation = "ctrbench.io/containerd"
+
+// criNamespace is the containerd namespace the kubelet's CRI uses.
+const criNamespace = "k8s.io"
+
+// bringAgent makes the agent image — ctrbench and the workloads' tools,
+// FROM scratch, written by ctrbench itself — and imports it into every
+// node that says where its containerd is; a node that does not must have
+// it already (its pods fail saying how to load it). It returns the
+// image's reference as pods name it.
+func bringAgent(ctx context.Context, c *kube.Client, binary string, tools []string, nodes []kube.Node, notes io.Writer) (string, error) {
+	plan, err := image.Plan(image.Input{Binary: binary, Tools: tools})
+	if err != nil {
+		return "", fmt.Errorf("kubernetes: the agent image: %w", err)
+	}
+	if len(plan.Missing) > 0 {
+		fmt.Fprintf(notes, "kubernetes: not installed on this host, so not in the image: %s (workloads that need them will fail)\n", strings.Join(plan.Missing, ", "))
+	}
+	ref := "docker.io/library/" + plan.Tag
+	var archive string
+	defer func() {
+		if archive != "" {
+			os.Remove(archive)
+		}
+	}()
+	for _, n := range nodes {
+		sock, err := containerdOf(ctx, c, n.Name)
+		if err != nil {
+			return "", err
+		}
+		if sock == "" {
+			fmt.Fprintf(notes, "kubernetes: node %s does not say where its containerd is (annotation %s): %s must be on it already\n", n.Name, ContainerdAnnotation, ref)
+			continue
+		}
+		if has, err := ctr(ctx, sock, "images", "ls", "-q", "name=="+ref); err == nil && strings.TrimSpace(has) == ref {
+			continue
+		}
+		if archive == "" {
+			if archive, err = writeArchive(plan); err != nil {
+				return "", err
+			}
+		}
+		if out, err := ctr(ctx, sock, "images", "import", archive); err != nil {
+			return "", fmt.Errorf("kubernetes: importing %s into node %s's containerd (%s): %v: %s", ref, n.Name, sock, err, strings.TrimSpace(out))
+		}
+		fmt.Fprintf(notes, "kubernetes: imported %s into node %s\n", ref, n.Name)
+	}
+	return ref, nil
+}
+
+// containerdOf is where node name's containerd listens on this machine,
+// from its annotation; "" when it does not say or it is not here.
+func containerdOf(ctx context.Context, c *kube.Client, name string) (string, error) {
+	anns, err := c.NodeAnnotations(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("kubernetes: %w", err)
+	}
+	sock := anns[ContainerdAnnotation]
+	if sock == "" {
+		return "", nil
+	}
+	if st, err := os.Stat(sock); err != nil || st.Mode()&os.ModeSocket == 0 {
+		return "", nil
+	}
+	return sock, nil
+}
+
+// writeArchive writes the planned image to a temporary archive.
+func writeArchive(plan *image.Context) (string, error) {
+	f, err := os.CreateTemp("", "ctrbench-agent-*.tar")
+	if err != nil {
+		return "", err
+	}
+	err = plan.WriteArchive(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("kubernetes: writing the agent image: %w", err)
+	}
+	return f.Name(), nil
+}
+
+// ctr runs containerd's own client, the reference tool for what a node's
+// containerd holds, against the socket sock in the kubelet's namespace.
+func ctr(ctx context.Context, sock string, args ...string) (string, error) {
+	if _, err := exec.LookPath("ctr"); err != nil {
+		return "", fmt.Errorf("ctr (containerd's client) is not installed: it imports images into the nodes")
+	}
+	out, err := exec.CommandContext(ctx, "ctr", append([]string{"--address", sock, "--namespace", criNamespace}, args...)...).CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,257 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/kube"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// Bounds of an instance's life.
+const (
+	startTimeout = 2 * time.Minute
+	stopGrace    = 30 * time.Second // for an agent told to stop: it prints its result and exits
+	stderrLines  = 20
+)
+
+// instance is one pod running one agent.
+type instance struct {
+	*platform.Clock
+	p    *Platform
+	pod  *kube.Pod
+	node kube.Node
+	seen map[string]string
+
+	stdout io.ReadCloser // the pod's log, followed
+
+	mu      sync.Mutex
+	code    int
+	waitErr error
+	done    chan struct{} // closed when the agent's exit is known
+	removed bool
+	cancel  context.CancelFunc // ends the exit watch
+}
+
+// Start implements platform.Platform: a pod of the agent on the node the
+// spec places it on (or the scheduler's choice); it returns once the
+// agent runs (or has ended).
+func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
+	requested := time.Now()
+	ps, nd, err := p.podSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	// The create is not cancelled by Ctrl-C: a pod made by a request
+	// abandoned in flight would have no one to remove it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	pod, err := p.c.StartPod(cctx, ps)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: %w", err)
+	}
+	started := time.Now()
+	in := &instance{Clock: platform.NewClock(requested), p: p, pod: pod, node: nd, done: make(chan struct{})}
+	in.timed(pod.Lifecycle, started)
+	p.mu.Lock()
+	p.live[in] = true
+	p.mu.Unlock()
+	// The log and the exit are followed until Remove (not the start's
+	// deadline).
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	in.cancel = wcancel
+	if in.stdout, err = p.c.FollowLogs(wctx, pod); err != nil {
+		wcancel()
+		in.cancel = nil
+		return nil, errors.Join(fmt.Errorf("kubernetes: %w", err), in.Remove(context.WithoutCancel(ctx)))
+	}
+	go in.watchExit(wctx)
+	in.seen = map[string]string{"kubernetes.pod": pod.Namespace + "/" + pod.Name, "kubernetes.node": pod.Node, "kubernetes.pod_ip": pod.IP}
+	return in, nil
+}
+
+// timed marks the phases the pod's way to running passed, as its watch
+// saw them: created, scheduled, its container running (ContainersReady:
+// the agent has no readiness probe; or when StartPod saw it started).
+func (in *instance) timed(l kube.Lifecycle, started time.Time) {
+	in.MarkAt(vocab.Create, l.Observed[kube.Created])
+	in.MarkAt(vocab.Assigned, l.Observed[kube.Scheduled])
+	run := l.Observed[kube.ContainersReady]
+	if run.IsZero() {
+		run = started
+	}
+	in.MarkAt(vocab.Start, run)
+}
+
+// podSpec is the pod of an instance: the agent image and its invocation,
+// labels, node, network and limits.
+func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node, error) {
+	p.mu.Lock()
+	if p.closed || !p.prepared {
+		p.mu.Unlock()
+		return kube.PodSpec{}, kube.Node{}, errors.New("kubernetes platform: Start before Prepare or after Close")
+	}
+	labels := maps.Clone(p.setup.Labels)
+	image, ns := p.image, p.ns
+	p.mu.Unlock()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, spec.Labels)
+	for k, v := range labels {
+		if !labelValue.MatchString(v) {
+			delete(labels, k) // not a label value Kubernetes takes; the campaign's own are kept by kube
+		}
+	}
+	nd, err := p.node(spec)
+	if err != nil {
+		return kube.PodSpec{}, kube.Node{}, err
+	}
+	switch spec.Storage {
+	case "", vocab.Layer:
+	default:
+		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: no storage %s here", spec.Storage)
+	}
+	ps := kube.PodSpec{Name: podName(spec.Name), Namespace: ns, Node: nd.Name, Image: image,
+		Args: spec.Agent.Args(), Env: env(spec.Agent.Env()), Labels: labels, RunToCompletion: true}
+	switch spec.Network {
+	case vocab.Host:
+		ps.HostNetwork = true
+	case vocab.Pod, "":
+	default:
+		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: no network %s here (it gives %s and %s)", spec.Network, vocab.Pod, vocab.Host)
+	}
+	ps.Requests, ps.Limits = resources(spec.Limits)
+	return ps, nd, nil
+}
+
+// labelValue is what Kubernetes takes as a label's value.
+var labelValue = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
+
+// podName is an instance's name as a pod's: a DNS-1123 label.
+func podName(name string) string {
+	n := strings.Trim(nonLabel.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(n) > 63 {
+		n = strings.TrimRight(n[:63], "-")
+	}
+	return n
+}
+
+var nonLabel = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// env is NAME=value pairs as a map.
+func env(pairs []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range pairs {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+// resources are a pod's requests and limits for the instance's: CPU and
+// memory limits, each requested as much as it is limited (a pod with both
+// is then of the Guaranteed QoS class).
+func resources(l platform.Limits) (requests, limits map[string]string) {
+	if l.CPUs <= 0 && l.MemoryBytes <= 0 {
+		return nil, nil
+	}
+	limits = map[string]string{}
+	if l.CPUs > 0 {
+		limits["cpu"] = strconv.FormatInt(int64(l.CPUs*1000+0.5), 10) + "m"
+	}
+	if l.MemoryBytes > 0 {
+		limits["memory"] = strconv.FormatInt(l.MemoryBytes, 10)
+	}
+	return maps.Clone(limits), limits
+}
+
+// watchExit waits for the agent's exit code, as the pod's status says it.
+func (in *instance) watchExit(ctx context.Context) {
+	code, err := in.p.c.WaitExit(ctx, in.pod)
+	in.Mark(vocab.Exit)
+	in.mu.Lock()
+	in.code, in.waitErr = code, err
+	in.mu.Unlock()
+	close(in.done)
+}
+
+// Stdout implements platform.Instance: the pod's log, which holds the
+// agent's standard output and error, line by line.
+func (in *instance) Stdout() io.Reader { return in.stdout }
+
+// IP implements platform.Instance: the pod's address (its node's on the
+// host network).
+func (in *instance) IP() string { return in.pod.IP }
+
+// NetNSPath implements platform.Instance: none ctrbench wires (a pod's
+// network is its node's CNI's).
+func (in *instance) NetNSPath() string { return "" }
+
+// Wait implements platform.Instance. A pod's log holds the agent's
+// standard error among its output: a failed agent's Stderr is the log's
+// last lines.
+func (in *instance) Wait(ctx context.Context) (platform.Exit, error) {
+	select {
+	case <-in.done:
+	case <-ctx.Done():
+		return platform.Exit{}, ctx.Err()
+	}
+	in.mu.Lock()
+	code, err := in.code, in.waitErr
+	in.mu.Unlock()
+	if err != nil {
+		return platform.Exit{Code: -1, Stderr: err.Error(), Vanished: true}, nil
+	}
+	ex := platform.Exit{Code: code}
+	if code != 0 {
+		tail, terr := in.p.c.Tail(context.WithoutCancel(ctx), in.pod, stderrLines)
+		if terr != nil {
+			tail = terr.Error()
+		}
+		ex.Stderr = tail
+	}
+	return ex, nil
+}
+
+// Stop implements platform.Instance: the pod is deleted with a grace
+// period, so the agent gets SIGTERM and time to print its result.
+func (in *instance) Stop(ctx context.Context) error {
+	return in.p.c.StopPod(ctx, in.pod, stopGrace)
+}
+
+// Remove implements platform.Instance: the pod goes at once.
+func (in *instance) Remove(ctx context.Context) error {
+	in.mu.Lock()
+	if in.removed {
+		in.mu.Unlock()
+		return nil
+	}
+	in.removed = true
+	in.mu.Unlock()
+	err := in.p.c.DeletePod(context.WithoutCancel(ctx), in.pod)
+	if in.cancel != nil {
+		in.cancel()
+		<-in.done
+	}
+	if in.stdout != nil {
+		in.stdout.Close()
+	}
+	in.Mark(vocab.Remove)
+	in.p.mu.Lock()
+	delete(in.p.live, in)
+	in.p.mu.Unlock()
+	return err
+}
+
+// Seen implements platform.Seer: the pod, its node and address.
+func (in *instance) Seen() map[string]string { return maps.Clone(in.seen) }

@@ -1,0 +1,164 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/kube"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/vocab"
+)
+
+// Platform is one campaign's use of a cluster: its namespace, the nodes a
+// cell's hosts are (node i+1 is the i-th Ready node by name), the agent
+// image on them.
+type Platform struct {
+	binary string
+	c      *kube.Client
+
+	mu       sync.Mutex
+	setup    platform.Setup
+	ns       string
+	nodes    []kube.Node
+	image    string // the agent image's reference, as pods name it
+	info     map[string]string
+	live     map[*instance]bool
+	prepared bool
+	closed   bool
+}
+
+var _ platform.Platform = (*Platform)(nil)
+
+// Open connects to the cluster the kubeconfig names and checks it
+// answers.
+func Open(ctx context.Context, cfg platform.Config) (*Platform, error) {
+	c, err := kube.Connect("", "")
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: %w", err)
+	}
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := c.Version(vctx)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: %w", err)
+	}
+	return &Platform{binary: cfg.Binary, c: c, live: map[*instance]bool{},
+		info: map[string]string{"kubernetes.version": v, "kubernetes.server": c.Host()}}, nil
+}
+
+// Name implements platform.Platform.
+func (p *Platform) Name() string { return "kubernetes" }
+
+// Prepare implements platform.Platform: the campaign's namespace, its
+// nodes (Ready ones: as many as the cell asks), and the agent image on
+// each.
+func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
+	if len(s.Images) > 0 {
+		return errors.New("kubernetes: users' images are not supported on this platform yet: run the workload from ctrbench's agent image")
+	}
+	nodes, err := p.readyNodes(ctx, max(s.Hosts, 1))
+	if err != nil {
+		return err
+	}
+	ns, err := p.c.EnsureNamespace(ctx, s.CampaignID)
+	if err != nil {
+		return fmt.Errorf("kubernetes: %w", err)
+	}
+	p.mu.Lock()
+	p.setup, p.ns, p.nodes = s, ns, nodes
+	p.mu.Unlock()
+	ref, err := bringAgent(ctx, p.c, p.binary, s.Tools, nodes, s.Notes())
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.image, p.prepared = ref, true
+	p.info["kubernetes.nodes"] = strconv.Itoa(len(nodes))
+	p.info["kubernetes.namespace"] = ns
+	p.info["kubernetes.runtime"] = nodes[0].Runtime
+	p.info["kubernetes.kubelet"] = nodes[0].Kubelet
+	p.info["kubernetes.agent_image"] = ref
+	return nil
+}
+
+// readyNodes are the cluster's Ready nodes, by name; an error when fewer
+// than want.
+func (p *Platform) readyNodes(ctx context.Context, want int) ([]kube.Node, error) {
+	all, err := p.c.Nodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: %w", err)
+	}
+	var nodes []kube.Node
+	for _, n := range all {
+		if n.Ready {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) < want {
+		return nil, fmt.Errorf("kubernetes: a cell asks for %d nodes and the cluster at %s has %d Ready (of %d)", want, p.c.Host(), len(nodes), len(all))
+	}
+	return nodes, nil
+}
+
+// node is the node an instance is placed on: by name, by index, or ""
+// (the scheduler's choice).
+func (p *Platform) node(spec platform.InstanceSpec) (kube.Node, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case spec.Node != "":
+		for _, n := range p.nodes {
+			if n.Name == spec.Node {
+				return n, nil
+			}
+		}
+		return kube.Node{}, fmt.Errorf("kubernetes: %s is placed on node %s, which is not a Ready node of the cluster", spec.Name, spec.Node)
+	case spec.Host > len(p.nodes):
+		return kube.Node{}, fmt.Errorf("kubernetes: %s is placed on node %d, and the cluster has %d Ready", spec.Name, spec.Host, len(p.nodes))
+	case spec.Host > 0:
+		return p.nodes[spec.Host-1], nil
+	}
+	return kube.Node{}, nil
+}
+
+// HostAddr implements platform.Platform: a pod's host is its node, never
+// this machine.
+func (p *Platform) HostAddr(vocab.Network) string { return "" }
+
+// Info implements platform.Platform.
+func (p *Platform) Info() map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.info)
+}
+
+// Close implements platform.Platform: the pods still there, then the
+// namespace with whatever else is in it.
+func (p *Platform) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	live := make([]*instance, 0, len(p.live))
+	for in := range p.live {
+		live = append(live, in)
+	}
+	ns := p.ns
+	p.mu.Unlock()
+	var errs []error
+	for _, in := range live {
+		errs = append(errs, in.Remove(ctx))
+	}
+	if ns != "" {
+		errs = append(errs, p.c.DeleteNamespace(context.WithoutCancel(ctx), ns))
+	}
+	return errors.Join(errs...)
+}
