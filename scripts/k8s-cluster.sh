@@ -15,7 +15,7 @@ ETCD_CLIENT=127.0.0.1:23790
 ETCD_PEER=127.0.0.1:23800
 PAUSE_IMAGE=ctrbench.local/pause:3.10
 BUSYBOX_IMAGE=ctrbench.local/busybox:1 # kube's tests run it
-CONTAINERD_ANNOTATION=ctrbench.io/containerd # kube.ContainerdAnnotation
+CONTAINERD_ANNOTATION=ctrbench.io/containerd # kubernetes.ContainerdAnnotation
 SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
 FWD_RULE=(-i "$BRIDGE" -o "$BRIDGE" -j ACCEPT -m comment --comment ctrbench-k8s)
 
@@ -517,7 +517,11 @@ cluster_up() {
 			{ tail -n 30 "$STATE/node$n/kubelet.log" >&2; die "node $n did not become Ready in 60 s"; }
 		# Where ctrbench on this machine finds the node's containerd, to
 		# import its images into (as kind load does): no registry needed.
-		kubectl_ annotate node "$(node_name "$n")" --overwrite "$CONTAINERD_ANNOTATION=$RUN/node$n/containerd.sock" >/dev/null
+		# What the campaign's record says of the cluster (kubernetes.Info):
+		# its kube-proxy mode, its CNI, and that its nodes are emulated.
+		kubectl_ annotate node "$(node_name "$n")" --overwrite "$CONTAINERD_ANNOTATION=$RUN/node$n/containerd.sock" \
+			"ctrbench.io/kube-proxy=$PROXY_MODE" "ctrbench.io/cni=$CNI" \
+			"ctrbench.io/emulated=network and mount namespaces on one machine (scripts/k8s.sh): the link between nodes is a veth pair and a bridge, not a NIC" >/dev/null
 	done
 	log "Kubernetes $VERSION up: $NODES nodes, kube-proxy $PROXY_MODE, CNI $CNI, in $(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"
 	log "KUBECONFIG=$STATE/admin.kubeconfig"

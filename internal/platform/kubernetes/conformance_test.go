@@ -3,6 +3,7 @@ package kubernetes_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,17 @@ func TestConformance(t *testing.T) {
 	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Networks: nets, Hosts: 2,
 		Storages: []vocab.Storage{vocab.Layer}}); err != nil {
 		t.Fatal(err)
+	}
+	// The cluster in the campaign's record: what the API says and what
+	// the test cluster's nodes say of themselves.
+	info := p.Info()
+	for _, k := range []string{"kubernetes.version", "kubernetes.runtime", "kubernetes.kube_proxy", "kubernetes.cni", "kubernetes.nodes_emulated", "kubernetes.node_cpus"} {
+		if info[k] == "" {
+			t.Errorf("the record has no %s: %v", k, info)
+		}
+	}
+	if info["kubernetes.nodes"] != "2" || !strings.HasPrefix(info["kubernetes.version"], "v1.") {
+		t.Errorf("the record says %s nodes, version %s", info["kubernetes.nodes"], info["kubernetes.version"])
 	}
 	platformtest.Run(t, campaign, p, platformtest.Options{Networks: nets, Limits: true,
 		Storages: map[vocab.Storage]string{vocab.Layer: ""}, Caps: kubernetes.Caps})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,15 +77,45 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err != nil {
 		return err
 	}
+	var cpus []string
+	for _, n := range nodes {
+		cpus = append(cpus, strconv.FormatFloat(float64(n.CPUMilli)/1000, 'g', -1, 64))
+	}
+	p.describe(ctx, nodes[0].Name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.image, p.prepared = ref, true
 	p.info["kubernetes.nodes"] = strconv.Itoa(len(nodes))
+	p.info["kubernetes.node_cpus"] = strings.Join(cpus, ",")
 	p.info["kubernetes.namespace"] = ns
 	p.info["kubernetes.runtime"] = nodes[0].Runtime
 	p.info["kubernetes.kubelet"] = nodes[0].Kubelet
 	p.info["kubernetes.agent_image"] = ref
 	return nil
+}
+
+// described are the node annotations the campaign's record keeps, by
+// their key in it: what a cluster says of itself that the API does not
+// (scripts/k8s.sh's nodes say all three).
+var described = map[string]string{
+	"ctrbench.io/kube-proxy": "kubernetes.kube_proxy",
+	"ctrbench.io/cni":        "kubernetes.cni",
+	"ctrbench.io/emulated":   "kubernetes.nodes_emulated",
+}
+
+// describe records what node says of the cluster in its annotations.
+func (p *Platform) describe(ctx context.Context, node string) {
+	anns, err := p.c.NodeAnnotations(ctx, node)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ann, key := range described {
+		if v := anns[ann]; v != "" {
+			p.info[key] = v
+		}
+	}
 }
 
 // readyNodes are the cluster's Ready nodes, by name; an error when fewer
