@@ -404,7 +404,7 @@ node_up() {
 	in_node "$n" "$d/kube-proxy.log" "$r/kube-proxy.pid" env PATH="$BIN:$PATH" "$BIN/kube-proxy" \
 		--proxy-mode "$PROXY_MODE" --kubeconfig "$STATE/kube-proxy.kubeconfig" --hostname-override "$(node_name "$n")" \
 		--cluster-cidr "$K8S_POD_NET" --nodeport-addresses "$K8S_NODE_NET" \
-		--metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256 \
+		--metrics-bind-address 127.0.0.1:10249 --healthz-bind-address "$(node_ip "$n"):10256" \
 		--conntrack-max-per-core 0 --conntrack-min 0 \
 		--conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0
 }

@@ -5,14 +5,19 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ctrbench/ctrbench/internal/kube"
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
-// engineFlags name a Docker Engine as Docker's CLI does: the manager of a
+// engineFlags name a Docker Engine as Docker's CLI does — the manager of a
 // user's swarm, for the swarm platform (and every Engine API call of the
-// run).
+// run) — and a Kubernetes cluster as kubectl does, for the kubernetes
+// platform.
 type engineFlags struct {
 	platform.Engine
+	// The Kubernetes cluster, for the kubernetes platform: a kubeconfig
+	// file and a context of it, as kubectl takes them.
+	Kubeconfig, KubeContext string
 }
 
 func (e *engineFlags) register(f *pflag.FlagSet) {
@@ -24,6 +29,8 @@ func (e *engineFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&e.TLSCACert, "tlscacert", "", "trust certs signed only by this CA (with --docker-host)")
 	f.StringVar(&e.TLSCert, "tlscert", "", "TLS certificate file (with --docker-host)")
 	f.StringVar(&e.TLSKey, "tlskey", "", "TLS key file (with --docker-host)")
+	f.StringVar(&e.Kubeconfig, "kubeconfig", "", "the kubeconfig file of the Kubernetes cluster the kubernetes platform runs on, as kubectl takes it (default $KUBECONFIG, else ~/.kube/config)")
+	f.StringVar(&e.KubeContext, "kube-context", "", "the kubeconfig's context naming the cluster (default its current context)")
 }
 
 // apply exports the engine to the environment, where every Engine API
@@ -35,6 +42,12 @@ func (e *engineFlags) apply() platform.Engine {
 	}
 	if e.Context != "" {
 		os.Setenv("DOCKER_CONTEXT", e.Context)
+	}
+	if e.Kubeconfig != "" {
+		os.Setenv("KUBECONFIG", e.Kubeconfig)
+	}
+	if e.KubeContext != "" {
+		os.Setenv(kube.ContextEnv, e.KubeContext)
 	}
 	if e.Host == "" && e.Context == "" {
 		e.Host = os.Getenv("DOCKER_HOST")

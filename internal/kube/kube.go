@@ -22,8 +22,14 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
+
+// ContextEnv names the kubeconfig context the run's clients use (ctrbench
+// --kube-context exports it, as --kubeconfig exports KUBECONFIG); unset:
+// the kubeconfig's current context.
+const ContextEnv = "CTRBENCH_KUBE_CONTEXT"
 
 // TestKubeconfig is where scripts/k8s.sh up writes the admin kubeconfig
 // of ctrbench's own test cluster.
@@ -65,6 +71,9 @@ func Connect(kubeconfig, context string) (*Client, error) {
 		return nil, fmt.Errorf("loading kubeconfig from %s: %w", tried, err)
 	}
 	cfg.UserAgent = "ctrbench"
+	// The API's deprecation warnings (v1 Endpoints, which ServiceReady
+	// reads for being in the core group) are not the user's to act on.
+	cfg.WarningHandler = rest.NoWarnings{}
 	// client-go's default of 5 requests a second would pace a trial's
 	// creates and deletes; the API server has its own fairness.
 	cfg.QPS, cfg.Burst = 50, 100

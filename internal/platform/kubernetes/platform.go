@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,7 +39,7 @@ var _ platform.Platform = (*Platform)(nil)
 // Open connects to the cluster the kubeconfig names and checks it
 // answers.
 func Open(ctx context.Context, cfg platform.Config) (*Platform, error) {
-	c, err := kube.Connect("", "")
+	c, err := kube.Connect("", os.Getenv(kube.ContextEnv))
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
