@@ -26,6 +26,7 @@ type Pod struct {
 	Name, Namespace string
 	Node            string
 	IP              string
+	QOS             string // its QoS class as the API gave it: Guaranteed, Burstable, BestEffort
 	Lifecycle       Lifecycle
 }
 
@@ -75,7 +76,7 @@ func (c *Client) StartPod(ctx context.Context, spec PodSpec) (*Pod, error) {
 		}
 		last = ev.pod
 		p.Lifecycle.observe(ev.pod, ev.at)
-		p.Node, p.IP = ev.pod.Spec.NodeName, ev.pod.Status.PodIP
+		p.Node, p.IP, p.QOS = ev.pod.Spec.NodeName, ev.pod.Status.PodIP, string(ev.pod.Status.QOSClass)
 		if pr := problem(ev.pod, spec.RunToCompletion); pr != nil {
 			return nil, c.failed(ctx, p, pr)
 		}

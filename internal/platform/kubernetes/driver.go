@@ -45,6 +45,7 @@ var Caps = platform.Capabilities{
 	},
 	Phases:  []vocab.Phase{vocab.Create, vocab.Assigned, vocab.Start, vocab.Exit, vocab.Remove},
 	Tools:   true,
+	Own:     platform.Own{Factors: []platform.Factor{qosFactor}},
 	Cluster: cluster{},
 	Net: platform.Net{
 		OwnNetNS: true,

@@ -79,7 +79,7 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, errors.Join(fmt.Errorf("kubernetes: %w", err), in.Remove(context.WithoutCancel(ctx)))
 	}
 	go in.watchExit(wctx)
-	in.seen = map[string]string{"kubernetes.pod": pod.Namespace + "/" + pod.Name, "kubernetes.node": pod.Node, "kubernetes.pod_ip": pod.IP}
+	in.seen = map[string]string{"kubernetes.pod": pod.Namespace + "/" + pod.Name, "kubernetes.node": pod.Node, "kubernetes.pod_ip": pod.IP, "kubernetes.qos_class": pod.QOS}
 	if spec.Network.Fronted() && spec.Agent.Port > 0 {
 		if err := in.front(cctx, spec); err != nil {
 			return nil, errors.Join(err, in.Remove(context.WithoutCancel(ctx)))
@@ -201,7 +201,9 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 	default:
 		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: no network %s here (it gives %s, %s, %s and %s)", spec.Network, vocab.Pod, vocab.Host, vocab.Service, vocab.NodePort)
 	}
-	ps.Requests, ps.Limits = resources(spec.Limits)
+	if ps.Requests, ps.Limits, err = resources(spec.Limits, spec.Options[FQoS]); err != nil {
+		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: %s: %w", spec.Name, err)
+	}
 	return ps, nd, nil
 }
 
@@ -227,23 +229,6 @@ func env(pairs []string) map[string]string {
 		m[k] = v
 	}
 	return m
-}
-
-// resources are a pod's requests and limits for the instance's: CPU and
-// memory limits, each requested as much as it is limited (a pod with both
-// is then of the Guaranteed QoS class).
-func resources(l platform.Limits) (requests, limits map[string]string) {
-	if l.CPUs <= 0 && l.MemoryBytes <= 0 {
-		return nil, nil
-	}
-	limits = map[string]string{}
-	if l.CPUs > 0 {
-		limits["cpu"] = strconv.FormatInt(int64(l.CPUs*1000+0.5), 10) + "m"
-	}
-	if l.MemoryBytes > 0 {
-		limits["memory"] = strconv.FormatInt(l.MemoryBytes, 10)
-	}
-	return maps.Clone(limits), limits
 }
 
 // watchExit waits for the agent's exit code, as the pod's status says it.
