@@ -515,6 +515,8 @@ cluster_up() {
 	for ((n = 1; n <= NODES; n++)); do
 		wait_for 240 "node $n" node_ready "$n" ||
 			{ tail -n 30 "$STATE/node$n/kubelet.log" >&2; die "node $n did not become Ready in 60 s"; }
+		wait_for 120 "kube-proxy" curl -sf "http://$(node_ip "$n"):10256/healthz" ||
+			{ tail -n 20 "$STATE/node$n/kube-proxy.log" >&2; die "node $n's kube-proxy is not healthy in 30 s"; }
 		# Where ctrbench on this machine finds the node's containerd, to
 		# import its images into (as kind load does): no registry needed.
 		# What the campaign's record says of the cluster (kubernetes.Info):

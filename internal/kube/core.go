@@ -126,7 +126,3 @@ func (o objects[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 func (o objects[T, L]) GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request {
 	return o.rc.Get().Namespace(o.ns).Name(name).Resource("pods").SubResource("log").VersionedParams(opts, parameterCodec)
 }
-
-func (c *coreClient) Endpoints(ns string) objects[corev1.Endpoints, corev1.EndpointsList] {
-	return objects[corev1.Endpoints, corev1.EndpointsList]{c.rc, ns, "endpoints"}
-}

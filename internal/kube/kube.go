@@ -71,8 +71,7 @@ func Connect(kubeconfig, context string) (*Client, error) {
 		return nil, fmt.Errorf("loading kubeconfig from %s: %w", tried, err)
 	}
 	cfg.UserAgent = "ctrbench"
-	// The API's deprecation warnings (v1 Endpoints, which ServiceReady
-	// reads for being in the core group) are not the user's to act on.
+	// The API's deprecation warnings are not the user's to act on.
 	cfg.WarningHandler = rest.NoWarnings{}
 	// client-go's default of 5 requests a second would pace a trial's
 	// creates and deletes; the API server has its own fairness.

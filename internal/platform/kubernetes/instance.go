@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,9 +32,6 @@ type instance struct {
 	seen map[string]string
 
 	stdout io.ReadCloser // the pod's log, followed
-
-	svc       *kube.Service // a fronted server's Service
-	published string        // where it is reached through it
 
 	mu      sync.Mutex
 	code    int
@@ -80,68 +75,10 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	go in.watchExit(wctx)
 	in.seen = map[string]string{"kubernetes.pod": pod.Namespace + "/" + pod.Name, "kubernetes.node": pod.Node, "kubernetes.pod_ip": pod.IP, "kubernetes.qos_class": pod.QOS}
-	if spec.Network.Fronted() && spec.Agent.Port > 0 {
-		if err := in.front(cctx, spec); err != nil {
-			return nil, errors.Join(err, in.Remove(context.WithoutCancel(ctx)))
-		}
-	}
 	return in, nil
 }
 
-var (
-	_ platform.Publisher = (*instance)(nil)
-	_ platform.Seer      = (*instance)(nil)
-)
-
-// labelPod is the label a fronted server's pod carries, its name: its
-// Service selects it alone.
-const labelPod = "io.ctrbench.pod"
-
-// front makes the Service a server on network service or nodeport is
-// reached through, on the agent's port, and waits until it carries
-// traffic (kube.ServiceReady): a ClusterIP for service, a NodePort for
-// nodeport, reached at the server's node's address.
-func (in *instance) front(ctx context.Context, spec platform.InstanceSpec) error {
-	port := int32(spec.Agent.Port)
-	svc, err := in.p.c.CreateService(ctx, in.pod.Namespace, in.pod.Name, map[string]string{labelPod: in.pod.Name}, port, port, spec.Network == vocab.NodePort)
-	if err != nil {
-		return fmt.Errorf("kubernetes: %w", err)
-	}
-	in.svc = svc
-	in.p.mu.Lock()
-	var ips []string
-	for _, n := range in.p.nodes {
-		ips = append(ips, n.InternalIP)
-	}
-	in.p.mu.Unlock()
-	settled, err := in.p.c.ServiceReady(ctx, svc, ips)
-	if err != nil {
-		return fmt.Errorf("kubernetes: %w", err)
-	}
-	in.published = net.JoinHostPort(svc.ClusterIP, strconv.Itoa(int(port)))
-	if spec.Network == vocab.NodePort {
-		in.published = net.JoinHostPort(in.node.InternalIP, strconv.Itoa(int(svc.NodePort)))
-	}
-	in.seen["kubernetes.service"] = svc.Name
-	in.seen["kubernetes.service_address"] = in.published
-	if !settled {
-		in.seen["kubernetes.service_settle"] = "no kube-proxy's health port answered from here: waited a fixed settling time after the endpoints were ready"
-	}
-	return nil
-}
-
-// Published implements platform.Publisher: where a fronted server is
-// reached, its Service's ClusterIP and port or its node's address and
-// NodePort; "" for any other instance.
-func (in *instance) Published() string { return in.published }
-
-// PublishedPorts implements platform.Publisher: the agent's port, fronted.
-func (in *instance) PublishedPorts() map[string]string {
-	if in.published == "" || in.svc == nil {
-		return nil
-	}
-	return map[string]string{vocab.Port{Number: int(in.svc.Port), Proto: "tcp"}.String(): in.published}
-}
+var _ platform.Seer = (*instance)(nil)
 
 // timed marks the phases the pod's way to running passed, as its watch
 // saw them: created, scheduled, its container running (ContainersReady:
@@ -191,15 +128,8 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 	case vocab.Host:
 		ps.HostNetwork = true
 	case vocab.Pod, "":
-	case vocab.Service, vocab.NodePort:
-		// On the pod network; a server is fronted by a Service that
-		// selects its pod alone.
-		ps.Labels[labelPod] = ps.Name
-		if len(spec.Publish) > 0 {
-			return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: %s listens on more ports (%v) than a Service of ctrbench's fronts yet: network %s takes servers of one port", spec.Name, spec.Publish, spec.Network)
-		}
 	default:
-		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: no network %s here (it gives %s, %s, %s and %s)", spec.Network, vocab.Pod, vocab.Host, vocab.Service, vocab.NodePort)
+		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: no network %s here (it gives %s and %s)", spec.Network, vocab.Pod, vocab.Host)
 	}
 	if ps.Requests, ps.Limits, err = resources(spec.Limits, spec.Options[FQoS]); err != nil {
 		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: %s: %w", spec.Name, err)
@@ -295,9 +225,6 @@ func (in *instance) Remove(ctx context.Context) error {
 	in.removed = true
 	in.mu.Unlock()
 	err := in.p.c.DeletePod(context.WithoutCancel(ctx), in.pod)
-	if in.svc != nil {
-		err = errors.Join(err, in.p.c.DeleteService(context.WithoutCancel(ctx), in.svc))
-	}
 	if in.cancel != nil {
 		in.cancel()
 		<-in.done
