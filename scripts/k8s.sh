@@ -113,6 +113,12 @@ debs() {
 }
 
 build() {
+	# One build at a time: a second waits for the first (make test starts
+	# one in the background before its installs, scripts/test.sh asks
+	# again before the Kubernetes tests).
+	mkdir -p "$CACHE"
+	exec 9>"$CACHE.lock"
+	flock 9
 	if built; then
 		log "Kubernetes $VERSION built already ($BIN)"
 		return
