@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 
+	"github.com/ctrbench/ctrbench/internal/owner"
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
@@ -96,7 +97,7 @@ func (c *cleaner) keep(kind, name string, labels map[string]string) bool {
 		return false
 	}
 	pid := labels[platform.LabelOwnerPID]
-	if !ownerRunning(pid) {
+	if !owner.Running(labels) {
 		return false
 	}
 	if c.once("kept " + kind + " " + name) {

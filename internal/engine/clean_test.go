@@ -2,13 +2,10 @@ package engine_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
@@ -16,7 +13,9 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/engine/enginetest"
+	"github.com/ctrbench/ctrbench/internal/owner"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
 // lateEngine is an engine still creating a killed run's container: the
@@ -70,30 +69,14 @@ type keptEngine struct {
 
 func (e *keptEngine) ContainerList(ctx context.Context, o container.ListOptions) ([]container.Summary, error) {
 	out, _ := e.lateEngine.ContainerList(ctx, o)
-	l := engine.Labels("live")
+	l := owner.Labels("live")
 	l[platform.LabelOwnerPID] = e.owner
 	return append(out, container.Summary{ID: "live", Names: []string{"/ctrbench-live-t1-server"}, Labels: l}), nil
 }
 
 func TestCleanKeptOnce(t *testing.T) {
 	// A running process that is a ctrbench by its command line.
-	owner := exec.Command("sleep", "60")
-	owner.Args[0] = "ctrbench-owner"
-	if err := owner.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
-	// Until it has exec'd, its command line is this test's.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(owner.Process.Pid) + "/cmdline")
-		if strings.HasPrefix(string(b), "ctrbench-owner") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the owner process's command line is still %q", b)
-		}
-	}
-	e := &keptEngine{owner: strconv.Itoa(owner.Process.Pid)}
+	e := &keptEngine{owner: strconv.Itoa(testutil.LivePID(t, "ctrbench-owner"))}
 	rep, err := engine.Clean(context.Background(), "", false, false, engine.WithClient(e))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	dockerbuild "github.com/docker/docker/api/types/build"
 
 	"github.com/ctrbench/ctrbench/internal/image"
+	"github.com/ctrbench/ctrbench/internal/owner"
 )
 
 // AgentImage is a campaign's agent image; the zero value is none yet.
@@ -173,7 +174,7 @@ func (e *Engine) EnsureImage(ctx context.Context, in image.Input, labels map[str
 		return "", fmt.Errorf("inspecting image %s: %w", plan.Tag, err)
 	}
 	start := time.Now()
-	if err := buildImage(ctx, e.api, plan, Labels("", labels)); err != nil {
+	if err := buildImage(ctx, e.api, plan, owner.Labels("", labels)); err != nil {
 		return "", fmt.Errorf("building image %s: %w", plan.Tag, err)
 	}
 	fmt.Fprintf(progress, "docker: built image %s in %.1fs\n", plan.Tag, time.Since(start).Seconds())

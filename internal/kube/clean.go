@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/owner"
 )
 
 // Clean deletes what ctrbench left on the cluster, typically after a run
@@ -26,7 +26,7 @@ func (c *Client) Clean(ctx context.Context, campaign string) (removed []string, 
 	var errs []error
 	var asked []string
 	for _, ns := range list.Items {
-		if ownerRunning(ns.Labels[platform.LabelOwnerPID]) {
+		if owner.Running(ns.Labels) {
 			continue
 		}
 		if err := c.deleteNamespace(ctx, ns.Name); err != nil {

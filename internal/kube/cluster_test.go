@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"github.com/ctrbench/ctrbench/internal/owner"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -114,7 +116,7 @@ func TestEnsureNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range Labels(campaign) {
+	for k, v := range owner.Labels(campaign) {
 		if got.Labels[k] != v {
 			t.Errorf("namespace label %s = %q, want %q", k, got.Labels[k], v)
 		}

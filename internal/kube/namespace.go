@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ctrbench/ctrbench/internal/owner"
 	"github.com/ctrbench/ctrbench/internal/platform"
 )
 
@@ -30,7 +31,7 @@ const (
 // its default service account does, so pods can be created in it. It
 // returns the namespace's name.
 func (c *Client) EnsureNamespace(ctx context.Context, campaign string) (string, error) {
-	return c.ensureNamespace(ctx, campaign, Labels(campaign))
+	return c.ensureNamespace(ctx, campaign, owner.Labels(campaign))
 }
 
 // ensureNamespace is EnsureNamespace with the labels given.

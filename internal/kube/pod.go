@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"github.com/ctrbench/ctrbench/internal/owner"
+
 	"context"
 	"errors"
 	"fmt"
@@ -45,7 +47,7 @@ func (c *Client) StartPod(ctx context.Context, spec PodSpec) (*Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	kpod, err := spec.pod(Labels(campaign, spec.Labels))
+	kpod, err := spec.pod(owner.Labels(campaign, spec.Labels))
 	if err != nil {
 		return nil, err
 	}

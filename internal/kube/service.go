@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"github.com/ctrbench/ctrbench/internal/owner"
+
 	"context"
 	"fmt"
 
@@ -32,7 +34,7 @@ func (c *Client) CreateService(ctx context.Context, ns, name string, selector ma
 		typ = corev1.ServiceTypeNodePort
 	}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: Labels(campaign)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: owner.Labels(campaign)},
 		Spec: corev1.ServiceSpec{
 			Type:     typ,
 			Selector: selector,

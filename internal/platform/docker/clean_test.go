@@ -5,12 +5,8 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
@@ -20,58 +16,8 @@ import (
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/subnets"
+	"github.com/ctrbench/ctrbench/internal/testutil"
 )
-
-// deadPID is the pid of a child that has exited and been reaped.
-func deadPID(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd.Process.Pid
-}
-
-// livePID starts a sleeping child whose command line is argv0, as a
-// stand-in for a running ctrbench (or, with another argv0, for an
-// unrelated process that reuses a pid).
-func livePID(t *testing.T, argv0 string) int {
-	t.Helper()
-	cmd := exec.Command("sleep", "120")
-	cmd.Args[0] = argv0
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	// Until the child has exec'd, /proc/<pid>/cmdline is still the test
-	// binary's; wait for the new program's so the check sees what a real
-	// owner would show.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline")
-		if strings.HasPrefix(string(b), argv0+"\x00") {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return cmd.Process.Pid
-}
-
-func TestOwnerRunning(t *testing.T) {
-	cases := map[string]bool{
-		"":                                false,
-		"abc":                             false,
-		"-1":                              false,
-		strconv.Itoa(deadPID(t)):          false,
-		strconv.Itoa(livePID(t, "sleep")): false,
-		strconv.Itoa(livePID(t, "/usr/bin/ctrbench")): true,
-	}
-	for pid, want := range cases {
-		if got := engine.OwnerRunning(map[string]string{platform.LabelOwnerPID: pid}); got != want {
-			t.Errorf("OwnerRunning(%q) = %v, want %v", pid, got, want)
-		}
-	}
-}
 
 // leftovers makes what a killed campaign leaves behind: a running
 // container, a network with its ctb bridge, a volume and, if withImage, an
@@ -134,7 +80,7 @@ func leftovers(t *testing.T, campaign string, owner int, withImage bool) {
 func TestCleanDeadOwner(t *testing.T) {
 	newCampaign(t) // makes sure the agent image exists
 	campaign := "test-" + randHex(8)
-	leftovers(t, campaign, deadPID(t), true)
+	leftovers(t, campaign, testutil.DeadPID(t), true)
 
 	rep, err := engine.Clean(context.Background(), campaign, false, true)
 	if err != nil {
@@ -161,7 +107,7 @@ func TestCleanDeadOwner(t *testing.T) {
 func TestCleanLiveOwner(t *testing.T) {
 	newCampaign(t)
 	campaign := "test-" + randHex(8)
-	leftovers(t, campaign, livePID(t, "ctrbench-owner"), false)
+	leftovers(t, campaign, testutil.LivePID(t, "ctrbench-owner"), false)
 	ctx := context.Background()
 
 	rep, err := engine.Clean(ctx, campaign, false, false)
@@ -191,7 +137,7 @@ func TestCleanLiveOwner(t *testing.T) {
 func TestCleanOtherCampaign(t *testing.T) {
 	newCampaign(t)
 	mine, other := "test-"+randHex(8), "test-"+randHex(8)
-	leftovers(t, other, deadPID(t), false)
+	leftovers(t, other, testutil.DeadPID(t), false)
 	rep, err := engine.Clean(context.Background(), mine, false, false)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/owner"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/sysinfo"
 	"github.com/ctrbench/ctrbench/internal/tailbuf"
@@ -105,7 +106,7 @@ func containerSpec(camp prepared, spec platform.InstanceSpec, nsPath bool) (engi
 		Name:      spec.Name,
 		Image:     tag,
 		Env:       env,
-		Labels:    engine.Labels(camp.id, camp.labels, spec.Labels),
+		Labels:    owner.Labels(camp.id, camp.labels, spec.Labels),
 		Network:   mode,
 		Runtime:   spec.Options[FactorRuntime],
 		Resources: res,

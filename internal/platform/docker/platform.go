@@ -24,6 +24,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/engine"
 	"github.com/ctrbench/ctrbench/internal/firewall"
 	"github.com/ctrbench/ctrbench/internal/links"
+	"github.com/ctrbench/ctrbench/internal/owner"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/subnets"
 	"github.com/ctrbench/ctrbench/internal/userimage"
@@ -184,7 +185,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	ctx, cancel := engine.WithTimeout(ctx, prepareTimeout)
 	defer cancel()
 
-	c := prepared{id: s.CampaignID, labels: engine.Labels(s.CampaignID, s.Labels), users: maps.Clone(p.presetUsers)}
+	c := prepared{id: s.CampaignID, labels: owner.Labels(s.CampaignID, s.Labels), users: maps.Clone(p.presetUsers)}
 	if p.camp != nil {
 		c = *p.camp
 	}

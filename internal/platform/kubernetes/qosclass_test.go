@@ -1,10 +1,8 @@
 package kubernetes_test
 
 import (
-	"bufio"
 	"context"
 	"testing"
-	"time"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
@@ -52,7 +50,7 @@ func TestQoSClasses(t *testing.T) {
 			if got := in.(platform.Seer).Seen()["kubernetes.qos_class"]; got != c.class {
 				t.Errorf("qos %s: the API says class %q, want %s", c.qos, got, c.class)
 			}
-			res := resultOf(t, in, key)
+			res := platformtest.ReadResult(t, in, key)
 			if res == nil || res.Status != result.OK {
 				t.Fatalf("qos %s: %+v", c.qos, res)
 			}
@@ -61,27 +59,4 @@ func TestQoSClasses(t *testing.T) {
 			}
 		})
 	}
-}
-
-// resultOf reads an instance's result event, within a minute.
-func resultOf(t *testing.T, in platform.Instance, key string) *result.Result {
-	t.Helper()
-	done := make(chan *result.Result, 1)
-	go func() {
-		sc := bufio.NewScanner(in.Stdout())
-		var res *result.Result
-		for sc.Scan() {
-			if ev, v := result.ReadEvent(sc.Bytes(), key); v == result.Valid && ev.Event == "result" {
-				res = ev.Result
-			}
-		}
-		done <- res
-	}()
-	select {
-	case res := <-done:
-		return res
-	case <-time.After(time.Minute):
-		t.Fatal("no result within a minute")
-	}
-	return nil
 }

@@ -104,7 +104,7 @@ func runAgent(workload, params string) invocation.Agent {
 // platform declares are timed up to its removal.
 func (s *suite) main(t *testing.T, network vocab.Network) {
 	in := start(t, s.p, s.spec(network, runAgent("cpu.primes", `{"duration":"200ms","max_prime":"2000"}`)))
-	res := readResult(t, in, s.key)
+	res := ReadResult(t, in, s.key)
 	if res.Status != result.OK {
 		t.Fatalf("status %s: %s", res.Status, res.Error)
 	}
@@ -125,7 +125,7 @@ func (s *suite) main(t *testing.T, network vocab.Network) {
 // failedWorkload: a workload that fails is a failed result with its reason.
 func (s *suite) failedWorkload(t *testing.T, network vocab.Network) {
 	in := start(t, s.p, s.spec(network, runAgent("no.such", `{}`)))
-	res := readResult(t, in, s.key)
+	res := ReadResult(t, in, s.key)
 	if res.Status != result.Failed || res.Error == "" {
 		t.Fatalf("want a failed result with a reason, got %+v", res)
 	}
@@ -231,7 +231,7 @@ func (s *suite) clientServer(t *testing.T, network vocab.Network) {
 	cliInv := runAgent("net.tcp_stream", params)
 	cliInv.Role, cliInv.Target = "client", net.JoinHostPort(host, port)
 	cli := start(t, s.p, s.spec(network, cliInv))
-	res := readResult(t, cli, s.key)
+	res := ReadResult(t, cli, s.key)
 	if res.Status != result.OK {
 		t.Fatalf("client: %s", res.Error)
 	}
@@ -250,7 +250,7 @@ func (s *suite) clientServer(t *testing.T, network vocab.Network) {
 func (s *suite) storage(t *testing.T, storage vocab.Storage, fstype string) {
 	sp := s.spec(s.o.Networks[0], runAgent("cpu.primes", `{"duration":"50ms","max_prime":"1000"}`))
 	sp.Storage = storage
-	res := readResult(t, start(t, s.p, sp), s.key)
+	res := ReadResult(t, start(t, s.p, sp), s.key)
 	if res.Status != result.OK {
 		t.Fatalf("status %s: %s", res.Status, res.Error)
 	}
@@ -268,7 +268,7 @@ func (s *suite) limits(t *testing.T) {
 		sp.Limits.Cpuset = "" // a limit the platform says it cannot apply
 		delete(want, "cgroup.cpuset")
 	}
-	res := readResult(t, start(t, s.p, sp), s.key)
+	res := ReadResult(t, start(t, s.p, sp), s.key)
 	if res.Status != result.OK {
 		t.Fatalf("status %s: %s", res.Status, res.Error)
 	}
@@ -381,7 +381,10 @@ func (s *suite) event(line []byte) (result.Event, bool) {
 	return ev, v == result.Valid
 }
 
-func readResult(t *testing.T, in platform.Instance, key string) *result.Result {
+// ReadResult reads an instance's result event, signed with key, failing t
+// when none comes (with the instance's exit code and stderr) or none comes
+// within resultWithin.
+func ReadResult(t *testing.T, in platform.Instance, key string) *result.Result {
 	t.Helper()
 	done := make(chan *result.Result, 1)
 	go func() {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/engine"
+	"github.com/ctrbench/ctrbench/internal/owner"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/platform/nested"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -166,7 +167,7 @@ func clean(ctx context.Context, o platform.CleanOptions) (platform.Cleaned, erro
 		}
 		return out, nil
 	}
-	keep := func(labels map[string]string) bool { return !o.Force && engine.OwnerRunning(labels) }
+	keep := func(labels map[string]string) bool { return !o.Force && owner.Running(labels) }
 	left, err := sw.Leftovers(ctx, o.Campaign, true, keep)
 	for _, s := range left.Services {
 		out.Removed = append(out.Removed, "swarm service "+s)
