@@ -7,7 +7,8 @@
 # CTRBENCH_BIN names the ctrbench binary (the cluster's addresses come from
 # its subnet pool).
 #
-#   scripts/k8s-test.sh [PACKAGE…]    (default: the Kubernetes packages)
+#   scripts/k8s-test.sh [PACKAGE…]    (default: the Kubernetes packages and
+#                                      the end-to-end tests TestKubernetes*)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -27,8 +28,15 @@ trap '[ $up -eq 0 ] || $K8S down >&2' EXIT
 trap 'exit 130' INT TERM
 up=1
 $K8S up >&2 || exit 1
-KUBECONFIG=/var/lib/ctrbench/k8s/admin.kubeconfig "$GO" test -json -count=1 -p 1 -timeout 10m "${pkgs[@]}"
+export KUBECONFIG=/var/lib/ctrbench/k8s/admin.kubeconfig CTRBENCH_K8S_TEST=1
+CTRBENCH_KUBECTL=$($K8S kubectl-path) || exit 1
+export CTRBENCH_KUBECTL
+"$GO" test -json -count=1 -p 1 -timeout 10m "${pkgs[@]}"
 rc=$?
+# The end-to-end tests of `ctrbench run` on the cluster (e2e/kubernetes_test.go).
+if [ "$#" -eq 0 ]; then
+	"$GO" test -json -count=1 -timeout 15m -run '^TestKubernetes' ./e2e || rc=1
+fi
 up=0
 # Down, and nothing of the cluster may be left: a leftover fails the run.
 $K8S down >&2 || rc=1

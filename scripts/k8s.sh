@@ -12,6 +12,7 @@
 #   scripts/k8s.sh down      stop it and remove everything it made (also
 #                            what a killed up left)
 #   scripts/k8s.sh version   the version it builds
+#   scripts/k8s.sh kubectl-path  where the kubectl it built is
 #
 # The cluster (scripts/k8s-cluster.sh does the work): etcd and the control
 # plane run on the machine, the API server on the node network's gateway
@@ -156,6 +157,7 @@ build() {
 case "${1:-}" in
 build) build ;;
 version) echo "$VERSION" ;;
+kubectl-path) echo "$BIN/kubectl" ;;
 up | down | status | load)
 	# shellcheck source=scripts/k8s-cluster.sh
 	. "$(dirname "$0")/k8s-cluster.sh"
@@ -163,5 +165,5 @@ up | down | status | load)
 	shift
 	"cluster_$cmd" "$@"
 	;;
-*) die "usage: $0 build|up|load|status|down|version" ;;
+*) die "usage: $0 build|up|load|status|down|version|kubectl-path" ;;
 esac

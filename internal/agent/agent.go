@@ -180,6 +180,13 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	if err := settle(ctx, o); err != nil {
 		return result.Failf("%v", err)
 	}
+	if o.ProbePort > 0 {
+		stop, err := listenProbe(ctx, o.Bind, o.ProbePort)
+		if err != nil {
+			return result.Failf("%v", err)
+		}
+		defer stop()
+	}
 	spec, runFn, vals, failed := resolve(o)
 	if failed != nil {
 		return failed
@@ -303,7 +310,8 @@ func checked(o Options, spec *workload.Spec, res *result.Result, obs []result.Ob
 }
 
 // settle waits for what the agent must have before it runs: its cgroups
-// joined, its network up, its route to the target.
+// joined, its network up, its route to the target, its server's front
+// carrying connections.
 func settle(ctx context.Context, o Options) error {
 	if len(o.JoinCgroups) > 0 {
 		if err := cgroup.JoinSelf(o.JoinCgroups); err != nil {
@@ -319,6 +327,9 @@ func settle(ctx context.Context, o Options) error {
 		if err := waitForRoute(ctx, o.Target); err != nil {
 			return err
 		}
+	}
+	if o.WaitConnect != "" {
+		return waitForConnect(ctx, o.WaitConnect)
 	}
 	return nil
 }

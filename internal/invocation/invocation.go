@@ -109,6 +109,15 @@ type Agent struct {
 	// answers (ICMP echo): on a cluster's overlay a new task's address
 	// reaches the other nodes by gossip. Run only, with a target.
 	WaitRoute bool
+	// ProbePort: a server also accepts (and at once closes) connections
+	// on this port for as long as it runs, so a client can learn that a
+	// front its platform put before it (a Kubernetes Service) carries
+	// traffic without touching the workload's own port. Run only.
+	ProbePort int
+	// WaitConnect: before the workload, connect to this host:port until
+	// a connection is accepted (the server's probe port through its
+	// front). Run only.
+	WaitConnect string
 	// WaitGo: announce "ready" and begin the measured run only when the
 	// go signal (SIGUSR1) arrives, so copies whose start-up takes long
 	// (nested parents, many containers) begin together once all are up. Run only.
@@ -146,6 +155,8 @@ const (
 	flagJoinCgroups = "join-cgroups"
 	flagWaitNet     = "wait-net"
 	flagWaitRoute   = "wait-route"
+	flagProbePort   = "probe-port"
+	flagWaitConnect = "wait-connect"
 	flagWaitGo      = "wait-go"
 	flagLinger      = "linger"
 )
@@ -179,6 +190,10 @@ func (a Agent) Args() []string {
 	if a.WaitRoute {
 		args = append(args, "--"+flagWaitRoute)
 	}
+	if a.ProbePort != 0 {
+		add(flagProbePort, strconv.Itoa(a.ProbePort))
+	}
+	add(flagWaitConnect, a.WaitConnect)
 	if a.WaitGo {
 		args = append(args, "--"+flagWaitGo)
 	}
@@ -217,6 +232,8 @@ func Bind(kind Kind, fs *pflag.FlagSet) *Decoder {
 		fs.StringArrayVar(&d.neighbours, flagNeighbour, nil, "a neighbour to loop beside the target in this instance: TYPE=PARAMS_JSON, or idle (repeatable)")
 		fs.BoolVar(&d.a.WaitNet, flagWaitNet, false, "wait until an interface besides loopback has an address (ctrbench wires the namespace from outside)")
 		fs.BoolVar(&d.a.WaitRoute, flagWaitRoute, false, "before the workload, wait until the target's host answers an ICMP echo (a cluster's overlay learns new addresses by gossip)")
+		fs.IntVar(&d.a.ProbePort, flagProbePort, 0, "a server also accepts and closes connections on this port while it runs (a probe of its front)")
+		fs.StringVar(&d.a.WaitConnect, flagWaitConnect, "", "before the workload, connect to HOST:PORT until a connection is accepted (the server's probe port through its front)")
 		fs.BoolVar(&d.a.WaitGo, flagWaitGo, false, "announce ready, then wait for SIGUSR1 before the measured run (copies begin together)")
 		fs.BoolVar(&d.a.Linger, flagLinger, false, "after printing the result, wait to be stopped (SIGTERM) or removed instead of exiting")
 	}

@@ -127,11 +127,11 @@ func TestPodsServeOnEachNode(t *testing.T) {
 		checkLifecycle(t, name, p.Lifecycle)
 		getBusybox(t, net.JoinHostPort(p.IP, "8080"), 5*time.Second)
 	}
-	svc, err := c.CreateService(ctx, ns, "httpd", map[string]string{"app": "httpd"}, 80, 8080, true)
+	svc, err := c.CreateService(ctx, ns, "httpd", map[string]string{"app": "httpd"}, []ServicePort{{Name: "http", Port: 80, TargetPort: 8080}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ip := net.ParseIP(svc.ClusterIP); ip == nil || !(&net.IPNet{IP: net.IPv4(198, 18, 241, 0), Mask: net.CIDRMask(24, 32)}).Contains(ip) || svc.NodePort == 0 {
+	if ip := net.ParseIP(svc.ClusterIP); ip == nil || !(&net.IPNet{IP: net.IPv4(198, 18, 241, 0), Mask: net.CIDRMask(24, 32)}).Contains(ip) || svc.Ports["http"].NodePort == 0 {
 		t.Fatalf("service = %+v, want a ClusterIP in 198.18.241.0/24 and a NodePort", svc)
 	}
 	getBusybox(t, net.JoinHostPort(svc.ClusterIP, "80"), 15*time.Second)
@@ -140,7 +140,7 @@ func TestPodsServeOnEachNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
-		getBusybox(t, net.JoinHostPort(n.InternalIP, fmt.Sprint(svc.NodePort)), 15*time.Second)
+		getBusybox(t, net.JoinHostPort(n.InternalIP, fmt.Sprint(svc.Ports["http"].NodePort)), 15*time.Second)
 	}
 }
 

@@ -96,6 +96,24 @@ var Orderings = []Ordering{
 		Extra:   "a veth pair, docker0 and its netfilter hooks",
 	},
 	{
+		Name:    "Kubernetes ClusterIP Service ⊃ pod network",
+		Heavier: Path{vocab.FPlatform: "kubernetes", vocab.FNetwork: "service"},
+		Lighter: Path{vocab.FPlatform: "kubernetes", vocab.FNetwork: "pod"},
+		Extra:   "kube-proxy's DNAT of the ClusterIP to the pod's address (and its conntrack entry) on the client's node, around the same pod-to-pod path",
+	},
+	{
+		Name:    "Kubernetes NodePort ⊃ pod network",
+		Heavier: Path{vocab.FPlatform: "kubernetes", vocab.FNetwork: "nodeport"},
+		Lighter: Path{vocab.FPlatform: "kubernetes", vocab.FNetwork: "pod"},
+		Extra:   "kube-proxy's DNAT of the node's address and NodePort to the pod's address, and its masquerade, around the same pod-to-pod path",
+	},
+	{
+		Name:    "Kubernetes pods on two nodes ⊃ pods on one node",
+		Heavier: Path{vocab.FPlatform: "kubernetes", vocab.FNetwork: "pod", vocab.FHosts: "2"},
+		Lighter: Path{vocab.FPlatform: "kubernetes", vocab.FNetwork: "pod", vocab.FHosts: "1"},
+		Extra:   "the nodes' own links and the link between them (a bridge here) between the two nodes' CNI bridges, where pods on one node meet on one",
+	},
+	{
 		Name:    "containers on routed bridges ⊃ processes on the hosts",
 		Heavier: Path{vocab.FPlatform: "docker", vocab.FNetwork: "bridge"},
 		Lighter: Path{vocab.FPlatform: "native", vocab.FNetwork: "host"},

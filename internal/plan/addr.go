@@ -55,6 +55,9 @@ func (a Addr) String() string {
 	case HostSide:
 		return fmt.Sprintf("host %d's side of %s", a.Host, a.Network)
 	case Published:
+		if a.Network.Fronted() {
+			return fmt.Sprintf("the address its platform fronts it at (%s)", a.Network)
+		}
 		return fmt.Sprintf("the port its engine published on the machine (%s)", a.Network)
 	}
 	return "the server's own address"
@@ -72,6 +75,11 @@ type Link struct {
 // client sits on.
 func link(srv, cli Role, factors map[string]string) (Link, error) {
 	loop := Addr{Kind: Loopback}
+	if srv.Network.Fronted() {
+		// Its platform fronts it (a Kubernetes Service): any client
+		// reaches it where the platform says.
+		return Link{Addr{Kind: Any}, Addr{Kind: Published, Network: srv.Network}}, nil
+	}
 	if srv.Network.Publishes() && srv.Host > 0 {
 		// The lab publishes it on its emulated host's address: any client
 		// of the cell's hosts reaches it there.

@@ -200,6 +200,21 @@ type Publisher interface {
 	PublishedPorts() map[string]string
 }
 
+// Fronted is a Publisher whose front (a Kubernetes Service) carries
+// traffic only some time after Start returns (when every node's proxy has
+// written its rules): Probe is an address through the same front, to the
+// server's probe port (invocation.Agent.ProbePort, which the platform
+// sets), that a client connects to until one is accepted before its
+// workload begins (invocation.Agent.WaitConnect). "" when there is none.
+type Fronted interface {
+	Publisher
+	Probe() string
+}
+
+// ProbePort is the port a fronted server accepts probes on, in its own
+// namespace.
+const ProbePort = 15299
+
 // Clock records when an instance's phases ended, as its platform sees
 // them; safe for concurrent use. An instance embeds one: its Timings
 // method is Instance.Timings.

@@ -33,6 +33,9 @@ type pair struct {
 	// ports are where that server's engine published its other ports
 	// (a published network), for the next role.
 	ports map[string]string
+	// probe is where the next role connects until that server's front (a
+	// Kubernetes Service) carries a connection; "" when it has none.
+	probe string
 	owner string // the instance whose namespace loopback roles join
 }
 
@@ -106,7 +109,7 @@ func (ct *chainTrial) pairName(role string, p int) string {
 // the trial's parameters, against the server pr started last.
 func (ct *chainTrial) agent(role string, pr *pair) invocation.Agent {
 	c := ct.c
-	return invocation.Agent{Kind: invocation.Run, Workload: c.WorkloadType, Role: role, Params: ct.params, Target: pr.target, Ports: pr.ports}
+	return invocation.Agent{Kind: invocation.Run, Workload: c.WorkloadType, Role: role, Params: ct.params, Target: pr.target, Ports: pr.ports, WaitConnect: pr.probe}
 }
 
 // driverAgent is the invocation of pair p's driver, which runs the

@@ -120,7 +120,7 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 		if err != nil {
 			return fmt.Errorf("%s announced a bad address %q: %w", srv.Name, addr, err)
 		}
-		pr.ports = nil
+		pr.ports, pr.probe = nil, ""
 		if link.Target.Kind == plan.Published {
 			if link.Target.Host > 0 { // the lab publishes it on its emulated host
 				pr.target, pr.ports, err = in.publishOnHost(srv, link.Target.Host, s.ip, port, c.Publish)
@@ -129,6 +129,9 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 			}
 			if err != nil {
 				return err
+			}
+			if f, ok := s.inst.(platform.Fronted); ok {
+				pr.probe = f.Probe() // the next role waits until its front carries a connection
 			}
 			continue
 		}

@@ -31,6 +31,12 @@ const (
 	// Pod is a Kubernetes cluster's pod network, which its CNI plugin
 	// makes: pods on one node and across nodes at their own addresses.
 	Pod Network = "pod"
+	// Service reaches a server through a Kubernetes Service, at its
+	// ClusterIP, which kube-proxy translates to the server pod's address
+	// (the Service's hop); NodePort through the port its Service opens
+	// on every node, at the server's node's address.
+	Service  Network = "service"
+	NodePort Network = "nodeport"
 	// Published reaches a server on the campaign's bridge through a port
 	// its engine publishes on the machine (docker run -p), on the
 	// bridge's own address: the engine's NAT rules carry it (the path of
@@ -59,7 +65,7 @@ const (
 
 // Networks are the levels the network factor accepts, in the order
 // messages list them.
-var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted, Ingress, Pod, Published, PublishedProxy, Routed, NATUnprotected}
+var Networks = []Network{Host, Loopback, Bridge, BridgeDefault, Macvlan, OVS, Overlay, OverlayEncrypted, Ingress, Pod, Service, NodePort, Published, PublishedProxy, Routed, NATUnprotected}
 
 // Valid reports whether n is a level of the network factor.
 func (n Network) Valid() bool { return slices.Contains(Networks, n) }
@@ -99,7 +105,14 @@ func (n Network) Publishes() bool { return n == Published || n == PublishedProxy
 
 // ClusterOnly reports whether the mode exists only on a cluster platform's
 // nodes (a routing mesh, a Kubernetes pod network).
-func (n Network) ClusterOnly() bool { return n == Ingress || n == Pod }
+func (n Network) ClusterOnly() bool { return n == Ingress || n == Pod || n.Fronted() }
+
+// Fronted reports whether a client reaches the server through a front its
+// platform makes for the server as it starts (a Kubernetes Service or
+// NodePort): at the address and port the platform gives once the server
+// runs (platform.Publisher), from wherever the client is; the server
+// listens on a port named before it starts.
+func (n Network) Fronted() bool { return n == Service || n == NodePort }
 
 // HostSided reports whether the mode gives the host (the machine, or an
 // emulated host) an address of its own on it, so a host process can talk

@@ -25,12 +25,14 @@ import (
 )
 
 // Caps: a pod has a namespace and a cgroup of its own; it is on the
-// cluster's pod network or its node's host network; limits are its
+// cluster's pod network or its node's host network, and a server is
+// reached at its pod's address, through a Service (its ClusterIP) or a
+// NodePort; limits are its
 // container's CPU and memory limits (requests equal, so a pod with both is
 // Guaranteed).
 var Caps = platform.Capabilities{
 	StartStop: 2 * time.Second, // rough: for the dry run's estimate
-	Networks:  []vocab.Network{vocab.Host, vocab.Pod},
+	Networks:  []vocab.Network{vocab.Host, vocab.Pod, vocab.Service, vocab.NodePort},
 	Storages:  []vocab.Storage{vocab.Layer},
 	OwnCgroup: true,
 	Limits:    true,

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/kube"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -32,6 +35,10 @@ type instance struct {
 	seen map[string]string
 
 	stdout io.ReadCloser // the pod's log, followed
+
+	svc       *kube.Service // a fronted server's Service
+	published string        // where it is reached through it
+	probe     string        // and its probe port
 
 	mu      sync.Mutex
 	code    int
@@ -75,10 +82,80 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	go in.watchExit(wctx)
 	in.seen = map[string]string{"kubernetes.pod": pod.Namespace + "/" + pod.Name, "kubernetes.node": pod.Node, "kubernetes.pod_ip": pod.IP, "kubernetes.qos_class": pod.QOS}
+	if fronts(spec) {
+		if err := in.front(cctx, spec); err != nil {
+			return nil, errors.Join(err, in.Remove(context.WithoutCancel(ctx)))
+		}
+	}
 	return in, nil
 }
 
-var _ platform.Seer = (*instance)(nil)
+var (
+	_ platform.Fronted = (*instance)(nil)
+	_ platform.Seer    = (*instance)(nil)
+)
+
+// fronts reports whether an instance is a server its platform fronts: a
+// run's server on network service or nodeport, on the port named for it.
+func fronts(spec platform.InstanceSpec) bool {
+	return spec.Network.Fronted() && spec.Agent.Port > 0 && spec.Agent.Kind == invocation.Run
+}
+
+// labelPod is the label a fronted server's pod carries, its name: its
+// Service selects it alone.
+const labelPod = "io.ctrbench.pod"
+
+// The names of a fronted server's Service's ports.
+const (
+	portAgent = "agent"
+	portProbe = "probe"
+)
+
+// front makes the Service a server on network service or nodeport is
+// reached through: a ClusterIP for service, a NodePort for nodeport,
+// reached at the server's node's address; on the agent's port and on its
+// probe port, which a client connects to until the Service carries a
+// connection (kube-proxy writes a new Service's rules some time after its
+// endpoint is ready, both ports in one update).
+func (in *instance) front(ctx context.Context, spec platform.InstanceSpec) error {
+	port := int32(spec.Agent.Port)
+	ports := []kube.ServicePort{{Name: portAgent, Port: port, TargetPort: port}, {Name: portProbe, Port: platform.ProbePort, TargetPort: platform.ProbePort}}
+	svc, err := in.p.c.CreateService(ctx, in.pod.Namespace, in.pod.Name, map[string]string{labelPod: in.pod.Name}, ports, spec.Network == vocab.NodePort)
+	if err != nil {
+		return fmt.Errorf("kubernetes: %w", err)
+	}
+	in.svc = svc
+	host, agent, probe := svc.ClusterIP, svc.Ports[portAgent].Port, svc.Ports[portProbe].Port
+	if spec.Network == vocab.NodePort {
+		nd, err := in.p.nodeNamed(in.pod.Node)
+		if err != nil {
+			return err
+		}
+		host, agent, probe = nd.InternalIP, svc.Ports[portAgent].NodePort, svc.Ports[portProbe].NodePort
+	}
+	in.published = net.JoinHostPort(host, strconv.Itoa(int(agent)))
+	in.probe = net.JoinHostPort(host, strconv.Itoa(int(probe)))
+	in.seen["kubernetes.service"] = svc.Name
+	in.seen["kubernetes.service_address"] = in.published
+	return nil
+}
+
+// Published implements platform.Publisher: where a fronted server is
+// reached, its Service's ClusterIP and port or its node's address and
+// NodePort; "" for any other instance.
+func (in *instance) Published() string { return in.published }
+
+// PublishedPorts implements platform.Publisher: the agent's port, fronted.
+func (in *instance) PublishedPorts() map[string]string {
+	if in.published == "" || in.svc == nil {
+		return nil
+	}
+	return map[string]string{vocab.Port{Number: int(in.svc.Ports[portAgent].Port), Proto: "tcp"}.String(): in.published}
+}
+
+// Probe implements platform.Fronted: the server's probe port through its
+// Service.
+func (in *instance) Probe() string { return in.probe }
 
 // timed marks the phases the pod's way to running passed, as its watch
 // saw them: created, scheduled, its container running (ContainersReady:
@@ -122,14 +199,25 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 	default:
 		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: no storage %s here", spec.Storage)
 	}
+	agent := spec.Agent
+	if fronts(spec) {
+		agent.ProbePort = platform.ProbePort // its Service's probe (front)
+	}
 	ps := kube.PodSpec{Name: podName(spec.Name), Namespace: ns, Node: nd.Name, Image: image,
-		Args: spec.Agent.Args(), Env: env(spec.Agent.Env()), Labels: labels, RunToCompletion: true}
+		Args: agent.Args(), Env: env(agent.Env()), Labels: labels, RunToCompletion: true}
 	switch spec.Network {
 	case vocab.Host:
 		ps.HostNetwork = true
 	case vocab.Pod, "":
+	case vocab.Service, vocab.NodePort:
+		// On the pod network; a server is fronted by a Service that
+		// selects its pod alone.
+		ps.Labels[labelPod] = ps.Name
+		if len(spec.Publish) > 0 {
+			return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: %s listens on more ports (%v) than a Service of ctrbench's fronts yet: network %s takes servers of one port", spec.Name, spec.Publish, spec.Network)
+		}
 	default:
-		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: no network %s here (it gives %s and %s)", spec.Network, vocab.Pod, vocab.Host)
+		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: no network %s here (it gives %s, %s, %s and %s)", spec.Network, vocab.Pod, vocab.Host, vocab.Service, vocab.NodePort)
 	}
 	if ps.Requests, ps.Limits, err = resources(spec.Limits, spec.Options[FQoS]); err != nil {
 		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: %s: %w", spec.Name, err)
@@ -225,6 +313,9 @@ func (in *instance) Remove(ctx context.Context) error {
 	in.removed = true
 	in.mu.Unlock()
 	err := in.p.c.DeletePod(context.WithoutCancel(ctx), in.pod)
+	if in.svc != nil {
+		err = errors.Join(err, in.p.c.DeleteService(context.WithoutCancel(ctx), in.svc))
+	}
 	if in.cancel != nil {
 		in.cancel()
 		<-in.done

@@ -159,6 +159,18 @@ func (p *Platform) node(spec platform.InstanceSpec) (kube.Node, error) {
 	return kube.Node{}, nil
 }
 
+// nodeNamed is the campaign's node named name.
+func (p *Platform) nodeNamed(name string) (kube.Node, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, n := range p.nodes {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	return kube.Node{}, fmt.Errorf("kubernetes: node %s is not one of the campaign's Ready nodes", name)
+}
+
 // HostAddr implements platform.Platform: a pod's host is its node, never
 // this machine.
 func (p *Platform) HostAddr(vocab.Network) string { return "" }

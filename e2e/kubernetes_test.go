@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctrbench/ctrbench/internal/analysis"
+	"github.com/ctrbench/ctrbench/internal/kube"
+	"github.com/ctrbench/ctrbench/internal/physics"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/result"
+)
+
+// The Kubernetes tests run on ctrbench's test cluster, which
+// scripts/k8s-test.sh (make test's last step) brings up and down around
+// them: it says so in CTRBENCH_K8S_TEST. Elsewhere they skip.
+func requireKubernetes(t *testing.T) {
+	t.Helper()
+	if os.Getenv("CTRBENCH_K8S_TEST") == "" || os.Getenv("KUBECONFIG") == "" {
+		t.Skip("no test cluster: scripts/k8s-test.sh (make test-k8s) runs this on one")
+	}
+}
+
+// kubectl runs the cluster's own client (the one scripts/k8s.sh built:
+// software nobody here wrote, reading what ctrbench made).
+func kubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	bin := os.Getenv("CTRBENCH_KUBECTL")
+	if bin == "" {
+		bin = "kubectl"
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), &kubectlError{err, stderr.String()}
+	}
+	return string(out), nil
+}
+
+type kubectlError struct {
+	err    error
+	stderr string
+}
+
+func (e *kubectlError) Error() string { return e.err.Error() + ": " + e.stderr }
+
+// kubeLeftovers are the campaign's namespaces and everything labelled as
+// its, as kubectl lists them.
+func kubeLeftovers(t *testing.T, campaign string) []string {
+	t.Helper()
+	sel := platform.LabelCampaign + "=" + campaign
+	var left []string
+	for _, kind := range []string{"namespaces", "pods,services", "pods,services"} {
+		args := []string{"get", kind, "-l", sel, "-o", "name"}
+		if kind != "namespaces" {
+			args = append(args, "--all-namespaces")
+		}
+		out, err := kubectl(t, args...)
+		if err != nil {
+			t.Fatalf("kubectl %v: %v", args, err)
+		}
+		left = append(left, strings.Fields(out)...)
+		if kind != "namespaces" {
+			break
+		}
+	}
+	return left
+}
+
+// TestKubernetesPaths: the Kubernetes paths of experiments/kubernetes.yaml
+// — pods on one node and on two, a ClusterIP Service and a NodePort, the
+// client on the other node — run through `ctrbench run` on the two-node
+// test cluster: every trial ends OK, each trial records its pods' nodes
+// (the two roles on two nodes where hosts is 2) and a fronted server its
+// Service's address; the physics invariant holds for the new paths (a
+// Service or a NodePort is not faster than the pod's own address, pods on
+// two nodes not faster than on one: physics.Check, one-sided, Holm, at a
+// family-wise error of 1%, so a cluster where the order truly holds fails
+// this test at most once in a hundred runs, however busy the machine);
+// kubectl finds nothing of the campaign afterwards.
+func TestKubernetesPaths(t *testing.T) {
+	requireKubernetes(t)
+	db, id := runStored(t, `name: e2e-kubernetes
+seed: 41
+repetitions: 3
+warmup: 0
+timeout: 1m
+factors:
+  path:
+    pod-same-node: {platform: kubernetes, network: pod, hosts: 1}
+    pod-other-node: {platform: kubernetes, network: pod, hosts: 2}
+    service-other-node: {platform: kubernetes, network: service, hosts: 2}
+    nodeport-other-node: {platform: kubernetes, network: nodeport, hosts: 2}
+workloads:
+  - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
+`)
+	if left := kubeLeftovers(t, id); len(left) > 0 {
+		t.Errorf("kubectl finds the campaign's %v after the run", left)
+	}
+	cells := cellFactors(t, db, id)
+	trials := okTrials(t, db, id, 12, func(tr result.Trial) string { return cells[tr.CellID]["path"] })
+	for _, tr := range trials {
+		path := cells[tr.CellID]["path"]
+		client, server := tr.Seen["platform.kubernetes.node"], tr.Seen["server.platform.kubernetes.node"]
+		if client == "" || server == "" || (client != server) != strings.HasSuffix(path, "other-node") {
+			t.Errorf("trial %d (%s): client on node %q, server on %q", tr.Seq, path, client, server)
+		}
+		fronted := tr.Seen["server.platform.kubernetes.service_address"]
+		if (fronted != "") != (strings.HasPrefix(path, "service") || strings.HasPrefix(path, "nodeport")) {
+			t.Errorf("trial %d (%s): the server's Service address is %q", tr.Seq, path, fronted)
+		}
+	}
+	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
+	var rows []analysis.Row
+	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	res := physics.Check(rows, physics.Options{Alpha: 0.01})
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, c := range res.Comparisons {
+		got[c.Ordering.Name]++
+		t.Log(c.String())
+	}
+	for _, o := range []string{"Kubernetes ClusterIP Service ⊃ pod network", "Kubernetes NodePort ⊃ pod network", "Kubernetes pods on two nodes ⊃ pods on one node"} {
+		if got[o] == 0 {
+			t.Errorf("no comparison of %q: %v", o, got)
+		}
+	}
+	if v := res.Violations(); len(v) > 0 {
+		t.Errorf("a path with strictly more work measured faster:\n%s", text.String())
+	}
+}
+
+// TestKubernetesCleanAfterSIGKILL: a run killed with SIGKILL while its
+// pods run leaves its namespace on the cluster (nothing of ctrbench's is
+// left to remove it); `ctrbench clean` removes the namespace with its pods,
+// and kubectl finds nothing of the campaign.
+func TestKubernetesCleanAfterSIGKILL(t *testing.T) {
+	requireKubernetes(t)
+	db := filepath.Join(t.TempDir(), "r.db")
+	exp := writeExperiment(t, `name: e2e-kubernetes-kill
+seed: 1
+repetitions: 1
+timeout: 1h
+factors:
+  platform: [kubernetes]
+  network: [pod]
+  hosts: [2]
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1h}}
+`)
+	cmd, stderr := startCtrbench(t, "run", exp, "--db", db)
+	waitFor(t, "the campaign to start", time.Minute, func() bool { return campaignLine.MatchString(stderr.String()) })
+	id := campaignID(t, stderr.String())
+	ns := kube.NamespaceName(id)
+	waitFor(t, "both pods running", 2*time.Minute, func() bool {
+		out, err := kubectl(t, "get", "pods", "-n", ns, "--field-selector", "status.phase=Running", "-o", "name")
+		return err == nil && len(strings.Fields(out)) >= 2
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cmd.Process.Wait()
+	if left := kubeLeftovers(t, id); len(left) < 3 {
+		t.Fatalf("after the kill kubectl lists %v; want the namespace and both pods still there (the test would show nothing)", left)
+	}
+	r := ctrbench(t, 2*time.Minute, "clean", "--campaign", id)
+	if r.code != 0 {
+		t.Fatalf("clean exited %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	contains(t, "clean output", r.stdout, "Kubernetes namespace "+ns)
+	if left := kubeLeftovers(t, id); len(left) > 0 {
+		t.Errorf("kubectl finds %v after clean", left)
+	}
+	if _, err := kubectl(t, "get", "namespace", ns); err == nil || !strings.Contains(err.Error(), "NotFound") {
+		t.Errorf("kubectl get namespace %s after clean: %v; want NotFound", ns, err)
+	}
+	assertNothingLeft(t, id)
+}
