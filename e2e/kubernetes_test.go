@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/physics"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/userimage"
 )
 
 // The Kubernetes tests run on ctrbench's test cluster, which
@@ -189,4 +191,105 @@ workloads:
 		t.Errorf("kubectl get namespace %s after clean: %v; want NotFound", ns, err)
 	}
 	assertNothingLeft(t, id)
+}
+
+// TestKubernetesOwnServices: users' images on the cluster, as on every
+// other platform — nginx from its image driven by ctrbench's HTTP
+// generator, redis from its image driven by redis-benchmark from the same
+// image (an exec client) — on a pod on the same node and through a
+// NodePort from the other node (the Service fronts redis's and nginx's own
+// ports beside the agent's). The images have ctrbench's agent put into
+// them (package userimage) and are imported into both nodes; each trial's
+// workload validated its own output (ok), and the server ran from the
+// user's image.
+func TestKubernetesOwnServices(t *testing.T) {
+	requireKubernetes(t)
+	img := exampleImages(t)
+	exp := strings.ReplaceAll(`name: e2e-kubernetes-own
+seed: 5
+repetitions: 1
+warmup: 0
+timeout: 2m
+factors:
+  path:
+    pod-same-node: {platform: kubernetes, network: pod, hosts: 1}
+    nodeport-other-node: {platform: kubernetes, network: nodeport, hosts: 2}
+workloads:
+  - name: web
+    type: service
+    params:
+      image_archive: IMAGES/nginx.tar
+      port: 8080
+      ready: {http: /index.html}
+      client: {type: http.get, params: {path: /4k.bin, concurrency: 4, duration: 1s}}
+`+redisService(5000, 2, "set", "get"), "IMAGES", img)
+	db, id := runStored(t, exp)
+	cells, workloads := cellFactors(t, db, id), cellWorkloads(t, db, id)
+	trials := okTrials(t, db, id, 4, func(tr result.Trial) string { return workloads[tr.CellID] + "/" + cells[tr.CellID]["path"] })
+	for _, tr := range trials {
+		where := workloads[tr.CellID] + "/" + cells[tr.CellID]["path"]
+		want := map[string]string{"web": "nginx.tar", "kv": "redis.tar"}[workloads[tr.CellID]]
+		if img := tr.Seen["server.platform.image"]; !strings.HasSuffix(img, want) || !strings.HasPrefix(tr.Seen["server.platform.image.id"], userimage.AgentRepository+":") {
+			t.Errorf("trial %d (%s): the server ran from image %q (%q), want %s with the agent put in", tr.Seq, where, img, tr.Seen["server.platform.image.id"], want)
+		}
+		m := trialMeasures(tr)
+		if m["requests_per_sec"] <= 0 && m["set_rps"] <= 0 {
+			t.Errorf("trial %d (%s): no rate measured: %v", tr.Seq, where, m)
+		}
+	}
+	if left := kubeLeftovers(t, id); len(left) > 0 {
+		t.Errorf("kubectl finds the campaign's %v after the run", left)
+	}
+}
+
+// TestKubernetesPodLifecycle: S1's creation time on Kubernetes — 1 and 4
+// pods created at once — timed from the watch: each pod's phases
+// (created, scheduled, initialized, sandbox ready, running, the agent's
+// first word, exit, removal) are all there and add up to its total.
+func TestKubernetesPodLifecycle(t *testing.T) {
+	requireKubernetes(t)
+	db, id := runStored(t, `name: e2e-kubernetes-lifecycle
+seed: 3
+repetitions: 2
+warmup: 0
+factors:
+  platform: [kubernetes]
+  instances: [1, 4]
+workloads:
+  - {name: create, type: lifecycle.run}
+`)
+	cells := cellFactors(t, db, id)
+	for _, tr := range okTrials(t, db, id, 4, func(tr result.Trial) string { return "instances " + cells[tr.CellID]["instances"] }) {
+		phases := map[string]map[string]float64{}
+		for _, o := range tr.Observations {
+			if prefix, metric, ok := strings.Cut(o.ID().String(), "lifecycle."); ok {
+				if phases[prefix] == nil {
+					phases[prefix] = map[string]float64{}
+				}
+				phases[prefix][metric] = o.Value
+			}
+		}
+		pods := 0
+		for prefix, m := range phases {
+			total, ok := m["total"]
+			if !ok {
+				continue
+			}
+			pods++
+			sum := 0.0
+			for _, ph := range []string{"create", "assigned", "preparing", "starting", "start", "ready", "exit", "remove"} {
+				v, ok := m[ph]
+				if !ok {
+					t.Errorf("trial %d, %q: no phase %s (%v)", tr.Seq, prefix, ph, m)
+				}
+				sum += v
+			}
+			if d := sum - total; d > 1e-6 || d < -1e-6 {
+				t.Errorf("trial %d, %q: phases add up to %v, total %v", tr.Seq, prefix, sum, total)
+			}
+		}
+		if want := cells[tr.CellID]["instances"]; want != strconv.Itoa(pods) {
+			t.Errorf("trial %d: %d pods' phases, want %s", tr.Seq, pods, want)
+		}
+	}
 }

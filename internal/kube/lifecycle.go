@@ -10,24 +10,29 @@ import (
 type Stage int
 
 const (
-	Created         Stage = iota // the API server stored it
-	Scheduled                    // bound to a node
-	Initialized                  // its init containers (if any) done
-	ContainersReady              // its containers running and ready
-	Ready                        // the pod ready: a Service sends it traffic
+	Created   Stage = iota // the API server stored it
+	Scheduled              // bound to a node
+	// Initialized: its init containers (if any) done — with none, the
+	// kubelet says so at its first status, before the sandbox is made.
+	Initialized
+	SandboxReady    // its sandbox and network made (PodReadyToStartContainers)
+	ContainersReady // its containers running and ready
+	Ready           // the pod ready: a Service sends it traffic
 	stages
 )
 
 // Stages lists the stages in order.
-func Stages() []Stage { return []Stage{Created, Scheduled, Initialized, ContainersReady, Ready} }
+func Stages() []Stage {
+	return []Stage{Created, Scheduled, Initialized, SandboxReady, ContainersReady, Ready}
+}
 
 func (s Stage) String() string {
-	return [...]string{"created", "scheduled", "initialized", "containers-ready", "ready"}[s]
+	return [...]string{"created", "scheduled", "initialized", "sandbox-ready", "containers-ready", "ready"}[s]
 }
 
 // condition is the pod condition that marks stage s (Created has none).
 func (s Stage) condition() corev1.PodConditionType {
-	return [...]corev1.PodConditionType{"", corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady}[s]
+	return [...]corev1.PodConditionType{"", corev1.PodScheduled, corev1.PodInitialized, corev1.PodReadyToStartContainers, corev1.ContainersReady, corev1.PodReady}[s]
 }
 
 // Lifecycle is when a pod reached each stage.

@@ -92,8 +92,8 @@ func checkLifecycle(t *testing.T, name string, l Lifecycle) {
 			t.Errorf("%s: stage %s (%v) observed before %s (%v)", name, s, obs, s-1, l.Observed[s-1])
 		}
 	}
-	t.Logf("%s: scheduled +%v, initialized +%v, containers ready +%v, ready +%v", name,
-		l.Since(Scheduled), l.Since(Initialized), l.Since(ContainersReady), l.Since(Ready))
+	t.Logf("%s: scheduled +%v, initialized +%v, sandbox ready +%v, containers ready +%v, ready +%v", name,
+		l.Since(Scheduled), l.Since(Initialized), l.Since(SandboxReady), l.Since(ContainersReady), l.Since(Ready))
 }
 
 // Pods pinned to each node run there, in that node's /24 of the pod

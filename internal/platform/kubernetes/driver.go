@@ -43,10 +43,13 @@ var Caps = platform.Capabilities{
 		"write_bps":    "a Kubernetes pod has no block I/O limits",
 		vocab.FPids:    "ctrbench gives a Kubernetes pod CPU and memory limits only (a pod's pids limit is the kubelet's)",
 	},
-	Phases:  []vocab.Phase{vocab.Create, vocab.Assigned, vocab.Start, vocab.Exit, vocab.Remove},
-	Tools:   true,
-	Own:     platform.Own{Factors: []platform.Factor{qosFactor}},
-	Cluster: cluster{},
+	Phases: []vocab.Phase{vocab.Create, vocab.Assigned, vocab.Start, vocab.Exit, vocab.Remove},
+	Tools:  true,
+	// A user's image runs with the agent put into it (package userimage),
+	// imported into the nodes as the agent image is.
+	UserImages: true,
+	Own:        platform.Own{Factors: []platform.Factor{qosFactor}},
+	Cluster:    cluster{},
 	Net: platform.Net{
 		OwnNetNS: true,
 	},

@@ -6,10 +6,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/image"
 	"github.com/ctrbench/ctrbench/internal/kube"
+	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/userimage"
 )
 
 // ContainerdAnnotation is the node annotation that says where the node's
@@ -35,6 +38,41 @@ func bringAgent(ctx context.Context, c *kube.Client, binary string, tools []stri
 		fmt.Fprintf(notes, "kubernetes: not installed on this host, so not in the image: %s (workloads that need them will fail)\n", strings.Join(plan.Missing, ", "))
 	}
 	ref := "docker.io/library/" + plan.Tag
+	return ref, bringImage(ctx, c, nodes, ref, "the agent image", plan.WriteArchive, notes)
+}
+
+// userImage is a user's image as its pods run it: the image with the
+// agent put into it, and what the image itself would run.
+type userImage struct {
+	ref     string
+	workdir string
+	command []string
+}
+
+// bringUser puts the agent into a user's image (package userimage, from
+// its archive or the one the orchestrator saves from the machine's engine)
+// and imports the result into every node, as bringAgent does.
+func bringUser(ctx context.Context, c *kube.Client, binary string, img platform.Image, save platform.SaveImage, nodes []kube.Node, notes io.Writer) (userImage, error) {
+	im, err := userimage.OpenSource(ctx, img.Ref, img.Archive, save)
+	if err != nil {
+		return userImage{}, fmt.Errorf("kubernetes: %w", err)
+	}
+	defer im.Close()
+	ref, err := im.AgentRef(binary)
+	if err != nil {
+		return userImage{}, fmt.Errorf("kubernetes: %w", err)
+	}
+	cfg := im.Config()
+	u := userImage{ref: ref, workdir: cfg.WorkingDir, command: append(slices.Clone(cfg.Entrypoint), cfg.Cmd...)}
+	write := func(w io.Writer) error { return im.WriteWithAgent(w, ref, binary, image.BinaryPath) }
+	return u, bringImage(ctx, c, nodes, ref, "image "+img.String(), write, notes)
+}
+
+// bringImage imports the image ref, which write writes as an archive
+// (once, and only when a node lacks it), into the containerd of every
+// node that says where its containerd is; a node that does not must have
+// it already.
+func bringImage(ctx context.Context, c *kube.Client, nodes []kube.Node, ref, what string, write func(io.Writer) error, notes io.Writer) error {
 	var archive string
 	defer func() {
 		if archive != "" {
@@ -44,26 +82,26 @@ func bringAgent(ctx context.Context, c *kube.Client, binary string, tools []stri
 	for _, n := range nodes {
 		sock, err := containerdOf(ctx, c, n.Name)
 		if err != nil {
-			return "", err
+			return err
 		}
 		if sock == "" {
-			fmt.Fprintf(notes, "kubernetes: node %s does not say where its containerd is (annotation %s): %s must be on it already\n", n.Name, ContainerdAnnotation, ref)
+			fmt.Fprintf(notes, "kubernetes: node %s does not say where its containerd is (annotation %s): %s (%s) must be on it already\n", n.Name, ContainerdAnnotation, ref, what)
 			continue
 		}
 		if has, err := ctr(ctx, sock, "images", "ls", "-q", "name=="+ref); err == nil && strings.TrimSpace(has) == ref {
 			continue
 		}
 		if archive == "" {
-			if archive, err = writeArchive(plan); err != nil {
-				return "", err
+			if archive, err = writeArchive(write, what); err != nil {
+				return err
 			}
 		}
 		if out, err := ctr(ctx, sock, "images", "import", archive); err != nil {
-			return "", fmt.Errorf("kubernetes: importing %s into node %s's containerd (%s): %v: %s", ref, n.Name, sock, err, strings.TrimSpace(out))
+			return fmt.Errorf("kubernetes: importing %s (%s) into node %s's containerd (%s): %v: %s", ref, what, n.Name, sock, err, strings.TrimSpace(out))
 		}
-		fmt.Fprintf(notes, "kubernetes: imported %s into node %s\n", ref, n.Name)
+		fmt.Fprintf(notes, "kubernetes: imported %s (%s) into node %s\n", ref, what, n.Name)
 	}
-	return ref, nil
+	return nil
 }
 
 // containerdOf is where node name's containerd listens on this machine,
@@ -83,19 +121,19 @@ func containerdOf(ctx context.Context, c *kube.Client, name string) (string, err
 	return sock, nil
 }
 
-// writeArchive writes the planned image to a temporary archive.
-func writeArchive(plan *image.Context) (string, error) {
-	f, err := os.CreateTemp("", "ctrbench-agent-*.tar")
+// writeArchive writes an image archive, with write, to a temporary file.
+func writeArchive(write func(io.Writer) error, what string) (string, error) {
+	f, err := os.CreateTemp("", "ctrbench-image-*.tar")
 	if err != nil {
 		return "", err
 	}
-	err = plan.WriteArchive(f)
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", fmt.Errorf("kubernetes: writing the agent image: %w", err)
+		return "", fmt.Errorf("kubernetes: writing %s: %w", what, err)
 	}
 	return f.Name(), nil
 }

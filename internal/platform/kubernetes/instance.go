@@ -36,9 +36,10 @@ type instance struct {
 
 	stdout io.ReadCloser // the pod's log, followed
 
-	svc       *kube.Service // a fronted server's Service
-	published string        // where it is reached through it
-	probe     string        // and its probe port
+	svc       *kube.Service     // a fronted server's Service
+	published string            // where it is reached through it
+	probe     string            // and its probe port
+	ports     map[string]string // each port it is reached at ("8080/tcp" → HOST:PORT)
 
 	mu      sync.Mutex
 	code    int
@@ -82,6 +83,9 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	}
 	go in.watchExit(wctx)
 	in.seen = map[string]string{"kubernetes.pod": pod.Namespace + "/" + pod.Name, "kubernetes.node": pod.Node, "kubernetes.pod_ip": pod.IP, "kubernetes.qos_class": pod.QOS}
+	if spec.Image != nil {
+		in.seen[platform.SeenImage], in.seen[platform.SeenImageID] = spec.Image.String(), ps.Image
+	}
 	if fronts(spec) {
 		if err := in.front(cctx, spec); err != nil {
 			return nil, errors.Join(err, in.Remove(context.WithoutCancel(ctx)))
@@ -120,6 +124,9 @@ const (
 func (in *instance) front(ctx context.Context, spec platform.InstanceSpec) error {
 	port := int32(spec.Agent.Port)
 	ports := []kube.ServicePort{{Name: portAgent, Port: port, TargetPort: port}, {Name: portProbe, Port: platform.ProbePort, TargetPort: platform.ProbePort}}
+	for _, m := range spec.Publish {
+		ports = append(ports, kube.ServicePort{Name: morePort(m), Port: int32(m.Number), TargetPort: int32(m.Number)})
+	}
 	svc, err := in.p.c.CreateService(ctx, in.pod.Namespace, in.pod.Name, map[string]string{labelPod: in.pod.Name}, ports, spec.Network == vocab.NodePort)
 	if err != nil {
 		return fmt.Errorf("kubernetes: %w", err)
@@ -135,6 +142,15 @@ func (in *instance) front(ctx context.Context, spec platform.InstanceSpec) error
 	}
 	in.published = net.JoinHostPort(host, strconv.Itoa(int(agent)))
 	in.probe = net.JoinHostPort(host, strconv.Itoa(int(probe)))
+	in.ports = map[string]string{vocab.Port{Number: int(port), Proto: "tcp"}.String(): in.published}
+	for _, m := range spec.Publish {
+		sp := svc.Ports[morePort(m)]
+		n := sp.Port
+		if spec.Network == vocab.NodePort {
+			n = sp.NodePort
+		}
+		in.ports[m.String()] = net.JoinHostPort(host, strconv.Itoa(int(n)))
+	}
 	in.seen["kubernetes.service"] = svc.Name
 	in.seen["kubernetes.service_address"] = in.published
 	return nil
@@ -145,24 +161,29 @@ func (in *instance) front(ctx context.Context, spec platform.InstanceSpec) error
 // NodePort; "" for any other instance.
 func (in *instance) Published() string { return in.published }
 
-// PublishedPorts implements platform.Publisher: the agent's port, fronted.
-func (in *instance) PublishedPorts() map[string]string {
-	if in.published == "" || in.svc == nil {
-		return nil
-	}
-	return map[string]string{vocab.Port{Number: int(in.svc.Ports[portAgent].Port), Proto: "tcp"}.String(): in.published}
-}
+// PublishedPorts implements platform.Publisher: the agent's port and the
+// server's more ports, fronted.
+func (in *instance) PublishedPorts() map[string]string { return maps.Clone(in.ports) }
+
+// morePort names a server's more port in its Service.
+func morePort(p vocab.Port) string { return "p" + strconv.Itoa(p.Number) }
 
 // Probe implements platform.Fronted: the server's probe port through its
 // Service.
 func (in *instance) Probe() string { return in.probe }
 
 // timed marks the phases the pod's way to running passed, as its watch
-// saw them: created, scheduled, its container running (ContainersReady:
-// the agent has no readiness probe; or when StartPod saw it started).
+// saw them (package kube's stages): created; scheduled (assigned); the
+// kubelet's first status, which says it is initialized (preparing: with no
+// init containers it has taken the pod and begins its sandbox); its
+// sandbox and network made (starting: the container is being started);
+// its container running (start: ContainersReady — the agent has no
+// readiness probe — or when StartPod saw it started).
 func (in *instance) timed(l kube.Lifecycle, started time.Time) {
 	in.MarkAt(vocab.Create, l.Observed[kube.Created])
 	in.MarkAt(vocab.Assigned, l.Observed[kube.Scheduled])
+	in.MarkAt(vocab.Preparing, l.Observed[kube.Initialized])
+	in.MarkAt(vocab.Starting, l.Observed[kube.SandboxReady])
 	run := l.Observed[kube.ContainersReady]
 	if run.IsZero() {
 		run = started
@@ -180,6 +201,15 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 	}
 	labels := maps.Clone(p.setup.Labels)
 	image, ns := p.image, p.ns
+	var handOver []string
+	if spec.Image != nil {
+		u, ok := p.users[spec.Image.Key()]
+		if !ok {
+			p.mu.Unlock()
+			return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: instance %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
+		}
+		image, handOver = u.ref, invocation.HandOver(u.workdir, u.command)
+	}
 	p.mu.Unlock()
 	if labels == nil {
 		labels = map[string]string{}
@@ -204,7 +234,7 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 		agent.ProbePort = platform.ProbePort // its Service's probe (front)
 	}
 	ps := kube.PodSpec{Name: podName(spec.Name), Namespace: ns, Node: nd.Name, Image: image,
-		Args: agent.Args(), Env: env(agent.Env()), Labels: labels, RunToCompletion: true}
+		Args: agent.Args(), Env: env(append(agent.Env(), handOver...)), Labels: labels, RunToCompletion: true}
 	switch spec.Network {
 	case vocab.Host:
 		ps.HostNetwork = true
@@ -213,8 +243,10 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 		// On the pod network; a server is fronted by a Service that
 		// selects its pod alone.
 		ps.Labels[labelPod] = ps.Name
-		if len(spec.Publish) > 0 {
-			return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: %s listens on more ports (%v) than a Service of ctrbench's fronts yet: network %s takes servers of one port", spec.Name, spec.Publish, spec.Network)
+		for _, m := range spec.Publish {
+			if m.Proto != "tcp" {
+				return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: %s listens on port %s, and ctrbench fronts TCP ports only (network %s): use network pod", spec.Name, m, spec.Network)
+			}
 		}
 	default:
 		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: no network %s here (it gives %s, %s, %s and %s)", spec.Network, vocab.Pod, vocab.Host, vocab.Service, vocab.NodePort)

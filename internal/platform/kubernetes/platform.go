@@ -27,7 +27,8 @@ type Platform struct {
 	setup    platform.Setup
 	ns       string
 	nodes    []kube.Node
-	image    string // the agent image's reference, as pods name it
+	image    string               // the agent image's reference, as pods name it
+	users    map[string]userImage // users' images with the agent, by Image.Key
 	info     map[string]string
 	live     map[*instance]bool
 	prepared bool
@@ -60,9 +61,6 @@ func (p *Platform) Name() string { return "kubernetes" }
 // nodes (Ready ones: as many as the cell asks), and the agent image on
 // each.
 func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
-	if len(s.Images) > 0 {
-		return errors.New("kubernetes: users' images are not supported on this platform yet: run the workload from ctrbench's agent image")
-	}
 	nodes, err := p.readyNodes(ctx, max(s.Hosts, 1))
 	if err != nil {
 		return err
@@ -78,6 +76,15 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err != nil {
 		return err
 	}
+	users := map[string]userImage{}
+	for _, img := range s.Images {
+		if _, done := users[img.Key()]; done {
+			continue
+		}
+		if users[img.Key()], err = bringUser(ctx, p.c, p.binary, img, s.Saver(), nodes, s.Notes()); err != nil {
+			return err
+		}
+	}
 	var cpus []string
 	for _, n := range nodes {
 		cpus = append(cpus, strconv.FormatFloat(float64(n.CPUMilli)/1000, 'g', -1, 64))
@@ -85,7 +92,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	p.describe(ctx, nodes[0].Name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.image, p.prepared = ref, true
+	p.image, p.users, p.prepared = ref, users, true
 	p.info["kubernetes.nodes"] = strconv.Itoa(len(nodes))
 	p.info["kubernetes.node_cpus"] = strings.Join(cpus, ",")
 	p.info["kubernetes.namespace"] = ns
