@@ -98,6 +98,9 @@ test-full: setup build images vet lint
 chaos: setup build images
 	CTRBENCH_CHAOS=1 CTRBENCH_CHAOS_DOC=$(abspath docs/reliability.md) CTRBENCH_BIN=$(abspath $(BIN)) \
 		$(GO) test -count=1 -p 1 -timeout 60m -v -run 'Chaos|Hostile' ./e2e
+	CTRBENCH_CHAOS=1 CTRBENCH_CHAOS_DOC=$(abspath docs/reliability.md) CTRBENCH_CHAOS_TABLE='kubernetes chaos table' \
+		CTRBENCH_K8S_PKGS=none CTRBENCH_K8S_E2E='^TestChaosKubernetes' CTRBENCH_K8S_E2E_FLAGS=-v CTRBENCH_BIN=$(abspath $(BIN)) \
+		bash scripts/k8s-test.sh
 
 # The experiment-file parser and --set under Go's fuzzer, seeded with every
 # shipped experiment and bad file (not in CI; FUZZTIME=10m by default).

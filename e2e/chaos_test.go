@@ -99,9 +99,14 @@ func chaosTable() string {
 	return b.String()
 }
 
-// replaceTable puts table between the chaos markers of the document.
+// replaceTable puts table between the chaos markers of the document
+// (CTRBENCH_CHAOS_TABLE names another table's).
 func replaceTable(path, table string) error {
-	const begin, end = "<!-- chaos table: begin (make chaos writes it) -->\n", "<!-- chaos table: end -->"
+	name := "chaos table"
+	if n := os.Getenv("CTRBENCH_CHAOS_TABLE"); n != "" {
+		name = n // a second table of the document (make chaos's Kubernetes faults)
+	}
+	begin, end := "<!-- "+name+": begin (make chaos writes it) -->\n", "<!-- "+name+": end -->"
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err

@@ -16,6 +16,12 @@ ETCD_PEER=127.0.0.1:23800
 PAUSE_IMAGE=ctrbench.local/pause:3.10
 BUSYBOX_IMAGE=ctrbench.local/busybox:1 # kube's tests run it
 CONTAINERD_ANNOTATION=ctrbench.io/containerd # kubernetes.ContainerdAnnotation
+# A registry on the machine's node-network address, which the nodes'
+# containerd pull from over plain HTTP (the kubernetes platform's
+# --registry test runs Debian's docker-registry there; nothing listens
+# otherwise).
+REGISTRY_PORT=5000
+REGISTRY_ANNOTATION=ctrbench.io/http-registry
 SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
 FWD_RULE=(-i "$BRIDGE" -o "$BRIDGE" -j ACCEPT -m comment --comment ctrbench-k8s)
 
@@ -275,6 +281,8 @@ state = "$r/containerd"
         BinaryName = "$(command -v runc)"
         Root = "$r/runc"
         SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$K8S_GATEWAY:$REGISTRY_PORT"]
+    endpoint = ["http://$K8S_GATEWAY:$REGISTRY_PORT"]
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$d/cni"
@@ -394,19 +402,53 @@ node_up() {
 	node_mounts "$n"
 	containerd_config "$n"
 	kubelet_config "$n"
-	in_node "$n" "$d/containerd.log" "$r/containerd.pid" containerd --config "$d/containerd.toml"
-	wait_for 80 "containerd" ctr_ "$n" version || { tail -n 20 "$d/containerd.log" >&2; die "node $n's containerd did not answer"; }
+	node_containerd "$n"
 	ctr_ "$n" images import "$STATE/pause.tar" >/dev/null && ctr_ "$n" images import "$STATE/busybox.tar" >/dev/null ||
 		die "importing the pause and busybox images into node $n failed"
-	in_node "$n" "$d/kubelet.log" "$r/kubelet.pid" "$BIN/kubelet" --config "$d/kubelet.yaml" \
-		--kubeconfig "$STATE/node$n.kubeconfig" --hostname-override "$(node_name "$n")" --node-ip "$(node_ip "$n")" \
-		--root-dir /var/lib/kubelet
+	node_kubelet "$n"
 	in_node "$n" "$d/kube-proxy.log" "$r/kube-proxy.pid" env PATH="$BIN:$PATH" "$BIN/kube-proxy" \
 		--proxy-mode "$PROXY_MODE" --kubeconfig "$STATE/kube-proxy.kubeconfig" --hostname-override "$(node_name "$n")" \
 		--cluster-cidr "$K8S_POD_NET" --nodeport-addresses "$K8S_NODE_NET" \
 		--metrics-bind-address 127.0.0.1:10249 --healthz-bind-address "$(node_ip "$n"):10256" \
 		--conntrack-max-per-core 0 --conntrack-min 0 \
 		--conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0
+}
+
+# node_containerd N, node_kubelet N: start the node's containerd (and wait
+# until it answers), its kubelet; up starts them, and restart after a fault
+# (make chaos kills them).
+node_containerd() {
+	local n=$1 d=$STATE/node$1 r=$RUN/node$1
+	in_node "$n" "$d/containerd.log" "$r/containerd.pid" containerd --config "$d/containerd.toml"
+	wait_for 80 "containerd" ctr_ "$n" version || { tail -n 20 "$d/containerd.log" >&2; die "node $n's containerd did not answer"; }
+}
+
+node_kubelet() {
+	local n=$1 d=$STATE/node$1 r=$RUN/node$1
+	in_node "$n" "$d/kubelet.log" "$r/kubelet.pid" "$BIN/kubelet" --config "$d/kubelet.yaml" \
+		--kubeconfig "$STATE/node$n.kubeconfig" --hostname-override "$(node_name "$n")" --node-ip "$(node_ip "$n")" \
+		--root-dir /var/lib/kubelet
+}
+
+# cluster_restart N containerd|kubelet: start node N's daemon again where
+# it is not running (after it was killed), and wait for the node to be
+# Ready.
+cluster_restart() {
+	local n=${1:-} daemon=${2:-}
+	[ -n "$n" ] && [ -d "$RUN/node$n" ] || die "usage: restart N containerd|kubelet (no node $n is up)"
+	case $daemon in
+	containerd | kubelet) ;;
+	*) die "usage: restart N containerd|kubelet" ;;
+	esac
+	local pid
+	pid=$(cat "$RUN/node$n/$daemon.pid" 2>/dev/null)
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		log "node $n's $daemon runs already (pid $pid)"
+		return 0
+	fi
+	"node_$daemon" "$n"
+	wait_for 120 "node $n Ready" node_ready "$n" || die "node $n is not Ready after its $daemon was started again"
+	log "node $n's $daemon started again; the node is Ready"
 }
 
 # ---- the control plane ----------------------------------------------------
@@ -522,7 +564,7 @@ cluster_up() {
 		# What the campaign's record says of the cluster (kubernetes.Info):
 		# its kube-proxy mode, its CNI, and that its nodes are emulated.
 		kubectl_ annotate node "$(node_name "$n")" --overwrite "$CONTAINERD_ANNOTATION=$RUN/node$n/containerd.sock" \
-			"ctrbench.io/kube-proxy=$PROXY_MODE" "ctrbench.io/cni=$CNI" \
+			"ctrbench.io/kube-proxy=$PROXY_MODE" "ctrbench.io/cni=$CNI" "$REGISTRY_ANNOTATION=$K8S_GATEWAY:$REGISTRY_PORT" \
 			"ctrbench.io/emulated=network and mount namespaces on one machine (scripts/k8s.sh): the link between nodes is a veth pair and a bridge, not a NIC" >/dev/null
 	done
 	log "Kubernetes $VERSION up: $NODES nodes, kube-proxy $PROXY_MODE, CNI $CNI, in $(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"

@@ -11,6 +11,8 @@
 #   scripts/k8s.sh status    what runs; the kubeconfig to use
 #   scripts/k8s.sh down      stop it and remove everything it made (also
 #                            what a killed up left)
+#   scripts/k8s.sh restart N containerd|kubelet
+#                            start node N's daemon again after it was killed
 #   scripts/k8s.sh version   the version it builds
 #   scripts/k8s.sh kubectl-path  where the kubectl it built is
 #
@@ -35,6 +37,8 @@
 #                            (not installed: no service is registered)
 #   bin/nft                  Debian's nftables' nft, unpacked: kube-proxy's
 #                            nftables mode execs it
+#   bin/registry             Debian's docker-registry, unpacked: the
+#                            kubernetes platform's --registry test runs it
 #   pause/pause              the module's pause.c, static (the pods' sandbox)
 # Nothing is installed on the machine; the build's own Go cache (about
 # 3.6 GB) is removed after it. The first build took 5 to 8 minutes here
@@ -103,7 +107,7 @@ module() {
 debs() {
 	local d=$CACHE/debs p
 	mkdir -p "$d/root"
-	for p in etcd-server etcd-client nftables; do
+	for p in etcd-server etcd-client nftables docker-registry; do
 		ls "$d"/"$p"_*.deb >/dev/null 2>&1 || (cd "$d" && apt-get download -o APT::Sandbox::User=root "$p" >/dev/null) ||
 			die "apt-get download $p failed"
 		dpkg-deb -x "$(ls "$d"/"$p"_*.deb | head -1)" "$d/root"
@@ -111,6 +115,7 @@ debs() {
 	install -m 0755 "$d/root/usr/bin/etcd" "$BIN/etcd"
 	install -m 0755 "$d/root/usr/bin/etcdctl" "$BIN/etcdctl"
 	install -m 0755 "$d/root/usr/sbin/nft" "$BIN/nft"
+	install -m 0755 "$d/root/usr/bin/docker-registry" "$BIN/registry"
 }
 
 build() {
@@ -121,6 +126,9 @@ build() {
 	exec 9>"$CACHE.lock"
 	flock 9
 	if built; then
+		# Debian's docker-registry joined the build later: unpacked into
+		# a cache that lacks it.
+		[ -x "$BIN/registry" ] || debs
 		log "Kubernetes $VERSION built already ($BIN)"
 		return
 	fi
@@ -158,12 +166,12 @@ case "${1:-}" in
 build) build ;;
 version) echo "$VERSION" ;;
 kubectl-path) echo "$BIN/kubectl" ;;
-up | down | status | load)
+up | down | status | load | restart)
 	# shellcheck source=scripts/k8s-cluster.sh
 	. "$(dirname "$0")/k8s-cluster.sh"
 	cmd=$1
 	shift
 	"cluster_$cmd" "$@"
 	;;
-*) die "usage: $0 build|up|load|status|down|version|kubectl-path" ;;
+*) die "usage: $0 build|up|load|status|down|restart|version|kubectl-path" ;;
 esac

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/kube"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/platform/kubernetes"
 )
 
 // engineFlags name a Docker Engine as Docker's CLI does — the manager of a
@@ -18,6 +19,9 @@ type engineFlags struct {
 	// The Kubernetes cluster, for the kubernetes platform: a kubeconfig
 	// file and a context of it, as kubectl takes them.
 	Kubeconfig, KubeContext string
+	// Registry is where the kubernetes platform pushes its images for the
+	// nodes to pull, instead of importing them into the nodes.
+	Registry string
 }
 
 func (e *engineFlags) register(f *pflag.FlagSet) {
@@ -31,6 +35,7 @@ func (e *engineFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&e.TLSKey, "tlskey", "", "TLS key file (with --docker-host)")
 	f.StringVar(&e.Kubeconfig, "kubeconfig", "", "the kubeconfig file of the Kubernetes cluster the kubernetes platform runs on, as kubectl takes it (default $KUBECONFIG, else ~/.kube/config)")
 	f.StringVar(&e.KubeContext, "kube-context", "", "the kubeconfig's context naming the cluster (default its current context)")
+	f.StringVar(&e.Registry, "registry", "", "a registry the kubernetes platform pushes the agent and users' images to, HOST[:PORT][/PREFIX] (http://… for one without TLS), for nodes it cannot import images into: pods pull them by digest (default $"+kubernetes.RegistryEnv+")")
 }
 
 // apply exports the engine to the environment, where every Engine API
@@ -48,6 +53,9 @@ func (e *engineFlags) apply() platform.Engine {
 	}
 	if e.KubeContext != "" {
 		os.Setenv(kube.ContextEnv, e.KubeContext)
+	}
+	if e.Registry != "" {
+		os.Setenv(kubernetes.RegistryEnv, e.Registry)
 	}
 	if e.Host == "" && e.Context == "" {
 		e.Host = os.Getenv("DOCKER_HOST")

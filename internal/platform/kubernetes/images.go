@@ -29,7 +29,7 @@ const criNamespace = "k8s.io"
 // node that says where its containerd is; a node that does not must have
 // it already (its pods fail saying how to load it). It returns the
 // image's reference as pods name it.
-func bringAgent(ctx context.Context, c *kube.Client, binary string, tools []string, nodes []kube.Node, notes io.Writer) (string, error) {
+func bringAgent(ctx context.Context, c *kube.Client, reg *userimage.Registry, binary string, tools []string, nodes []kube.Node, notes io.Writer) (string, error) {
 	plan, err := image.Plan(image.Input{Binary: binary, Tools: tools})
 	if err != nil {
 		return "", fmt.Errorf("kubernetes: the agent image: %w", err)
@@ -37,8 +37,7 @@ func bringAgent(ctx context.Context, c *kube.Client, binary string, tools []stri
 	if len(plan.Missing) > 0 {
 		fmt.Fprintf(notes, "kubernetes: not installed on this host, so not in the image: %s (workloads that need them will fail)\n", strings.Join(plan.Missing, ", "))
 	}
-	ref := "docker.io/library/" + plan.Tag
-	return ref, bringImage(ctx, c, nodes, ref, "the agent image", plan.WriteArchive, notes)
+	return bringImage(ctx, c, reg, nodes, "docker.io/library/"+plan.Tag, "the agent image", plan.WriteArchive, notes)
 }
 
 // userImage is a user's image as its pods run it: the image with the
@@ -52,7 +51,7 @@ type userImage struct {
 // bringUser puts the agent into a user's image (package userimage, from
 // its archive or the one the orchestrator saves from the machine's engine)
 // and imports the result into every node, as bringAgent does.
-func bringUser(ctx context.Context, c *kube.Client, binary string, img platform.Image, save platform.SaveImage, nodes []kube.Node, notes io.Writer) (userImage, error) {
+func bringUser(ctx context.Context, c *kube.Client, reg *userimage.Registry, binary string, img platform.Image, save platform.SaveImage, nodes []kube.Node, notes io.Writer) (userImage, error) {
 	im, err := userimage.OpenSource(ctx, img.Ref, img.Archive, save)
 	if err != nil {
 		return userImage{}, fmt.Errorf("kubernetes: %w", err)
@@ -63,29 +62,45 @@ func bringUser(ctx context.Context, c *kube.Client, binary string, img platform.
 		return userImage{}, fmt.Errorf("kubernetes: %w", err)
 	}
 	cfg := im.Config()
-	u := userImage{ref: ref, workdir: cfg.WorkingDir, command: append(slices.Clone(cfg.Entrypoint), cfg.Cmd...)}
+	u := userImage{workdir: cfg.WorkingDir, command: append(slices.Clone(cfg.Entrypoint), cfg.Cmd...)}
 	write := func(w io.Writer) error { return im.WriteWithAgent(w, ref, binary, image.BinaryPath) }
-	return u, bringImage(ctx, c, nodes, ref, "image "+img.String(), write, notes)
+	u.ref, err = bringImage(ctx, c, reg, nodes, ref, "image "+img.String(), write, notes)
+	return u, err
 }
 
-// bringImage imports the image ref, which write writes as an archive
-// (once, and only when a node lacks it), into the containerd of every
-// node that says where its containerd is; a node that does not must have
-// it already.
-func bringImage(ctx context.Context, c *kube.Client, nodes []kube.Node, ref, what string, write func(io.Writer) error, notes io.Writer) error {
+// bringImage brings the image ref, which write writes as an archive (once,
+// and only when a node lacks it), to the nodes and returns the reference
+// pods run it by. With a registry (--registry) it is pushed there and pods
+// pull it by digest; without, it is imported into the containerd of every
+// node that says where its containerd is, and a node that does not must
+// have it already.
+func bringImage(ctx context.Context, c *kube.Client, reg *userimage.Registry, nodes []kube.Node, ref, what string, write func(io.Writer) error, notes io.Writer) (string, error) {
 	var archive string
 	defer func() {
 		if archive != "" {
 			os.Remove(archive)
 		}
 	}()
+	if reg != nil {
+		var err error
+		if archive, err = writeArchive(write, what); err != nil {
+			return "", err
+		}
+		repo, tag, _ := strings.Cut(strings.TrimPrefix(ref, "docker.io/library/"), ":")
+		pushed, err := reg.Push(ctx, archive, repo, tag)
+		if err != nil {
+			return "", fmt.Errorf("kubernetes: %s to the registry %s: %w", what, reg, err)
+		}
+		fmt.Fprintf(notes, "kubernetes: pushed %s (%s) as %s\n", ref, what, pushed)
+		return pushed, nil
+	}
 	for _, n := range nodes {
 		sock, err := containerdOf(ctx, c, n.Name)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if sock == "" {
-			fmt.Fprintf(notes, "kubernetes: node %s does not say where its containerd is (annotation %s): %s (%s) must be on it already\n", n.Name, ContainerdAnnotation, ref, what)
+			fmt.Fprintf(notes, "kubernetes: node %s does not say where its containerd is (annotation %s): %s (%s) must be on it already, or give --registry\n", n.Name, ContainerdAnnotation, ref, what)
 			continue
 		}
 		if has, err := ctr(ctx, sock, "images", "ls", "-q", "name=="+ref); err == nil && strings.TrimSpace(has) == ref {
@@ -93,15 +108,15 @@ func bringImage(ctx context.Context, c *kube.Client, nodes []kube.Node, ref, wha
 		}
 		if archive == "" {
 			if archive, err = writeArchive(write, what); err != nil {
-				return err
+				return "", err
 			}
 		}
 		if out, err := ctr(ctx, sock, "images", "import", archive); err != nil {
-			return fmt.Errorf("kubernetes: importing %s (%s) into node %s's containerd (%s): %v: %s", ref, what, n.Name, sock, err, strings.TrimSpace(out))
+			return "", fmt.Errorf("kubernetes: importing %s (%s) into node %s's containerd (%s): %v: %s", ref, what, n.Name, sock, err, strings.TrimSpace(out))
 		}
 		fmt.Fprintf(notes, "kubernetes: imported %s (%s) into node %s\n", ref, what, n.Name)
 	}
-	return nil
+	return ref, nil
 }
 
 // containerdOf is where node name's containerd listens on this machine,

@@ -201,6 +201,10 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 	}
 	labels := maps.Clone(p.setup.Labels)
 	image, ns := p.image, p.ns
+	pull := "" // Never: imported into the nodes
+	if p.registry != nil {
+		pull = "IfNotPresent" // by digest, from the registry
+	}
 	var handOver []string
 	if spec.Image != nil {
 		u, ok := p.users[spec.Image.Key()]
@@ -234,7 +238,7 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 		agent.ProbePort = platform.ProbePort // its Service's probe (front)
 	}
 	ps := kube.PodSpec{Name: podName(spec.Name), Namespace: ns, Node: nd.Name, Image: image,
-		Args: agent.Args(), Env: env(append(agent.Env(), handOver...)), Labels: labels, RunToCompletion: true}
+		Args: agent.Args(), Env: env(append(agent.Env(), handOver...)), Labels: labels, PullPolicy: pull, RunToCompletion: true}
 	switch spec.Network {
 	case vocab.Host:
 		ps.HostNetwork = true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctrbench/ctrbench/internal/kube"
 	"github.com/ctrbench/ctrbench/internal/platform"
+	"github.com/ctrbench/ctrbench/internal/userimage"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -20,8 +21,9 @@ import (
 // cell's hosts are (node i+1 is the i-th Ready node by name), the agent
 // image on them.
 type Platform struct {
-	binary string
-	c      *kube.Client
+	binary   string
+	c        *kube.Client
+	registry *userimage.Registry // where images go for the nodes to pull (--registry); nil: imported
 
 	mu       sync.Mutex
 	setup    platform.Setup
@@ -37,6 +39,11 @@ type Platform struct {
 
 var _ platform.Platform = (*Platform)(nil)
 
+// RegistryEnv names the registry images are pushed to for the nodes to
+// pull (--registry): HOST[:PORT][/PREFIX], http:// for one without TLS.
+// Unset: images are imported into the nodes' containerd.
+const RegistryEnv = "CTRBENCH_REGISTRY"
+
 // Open connects to the cluster the kubeconfig names and checks it
 // answers.
 func Open(ctx context.Context, cfg platform.Config) (*Platform, error) {
@@ -50,8 +57,29 @@ func Open(ctx context.Context, cfg platform.Config) (*Platform, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
-	return &Platform{binary: cfg.Binary, c: c, live: map[*instance]bool{},
-		info: map[string]string{"kubernetes.version": v, "kubernetes.server": c.Host()}}, nil
+	p := &Platform{binary: cfg.Binary, c: c, live: map[*instance]bool{},
+		info: map[string]string{"kubernetes.version": v, "kubernetes.server": c.Host()}}
+	if r := os.Getenv(RegistryEnv); r != "" {
+		reg, err := userimage.ParseRegistry(r)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes: --registry: %w", err)
+		}
+		p.registry = &reg
+		p.info["kubernetes.registry"] = reg.String()
+	}
+	return p, nil
+}
+
+var _ platform.Pinger = (*Platform)(nil)
+
+// Ping implements platform.Pinger: the API server answers (its version),
+// so the campaign's watchdog tells a frozen or gone control plane from a
+// slow trial.
+func (p *Platform) Ping(ctx context.Context) error {
+	if _, err := p.c.Version(ctx); err != nil {
+		return fmt.Errorf("kubernetes: the API server at %s: %w", p.c.Host(), err)
+	}
+	return nil
 }
 
 // Name implements platform.Platform.
@@ -72,7 +100,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	p.mu.Lock()
 	p.setup, p.ns, p.nodes = s, ns, nodes
 	p.mu.Unlock()
-	ref, err := bringAgent(ctx, p.c, p.binary, s.Tools, nodes, s.Notes())
+	ref, err := bringAgent(ctx, p.c, p.registry, p.binary, s.Tools, nodes, s.Notes())
 	if err != nil {
 		return err
 	}
@@ -81,7 +109,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 		if _, done := users[img.Key()]; done {
 			continue
 		}
-		if users[img.Key()], err = bringUser(ctx, p.c, p.binary, img, s.Saver(), nodes, s.Notes()); err != nil {
+		if users[img.Key()], err = bringUser(ctx, p.c, p.registry, p.binary, img, s.Saver(), nodes, s.Notes()); err != nil {
 			return err
 		}
 	}
