@@ -228,7 +228,7 @@ func run(ctx context.Context, o Options, em *emitter) (res *result.Result) {
 	if err != nil {
 		res.Status, res.Error, res.Raw = result.Failed, err.Error(), raw
 		if ctx.Err() != nil {
-			res.Error = "interrupted: " + res.Error
+			res.Error = result.Interrupted + res.Error
 		}
 		res.Error += oom.note()
 		return res

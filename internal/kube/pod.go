@@ -179,22 +179,30 @@ func (c *Client) logs(ctx context.Context, p *Pod, opts *corev1.PodLogOptions) (
 // gives its exit code. It waits as long as ctx allows: how long a command
 // runs is the caller's to bound.
 func (c *Client) WaitExit(ctx context.Context, p *Pod) (int, error) {
+	code, _, err := c.WaitEnd(ctx, p)
+	return code, err
+}
+
+// WaitEnd is WaitExit that also says whether the pod was being deleted
+// when its command ended (a deletion timestamp set: by its owner, or by an
+// eviction or anyone else), or was gone before it ended.
+func (c *Client) WaitEnd(ctx context.Context, p *Pod) (code int, deleted bool, err error) {
 	w, err := c.watchPod(ctx, p.Namespace, p.Name)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer w.stop()
 	pod := w.initial
 	for {
 		if pod == nil {
-			return 0, fmt.Errorf("pod %s/%s is gone before its command ended", p.Namespace, p.Name)
+			return 0, true, fmt.Errorf("pod %s/%s is gone before its command ended", p.Namespace, p.Name)
 		}
 		if code, ok := exited(pod); ok {
-			return int(code), nil
+			return int(code), pod.DeletionTimestamp != nil, nil
 		}
 		ev, err := w.next(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("waiting for the command of pod %s/%s to end (%s): %w", p.Namespace, p.Name, stateOf(pod), err)
+			return 0, false, fmt.Errorf("waiting for the command of pod %s/%s to end (%s): %w", p.Namespace, p.Name, stateOf(pod), err)
 		}
 		pod = ev.pod
 	}

@@ -120,6 +120,10 @@ type TelemetrySample struct {
 	Values map[string]float64 `json:"values"`
 }
 
+// Interrupted begins the error of a result whose agent was told to stop
+// (SIGTERM, Ctrl-C) before its workload ended.
+const Interrupted = "interrupted: "
+
 // Failf returns a failed Result with a formatted reason.
 func Failf(format string, a ...any) *Result {
 	return &Result{Status: Failed, Error: fmt.Sprintf(format, a...)}

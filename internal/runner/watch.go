@@ -135,6 +135,9 @@ func lastLines(s string, n int) string {
 func (r *watched) await(ctx context.Context) (*result.Result, error) {
 	select {
 	case res := <-r.result:
+		if err := r.toldToStop(ctx, res); err != nil {
+			return nil, err
+		}
 		return r.unforged(res)
 	case <-r.eof:
 		select {
@@ -151,6 +154,23 @@ func (r *watched) await(ctx context.Context) (*result.Result, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for %s: %w", r.name, ctx.Err())
 	}
+}
+
+// toldToStop is the platform's failure of an agent whose result says it
+// was interrupted (a SIGTERM it did not get from ctrbench) while its
+// instance was removed by something else than ctrbench: a Kubernetes pod
+// evicted, which ends gracefully and so prints a result. Nil otherwise.
+func (r *watched) toldToStop(ctx context.Context, res *result.Result) error {
+	if res == nil || res.Status == result.OK || !strings.HasPrefix(res.Error, result.Interrupted) {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	ex, err := r.inst.Wait(wctx)
+	if err != nil || !ex.Vanished {
+		return nil
+	}
+	return platformErr(fmt.Errorf("%s was removed by something else than ctrbench while it ran (%s), and its agent, told to stop, printed: %s", r.name, strings.TrimSpace(ex.Stderr), clip(res.Error, 200)))
 }
 
 // awaitReady waits for a server's ready event.

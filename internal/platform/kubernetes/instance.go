@@ -44,9 +44,13 @@ type instance struct {
 	mu      sync.Mutex
 	code    int
 	waitErr error
-	done    chan struct{} // closed when the agent's exit is known
-	removed bool
-	cancel  context.CancelFunc // ends the exit watch
+	// stopping: ctrbench asked for the pod's end (Stop, Remove);
+	// vanished: it was being deleted when its agent ended, and not by
+	// ctrbench.
+	stopping, vanished bool
+	done               chan struct{} // closed when the agent's exit is known
+	removed            bool
+	cancel             context.CancelFunc // ends the exit watch
 }
 
 // Start implements platform.Platform: a pod of the agent on the node the
@@ -76,11 +80,13 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	// deadline).
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
 	in.cancel = wcancel
-	if in.stdout, err = p.c.FollowLogs(wctx, pod); err != nil {
+	stream, err := p.c.FollowLogs(wctx, pod)
+	if err != nil {
 		wcancel()
 		in.cancel = nil
 		return nil, errors.Join(fmt.Errorf("kubernetes: %w", err), in.Remove(context.WithoutCancel(ctx)))
 	}
+	in.stdout = newMended(wctx, stream, in.done, func(ctx context.Context) (string, error) { return p.c.Logs(ctx, pod) })
 	go in.watchExit(wctx)
 	in.seen = map[string]string{"kubernetes.pod": pod.Namespace + "/" + pod.Name, "kubernetes.node": pod.Node, "kubernetes.pod_ip": pod.IP, "kubernetes.qos_class": pod.QOS}
 	if spec.Image != nil {
@@ -286,11 +292,14 @@ func env(pairs []string) map[string]string {
 }
 
 // watchExit waits for the agent's exit code, as the pod's status says it.
+// A pod being deleted when its agent ended, and not by ctrbench (Stop,
+// Remove), was removed by something else: an eviction, a kubectl delete.
 func (in *instance) watchExit(ctx context.Context) {
-	code, err := in.p.c.WaitExit(ctx, in.pod)
+	code, deleted, err := in.p.c.WaitEnd(ctx, in.pod)
 	in.Mark(vocab.Exit)
 	in.mu.Lock()
 	in.code, in.waitErr = code, err
+	in.vanished = deleted && !in.stopping
 	in.mu.Unlock()
 	close(in.done)
 }
@@ -317,12 +326,16 @@ func (in *instance) Wait(ctx context.Context) (platform.Exit, error) {
 		return platform.Exit{}, ctx.Err()
 	}
 	in.mu.Lock()
-	code, err := in.code, in.waitErr
+	code, err, vanished := in.code, in.waitErr, in.vanished
 	in.mu.Unlock()
 	if err != nil {
 		return platform.Exit{Code: -1, Stderr: err.Error(), Vanished: true}, nil
 	}
-	ex := platform.Exit{Code: code}
+	ex := platform.Exit{Code: code, Vanished: vanished}
+	if vanished {
+		ex.Stderr = fmt.Sprintf("pod %s/%s was deleted by something else than ctrbench (an eviction, kubectl delete) while its agent ran", in.pod.Namespace, in.pod.Name)
+		return ex, nil
+	}
 	if code != 0 {
 		tail, terr := in.p.c.Tail(context.WithoutCancel(ctx), in.pod, stderrLines)
 		if terr != nil {
@@ -336,6 +349,9 @@ func (in *instance) Wait(ctx context.Context) (platform.Exit, error) {
 // Stop implements platform.Instance: the pod is deleted with a grace
 // period, so the agent gets SIGTERM and time to print its result.
 func (in *instance) Stop(ctx context.Context) error {
+	in.mu.Lock()
+	in.stopping = true
+	in.mu.Unlock()
 	return in.p.c.StopPod(ctx, in.pod, stopGrace)
 }
 
@@ -346,7 +362,7 @@ func (in *instance) Remove(ctx context.Context) error {
 		in.mu.Unlock()
 		return nil
 	}
-	in.removed = true
+	in.removed, in.stopping = true, true
 	in.mu.Unlock()
 	err := in.p.c.DeletePod(context.WithoutCancel(ctx), in.pod)
 	if in.svc != nil {
