@@ -7,10 +7,11 @@
 # CTRBENCH_BIN names the ctrbench binary (the cluster's addresses come from
 # its subnet pool).
 #
-#   scripts/k8s-test.sh [PACKAGE…]    (default: the Kubernetes packages and
-#                                      the end-to-end tests TestKubernetes*)
+#   scripts/k8s-test.sh [PACKAGE…]    (default: the Kubernetes packages),
+#                                      then the end-to-end tests TestKubernetes*
 # CTRBENCH_K8S_PKGS=none skips the packages; CTRBENCH_K8S_E2E is the
-# end-to-end tests' -run pattern (make chaos: its Kubernetes faults).
+# end-to-end tests' -run pattern (make chaos: its Kubernetes faults; none
+# skips them).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -39,7 +40,7 @@ if [ "${CTRBENCH_K8S_PKGS:-}" != none ]; then
 fi
 # The end-to-end tests of `ctrbench run` on the cluster (e2e/kubernetes_test.go;
 # make chaos: CTRBENCH_K8S_E2E=Chaos, e2e/chaos_kubernetes_test.go).
-if [ "$#" -eq 0 ]; then
+if [ "${CTRBENCH_K8S_E2E:-}" != none ]; then
 	"$GO" test ${CTRBENCH_K8S_E2E_FLAGS:--json} -count=1 -timeout 30m -run "${CTRBENCH_K8S_E2E:-^TestKubernetes}" ./e2e || rc=1
 fi
 up=0
