@@ -231,12 +231,19 @@ func contains(t *testing.T, what, s string, subs ...string) {
 func runReport[T any](t *testing.T, src string) ([]T, string) {
 	t.Helper()
 	db, _ := runStored(t, src)
+	return reportRows[T](t, db), db
+}
+
+// reportRows is the JSON report of the latest campaign of a results file,
+// decoded into rows of T.
+func reportRows[T any](t *testing.T, db string) []T {
+	t.Helper()
 	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
 	var rows []T
 	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
 		t.Fatal(err)
 	}
-	return rows, db
+	return rows
 }
 
 // runStored runs an experiment that must succeed, checks it left nothing

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,19 +60,15 @@ func kubeLeftovers(t *testing.T, campaign string) []string {
 	t.Helper()
 	sel := platform.LabelCampaign + "=" + campaign
 	var left []string
-	for _, kind := range []string{"namespaces", "pods,services", "pods,services"} {
-		args := []string{"get", kind, "-l", sel, "-o", "name"}
-		if kind != "namespaces" {
-			args = append(args, "--all-namespaces")
-		}
+	for _, args := range [][]string{
+		{"get", "namespaces", "-l", sel, "-o", "name"},
+		{"get", "pods,services", "--all-namespaces", "-l", sel, "-o", "name"},
+	} {
 		out, err := kubectl(t, args...)
 		if err != nil {
 			t.Fatalf("kubectl %v: %v", args, err)
 		}
 		left = append(left, strings.Fields(out)...)
-		if kind != "namespaces" {
-			break
-		}
 	}
 	return left
 }
@@ -121,12 +116,7 @@ workloads:
 			t.Errorf("trial %d (%s): the server's Service address is %q", tr.Seq, path, fronted)
 		}
 	}
-	rep := ctrbench(t, time.Minute, "report", "--db", db, "--format", "json")
-	var rows []analysis.Row
-	if err := json.Unmarshal([]byte(rep.stdout), &rows); err != nil {
-		t.Fatal(err)
-	}
-	res := physics.Check(rows, physics.Options{Alpha: 0.01})
+	res := physics.Check(reportRows[analysis.Row](t, db), physics.Options{Alpha: 0.01})
 	var text bytes.Buffer
 	if err := res.WriteText(&text); err != nil {
 		t.Fatal(err)

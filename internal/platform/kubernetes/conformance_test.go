@@ -28,6 +28,23 @@ func testCluster(t *testing.T) {
 	t.Setenv("KUBECONFIG", kube.TestKubeconfig)
 }
 
+// prepared is the platform opened on the test cluster and prepared for a
+// campaign of its own named after name, with hosts nodes; closed when the
+// test ends.
+func prepared(t *testing.T, name string, hosts int) (p *kubernetes.Platform, campaign string, labels map[string]string) {
+	t.Helper()
+	campaign, labels = platformtest.NewCampaign(name)
+	p, err := kubernetes.Open(context.Background(), platform.Config{Binary: testutil.Binary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	if err := p.Prepare(context.Background(), platform.Setup{CampaignID: campaign, Labels: labels, Hosts: hosts}); err != nil {
+		t.Fatal(err)
+	}
+	return p, campaign, labels
+}
+
 // TestConformance runs the real agent as pods of the test cluster's two
 // nodes through the suite every platform must pass, on the pod network
 // and the node's host network, with CPU and memory limits. Afterwards the

@@ -1,18 +1,14 @@
 package kubernetes_test
 
 import (
-	"bufio"
 	"context"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
 	"github.com/ctrbench/ctrbench/internal/platform"
-	"github.com/ctrbench/ctrbench/internal/platform/kubernetes"
 	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/testutil"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -29,15 +25,7 @@ const fronted = 15201
 func TestFronted(t *testing.T) {
 	testCluster(t)
 	ctx := context.Background()
-	campaign, labels := platformtest.NewCampaign("test-k8s-front")
-	p, err := kubernetes.Open(ctx, platform.Config{Binary: testutil.Binary(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close(context.Background()) })
-	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Hosts: 2}); err != nil {
-		t.Fatal(err)
-	}
+	p, campaign, labels := prepared(t, "test-k8s-front", 2)
 	key := result.NewKey()
 	for i, network := range []vocab.Network{vocab.Service, vocab.NodePort} {
 		t.Run(string(network), func(t *testing.T) {
@@ -70,35 +58,12 @@ func TestFronted(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cli.Remove(ctx)
-			if res := resultOf(t, cli, key); res == nil || res.Status != result.OK {
+			if res := platformtest.ReadResult(t, cli, key); res == nil || res.Status != result.OK {
 				t.Fatalf("client through %s: %+v", network, res)
 			}
-			if res := resultOf(t, srv, key); res == nil || res.Status != result.OK {
+			if res := platformtest.ReadResult(t, srv, key); res == nil || res.Status != result.OK {
 				t.Fatalf("server behind %s: %+v", network, res)
 			}
 		})
 	}
-}
-
-// resultOf reads an instance's result event, within a minute.
-func resultOf(t *testing.T, in platform.Instance, key string) *result.Result {
-	t.Helper()
-	done := make(chan *result.Result, 1)
-	go func() {
-		sc := bufio.NewScanner(in.Stdout())
-		var res *result.Result
-		for sc.Scan() {
-			if ev, v := result.ReadEvent(sc.Bytes(), key); v == result.Valid && ev.Event == "result" {
-				res = ev.Result
-			}
-		}
-		done <- res
-	}()
-	select {
-	case res := <-done:
-		return res
-	case <-time.After(time.Minute):
-		t.Fatal("no result within a minute")
-	}
-	return nil
 }

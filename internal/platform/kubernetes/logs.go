@@ -20,10 +20,9 @@ type mended struct {
 	exited <-chan struct{}
 	ctx    context.Context
 
-	read  int64 // bytes the stream delivered
-	tail  *strings.Reader
-	once  sync.Once
-	close sync.Once
+	read int64 // bytes the stream delivered
+	tail *strings.Reader
+	once sync.Once
 }
 
 func newMended(ctx context.Context, stream io.ReadCloser, exited <-chan struct{}, rest func(context.Context) (string, error)) *mended {
@@ -62,8 +61,4 @@ func (m *mended) mend() {
 	m.tail = strings.NewReader(all[m.read:])
 }
 
-func (m *mended) Close() error {
-	var err error
-	m.close.Do(func() { err = m.stream.Close() })
-	return err
-}
+func (m *mended) Close() error { return m.stream.Close() }

@@ -180,10 +180,8 @@ func (p *Platform) node(spec platform.InstanceSpec) (kube.Node, error) {
 	defer p.mu.Unlock()
 	switch {
 	case spec.Node != "":
-		for _, n := range p.nodes {
-			if n.Name == spec.Node {
-				return n, nil
-			}
+		if n, ok := p.named(spec.Node); ok {
+			return n, nil
 		}
 		return kube.Node{}, fmt.Errorf("kubernetes: %s is placed on node %s, which is not a Ready node of the cluster", spec.Name, spec.Node)
 	case spec.Host > len(p.nodes):
@@ -198,12 +196,20 @@ func (p *Platform) node(spec platform.InstanceSpec) (kube.Node, error) {
 func (p *Platform) nodeNamed(name string) (kube.Node, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, n := range p.nodes {
-		if n.Name == name {
-			return n, nil
-		}
+	if n, ok := p.named(name); ok {
+		return n, nil
 	}
 	return kube.Node{}, fmt.Errorf("kubernetes: node %s is not one of the campaign's Ready nodes", name)
+}
+
+// named finds the campaign's node named name; p.mu held.
+func (p *Platform) named(name string) (kube.Node, bool) {
+	for _, n := range p.nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return kube.Node{}, false
 }
 
 // HostAddr implements platform.Platform: a pod's host is its node, never

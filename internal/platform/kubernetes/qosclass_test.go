@@ -9,7 +9,6 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform/kubernetes"
 	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/testutil"
 	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
@@ -20,15 +19,7 @@ import (
 func TestQoSClasses(t *testing.T) {
 	testCluster(t)
 	ctx := context.Background()
-	campaign, labels := platformtest.NewCampaign("test-k8s-qos")
-	p, err := kubernetes.Open(ctx, platform.Config{Binary: testutil.Binary(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close(context.Background()) })
-	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Hosts: 1}); err != nil {
-		t.Fatal(err)
-	}
+	p, campaign, labels := prepared(t, "test-k8s-qos", 1)
 	key := result.NewKey()
 	limited := platform.Limits{CPUs: 0.5, MemoryBytes: 64 << 20}
 	for _, c := range []struct {

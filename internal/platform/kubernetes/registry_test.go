@@ -18,7 +18,6 @@ import (
 	"github.com/ctrbench/ctrbench/internal/platform/kubernetes"
 	"github.com/ctrbench/ctrbench/internal/platform/platformtest"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/testutil"
 )
 
 // registryAnnotation is where the test cluster's nodes say a registry on
@@ -90,15 +89,7 @@ func TestRegistry(t *testing.T) {
 	}
 	startRegistry(t, addr)
 	t.Setenv(kubernetes.RegistryEnv, "http://"+addr+"/ctrbench-test")
-	campaign, labels := platformtest.NewCampaign("test-k8s-registry")
-	p, err := kubernetes.Open(ctx, platform.Config{Binary: testutil.Binary(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close(context.Background()) })
-	if err := p.Prepare(ctx, platform.Setup{CampaignID: campaign, Labels: labels, Hosts: 2}); err != nil {
-		t.Fatal(err)
-	}
+	p, campaign, labels := prepared(t, "test-k8s-registry", 2)
 	ref := p.Info()["kubernetes.agent_image"]
 	repo, digest, ok := strings.Cut(ref, "@sha256:")
 	if !ok || repo != addr+"/ctrbench-test/ctrbench-agent" || len(digest) != 64 {
