@@ -283,3 +283,77 @@ workloads:
 		}
 	}
 }
+
+// TestKubernetesPairsAndNeighbours: the rest of the workload kinds on the
+// two-node cluster through `ctrbench run` — three client/server pairs at
+// once (their clients given the go signal together, through exec), and a
+// CPU-bound neighbour beside the measured client in each of the three
+// packagings: in the client's own container (same-container), in a
+// container of its own in the client's pod (same-pod), in a pod of its
+// own (separate-containers). Every trial ends OK. The neighbour covered
+// the whole of the client's measured window in every packaging: it is
+// ready before the client's go and stopped after its result, so this
+// holds however busy the machine. The pod of a same-pod trial held two
+// containers, and the pairs' trial keeps each pair's result with the
+// overlap flagged as ctrbench promises (assertOverlapFlagged). No
+// measured effect is asserted: chance failure nil.
+func TestKubernetesPairsAndNeighbours(t *testing.T) {
+	requireKubernetes(t)
+	db, id := runStored(t, `name: e2e-kubernetes-neighbours
+seed: 8
+repetitions: 1
+warmup: 0
+timeout: 2m
+factors:
+  platform: [kubernetes]
+  network: [pod]
+  hosts: [2]
+  pairs: [1, 3]
+  neighbour: [hog]
+  packaging: [same-container, same-pod, separate-containers]
+  neighbour.cpus: ["0.5"]
+exclude:
+  - {workload: hog}
+  - {pairs: 3, neighbour: hog}
+workloads:
+  - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
+  - {name: hog, type: cpu.primes, params: {duration: 100ms, max_prime: 2000, threads: 1}}
+`)
+	cells := cellFactors(t, db, id)
+	what := func(tr result.Trial) string {
+		f := cells[tr.CellID]
+		return "pairs " + f["pairs"] + " neighbour " + f["neighbour"] + " " + f["packaging"]
+	}
+	trials := okTrials(t, db, id, 5, what)
+	seen := map[string]bool{}
+	for _, tr := range trials {
+		f := cells[tr.CellID]
+		seen[what(tr)] = true
+		switch {
+		case f["pairs"] == "3":
+			for p := 1; p <= 3; p++ {
+				if _, ok := observed(tr, "pair"+strconv.Itoa(p)+".transactions_per_sec"); !ok {
+					t.Errorf("trial %d: no transactions_per_sec of pair %d", tr.Seq, p)
+				}
+			}
+			ov := assertOverlapFlagged(t, tr, "pairs")
+			t.Logf("the 3 pairs ran together for %.1f%% of their window", ov)
+		case f["neighbour"] == "hog":
+			ov, ok := observed(tr, "neighbour.overlap_pct")
+			if !ok || ov < 99 {
+				t.Errorf("trial %d (%s): the neighbour covered %.1f%% (present %v) of the client's window, want all of it", tr.Seq, what(tr), ov, ok)
+			}
+			if containers := tr.Seen["platform.kubernetes.containers"]; (f["packaging"] == "same-pod") != (containers == "2") {
+				t.Errorf("trial %d (%s): the client's pod held %q containers", tr.Seq, what(tr), containers)
+			}
+		}
+	}
+	for _, want := range []string{"pairs 1 neighbour none ", "pairs 3 neighbour none ", "pairs 1 neighbour hog same-container", "pairs 1 neighbour hog same-pod", "pairs 1 neighbour hog separate-containers"} {
+		if !seen[want] {
+			t.Errorf("no ok trial of %q (have %v)", want, seen)
+		}
+	}
+	if left := kubeLeftovers(t, id); len(left) > 0 {
+		t.Errorf("kubectl finds the campaign's %v after the run", left)
+	}
+}

@@ -26,7 +26,7 @@ func newAgentCmd() *cobra.Command {
 	}
 	run := agentCmd(invocation.Run, "Run one role of a workload once and print JSON events on stdout", agent.Run)
 	loop := agentCmd(invocation.Loop, "Run a workload over and over as a neighbour until stopped (SIGTERM); print when it was busy", agent.Loop)
-	c.AddCommand(run, loop, agentWireGuardCmd(), agentParentCmd(), agentVMCmd(), agentHoldCmd())
+	c.AddCommand(run, loop, agentWireGuardCmd(), agentParentCmd(), agentVMCmd(), agentHoldCmd(), agentSignalCmd())
 	return c
 }
 
@@ -120,6 +120,28 @@ until SIGTERM or SIGINT.`,
 		},
 	}
 	return hold
+}
+
+// agentSignalCmd is `agent signal`: what a platform without a call to
+// signal its instance's agent runs inside it.
+func agentSignalCmd() *cobra.Command {
+	var pid int
+	c := &cobra.Command{
+		Use:   "signal go|stop",
+		Short: "Signal the agent of this instance: go (begin the measured run) or stop (print the result and end)",
+		Long: `Run by ctrbench inside an instance it cannot signal from outside (a
+Kubernetes pod's container, through exec): sends the agent, the instance's
+first process unless --pid says otherwise, SIGUSR1 (go) or SIGTERM (stop).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := agent.Signal(args[0], pid); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
+	}
+	c.Flags().IntVar(&pid, "pid", 1, "the agent's process")
+	return c
 }
 
 // agentCmd is `agent run` or `agent loop`: its flags are the invocation's,

@@ -38,7 +38,8 @@ const TestKubeconfig = "/var/lib/ctrbench/k8s/admin.kubeconfig"
 // Client talks to one cluster, as one context of a kubeconfig names it.
 type Client struct {
 	cs   *coreClient
-	host string // the API server's URL, for messages
+	cfg  *rest.Config // for the streams that are not REST calls (exec)
+	host string       // the API server's URL, for messages
 
 	mu        sync.Mutex
 	campaigns map[string]string // namespace -> its campaign label, as looked up
@@ -80,7 +81,7 @@ func Connect(kubeconfig, context string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making a Kubernetes client for %s: %w", cfg.Host, err)
 	}
-	return &Client{cs: cs, host: cfg.Host, campaigns: map[string]string{}}, nil
+	return &Client{cs: cs, cfg: cfg, host: cfg.Host, campaigns: map[string]string{}}, nil
 }
 
 // triedConfigs names the kubeconfig files rules look at, in order.

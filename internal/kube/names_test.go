@@ -64,3 +64,25 @@ func TestCampaignSelector(t *testing.T) {
 		t.Errorf("campaignSelector(c1) = %q, want %q", got, want)
 	}
 }
+
+// TestPodName: the instances of one trial's pairs, whose names differ only
+// past the 63rd character, get pods of their own, each a DNS-1123 label;
+// a short name stays as it is.
+func TestPodName(t *testing.T) {
+	base := "ctrbench-e2e-kubernetes-neighbour-20261129-072709-97eb-t2"
+	seen := map[string]string{}
+	for _, role := range []string{"server1", "server2", "server3", "client1", "client2", "client3"} {
+		name := base + "-" + role + "-0a1b2c3d"
+		got := PodName(name)
+		if msgs := validation.IsDNS1123Label(got); len(msgs) > 0 {
+			t.Errorf("PodName(%q) = %q, not a DNS-1123 label: %v", name, got, msgs)
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("PodName(%q) = PodName(%q) = %q", name, other, got)
+		}
+		seen[got] = name
+	}
+	if got := PodName("ctrbench-x-t1-server-ab"); got != "ctrbench-x-t1-server-ab" {
+		t.Errorf("a short name became %q", got)
+	}
+}

@@ -30,6 +30,25 @@ type Pod struct {
 	IP              string
 	QOS             string // its QoS class as the API gave it: Guaranteed, Burstable, BestEffort
 	Lifecycle       Lifecycle
+	// container is the container the calls on this value address: ""
+	// for the pod's own, a sidecar's name on the value Sidecar gives.
+	container string
+}
+
+// Sidecar is pod p as its sidecar name: the logs, exit and exec calls
+// given it address that container.
+func (p *Pod) Sidecar(name string) *Pod {
+	s := *p
+	s.container = name
+	return &s
+}
+
+// Container is the name of the container p addresses.
+func (p *Pod) Container() string {
+	if p.container == "" {
+		return containerName
+	}
+	return p.container
 }
 
 // StartPod creates the pod of spec and waits until it is Ready (for a
@@ -159,12 +178,12 @@ func (c *Client) DeletePod(ctx context.Context, p *Pod) error {
 
 // Logs is the log of pod p's container so far.
 func (c *Client) Logs(ctx context.Context, p *Pod) (string, error) {
-	return c.logs(ctx, p, &corev1.PodLogOptions{Container: containerName})
+	return c.logs(ctx, p, &corev1.PodLogOptions{Container: p.Container()})
 }
 
 // tail is the last n lines of pod p's container's log.
 func (c *Client) tail(ctx context.Context, p *Pod, n int64) (string, error) {
-	return c.logs(ctx, p, &corev1.PodLogOptions{Container: containerName, TailLines: &n})
+	return c.logs(ctx, p, &corev1.PodLogOptions{Container: p.Container(), TailLines: &n})
 }
 
 func (c *Client) logs(ctx context.Context, p *Pod, opts *corev1.PodLogOptions) (string, error) {
@@ -195,9 +214,9 @@ func (c *Client) WaitEnd(ctx context.Context, p *Pod) (code int, deleted bool, e
 	pod := w.initial
 	for {
 		if pod == nil {
-			return 0, true, fmt.Errorf("pod %s/%s is gone before its command ended", p.Namespace, p.Name)
+			return 0, true, fmt.Errorf("pod %s/%s is gone before the command of its container %s ended", p.Namespace, p.Name, p.Container())
 		}
-		if code, ok := exited(pod); ok {
+		if code, ok := exited(pod, p.Container()); ok {
 			return int(code), pod.DeletionTimestamp != nil, nil
 		}
 		ev, err := w.next(ctx)

@@ -15,10 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// containerName is the name of a pod's one container.
+// containerName is the name of a pod's own container.
 const containerName = "main"
 
-// PodSpec is one pod of a trial, with one container, in ctrbench's terms.
+// PodSpec is one pod of a trial in ctrbench's terms: its own container,
+// and sidecars beside it.
 type PodSpec struct {
 	Name      string // a DNS-1123 label
 	Namespace string // one EnsureNamespace made
@@ -53,6 +54,21 @@ type PodSpec struct {
 	// are never restarted either way (restartPolicy Never): a restart
 	// inside a trial would corrupt its measurements.
 	RunToCompletion bool
+	// Sidecars are more containers in the pod: they share its network
+	// namespace, node and life, each with its own limits, and each ends
+	// on its own (the pod runs until all have). StartPod waits until every
+	// container has started; Pod.Sidecar addresses one.
+	Sidecars []Sidecar
+}
+
+// Sidecar is a container beside a pod's own.
+type Sidecar struct {
+	Name  string // a DNS-1123 label, not the pod's own container's ("main")
+	Image string // "" for the pod's image
+	Args  []string
+	Env   map[string]string
+	// Requests and Limits as the pod's own.
+	Requests, Limits map[string]string
 }
 
 // Port is a container port the pod exposes.
@@ -85,6 +101,16 @@ func (s *PodSpec) validate() error {
 	if p := s.Readiness; p != nil && (p.TCPPort == 0) == (len(p.Exec) == 0) {
 		errs = append(errs, errors.New("pod "+s.Name+": a readiness probe needs exactly one of a TCP port and a command"))
 	}
+	names := map[string]bool{containerName: true}
+	for _, sc := range s.Sidecars {
+		if msgs := validation.IsDNS1123Label(sc.Name); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("pod %s: sidecar name %q: %s", s.Name, sc.Name, strings.Join(msgs, "; ")))
+		}
+		if names[sc.Name] {
+			errs = append(errs, fmt.Errorf("pod %s: two containers are named %q", s.Name, sc.Name))
+		}
+		names[sc.Name] = true
+	}
 	switch s.PullPolicy {
 	case "", "Never", "IfNotPresent", "Always":
 	default:
@@ -115,9 +141,7 @@ func (s *PodSpec) pod(labels map[string]string) (*corev1.Pod, error) {
 		// and the failure messages give.
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: k, Value: s.Env[k]})
-	}
+	ctr.Env = envVars(s.Env)
 	for _, p := range s.Ports {
 		proto := corev1.Protocol(p.Protocol)
 		if proto == "" {
@@ -125,10 +149,18 @@ func (s *PodSpec) pod(labels map[string]string) (*corev1.Pod, error) {
 		}
 		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: proto})
 	}
+	containers := []corev1.Container{ctr}
+	for _, sc := range s.Sidecars {
+		c, err := sc.container(s.Image, pull)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", s.Name, err)
+		}
+		containers = append(containers, c)
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: labels},
 		Spec: corev1.PodSpec{
-			Containers:                    []corev1.Container{ctr},
+			Containers:                    containers,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: ptr(int64(s.GracePeriod / time.Second)),
 			HostNetwork:                   s.HostNetwork,
@@ -147,6 +179,29 @@ func (s *PodSpec) pod(labels map[string]string) (*corev1.Pod, error) {
 		}}
 	}
 	return pod, nil
+}
+
+// container is the Kubernetes container of sidecar sc, from image (the
+// pod's) unless it names its own.
+func (sc Sidecar) container(image string, pull corev1.PullPolicy) (corev1.Container, error) {
+	res, err := resources(sc.Requests, sc.Limits)
+	if err != nil {
+		return corev1.Container{}, fmt.Errorf("sidecar %s: %w", sc.Name, err)
+	}
+	if sc.Image != "" {
+		image = sc.Image
+	}
+	return corev1.Container{Name: sc.Name, Image: image, Args: sc.Args, Env: envVars(sc.Env), ImagePullPolicy: pull, Resources: res,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}, nil
+}
+
+// envVars are a container's environment, in the order of their names.
+func envVars(env map[string]string) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, corev1.EnvVar{Name: k, Value: env[k]})
+	}
+	return out
 }
 
 // probe is the Kubernetes readiness probe of p (nil for nil).

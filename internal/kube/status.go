@@ -66,15 +66,18 @@ func problem(pod *corev1.Pod, runToCompletion bool) *podProblem {
 	return nil
 }
 
-// started says whether a run-to-completion pod's container has started
-// (runs, or already ended).
+// started says whether every container of a run-to-completion pod has
+// started (runs, or already ended).
 func started(pod *corev1.Pod) bool {
+	if len(pod.Status.ContainerStatuses) < len(pod.Spec.Containers) {
+		return false
+	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.State.Running != nil || cs.State.Terminated != nil {
-			return true
+		if cs.State.Running == nil && cs.State.Terminated == nil {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // ready says whether pod's Ready condition is true.
@@ -87,10 +90,10 @@ func ready(pod *corev1.Pod) bool {
 	return false
 }
 
-// exited is the exit code of pod's container once it has ended.
-func exited(pod *corev1.Pod) (code int32, ok bool) {
+// exited is the exit code of pod's container name once it has ended.
+func exited(pod *corev1.Pod, name string) (code int32, ok bool) {
 	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil {
+		if t := cs.State.Terminated; t != nil && cs.Name == name {
 			return t.ExitCode, true
 		}
 	}

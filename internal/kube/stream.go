@@ -16,7 +16,7 @@ import (
 // error, line by line in the order written) from the start, until the
 // container ends: the agent's events, as they are written.
 func (c *Client) FollowLogs(ctx context.Context, p *Pod) (io.ReadCloser, error) {
-	rc, err := c.cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: containerName, Follow: true}).Stream(ctx)
+	rc, err := c.cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: p.Container(), Follow: true}).Stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("following the log of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
@@ -46,7 +46,7 @@ func (c *Client) ContainerID(ctx context.Context, p *Pod) (string, error) {
 		return "", fmt.Errorf("looking up pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == containerName {
+		if s.Name == p.Container() {
 			_, id, _ := strings.Cut(s.ContainerID, "://")
 			return id, nil
 		}

@@ -113,12 +113,12 @@ func Collect(cells []*Cell) Needs {
 		for i, r := range c.Chain {
 			ws := []*workload.Spec{c.Workload.For(c.Cell.Params)}
 			// Neighbours in the same instance run in the driver's.
-			if i == len(c.Chain)-1 && !c.Neighbours.Separate {
+			if i == len(c.Chain)-1 && !c.Neighbours.Apart() {
 				ws = append(ws, nb...)
 			}
 			need(r, ws...)
 		}
-		if c.Neighbours.Separate {
+		if c.Neighbours.Apart() {
 			need(c.Neighbours.Role, nb...)
 			for _, img := range c.Neighbours.Images {
 				r := c.Neighbours.Role

@@ -76,8 +76,11 @@ type Neighbours struct {
 	// Images[i] (nil: ctrbench's agent image); else all run in the
 	// measured role's instance.
 	Separate bool
-	Role     Role
-	Images   []*platform.Image
+	// Beside: each runs in a container of its own in the measured role's
+	// pod (packaging same-pod), with Role's limits, from Images[i].
+	Beside bool
+	Role   Role
+	Images []*platform.Image
 	// Ends, for a separate neighbour whose workload is a client and a
 	// server on one TCP port (S0's netperf N), are its roles, server
 	// first: each end runs in an instance of its own, placed as Role, the
@@ -87,6 +90,10 @@ type Neighbours struct {
 	Ends [][]string
 	Link Link
 }
+
+// Apart reports whether the neighbours run apart from the measured role's
+// agent: in instances of their own, or in containers beside it.
+func (n Neighbours) Apart() bool { return n.Separate || n.Beside }
 
 // Cell is a cell resolved for running.
 type Cell struct {
@@ -292,6 +299,13 @@ func neighbours(e *spec.Experiment, c result.Cell, lv spec.Levels) (Neighbours, 
 		n.Specs = append(n.Specs, w.Type+"="+string(p))
 	}
 	n.Separate = len(n.Specs) > 0 && c.Factors[vocab.FPackaging] == vocab.PackSeparate
+	n.Beside = len(n.Specs) > 0 && c.Factors[vocab.FPackaging] == vocab.PackPod
+	if n.Beside {
+		// In the target's pod: only their limits are their own.
+		r, err := place(c, lv, vocab.RoleNeighbour)
+		n.Role = r
+		return n, err
+	}
 	if !n.Separate {
 		return n, nil
 	}

@@ -48,6 +48,10 @@ type Capabilities struct {
 	// UserImages: it runs an instance from a user's image
 	// (InstanceSpec.Image), the agent put into it.
 	UserImages bool
+	// Pods: an instance is a pod, and agents can run beside its own in
+	// containers of their own (InstanceSpec.Beside): its network
+	// namespace, node and life, their own limits (packaging same-pod).
+	Pods bool
 	// Own are the placement factors only this platform understands; zero
 	// for none.
 	Own Own

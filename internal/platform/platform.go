@@ -98,6 +98,19 @@ type InstanceSpec struct {
 	// ctrbench's agent put into it (Capabilities.UserImages); nil: the
 	// agent image.
 	Image *Image
+	// Beside are agents to run in containers beside the instance's own,
+	// in its pod (Capabilities.Pods): the instance is then a Pod.
+	Beside []Container
+}
+
+// Container is an agent that runs beside an instance's own, in its pod:
+// its network namespace and node, with limits of its own, from the agent
+// image or a user's image.
+type Container struct {
+	Name   string // unique in the pod, a DNS-1123 label
+	Agent  invocation.Agent
+	Limits Limits
+	Image  *Image
 }
 
 // Plugged is the address the lab gave a link it took as a port
@@ -279,6 +292,14 @@ type Pinger interface {
 // begin together once all are up, however long their start took.
 type Goer interface {
 	Go(ctx context.Context) error
+}
+
+// Pod is an instance started with containers beside its own
+// (InstanceSpec.Beside): Beside gives each, in their order, as an Instance
+// of its own — its output, its exit, Stop for its agent alone. Removing
+// the pod removes them; their own Remove does nothing.
+type Pod interface {
+	Beside() []Instance
 }
 
 // Seer is an instance whose platform saw more of its placement than the

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ctrbench/ctrbench/internal/invocation"
+	"github.com/ctrbench/ctrbench/internal/neighbour"
 	"github.com/ctrbench/ctrbench/internal/plan"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
@@ -85,10 +86,11 @@ func (Chain) Run(ctx context.Context, env *Env, t Trial) (out Outcome, err error
 	if err != nil {
 		return out, err
 	}
-	if err := ct.runDrivers(ctx, pairs); err != nil {
+	beside, err := ct.runDrivers(ctx, pairs)
+	if err != nil {
 		return out, err
 	}
-	return collect(ctx, c, pairs, loops, &out)
+	return collect(ctx, c, pairs, append(loops, beside...), &out)
 }
 
 // name is the name of the trial's instance of role.
@@ -116,19 +118,23 @@ func (ct *chainTrial) agent(role string, pr *pair) invocation.Agent {
 // neighbours too unless they run apart.
 func (ct *chainTrial) driverAgent(pairs []*pair, p int) invocation.Agent {
 	inv := ct.agent(ct.c.Driver().Name, pairs[p])
-	if !ct.c.Neighbours.Separate {
+	if !ct.c.Neighbours.Apart() {
 		inv.Neighbours = ct.c.Neighbours.Specs
 	}
 	return inv
 }
 
 // runDrivers runs the drivers, each pair's server ready. One pair's client
-// runs as soon as it starts (unless wired around, below); several pairs'
-// clients are all started, connected to nothing yet and ready, then all
-// given the go signal at once, however long their hosting entities took to
-// start, so their measured runs overlap.
-func (ct *chainTrial) runDrivers(ctx context.Context, pairs []*pair) error {
+// runs as soon as it starts (unless wired around, or with neighbours beside
+// it: below); several pairs' clients are all started, connected to nothing
+// yet and ready, then all given the go signal at once, however long their
+// hosting entities took to start, so their measured runs overlap. It
+// returns the neighbours that ran beside the driver, in its pod.
+func (ct *chainTrial) runDrivers(ctx context.Context, pairs []*pair) ([]*watched, error) {
 	c, in := ct.c, ct.in
+	if c.Neighbours.Beside {
+		return ct.runBeside(ctx, pairs)
+	}
 	drv := c.Driver()
 	driverAgent := func(p int) invocation.Agent { return ct.driverAgent(pairs, p) }
 	// A driver with an address of its own inside a namespace the lab
@@ -137,16 +143,67 @@ func (ct *chainTrial) runDrivers(ctx context.Context, pairs []*pair) error {
 	// waits for the go signal, given once it is wired.
 	wiredAround := drv.Provision.Wire != "" && drv.Provision.Platform != vocab.None
 	if c.Instances || c.Pairs > 1 || wiredAround {
-		return runCopies(ctx, in, c, pairs, func(p int) string { return ct.pairName(drv.Name, p) }, driverAgent)
+		return nil, runCopies(ctx, in, c, pairs, func(p int) string { return ct.pairName(drv.Name, p) }, driverAgent)
 	}
 	pr := pairs[0]
 	d, err := in.start(ctx, c.Pinned(drv, 0, len(c.Chain)-1), ct.pairName(drv.Name, 0), driverAgent(0), &pr.owner)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pr.driver = d
 	pr.res, err = d.await(ctx)
-	return err
+	return nil, err
+}
+
+// runBeside runs the one pair's driver with the neighbours in containers
+// beside it, in its pod (packaging same-pod): the pod's containers start
+// together, so the driver waits, ready, until every neighbour is, and
+// then gets the go signal — the neighbours load the whole of its measured
+// run, as they do when they start first in instances of their own.
+func (ct *chainTrial) runBeside(ctx context.Context, pairs []*pair) ([]*watched, error) {
+	c, pr := ct.c, pairs[0]
+	drv := c.Driver()
+	nbs := c.Neighbours
+	containers := make([]platform.Container, len(nbs.Specs))
+	for i, sp := range nbs.Specs {
+		typ, params := neighbour.Parse(sp)
+		containers[i] = platform.Container{Name: fmt.Sprintf("neighbour%d", i+1), Limits: nbs.Role.Limits,
+			Agent: invocation.Agent{Kind: invocation.Loop, Workload: typ, Params: params, Counters: nbs.Role.Counters, Key: result.NewKey()}}
+		if i < len(nbs.Images) {
+			containers[i].Image = nbs.Images[i]
+		}
+	}
+	inv := ct.driverAgent(pairs, 0)
+	inv.WaitGo = true
+	d, err := ct.in.startBeside(ctx, c.Pinned(drv, 0, len(c.Chain)-1), ct.pairName(drv.Name, 0), inv, &pr.owner, containers)
+	if err != nil {
+		return nil, err
+	}
+	pr.driver = d
+	pod, ok := d.inst.(platform.Pod)
+	if !ok || len(pod.Beside()) != len(containers) {
+		return nil, platformErr(fmt.Errorf("%s on %s did not start the neighbours beside it", drv.Name, drv.Platform))
+	}
+	var loops []*watched
+	for i, b := range pod.Beside() {
+		w := watch(containers[i].Name, b, containers[i].Agent.Key)
+		loops = append(loops, w)
+		if _, err := w.awaitReady(ctx); err != nil {
+			return loops, fmt.Errorf("neighbour %s: %w", containers[i].Agent.Workload, err)
+		}
+	}
+	if _, err := d.awaitReady(ctx); err != nil {
+		return loops, err
+	}
+	g, ok := d.inst.(platform.Goer)
+	if !ok {
+		return loops, platformErr(fmt.Errorf("%s on %s cannot be given the go signal", drv.Name, drv.Platform))
+	}
+	if err := g.Go(ctx); err != nil {
+		return loops, platformErr(err)
+	}
+	pr.res, err = d.await(ctx)
+	return loops, err
 }
 
 // runCopies runs the drivers of several copies — the copies of a

@@ -42,7 +42,20 @@ type started struct {
 // instance of its pair — *loopOwner — for loopback); publish are its
 // server's more ports its engine publishes (a published network).
 func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, publish ...vocab.Port) (*started, error) {
-	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options, Image: r.Image, Publish: publish}
+	return in.launch(ctx, r, name, inv, loopOwner, platform.InstanceSpec{Publish: publish})
+}
+
+// startBeside is start with agents in containers beside the instance's
+// own, in its pod (platform.Pod).
+func (in *instances) startBeside(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, beside []platform.Container) (*started, error) {
+	return in.launch(ctx, r, name, inv, loopOwner, platform.InstanceSpec{Beside: beside})
+}
+
+// launch is start; more holds what the role's placement does not say
+// (published ports, agents beside).
+func (in *instances) launch(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, more platform.InstanceSpec) (*started, error) {
+	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options, Image: r.Image,
+		Publish: more.Publish, Beside: more.Beside}
 	cluster, isCluster := platform.ClusterOf(r.Driver.Caps)
 	if isCluster {
 		isp.Host, isp.Node = r.Host, r.Node

@@ -385,6 +385,7 @@ func (p *parser) checkNetworks(e *Experiment, cells []result.Cell, levels []Leve
 			r.add(c, roles[0], vocab.FPairs, "pairs and neighbours do not combine: neighbours load one measured target, pairs are several")
 		}
 		r.checkPlatformFactors(c, lv, roles)
+		r.checkSamePod(e, c, lv, roles[chain-1])
 		r.checkShape(c, lv, roles, chain)
 		if _, _, err := e.NeighbourImages(c); err != nil {
 			r.add(c, roles[0], vocab.FPackaging, err.Error())
@@ -514,6 +515,45 @@ func (r *cellReport) checkShape(c result.Cell, lv Levels, roles []string, chain 
 	}
 }
 
+// checkSamePod rejects neighbours in the target's pod (packaging
+// same-pod) where the target's platform has no pods, where they are
+// placed elsewhere than the pod, or are of a kind a pod cannot hold.
+func (r *cellReport) checkSamePod(e *Experiment, c result.Cell, lv Levels, driver string) {
+	if c.Factors[vocab.FPackaging] != vocab.PackPod {
+		return
+	}
+	target, nb := lv.Placement(driver), lv.Placement(vocab.RoleNeighbour)
+	if d, ok := platform.Lookup(target.Platform); ok && !d.Caps.Pods {
+		r.add(c, driver, vocab.FPackaging, fmt.Sprintf("packaging %s runs the neighbours in containers of the target's pod, and platform %s has no pods (platforms with pods: %s): use packaging %s or %s",
+			vocab.PackPod, target.Platform, strings.Join(platform.NamesWhere(func(d platform.Driver) bool { return d.Caps.Pods }), ", "), vocab.PackSame, vocab.PackSeparate))
+		return
+	}
+	for _, f := range []struct{ factor, target, nb string }{
+		{vocab.FPlatform, target.Platform, nb.Platform}, {vocab.FNetwork, string(target.Network), string(nb.Network)},
+		{vocab.FNode, target.Node, nb.Node}, {vocab.FHost, target.Host, nb.Host}, {vocab.FStorage, string(target.Storage), string(nb.Storage)},
+	} {
+		if f.nb != f.target {
+			if f.target == "" {
+				f.target = "unset"
+			}
+			r.add(c, vocab.RoleNeighbour, f.factor, fmt.Sprintf("packaging %s runs the neighbours in the target's pod, so they have its %s (%s), not %s %q: leave %s.%s out or use packaging %s",
+				vocab.PackPod, f.factor, f.target, vocab.RoleNeighbour+"."+f.factor, f.nb, vocab.RoleNeighbour, f.factor, vocab.PackSeparate))
+		}
+	}
+	if lv.Instances > 1 {
+		r.add(c, driver, vocab.FInstances, fmt.Sprintf("instances and neighbours in the target's pod (packaging %s) do not combine: the neighbours load one measured target", vocab.PackPod))
+	}
+	for _, name := range vocab.NeighboursOf(c.Factors[vocab.FNeighbour]) {
+		w, ok := e.Workload(name)
+		if !ok {
+			continue
+		}
+		if ws, ok := workload.Lookup(w.Type); ok && len(ws.RoleList()) > 1 {
+			r.add(c, driver, vocab.FPackaging, fmt.Sprintf("neighbour %s (%s) is a client and a server, and packaging %s runs one-role neighbours (its containers start at once, a client before its server): use packaging %s", name, w.Type, vocab.PackPod, vocab.PackSeparate))
+		}
+	}
+}
+
 // checkPinning rejects a pinning the cell's cores or workload cannot take.
 func (r *cellReport) checkPinning(c result.Cell, lv Levels, roles []string, ncpu int) {
 	if msg := pinningProblem(lv, roles, ncpu); msg != "" {
@@ -530,7 +570,7 @@ func workloadRoles(c result.Cell) []string {
 	if ws, ok := workload.Lookup(c.WorkloadType); ok {
 		roles = ws.RoleList()
 	}
-	if c.Factors[vocab.FPackaging] == vocab.PackSeparate {
+	if vocab.Apart(c.Factors[vocab.FPackaging]) {
 		roles = append(roles, vocab.RoleNeighbour)
 	}
 	return roles

@@ -32,7 +32,7 @@ func (e *Experiment) NeighbourImages(c result.Cell) (host workload.Need, each []
 	if len(parts) == 0 {
 		return host, nil, nil
 	}
-	if c.Factors[vocab.FPackaging] == vocab.PackSeparate {
+	if vocab.Apart(c.Factors[vocab.FPackaging]) {
 		for _, p := range parts {
 			n, err := workload.Together(p)
 			if err != nil {

@@ -72,7 +72,11 @@ const (
 	NeighbourNone = "none" // the target alone: S0's Case 1, the baseline of every IR
 	NeighbourIdle = "idle" // a neighbour that sleeps: the A/A check of the instrument
 	PackSame      = "same-container"
-	PackSeparate  = "separate-containers"
+	// PackPod runs each neighbour in a container of its own in the
+	// target's pod (a platform with pods): the target's network namespace
+	// and node, a cgroup of its own.
+	PackPod      = "same-pod"
+	PackSeparate = "separate-containers"
 	// RoleNeighbour qualifies placement factors for the neighbours:
 	// neighbour.cpuset: ["1"] pins them away from the target.
 	RoleNeighbour = "neighbour"
@@ -110,7 +114,11 @@ func CanonicalFactors(m map[string]string) {
 }
 
 // Packagings are the levels of the packaging factor.
-var Packagings = []string{PackSame, PackSeparate}
+var Packagings = []string{PackSame, PackPod, PackSeparate}
+
+// Apart reports whether packaging runs the neighbours in hosting
+// entities of their own (containers), not in the target's agent.
+func Apart(packaging string) bool { return packaging == PackPod || packaging == PackSeparate }
 
 // NeighboursOf splits a neighbour level into workload names; nil for
 // none and idle.

@@ -48,8 +48,10 @@ var Caps = platform.Capabilities{
 	// A user's image runs with the agent put into it (package userimage),
 	// imported into the nodes as the agent image is.
 	UserImages: true,
-	Own:        platform.Own{Factors: []platform.Factor{qosFactor}},
-	Cluster:    cluster{},
+	// A pod holds the agents beside its own (packaging same-pod).
+	Pods:    true,
+	Own:     platform.Own{Factors: []platform.Factor{qosFactor}},
+	Cluster: cluster{},
 	Net: platform.Net{
 		OwnNetNS: true,
 	},

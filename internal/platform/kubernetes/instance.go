@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"regexp"
@@ -26,36 +25,31 @@ const (
 	stderrLines  = 20
 )
 
-// instance is one pod running one agent.
+// instance is one pod running one agent, and the agents beside it.
 type instance struct {
 	*platform.Clock
-	p    *Platform
-	pod  *kube.Pod
-	node kube.Node
-	seen map[string]string
-
-	stdout io.ReadCloser // the pod's log, followed
+	*follower // its own container's agent
+	p         *Platform
+	pod       *kube.Pod
+	node      kube.Node
+	seen      map[string]string
+	beside    []*sidecar
 
 	svc       *kube.Service     // a fronted server's Service
 	published string            // where it is reached through it
 	probe     string            // and its probe port
 	ports     map[string]string // each port it is reached at ("8080/tcp" → HOST:PORT)
 
-	mu      sync.Mutex
-	code    int
-	waitErr error
-	// stopping: ctrbench asked for the pod's end (Stop, Remove);
-	// vanished: it was being deleted when its agent ended, and not by
-	// ctrbench.
-	stopping, vanished bool
-	done               chan struct{} // closed when the agent's exit is known
-	removed            bool
-	cancel             context.CancelFunc // ends the exit watch
+	mu sync.Mutex
+	// stopping: ctrbench asked for the pod's end (Stop, Remove).
+	stopping bool
+	removed  bool
+	cancel   context.CancelFunc // ends the follows
 }
 
-// Start implements platform.Platform: a pod of the agent on the node the
-// spec places it on (or the scheduler's choice); it returns once the
-// agent runs (or has ended).
+// Start implements platform.Platform: a pod of the agent (and of the
+// agents beside it) on the node the spec places it on (or the scheduler's
+// choice); it returns once they run (or have ended).
 func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platform.Instance, error) {
 	requested := time.Now()
 	ps, nd, err := p.podSpec(spec)
@@ -71,26 +65,20 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
 	started := time.Now()
-	in := &instance{Clock: platform.NewClock(requested), p: p, pod: pod, node: nd, done: make(chan struct{})}
+	in := &instance{Clock: platform.NewClock(requested), p: p, pod: pod, node: nd}
 	in.timed(pod.Lifecycle, started)
 	p.mu.Lock()
 	p.live[in] = true
 	p.mu.Unlock()
-	// The log and the exit are followed until Remove (not the start's
-	// deadline).
-	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
-	in.cancel = wcancel
-	stream, err := p.c.FollowLogs(wctx, pod)
-	if err != nil {
-		wcancel()
-		in.cancel = nil
-		return nil, errors.Join(fmt.Errorf("kubernetes: %w", err), in.Remove(context.WithoutCancel(ctx)))
+	if err := in.follow(ctx, ps); err != nil {
+		return nil, errors.Join(err, in.Remove(context.WithoutCancel(ctx)))
 	}
-	in.stdout = newMended(wctx, stream, in.done, func(ctx context.Context) (string, error) { return p.c.Logs(ctx, pod) })
-	go in.watchExit(wctx)
 	in.seen = map[string]string{"kubernetes.pod": pod.Namespace + "/" + pod.Name, "kubernetes.node": pod.Node, "kubernetes.pod_ip": pod.IP, "kubernetes.qos_class": pod.QOS}
 	if spec.Image != nil {
 		in.seen[platform.SeenImage], in.seen[platform.SeenImageID] = spec.Image.String(), ps.Image
+	}
+	if len(spec.Beside) > 0 {
+		in.seen["kubernetes.containers"] = strconv.Itoa(1 + len(spec.Beside))
 	}
 	if fronts(spec) {
 		if err := in.front(cctx, spec); err != nil {
@@ -100,9 +88,58 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	return in, nil
 }
 
+// follow follows the agents of the pod's containers until Remove (not the
+// start's deadline): its own, whose exit is the instance's, and those
+// beside it.
+func (in *instance) follow(ctx context.Context, ps kube.PodSpec) error {
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	in.mu.Lock()
+	in.cancel = wcancel
+	in.mu.Unlock()
+	f, err := follow(wctx, in.p.c, in.pod, func(deleted bool) bool {
+		in.Mark(vocab.Exit)
+		return in.vanished(deleted)
+	})
+	if err != nil {
+		return err
+	}
+	in.follower = f
+	for _, sc := range ps.Sidecars {
+		f, err := follow(wctx, in.p.c, in.pod.Sidecar(sc.Name), in.vanished)
+		if err != nil {
+			return err
+		}
+		in.beside = append(in.beside, &sidecar{follower: f, pod: in})
+	}
+	return nil
+}
+
+// vanished says whether a pod that was being deleted (deleted) when one of
+// its agents ended was deleted by something else than ctrbench (Stop,
+// Remove): an eviction, a kubectl delete.
+func (in *instance) vanished(deleted bool) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return deleted && !in.stopping
+}
+
+// Beside implements platform.Pod.
+func (in *instance) Beside() []platform.Instance {
+	out := make([]platform.Instance, len(in.beside))
+	for i, s := range in.beside {
+		out[i] = s
+	}
+	return out
+}
+
+// Go implements platform.Goer: the agent is signalled through exec.
+func (in *instance) Go(ctx context.Context) error { return in.signal(ctx, "go") }
+
 var (
 	_ platform.Fronted = (*instance)(nil)
 	_ platform.Seer    = (*instance)(nil)
+	_ platform.Goer    = (*instance)(nil)
+	_ platform.Pod     = (*instance)(nil)
 )
 
 // fronts reports whether an instance is a server its platform fronts: a
@@ -206,21 +243,21 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 		return kube.PodSpec{}, kube.Node{}, errors.New("kubernetes platform: Start before Prepare or after Close")
 	}
 	labels := maps.Clone(p.setup.Labels)
-	image, ns := p.image, p.ns
+	ns := p.ns
 	pull := "" // Never: imported into the nodes
 	if p.registry != nil {
 		pull = "IfNotPresent" // by digest, from the registry
 	}
-	var handOver []string
-	if spec.Image != nil {
-		u, ok := p.users[spec.Image.Key()]
-		if !ok {
-			p.mu.Unlock()
-			return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: instance %s: image %s not prepared (Setup.Images lacks it)", spec.Name, spec.Image)
-		}
-		image, handOver = u.ref, invocation.HandOver(u.workdir, u.command)
+	image, handOver, err := p.imageLocked(spec.Name, spec.Image)
+	if err != nil {
+		p.mu.Unlock()
+		return kube.PodSpec{}, kube.Node{}, err
 	}
+	sidecars, err := p.sidecarsLocked(spec)
 	p.mu.Unlock()
+	if err != nil {
+		return kube.PodSpec{}, kube.Node{}, err
+	}
 	if labels == nil {
 		labels = map[string]string{}
 	}
@@ -243,8 +280,8 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 	if fronts(spec) {
 		agent.ProbePort = platform.ProbePort // its Service's probe (front)
 	}
-	ps := kube.PodSpec{Name: podName(spec.Name), Namespace: ns, Node: nd.Name, Image: image,
-		Args: agent.Args(), Env: env(append(agent.Env(), handOver...)), Labels: labels, PullPolicy: pull, RunToCompletion: true}
+	ps := kube.PodSpec{Name: kube.PodName(spec.Name), Namespace: ns, Node: nd.Name, Image: image,
+		Args: agent.Args(), Env: env(append(agent.Env(), handOver...)), Labels: labels, PullPolicy: pull, RunToCompletion: true, Sidecars: sidecars}
 	switch spec.Network {
 	case vocab.Host:
 		ps.HostNetwork = true
@@ -267,19 +304,38 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 	return ps, nd, nil
 }
 
-// labelValue is what Kubernetes takes as a label's value.
-var labelValue = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
-
-// podName is an instance's name as a pod's: a DNS-1123 label.
-func podName(name string) string {
-	n := strings.Trim(nonLabel.ReplaceAllString(strings.ToLower(name), "-"), "-")
-	if len(n) > 63 {
-		n = strings.TrimRight(n[:63], "-")
+// sidecarsLocked are the containers of the agents beside spec's.
+func (p *Platform) sidecarsLocked(spec platform.InstanceSpec) ([]kube.Sidecar, error) {
+	sidecars := make([]kube.Sidecar, len(spec.Beside))
+	for i, b := range spec.Beside {
+		ref, handOver, err := p.imageLocked(spec.Name+" "+b.Name, b.Image)
+		if err != nil {
+			return nil, err
+		}
+		sidecars[i] = kube.Sidecar{Name: b.Name, Image: ref, Args: b.Agent.Args(), Env: env(append(b.Agent.Env(), handOver...))}
+		if sidecars[i].Requests, sidecars[i].Limits, err = resources(b.Limits, spec.Options[FQoS]); err != nil {
+			return nil, fmt.Errorf("kubernetes: %s, %s beside it: %w", spec.Name, b.Name, err)
+		}
 	}
-	return n
+	return sidecars, nil
 }
 
-var nonLabel = regexp.MustCompile(`[^a-z0-9-]+`)
+// imageLocked is the image a container of instance name runs — the agent
+// image, or the user's image img with the agent put in — and what its
+// agent is handed over of the image (its command, its working directory).
+func (p *Platform) imageLocked(name string, img *platform.Image) (ref string, handOver []string, err error) {
+	if img == nil {
+		return p.image, nil, nil
+	}
+	u, ok := p.users[img.Key()]
+	if !ok {
+		return "", nil, fmt.Errorf("kubernetes: instance %s: image %s not prepared (Setup.Images lacks it)", name, img)
+	}
+	return u.ref, invocation.HandOver(u.workdir, u.command), nil
+}
+
+// labelValue is what Kubernetes takes as a label's value.
+var labelValue = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
 
 // env is NAME=value pairs as a map.
 func env(pairs []string) map[string]string {
@@ -291,23 +347,6 @@ func env(pairs []string) map[string]string {
 	return m
 }
 
-// watchExit waits for the agent's exit code, as the pod's status says it.
-// A pod being deleted when its agent ended, and not by ctrbench (Stop,
-// Remove), was removed by something else: an eviction, a kubectl delete.
-func (in *instance) watchExit(ctx context.Context) {
-	code, deleted, err := in.p.c.WaitEnd(ctx, in.pod)
-	in.Mark(vocab.Exit)
-	in.mu.Lock()
-	in.code, in.waitErr = code, err
-	in.vanished = deleted && !in.stopping
-	in.mu.Unlock()
-	close(in.done)
-}
-
-// Stdout implements platform.Instance: the pod's log, which holds the
-// agent's standard output and error, line by line.
-func (in *instance) Stdout() io.Reader { return in.stdout }
-
 // IP implements platform.Instance: the pod's address (its node's on the
 // host network).
 func (in *instance) IP() string { return in.pod.IP }
@@ -315,36 +354,6 @@ func (in *instance) IP() string { return in.pod.IP }
 // NetNSPath implements platform.Instance: none ctrbench wires (a pod's
 // network is its node's CNI's).
 func (in *instance) NetNSPath() string { return "" }
-
-// Wait implements platform.Instance. A pod's log holds the agent's
-// standard error among its output: a failed agent's Stderr is the log's
-// last lines.
-func (in *instance) Wait(ctx context.Context) (platform.Exit, error) {
-	select {
-	case <-in.done:
-	case <-ctx.Done():
-		return platform.Exit{}, ctx.Err()
-	}
-	in.mu.Lock()
-	code, err, vanished := in.code, in.waitErr, in.vanished
-	in.mu.Unlock()
-	if err != nil {
-		return platform.Exit{Code: -1, Stderr: err.Error(), Vanished: true}, nil
-	}
-	ex := platform.Exit{Code: code, Vanished: vanished}
-	if vanished {
-		ex.Stderr = fmt.Sprintf("pod %s/%s was deleted by something else than ctrbench (an eviction, kubectl delete) while its agent ran", in.pod.Namespace, in.pod.Name)
-		return ex, nil
-	}
-	if code != 0 {
-		tail, terr := in.p.c.Tail(context.WithoutCancel(ctx), in.pod, stderrLines)
-		if terr != nil {
-			tail = terr.Error()
-		}
-		ex.Stderr = tail
-	}
-	return ex, nil
-}
 
 // Stop implements platform.Instance: the pod is deleted with a grace
 // period, so the agent gets SIGTERM and time to print its result.
@@ -363,17 +372,20 @@ func (in *instance) Remove(ctx context.Context) error {
 		return nil
 	}
 	in.removed, in.stopping = true, true
+	cancel := in.cancel
 	in.mu.Unlock()
 	err := in.p.c.DeletePod(context.WithoutCancel(ctx), in.pod)
 	if in.svc != nil {
 		err = errors.Join(err, in.p.c.DeleteService(context.WithoutCancel(ctx), in.svc))
 	}
-	if in.cancel != nil {
-		in.cancel()
-		<-in.done
+	if cancel != nil {
+		cancel()
 	}
-	if in.stdout != nil {
-		in.stdout.Close()
+	if in.follower != nil {
+		in.follower.close()
+	}
+	for _, s := range in.beside {
+		s.close()
 	}
 	in.Mark(vocab.Remove)
 	in.p.mu.Lock()

@@ -51,7 +51,10 @@ func Run(t *testing.T, campaign string, p platform.Platform, o Options) {
 		checks := []check{{"main", s.main}, {"client-server", s.clientServer}}
 		if i == 0 {
 			checks = append(checks, check{"failed-workload-is-a-result", s.failedWorkload}, check{"exit-code-and-stderr", s.exitCode},
-				check{"remove-stops-a-running-agent", s.removeStops}, check{"stop-ends-a-loop", s.stopEndsLoop})
+				check{"remove-stops-a-running-agent", s.removeStops}, check{"stop-ends-a-loop", s.stopEndsLoop}, check{"go-signal", s.goSignal})
+			if o.Caps.Pods {
+				checks = append(checks, check{"agents-beside", s.beside})
+			}
 		}
 		for _, c := range checks {
 			t.Run(c.name+"/"+string(network), func(t *testing.T) { c.run(t, network) })
@@ -186,6 +189,112 @@ func (s *suite) stopEndsLoop(t *testing.T, network vocab.Network) {
 	}
 	if ex := wait(t, in); ex.Code != 0 {
 		t.Errorf("exit %d after SIGTERM: %s", ex.Code, ex.Stderr)
+	}
+}
+
+// awaitReady reads sc until the agent announces it is ready.
+func (s *suite) awaitReady(t *testing.T, sc *bufio.Scanner, what string) {
+	t.Helper()
+	within(t, resultWithin, what+" announcing it is ready", func() {
+		for sc.Scan() {
+			if ev, ok := s.event(sc.Bytes()); ok && ev.Event == "ready" {
+				return
+			}
+		}
+		t.Errorf("%s ended without announcing it is ready", what)
+	})
+}
+
+// resultOf reads sc to its end and gives the last result event.
+func (s *suite) resultOf(sc *bufio.Scanner) *result.Result {
+	var res *result.Result
+	for sc.Scan() {
+		if ev, ok := s.event(sc.Bytes()); ok && ev.Event == "result" {
+			res = ev.Result
+		}
+	}
+	return res
+}
+
+// goSignal: an agent started with WaitGo announces it is ready and waits
+// — it is still there well after its 200 ms run would have ended — and
+// the go signal (platform.Goer) starts its run. A platform whose
+// instances take no go signal cannot run pairs or instances at once: it
+// fails here.
+func (s *suite) goSignal(t *testing.T, network vocab.Network) {
+	inv := runAgent("cpu.primes", `{"duration":"200ms","max_prime":"2000"}`)
+	inv.WaitGo = true
+	in := start(t, s.p, s.spec(network, inv))
+	g, ok := in.(platform.Goer)
+	if !ok {
+		t.Fatalf("%T takes no go signal (platform.Goer)", in)
+	}
+	sc := bufio.NewScanner(in.Stdout())
+	s.awaitReady(t, sc, "an agent waiting for the go signal")
+	wctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ex, err := in.Wait(wctx)
+	cancel()
+	if err == nil {
+		t.Fatalf("the agent ended (exit %d, %q) before the go signal: it did not wait", ex.Code, ex.Stderr)
+	}
+	if err := g.Go(context.Background()); err != nil {
+		t.Fatalf("go: %v", err)
+	}
+	res := s.resultOf(sc)
+	if res == nil || res.Status != result.OK {
+		t.Fatalf("after the go signal, want an ok result, got %+v", res)
+	}
+}
+
+// beside: agents in containers beside an instance's own, in its pod
+// (Capabilities.Pods): each is an instance of its own — its output, its
+// Stop for its agent alone — while the instance's agent runs and ends;
+// removing the pod's instance removes them.
+func (s *suite) beside(t *testing.T, network vocab.Network) {
+	inv := runAgent("cpu.primes", `{"duration":"200ms","max_prime":"2000"}`)
+	inv.WaitGo = true
+	sp := s.spec(network, inv)
+	loop := invocation.Agent{Kind: invocation.Loop, Workload: "cpu.primes", Params: `{"duration":"50ms","max_prime":"1000"}`, Key: s.key}
+	sp.Beside = []platform.Container{{Name: "neighbour1", Agent: loop}, {Name: "neighbour2", Agent: loop, Limits: platform.Limits{CPUs: 0.5, MemoryBytes: 64 << 20}}}
+	in := start(t, s.p, sp)
+	pod, ok := in.(platform.Pod)
+	if !ok || len(pod.Beside()) != 2 {
+		t.Fatalf("%T gives no agents beside it (platform.Pod)", in)
+	}
+	var scs []*bufio.Scanner
+	for i, b := range pod.Beside() {
+		sc := bufio.NewScanner(b.Stdout())
+		s.awaitReady(t, sc, sp.Beside[i].Name)
+		scs = append(scs, sc)
+		if b.IP() != in.IP() {
+			t.Errorf("%s's address %q, its pod's %q", sp.Beside[i].Name, b.IP(), in.IP())
+		}
+	}
+	sc := bufio.NewScanner(in.Stdout())
+	s.awaitReady(t, sc, "the pod's own agent")
+	if err := in.(platform.Goer).Go(context.Background()); err != nil {
+		t.Fatalf("go: %v", err)
+	}
+	if res := s.resultOf(sc); res == nil || res.Status != result.OK {
+		t.Fatalf("the pod's own agent: %+v", res)
+	}
+	for i, b := range pod.Beside() {
+		if err := b.Stop(context.Background()); err != nil {
+			t.Fatalf("stopping %s: %v", sp.Beside[i].Name, err)
+		}
+		res := s.resultOf(scs[i])
+		if res == nil || len(res.Neighbours) != 1 || res.Neighbours[0].Iterations < 2 {
+			t.Fatalf("after Stop, want %s's result with its iterations, got %+v", sp.Beside[i].Name, res)
+		}
+		if ex := wait(t, b); ex.Code != 0 {
+			t.Errorf("%s: exit %d after its stop: %s", sp.Beside[i].Name, ex.Code, ex.Stderr)
+		}
+	}
+	if ex := wait(t, in); ex.Code != 0 {
+		t.Errorf("the pod's own agent: exit %d: %s", ex.Code, ex.Stderr)
+	}
+	if err := remove(t, in); err != nil {
+		t.Fatal(err)
 	}
 }
 

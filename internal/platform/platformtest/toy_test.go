@@ -126,6 +126,8 @@ func (i *toyInstance) Stop(context.Context) error {
 	return nil
 }
 
+func (i *toyInstance) Go(context.Context) error { return i.cmd.Process.Signal(syscall.SIGUSR1) }
+
 func (i *toyInstance) Remove(context.Context) error {
 	i.once.Do(func() {
 		_ = i.cmd.Process.Kill()

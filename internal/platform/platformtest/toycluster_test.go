@@ -93,6 +93,8 @@ type nodeInstance struct{ platform.Instance }
 
 func (nodeInstance) IP() string { return "127.0.0.1" }
 
+func (n nodeInstance) Go(ctx context.Context) error { return n.Instance.(platform.Goer).Go(ctx) }
+
 func TestToyClusterConformance(t *testing.T) {
 	conformToy(t, "toycluster", "test-toyc", toyClusterCaps)
 }
