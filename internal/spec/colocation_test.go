@@ -96,12 +96,12 @@ func TestSamePod(t *testing.T) {
 
 func TestNeighbourProblems(t *testing.T) {
 	for name, c := range map[string]struct{ src, want string }{
-		"unknown neighbour": {strings.Replace(jhaLike, `"L+S"`, `"L+X"`, 1), `jha.yaml:4:21: level "L+X" of neighbour: "X" is not a workload of this file; allowed: none, idle, L, S, or several joined by +`},
-		"bad packaging":     {strings.Replace(jhaLike, "same-container,", "same-host,", 1), `jha.yaml:5:15: level "same-host" of packaging: allowed: same-container, same-pod, separate-containers`},
-		"same-pod, no pods": {strings.Replace(jhaLike, "same-container,", "same-pod,", 1), `jha.yaml:5:3: packaging same-pod runs the neighbours in containers of the target's pod, and platform docker has no pods (platforms with pods: kubernetes): use packaging same-container or separate-containers`},
+		"unknown neighbour":                   {strings.Replace(jhaLike, `"L+S"`, `"L+X"`, 1), `jha.yaml:4:21: level "L+X" of neighbour: "X" is not a workload of this file; allowed: none, idle, L, S, or several joined by +`},
+		"bad packaging":                       {strings.Replace(jhaLike, "same-container,", "same-host,", 1), `jha.yaml:5:15: level "same-host" of packaging: allowed: same-container, same-pod, separate-containers`},
+		"same-pod, no pods":                   {strings.Replace(jhaLike, "same-container,", "same-pod,", 1), `jha.yaml:5:3: packaging same-pod runs the neighbours in containers of the target's pod, and platform docker has no pods (platforms with pods: kubernetes): use packaging same-container or separate-containers`},
 		"same-pod, a client/server neighbour": {samePod + "  - {name: N, type: net.tcp_rr}\n", `neighbour N (net.tcp_rr) is a client and a server, and packaging same-pod runs one-role neighbours`},
 		"same-pod, a neighbour elsewhere":     {strings.Replace(samePod, "neighbour.cpus: [\"0.5\"]", "neighbour.node: [k8s-node2]", 1) + "  - {name: N, type: cpu.primes}\n", `packaging same-pod runs the neighbours in the target's pod, so they have its node (unset), not neighbour.node "k8s-node2": leave neighbour.node out or use packaging separate-containers`},
-		"packaging alone":   {"name: x\nfactors:\n  packaging: [same-container]\nworkloads: [{type: cpu.primes}]\n", "x.yaml:3:3: factor packaging says how neighbours are packaged, but there is no neighbour factor"},
+		"packaging alone":                     {"name: x\nfactors:\n  packaging: [same-container]\nworkloads: [{type: cpu.primes}]\n", "x.yaml:3:3: factor packaging says how neighbours are packaged, but there is no neighbour factor"},
 	} {
 		file := "jha.yaml"
 		if strings.HasPrefix(c.want, "x.yaml") {
