@@ -540,9 +540,6 @@ func (r *cellReport) checkSamePod(e *Experiment, c result.Cell, lv Levels, drive
 				vocab.PackPod, f.factor, f.target, vocab.RoleNeighbour+"."+f.factor, f.nb, vocab.RoleNeighbour, f.factor, vocab.PackSeparate))
 		}
 	}
-	if lv.Instances > 1 {
-		r.add(c, driver, vocab.FInstances, fmt.Sprintf("instances and neighbours in the target's pod (packaging %s) do not combine: the neighbours load one measured target", vocab.PackPod))
-	}
 	for _, name := range vocab.NeighboursOf(c.Factors[vocab.FNeighbour]) {
 		w, ok := e.Workload(name)
 		if !ok {
