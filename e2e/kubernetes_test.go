@@ -357,3 +357,70 @@ workloads:
 		t.Errorf("kubectl finds the campaign's %v after the run", left)
 	}
 }
+
+// TestKubernetesProxyModeAndCNI: the kube_proxy and cni factors place a
+// cell's pods on the nodes that run what its levels name — one cluster
+// whose nodes differ (scripts/k8s-test.sh brings up node 3 with kube-proxy
+// in nftables mode and node 4 with the ptp CNI beside two iptables/bridge
+// nodes) measures a ClusterIP Service through each kube-proxy mode and the
+// pod network of each CNI. Each trial ran on such a node, and records its
+// mode and plugin; and the labels the levels select by are true: each
+// node's kube-proxy, asked on its metrics port inside the node, reports
+// the mode its label says, and its CNI configuration names the plugin its
+// label says.
+func TestKubernetesProxyModeAndCNI(t *testing.T) {
+	requireKubernetes(t)
+	db, id := runStored(t, `name: e2e-kubernetes-factors
+seed: 4
+repetitions: 1
+warmup: 0
+timeout: 2m
+factors:
+  platform: [kubernetes]
+  hosts: [1]
+  path:
+    service-iptables: {network: service, kube_proxy: iptables, cni: bridge}
+    service-nftables: {network: service, kube_proxy: nftables}
+    pod-bridge: {network: pod, kube_proxy: iptables, cni: bridge}
+    pod-ptp: {network: pod, cni: ptp}
+workloads:
+  - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
+`)
+	cells := cellFactors(t, db, id)
+	trials := okTrials(t, db, id, 4, func(tr result.Trial) string { return cells[tr.CellID]["path"] })
+	for _, tr := range trials {
+		path := cells[tr.CellID]["path"]
+		for role, prefix := range map[string]string{"client": "", "server": "server."} {
+			proxy, cni := tr.Seen[prefix+"platform.kubernetes.kube_proxy"], tr.Seen[prefix+"platform.kubernetes.cni"]
+			wantProxy, wantCNI := "iptables", "bridge"
+			switch path {
+			case "service-nftables":
+				wantProxy = "nftables"
+			case "pod-ptp":
+				wantCNI = "ptp"
+			}
+			if proxy != wantProxy || cni != wantCNI {
+				t.Errorf("trial %d (%s): the %s's node runs kube-proxy %q and CNI %q, want %s and %s", tr.Seq, path, role, proxy, cni, wantProxy, wantCNI)
+			}
+		}
+	}
+	out, err := kubectl(t, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.metadata.labels.ctrbench\.io/kube-proxy} {.metadata.labels.ctrbench\.io/cni}{"\n"}{end}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			t.Fatalf("node labels %q", line)
+		}
+		n := strings.TrimPrefix(f[0], "ctrbench-node")
+		mode, err := exec.Command("nsenter", "--net=/run/netns/ctrbench-k8s-node"+n, "curl", "-sf", "http://127.0.0.1:10249/proxyMode").Output()
+		if err != nil || string(mode) != f[1] {
+			t.Errorf("node %s is labelled kube-proxy %s; its kube-proxy says %q (%v)", f[0], f[1], mode, err)
+		}
+		conf, err := os.ReadFile(filepath.Join("/var/lib/ctrbench/k8s/node"+n, "cni", "10-ctrbench.conflist"))
+		if err != nil || !strings.Contains(string(conf), `"type": "`+f[2]+`"`) {
+			t.Errorf("node %s is labelled CNI %s; its CNI configuration: %s (%v)", f[0], f[2], conf, err)
+		}
+	}
+}

@@ -43,6 +43,17 @@ plan() {
 }
 
 node_name() { echo "ctrbench-node$1"; }
+# nth LIST N: element N (1-based) of the comma-separated LIST, taken
+# round: a list shorter than the nodes repeats.
+nth() {
+	local -a l
+	IFS=, read -r -a l <<<"$1"
+	echo "${l[$((($2 - 1) % ${#l[@]}))]}"
+}
+# node_proxy_mode N, node_cni N: node N's kube-proxy mode and CNI plugin,
+# as up was given them (--proxy-mode, --cni: one per node, or a list).
+node_proxy_mode() { nth "$(cat "$STATE/proxy-mode")" "$1"; }
+node_cni() { nth "$(cat "$STATE/cni")" "$1"; }
 node_ip() { local v="K8S_NODE$1_IP"; echo "${!v}"; }
 node_pods() { local v="K8S_NODE$1_PODS"; echo "${!v}"; }
 holder() { cat "$RUN/node$1/holder.pid"; }
@@ -291,14 +302,14 @@ EOF
 	cni_config "$n" >"$d/cni/10-ctrbench.conflist"
 }
 
-# cni_config N: node N's CNI network, of the plugin asked (--cni): bridge
+# cni_config N: node N's CNI network, of its plugin (--cni): bridge
 # (the pods of a node on one Linux bridge, the node its gateway) or ptp (a
 # veth pair per pod, routed by the node). Addresses: host-local, in the
 # node's pod /24; no masquerade (every path stays inside the pool).
 cni_config() {
 	local n=$1 ipam
 	ipam="{\"type\": \"host-local\", \"dataDir\": \"$STATE/node$n/ipam\", \"ranges\": [[{\"subnet\": \"$(node_pods "$n")\"}]], \"routes\": [{\"dst\": \"0.0.0.0/0\"}]}"
-	case $CNI in
+	case $(node_cni "$n") in
 	bridge)
 		echo "{\"cniVersion\": \"0.4.0\", \"name\": \"ctrbench-k8s\", \"plugins\": [{\"type\": \"bridge\", \"bridge\": \"cni0\", \"isGateway\": true, \"ipMasq\": false, \"hairpinMode\": true, \"ipam\": $ipam}]}"
 		;;
@@ -407,7 +418,7 @@ node_up() {
 		die "importing the pause and busybox images into node $n failed"
 	node_kubelet "$n"
 	in_node "$n" "$d/kube-proxy.log" "$r/kube-proxy.pid" env PATH="$BIN:$PATH" "$BIN/kube-proxy" \
-		--proxy-mode "$PROXY_MODE" --kubeconfig "$STATE/kube-proxy.kubeconfig" --hostname-override "$(node_name "$n")" \
+		--proxy-mode "$(node_proxy_mode "$n")" --kubeconfig "$STATE/kube-proxy.kubeconfig" --hostname-override "$(node_name "$n")" \
 		--cluster-cidr "$K8S_POD_NET" --nodeport-addresses "$K8S_NODE_NET" \
 		--metrics-bind-address 127.0.0.1:10249 --healthz-bind-address "$(node_ip "$n"):10256" \
 		--conntrack-max-per-core 0 --conntrack-min 0 \
@@ -512,21 +523,26 @@ cluster_up() {
 		--nodes) NODES=$2 && shift 2 ;;
 		--proxy-mode) PROXY_MODE=$2 && shift 2 ;;
 		--cni) CNI=$2 && shift 2 ;;
-		*) die "up: unknown argument $1 (want --nodes N, --proxy-mode iptables|nftables, --cni bridge|ptp)" ;;
+		*) die "up: unknown argument $1 (want --nodes N, --proxy-mode iptables|nftables[,…], --cni bridge|ptp[,…])" ;;
 		esac
 	done
-	case $PROXY_MODE in
-	iptables | nftables) ;;
-	ipvs)
-		[ -e /proc/net/ip_vs ] || die "up: --proxy-mode ipvs: kube-proxy's IPVS mode needs the kernel's ip_vs, which this kernel lacks"
-		die "up: --proxy-mode ipvs: not offered yet (kube-proxy's IPVS mode also needs ipset)"
-		;;
-	*) die "up: --proxy-mode $PROXY_MODE: want iptables or nftables" ;;
-	esac
-	case $CNI in
-	bridge | ptp) ;;
-	*) die "up: --cni $CNI: want bridge or ptp (Debian's CNI plugins)" ;;
-	esac
+	local m
+	for m in ${PROXY_MODE//,/ }; do
+		case $m in
+		iptables | nftables) ;;
+		ipvs)
+			[ -e /proc/net/ip_vs ] || die "up: --proxy-mode ipvs: kube-proxy's IPVS mode needs the kernel's ip_vs, which this kernel lacks"
+			die "up: --proxy-mode ipvs: not offered yet (kube-proxy's IPVS mode also needs ipset)"
+			;;
+		*) die "up: --proxy-mode $PROXY_MODE: want iptables or nftables, or a list of them, one per node (iptables,nftables)" ;;
+		esac
+	done
+	for m in ${CNI//,/ }; do
+		case $m in
+		bridge | ptp) ;;
+		*) die "up: --cni $CNI: want bridge or ptp (Debian's CNI plugins), or a list of them, one per node (bridge,ptp)" ;;
+		esac
+	done
 	[ "$NODES" -ge 1 ] 2>/dev/null || die "up: --nodes $NODES: want a number of nodes"
 	[ "$(id -u)" = 0 ] || die "up: run as root (the nodes are namespaces, cgroups and a bridge)"
 	built || die "Kubernetes $VERSION is not built: make k8s"
@@ -564,8 +580,11 @@ cluster_up() {
 		# What the campaign's record says of the cluster (kubernetes.Info):
 		# its kube-proxy mode, its CNI, and that its nodes are emulated.
 		kubectl_ annotate node "$(node_name "$n")" --overwrite "$CONTAINERD_ANNOTATION=$RUN/node$n/containerd.sock" \
-			"ctrbench.io/kube-proxy=$PROXY_MODE" "ctrbench.io/cni=$CNI" "$REGISTRY_ANNOTATION=$K8S_GATEWAY:$REGISTRY_PORT" \
+			"$REGISTRY_ANNOTATION=$K8S_GATEWAY:$REGISTRY_PORT" \
 			"ctrbench.io/emulated=network and mount namespaces on one machine (scripts/k8s.sh): the link between nodes is a veth pair and a bridge, not a NIC" >/dev/null
+		# The node's kube-proxy mode and CNI, as labels: the kubernetes
+		# platform's kube_proxy and cni factors place pods by them.
+		kubectl_ label node "$(node_name "$n")" --overwrite "ctrbench.io/kube-proxy=$(node_proxy_mode "$n")" "ctrbench.io/cni=$(node_cni "$n")" >/dev/null
 	done
 	log "Kubernetes $VERSION up: $NODES nodes, kube-proxy $PROXY_MODE, CNI $CNI, in $(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"
 	log "KUBECONFIG=$STATE/admin.kubeconfig"

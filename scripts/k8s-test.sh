@@ -11,7 +11,11 @@
 #                                      then the end-to-end tests TestKubernetes*
 # CTRBENCH_K8S_PKGS=none skips the packages; CTRBENCH_K8S_E2E is the
 # end-to-end tests' -run pattern (make chaos: its Kubernetes faults; none
-# skips them).
+# skips them). The cluster has four nodes (CTRBENCH_K8S_UP overrides
+# scripts/k8s.sh up's arguments): nodes 1 and 2 run kube-proxy in iptables
+# mode and the bridge CNI, which the tests on one node or two use; node 3
+# runs kube-proxy in nftables mode, node 4 the ptp CNI (the kube_proxy and
+# cni factors' tests).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -30,7 +34,7 @@ up=0
 trap '[ $up -eq 0 ] || $K8S down >&2' EXIT
 trap 'exit 130' INT TERM
 up=1
-$K8S up >&2 || exit 1
+$K8S up ${CTRBENCH_K8S_UP:---nodes 4 --proxy-mode iptables,iptables,nftables,iptables --cni bridge,bridge,bridge,ptp} >&2 || exit 1
 export KUBECONFIG=/var/lib/ctrbench/k8s/admin.kubeconfig CTRBENCH_K8S_TEST=1
 CTRBENCH_KUBECTL=$($K8S kubectl-path) || exit 1
 export CTRBENCH_KUBECTL

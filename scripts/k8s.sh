@@ -4,7 +4,7 @@
 # tests (issue 41; ../shared/KUBERNETES-OFFLINE.md is the recipe it follows).
 #
 #   scripts/k8s.sh build     build the cluster's binaries once (cached)
-#   scripts/k8s.sh up [--nodes N] [--proxy-mode iptables|nftables] [--cni bridge|ptp]
+#   scripts/k8s.sh up [--nodes N] [--proxy-mode iptables|nftables[,…]] [--cni bridge|ptp[,…]]
 #                            start a cluster of N nodes (2 by default)
 #   scripts/k8s.sh load IMAGE…  copy images from the machine's Docker Engine
 #                            into every node's containerd (as kind load does)

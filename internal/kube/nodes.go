@@ -17,6 +17,7 @@ type Node struct {
 	Ready      bool
 	Kubelet    string // kubelet version, e.g. "v1.34.4"
 	Runtime    string // container runtime and version, e.g. "containerd://1.6.20"
+	Labels     map[string]string
 }
 
 // Nodes lists the cluster's nodes, in the API's order (by name).
@@ -39,6 +40,7 @@ func nodeOf(n *corev1.Node) Node {
 		Memory:   n.Status.Allocatable.Memory().Value(),
 		Kubelet:  n.Status.NodeInfo.KubeletVersion,
 		Runtime:  n.Status.NodeInfo.ContainerRuntimeVersion,
+		Labels:   n.Labels,
 	}
 	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP && node.InternalIP == "" {

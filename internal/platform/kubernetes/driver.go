@@ -50,7 +50,7 @@ var Caps = platform.Capabilities{
 	UserImages: true,
 	// A pod holds the agents beside its own (packaging same-pod).
 	Pods:    true,
-	Own:     platform.Own{Factors: []platform.Factor{qosFactor}},
+	Own:     platform.Own{Factors: []platform.Factor{qosFactor, kubeProxyFactor, cniFactor}},
 	Cluster: cluster{},
 	Net: platform.Net{
 		OwnNetNS: true,

@@ -74,6 +74,13 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 		return nil, errors.Join(err, in.Remove(context.WithoutCancel(ctx)))
 	}
 	in.seen = map[string]string{"kubernetes.pod": pod.Namespace + "/" + pod.Name, "kubernetes.node": pod.Node, "kubernetes.pod_ip": pod.IP, "kubernetes.qos_class": pod.QOS}
+	if n, err := p.nodeNamed(pod.Node); err == nil {
+		for f, label := range nodeFactors {
+			if v := n.Labels[label]; v != "" {
+				in.seen["kubernetes."+f] = v
+			}
+		}
+	}
 	if spec.Image != nil {
 		in.seen[platform.SeenImage], in.seen[platform.SeenImageID] = spec.Image.String(), ps.Image
 	}

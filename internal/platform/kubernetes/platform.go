@@ -93,6 +93,9 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err != nil {
 		return err
 	}
+	if err := checkNodeLevels(nodes, s.Options, max(s.Hosts, 1), p.c.Host()); err != nil {
+		return err
+	}
 	ns, err := p.c.EnsureNamespace(ctx, s.CampaignID)
 	if err != nil {
 		return fmt.Errorf("kubernetes: %w", err)
@@ -120,6 +123,7 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	p.describe(ctx, nodes[0].Name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	maps.Copy(p.info, describeNodes(nodes))
 	p.image, p.users, p.prepared = ref, users, true
 	p.info["kubernetes.nodes"] = strconv.Itoa(len(nodes))
 	p.info["kubernetes.node_cpus"] = strings.Join(cpus, ",")
@@ -132,11 +136,10 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 
 // described are the node annotations the campaign's record keeps, by
 // their key in it: what a cluster says of itself that the API does not
-// (scripts/k8s.sh's nodes say all three).
+// (scripts/k8s.sh's nodes say so; their kube-proxy mode and CNI are
+// labels, describeNodes).
 var described = map[string]string{
-	"ctrbench.io/kube-proxy": "kubernetes.kube_proxy",
-	"ctrbench.io/cni":        "kubernetes.cni",
-	"ctrbench.io/emulated":   "kubernetes.nodes_emulated",
+	"ctrbench.io/emulated": "kubernetes.nodes_emulated",
 }
 
 // describe records what node says of the cluster in its annotations.
@@ -173,21 +176,33 @@ func (p *Platform) readyNodes(ctx context.Context, want int) ([]kube.Node, error
 	return nodes, nil
 }
 
-// node is the node an instance is placed on: by name, by index, or ""
-// (the scheduler's choice).
+// node is the node an instance is placed on: by name, or by index among
+// the nodes its levels of the node factors ask for (kube_proxy, cni); ""
+// (the scheduler's choice) when neither says.
 func (p *Platform) node(spec platform.InstanceSpec) (kube.Node, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	nodes, want := matching(p.nodes, spec.Options)
+	of := ""
+	if want != "" {
+		of = " labelled " + want
+	}
 	switch {
 	case spec.Node != "":
-		if n, ok := p.named(spec.Node); ok {
-			return n, nil
+		for _, n := range nodes {
+			if n.Name == spec.Node {
+				return n, nil
+			}
 		}
-		return kube.Node{}, fmt.Errorf("kubernetes: %s is placed on node %s, which is not a Ready node of the cluster", spec.Name, spec.Node)
-	case spec.Host > len(p.nodes):
-		return kube.Node{}, fmt.Errorf("kubernetes: %s is placed on node %d, and the cluster has %d Ready", spec.Name, spec.Host, len(p.nodes))
+		return kube.Node{}, fmt.Errorf("kubernetes: %s is placed on node %s, which is not a Ready node of the cluster%s", spec.Name, spec.Node, of)
+	case spec.Host > len(nodes):
+		return kube.Node{}, fmt.Errorf("kubernetes: %s is placed on node %d of the Ready nodes%s, and the cluster has %d", spec.Name, spec.Host, of, len(nodes))
 	case spec.Host > 0:
-		return p.nodes[spec.Host-1], nil
+		return nodes[spec.Host-1], nil
+	case want != "" && len(nodes) == 0:
+		return kube.Node{}, fmt.Errorf("kubernetes: %s asks for a node%s, and the cluster has no such Ready node", spec.Name, of)
+	case want != "":
+		return nodes[0], nil
 	}
 	return kube.Node{}, nil
 }

@@ -1,0 +1,131 @@
+package kubernetes
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/ctrbench/ctrbench/internal/kube"
+	"github.com/ctrbench/ctrbench/internal/platform"
+)
+
+// The kubernetes platform's own factors that pick nodes by what they run:
+// a node says its kube-proxy mode and its CNI plugin by a label
+// (scripts/k8s.sh's nodes do; on a cluster of yours, `kubectl label node`),
+// and a pod of a cell with a level other than any goes to a node with that
+// label — so one cluster whose nodes differ measures the difference.
+const (
+	FKubeProxy = "kube_proxy"
+	FCNI       = "cni"
+	// LevelAny places pods on any node: whatever the cluster runs.
+	LevelAny = "any"
+)
+
+// The node labels those factors read.
+const (
+	LabelKubeProxy = "ctrbench.io/kube-proxy"
+	LabelCNI       = "ctrbench.io/cni"
+)
+
+// nodeFactors are the factors that pick nodes by a label, by factor.
+var nodeFactors = map[string]string{FKubeProxy: LabelKubeProxy, FCNI: LabelCNI}
+
+var kubeProxyFactor = platform.Factor{
+	Name:    FKubeProxy,
+	Default: LevelAny,
+	Doc: "the kube-proxy mode of the nodes the cell's pods run on: any (the default: whatever the cluster runs), iptables, nftables or ipvs — " +
+		"a node says its mode by its label " + LabelKubeProxy + " (the test cluster's nodes do: scripts/k8s.sh up --proxy-mode iptables,nftables); a Service's hop is its client's node's kube-proxy",
+	Check: func(v string) (string, error) {
+		v = strings.ToLower(v)
+		switch v {
+		case LevelAny, "iptables", "nftables", "ipvs":
+			return v, nil
+		}
+		return "", fmt.Errorf("want one of %s, iptables, nftables, ipvs", LevelAny)
+	},
+}
+
+// cniName is what a CNI plugin's name may be: a label value.
+var cniName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$`)
+
+var cniFactor = platform.Factor{
+	Name:    FCNI,
+	Default: LevelAny,
+	Doc: "the CNI plugin of the nodes the cell's pods run on: any (the default: whatever the cluster runs) or a plugin's name (bridge, ptp, calico, cilium…) — " +
+		"a node says its plugin by its label " + LabelCNI + " (the test cluster's nodes do: scripts/k8s.sh up --cni bridge,ptp)",
+	Check: func(v string) (string, error) {
+		v = strings.ToLower(v)
+		if !cniName.MatchString(v) {
+			return "", fmt.Errorf("want %s or a CNI plugin's name as its nodes' %s label gives it (bridge, ptp, calico…)", LevelAny, LabelCNI)
+		}
+		return v, nil
+	},
+}
+
+// matching are the nodes of nodes whose labels the cell's levels of the
+// node factors (options) ask for, in their order; want says which.
+func matching(nodes []kube.Node, options map[string]string) (out []kube.Node, want string) {
+	var asked []string
+	for _, f := range slices.Sorted(maps.Keys(nodeFactors)) {
+		if v := options[f]; v != "" && v != LevelAny {
+			asked = append(asked, nodeFactors[f]+"="+v)
+		}
+	}
+	for _, n := range nodes {
+		if carries(n, asked) {
+			out = append(out, n)
+		}
+	}
+	return out, strings.Join(asked, ", ")
+}
+
+// carries reports whether node n has every label=value of labels.
+func carries(n kube.Node, labels []string) bool {
+	for _, kv := range labels {
+		k, v, _ := strings.Cut(kv, "=")
+		if n.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkNodeLevels refuses, before the campaign starts, a level of a node
+// factor that fewer Ready nodes than its cells' hosts carry.
+func checkNodeLevels(nodes []kube.Node, options map[string][]string, hosts int, host string) error {
+	for _, f := range slices.Sorted(maps.Keys(nodeFactors)) {
+		for _, v := range options[f] {
+			if v == LevelAny {
+				continue
+			}
+			got, want := matching(nodes, map[string]string{f: v})
+			if len(got) < hosts {
+				return fmt.Errorf("kubernetes: %s %s places pods on nodes labelled %s, and the cluster at %s has %d Ready (a cell asks for %d): label nodes that run it (kubectl label node NODE %s), or, on the test cluster, scripts/k8s.sh up --nodes N with --proxy-mode and --cni lists (docs/kubernetes.md)",
+					f, v, want, host, len(got), hosts, want)
+			}
+		}
+	}
+	return nil
+}
+
+// describeNodes is what the nodes' labels of the node factors say of the
+// cluster, for the campaign's record: each factor's values over every
+// Ready node ("iptables,nftables").
+func describeNodes(nodes []kube.Node) map[string]string {
+	out := map[string]string{}
+	for f, label := range nodeFactors {
+		var vals []string
+		for _, n := range nodes {
+			if v := n.Labels[label]; v != "" && !slices.Contains(vals, v) {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) > 0 {
+			slices.Sort(vals)
+			out["kubernetes."+f] = strings.Join(vals, ",")
+		}
+	}
+	return out
+}
