@@ -16,6 +16,7 @@ import (
 	"github.com/ctrbench/ctrbench/internal/physics"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
+	"github.com/ctrbench/ctrbench/internal/sysinfo"
 	"github.com/ctrbench/ctrbench/internal/userimage"
 )
 
@@ -222,6 +223,11 @@ workloads:
 		if img := tr.Seen["server.platform.image"]; !strings.HasSuffix(img, want) || !strings.HasPrefix(tr.Seen["server.platform.image.id"], userimage.AgentRepository+":") {
 			t.Errorf("trial %d (%s): the server ran from image %q (%q), want %s with the agent put in", tr.Seq, where, img, tr.Seen["server.platform.image.id"], want)
 		}
+		// The kubelet probed the server as the file's ready says, as it
+		// would a Deployment's: its Service sent it traffic only then.
+		if probe, want := tr.Seen["server.platform.kubernetes.readiness"], map[string]string{"web": "http :8080/index.html", "kv": "tcp :6379"}[workloads[tr.CellID]]; probe != want {
+			t.Errorf("trial %d (%s): the server pod's readiness probe %q, want %q", tr.Seq, where, probe, want)
+		}
 		m := trialMeasures(tr)
 		if m["requests_per_sec"] <= 0 && m["set_rps"] <= 0 {
 			t.Errorf("trial %d (%s): no rate measured: %v", tr.Seq, where, m)
@@ -421,6 +427,90 @@ workloads:
 		conf, err := os.ReadFile(filepath.Join("/var/lib/ctrbench/k8s/node"+n, "cni", "10-ctrbench.conflist"))
 		if err != nil || !strings.Contains(string(conf), `"type": "`+f[2]+`"`) {
 			t.Errorf("node %s is labelled CNI %s; its CNI configuration: %s (%v)", f[0], f[2], conf, err)
+		}
+	}
+}
+
+// TestKubernetesCPUManagerStatic: the cpu_manager factor places a
+// Guaranteed pod with one whole CPU on a node whose kubelet runs the
+// static CPU manager policy (node 4 of scripts/k8s-test.sh's cluster,
+// which keeps CPU 0 for its shared pool) or on one without it: there the
+// agent finds itself confined to one core of its own, not CPU 0; without
+// it, on every CPU the test itself may use (all of the machine's). The
+// agent reads its own affinity (sched_getaffinity), so this is what the
+// kernel enforced.
+func TestKubernetesCPUManagerStatic(t *testing.T) {
+	requireKubernetes(t)
+	db, id := runStored(t, `name: e2e-kubernetes-cpu-manager
+seed: 2
+repetitions: 1
+warmup: 0
+timeout: 2m
+factors:
+  platform: [kubernetes]
+  cpu_manager: [none, static]
+  qos: [guaranteed]
+  cpus: [1]
+  memory: [128MiB]
+workloads:
+  - {name: cpu, type: cpu.primes, params: {duration: 300ms, max_prime: 2000, threads: 1}}
+`)
+	cells := cellFactors(t, db, id)
+	all := sysinfo.Affinity() // the test's own: every CPU of the machine
+	for _, tr := range okTrials(t, db, id, 2, func(tr result.Trial) string { return cells[tr.CellID]["cpu_manager"] }) {
+		policy, affinity := cells[tr.CellID]["cpu_manager"], tr.Seen["cpu.affinity"]
+		if got := tr.Seen["platform.kubernetes.cpu_manager"]; got != policy {
+			t.Errorf("trial %d (cpu_manager %s) ran on a node whose policy is %q", tr.Seq, policy, got)
+		}
+		if tr.Seen["platform.kubernetes.qos_class"] != "Guaranteed" {
+			t.Errorf("trial %d: QoS class %q", tr.Seq, tr.Seen["platform.kubernetes.qos_class"])
+		}
+		t.Logf("cpu_manager %s: the agent ran on CPUs %s (the machine's: %s)", policy, affinity, all)
+		switch policy {
+		case "static":
+			if _, err := strconv.Atoi(affinity); err != nil || affinity == "0" {
+				t.Errorf("trial %d: under the static policy the agent ran on CPUs %q, want one core other than the shared pool's CPU 0", tr.Seq, affinity)
+			}
+		case "none":
+			if affinity != all {
+				t.Errorf("trial %d: without the static policy the agent ran on CPUs %q, want the machine's %s", tr.Seq, affinity, all)
+			}
+		}
+	}
+}
+
+// TestKubernetesUnderlayRate: an underlay rate shapes the test cluster's
+// links between nodes as the network lab shapes emulated hosts' (tbf on
+// each node's egress): a stream between pods on two nodes moves at most
+// the rate, give or take tbf's 15% (the bound TestEmulatedHosts holds the
+// lab to), and the run leaves no shaping behind. No measured effect is
+// asserted beyond the physical cap: chance failure nil.
+func TestKubernetesUnderlayRate(t *testing.T) {
+	requireKubernetes(t)
+	db, id := runStored(t, `name: e2e-kubernetes-underlay
+seed: 6
+repetitions: 1
+warmup: 0
+timeout: 2m
+factors:
+  platform: [kubernetes]
+  network: [pod]
+  hosts: [2]
+  underlay: [200mbit]
+workloads:
+  - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
+`)
+	for _, tr := range okTrials(t, db, id, 1, func(result.Trial) string { return "200mbit" }) {
+		v := trialMeasures(tr)["throughput"]
+		t.Logf("pods on two nodes across a 200 Mbit/s underlay: %.3f Gbit/s", v)
+		if v <= 0 || v > 0.23 {
+			t.Errorf("trial %d: pods on two nodes across a 200 Mbit/s underlay: %.3f Gbit/s", tr.Seq, v)
+		}
+	}
+	for n := 1; n <= 2; n++ {
+		out, err := exec.Command("tc", "-n", "ctrbench-k8s-node"+strconv.Itoa(n), "qdisc", "show", "dev", "eth0").CombinedOutput()
+		if err != nil || strings.Contains(string(out), "tbf") {
+			t.Errorf("node %d's link after the run: %s (%v); want it unshaped", n, out, err)
 		}
 	}
 }

@@ -16,6 +16,9 @@ ETCD_PEER=127.0.0.1:23800
 PAUSE_IMAGE=ctrbench.local/pause:3.10
 BUSYBOX_IMAGE=ctrbench.local/busybox:1 # kube's tests run it
 CONTAINERD_ANNOTATION=ctrbench.io/containerd # kubernetes.ContainerdAnnotation
+# The node's network namespace, whose eth0 (its link to the other nodes)
+# an underlay rate shapes (kubernetes.NetNSAnnotation).
+NETNS_ANNOTATION=ctrbench.io/netns
 # A registry on the machine's node-network address, which the nodes'
 # containerd pull from over plain HTTP (the kubernetes platform's
 # --registry test runs Debian's docker-registry there; nothing listens
@@ -50,10 +53,12 @@ nth() {
 	IFS=, read -r -a l <<<"$1"
 	echo "${l[$((($2 - 1) % ${#l[@]}))]}"
 }
-# node_proxy_mode N, node_cni N: node N's kube-proxy mode and CNI plugin,
-# as up was given them (--proxy-mode, --cni: one per node, or a list).
+# node_proxy_mode N, node_cni N, node_cpu_manager N: node N's kube-proxy
+# mode, CNI plugin and the kubelet's CPU manager policy, as up was given
+# them (--proxy-mode, --cni, --cpu-manager: one for every node, or a list).
 node_proxy_mode() { nth "$(cat "$STATE/proxy-mode")" "$1"; }
 node_cni() { nth "$(cat "$STATE/cni")" "$1"; }
+node_cpu_manager() { nth "$(cat "$STATE/cpu-manager")" "$1"; }
 node_ip() { local v="K8S_NODE$1_IP"; echo "${!v}"; }
 node_pods() { local v="K8S_NODE$1_PODS"; echo "${!v}"; }
 holder() { cat "$RUN/node$1/holder.pid"; }
@@ -347,6 +352,11 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 100Mi, nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%", imagefs.inodesFree: "1%"}
 EOF
+	# The static policy gives a Guaranteed pod's container with whole CPUs
+	# cores of its own (its cpuset); CPU 0 stays the shared pool's.
+	if [ "$(node_cpu_manager "$n")" = static ]; then
+		printf 'cpuManagerPolicy: static\nreservedSystemCPUs: "0"\n' >>"$d/kubelet.yaml"
+	fi
 }
 
 # scratch_image BINARY REF PATH OUT: an image FROM scratch holding the
@@ -518,12 +528,14 @@ cluster_up() {
 	NODES=2
 	PROXY_MODE=iptables
 	CNI=bridge
+	CPU_MANAGER=none
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--nodes) NODES=$2 && shift 2 ;;
 		--proxy-mode) PROXY_MODE=$2 && shift 2 ;;
 		--cni) CNI=$2 && shift 2 ;;
-		*) die "up: unknown argument $1 (want --nodes N, --proxy-mode iptables|nftables[,…], --cni bridge|ptp[,…])" ;;
+		--cpu-manager) CPU_MANAGER=$2 && shift 2 ;;
+		*) die "up: unknown argument $1 (want --nodes N, --proxy-mode iptables|nftables[,…], --cni bridge|ptp[,…], --cpu-manager none|static[,…])" ;;
 		esac
 	done
 	local m
@@ -543,6 +555,13 @@ cluster_up() {
 		*) die "up: --cni $CNI: want bridge or ptp (Debian's CNI plugins), or a list of them, one per node (bridge,ptp)" ;;
 		esac
 	done
+	for m in ${CPU_MANAGER//,/ }; do
+		case $m in
+		none) ;;
+		static) [ "$(nproc)" -ge 2 ] || die "up: --cpu-manager static: the static policy keeps CPU 0 for the shared pool, and this machine has one CPU" ;;
+		*) die "up: --cpu-manager $CPU_MANAGER: want none or static (the kubelet's CPU manager policy), or a list of them, one per node (none,static)" ;;
+		esac
+	done
 	[ "$NODES" -ge 1 ] 2>/dev/null || die "up: --nodes $NODES: want a number of nodes"
 	[ "$(id -u)" = 0 ] || die "up: run as root (the nodes are namespaces, cgroups and a bridge)"
 	built || die "Kubernetes $VERSION is not built: make k8s"
@@ -554,6 +573,7 @@ cluster_up() {
 	echo "$NODES" >"$STATE/nodes"
 	echo "$PROXY_MODE" >"$STATE/proxy-mode"
 	echo "$CNI" >"$STATE/cni"
+	echo "$CPU_MANAGER" >"$STATE/cpu-manager"
 	touch "$STATE/up"
 	save_sysctls
 	pki
@@ -580,13 +600,15 @@ cluster_up() {
 		# What the campaign's record says of the cluster (kubernetes.Info):
 		# its kube-proxy mode, its CNI, and that its nodes are emulated.
 		kubectl_ annotate node "$(node_name "$n")" --overwrite "$CONTAINERD_ANNOTATION=$RUN/node$n/containerd.sock" \
-			"$REGISTRY_ANNOTATION=$K8S_GATEWAY:$REGISTRY_PORT" \
+			"$REGISTRY_ANNOTATION=$K8S_GATEWAY:$REGISTRY_PORT" "$NETNS_ANNOTATION=/run/netns/$NS_PREFIX$n" \
 			"ctrbench.io/emulated=network and mount namespaces on one machine (scripts/k8s.sh): the link between nodes is a veth pair and a bridge, not a NIC" >/dev/null
-		# The node's kube-proxy mode and CNI, as labels: the kubernetes
-		# platform's kube_proxy and cni factors place pods by them.
-		kubectl_ label node "$(node_name "$n")" --overwrite "ctrbench.io/kube-proxy=$(node_proxy_mode "$n")" "ctrbench.io/cni=$(node_cni "$n")" >/dev/null
+		# The node's kube-proxy mode, CNI and CPU manager policy, as labels:
+		# the kubernetes platform's kube_proxy, cni and cpu_manager factors
+		# place pods by them.
+		kubectl_ label node "$(node_name "$n")" --overwrite "ctrbench.io/kube-proxy=$(node_proxy_mode "$n")" "ctrbench.io/cni=$(node_cni "$n")" \
+			"ctrbench.io/cpu-manager=$(node_cpu_manager "$n")" >/dev/null
 	done
-	log "Kubernetes $VERSION up: $NODES nodes, kube-proxy $PROXY_MODE, CNI $CNI, in $(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"
+	log "Kubernetes $VERSION up: $NODES nodes, kube-proxy $PROXY_MODE, CNI $CNI, CPU manager $CPU_MANAGER, in $(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"
 	log "KUBECONFIG=$STATE/admin.kubeconfig"
 }
 
@@ -611,7 +633,7 @@ cluster_status() {
 		return 1
 	fi
 	NODES=$(cat "$STATE/nodes")
-	echo "Kubernetes $VERSION, $NODES nodes, kube-proxy $(cat "$STATE/proxy-mode"), CNI $(cat "$STATE/cni")"
+	echo "Kubernetes $VERSION, $NODES nodes, kube-proxy $(cat "$STATE/proxy-mode"), CNI $(cat "$STATE/cni"), CPU manager $(cat "$STATE/cpu-manager" 2>/dev/null || echo none)"
 	echo "KUBECONFIG=$STATE/admin.kubeconfig"
 	local f
 	for f in "$RUN"/*.pid "$RUN"/node*/*.pid; do

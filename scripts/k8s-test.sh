@@ -14,8 +14,9 @@
 # skips them). The cluster has four nodes (CTRBENCH_K8S_UP overrides
 # scripts/k8s.sh up's arguments): nodes 1 and 2 run kube-proxy in iptables
 # mode and the bridge CNI, which the tests on one node or two use; node 3
-# runs kube-proxy in nftables mode, node 4 the ptp CNI (the kube_proxy and
-# cni factors' tests).
+# runs kube-proxy in nftables mode, node 4 the ptp CNI and the kubelet's
+# static CPU manager policy (the kube_proxy, cni and cpu_manager factors'
+# tests).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -34,7 +35,7 @@ up=0
 trap '[ $up -eq 0 ] || $K8S down >&2' EXIT
 trap 'exit 130' INT TERM
 up=1
-$K8S up ${CTRBENCH_K8S_UP:---nodes 4 --proxy-mode iptables,iptables,nftables,iptables --cni bridge,bridge,bridge,ptp} >&2 || exit 1
+$K8S up ${CTRBENCH_K8S_UP:---nodes 4 --proxy-mode iptables,iptables,nftables,iptables --cni bridge,bridge,bridge,ptp --cpu-manager none,none,none,static} >&2 || exit 1
 export KUBECONFIG=/var/lib/ctrbench/k8s/admin.kubeconfig CTRBENCH_K8S_TEST=1
 CTRBENCH_KUBECTL=$($K8S kubectl-path) || exit 1
 export CTRBENCH_KUBECTL

@@ -18,6 +18,9 @@ type Node struct {
 	Kubelet    string // kubelet version, e.g. "v1.34.4"
 	Runtime    string // container runtime and version, e.g. "containerd://1.6.20"
 	Labels     map[string]string
+	// Annotations are what a node says of itself beyond labels (the test
+	// cluster's: where its containerd and network namespace are).
+	Annotations map[string]string
 }
 
 // Nodes lists the cluster's nodes, in the API's order (by name).
@@ -35,12 +38,13 @@ func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
 
 func nodeOf(n *corev1.Node) Node {
 	node := Node{
-		Name:     n.Name,
-		CPUMilli: n.Status.Allocatable.Cpu().MilliValue(),
-		Memory:   n.Status.Allocatable.Memory().Value(),
-		Kubelet:  n.Status.NodeInfo.KubeletVersion,
-		Runtime:  n.Status.NodeInfo.ContainerRuntimeVersion,
-		Labels:   n.Labels,
+		Name:        n.Name,
+		CPUMilli:    n.Status.Allocatable.Cpu().MilliValue(),
+		Memory:      n.Status.Allocatable.Memory().Value(),
+		Kubelet:     n.Status.NodeInfo.KubeletVersion,
+		Runtime:     n.Status.NodeInfo.ContainerRuntimeVersion,
+		Labels:      n.Labels,
+		Annotations: n.Annotations,
 	}
 	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP && node.InternalIP == "" {

@@ -20,13 +20,13 @@ var metaGet = metav1.GetOptions{}
 var podRange = net.IPNet{IP: net.IPv4(198, 18, 244, 0), Mask: net.CIDRMask(22, 32)}
 
 // httpdSpec is a busybox httpd serving /bin on port 8080, ready when it
-// accepts connections.
+// serves /busybox (the kubelet's HTTP readiness probe).
 func httpdSpec(ns, name, node string) PodSpec {
 	return PodSpec{
 		Name: name, Namespace: ns, Node: node, Image: smokeImage,
 		Args:      []string{"httpd", "-f", "-p", "8080", "-h", "/bin"},
 		Ports:     []Port{{Name: "http", Port: 8080}},
-		Readiness: &Probe{TCPPort: 8080},
+		Readiness: &Probe{TCPPort: 8080, HTTPPath: "/busybox"},
 		Labels:    map[string]string{"app": "httpd"},
 		Requests:  map[string]string{"cpu": "10m", "memory": "8Mi"},
 	}

@@ -78,12 +78,14 @@ type Port struct {
 	Protocol string // "TCP" when "", or "UDP", "SCTP"
 }
 
-// Probe is a readiness check: a TCP connection to TCPPort, or Exec run in
-// the container (ready when it exits 0).
+// Probe is a readiness check: a TCP connection to TCPPort (or, with
+// HTTPPath, an HTTP GET of that path there answered below 400), or Exec
+// run in the container (ready when it exits 0).
 type Probe struct {
-	TCPPort int32
-	Exec    []string
-	Period  time.Duration // 1 s when 0
+	TCPPort  int32
+	HTTPPath string
+	Exec     []string
+	Period   time.Duration // 1 s when 0
 }
 
 // validate reports every problem of the spec at once.
@@ -98,8 +100,8 @@ func (s *PodSpec) validate() error {
 	if s.Image == "" {
 		errs = append(errs, errors.New("pod "+s.Name+": no image"))
 	}
-	if p := s.Readiness; p != nil && (p.TCPPort == 0) == (len(p.Exec) == 0) {
-		errs = append(errs, errors.New("pod "+s.Name+": a readiness probe needs exactly one of a TCP port and a command"))
+	if p := s.Readiness; p != nil && ((p.TCPPort == 0) == (len(p.Exec) == 0) || (p.HTTPPath != "" && p.TCPPort == 0)) {
+		errs = append(errs, errors.New("pod "+s.Name+": a readiness probe needs exactly one of a TCP port (with an HTTP path or not) and a command"))
 	}
 	names := map[string]bool{containerName: true}
 	for _, sc := range s.Sidecars {
@@ -213,10 +215,16 @@ func (p *Probe) probe() *corev1.Probe {
 	if period < 1 {
 		period = 1
 	}
-	pr := &corev1.Probe{PeriodSeconds: period, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 1}
-	if p.TCPPort != 0 {
+	// Ready at the first answer; not ready after three missed in a row
+	// (Kubernetes' default), so one slow answer of a loaded server does
+	// not take it out of its Service mid-trial.
+	pr := &corev1.Probe{PeriodSeconds: period, FailureThreshold: 3, SuccessThreshold: 1, TimeoutSeconds: 1}
+	switch {
+	case p.TCPPort != 0 && p.HTTPPath != "":
+		pr.HTTPGet = &corev1.HTTPGetAction{Path: p.HTTPPath, Port: intstr.FromInt32(p.TCPPort)}
+	case p.TCPPort != 0:
 		pr.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(p.TCPPort)}
-	} else {
+	default:
 		pr.Exec = &corev1.ExecAction{Command: p.Exec}
 	}
 	return pr

@@ -71,6 +71,7 @@ func (c *running) prepare(ctx context.Context) error {
 			Progress:     cfg.Progress.Notes(),
 			CgroupParent: c.machine,
 			Hosts:        max(1, need.Hosts),
+			Spans:        need.Spans,
 			Subnets:      c.pool(),
 		}
 		if err := c.prepareWatched(ctx, name, p, s); err != nil {

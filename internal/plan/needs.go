@@ -39,6 +39,9 @@ type PlatformNeeds struct {
 	// Options are the levels of the platform's own factors the cells use:
 	// per factor, sorted.
 	Options map[string][]string
+	// Spans are what the cells ask of a cluster platform's nodes: each
+	// role's own factors' levels with its cell's nodes, once each.
+	Spans []platform.Span
 }
 
 // PlatformNames lists the platforms needed, sorted.
@@ -97,6 +100,11 @@ func Collect(cells []*Cell) Needs {
 				n.Platforms[c.Driver().Platform] = pn
 			}
 			pn.Hosts = max(pn.Hosts, c.Hosts)
+			for _, r := range c.Chain {
+				if s := (platform.Span{Options: r.Options, Hosts: max(c.Hosts, 1)}); !slices.ContainsFunc(pn.Spans, s.Equal) {
+					pn.Spans = append(pn.Spans, s)
+				}
+			}
 		} else {
 			n.Hosts = max(n.Hosts, c.Hosts)
 			n.Delays = n.Delays || c.Underlay.Delays()

@@ -126,6 +126,10 @@ type Cell struct {
 	// listens on besides PublishedPort (its agent's), which its engine
 	// publishes too.
 	Publish []vocab.Port
+	// Ready is how an orchestrator tells that the workload's server is
+	// ready (workload.Serves.Ready), for its pod's readiness probe; nil
+	// when only the agent can.
+	Ready *vocab.Probe
 }
 
 // machineCPUs is how many CPUs the machine has.
@@ -205,6 +209,9 @@ func Resolve(e *spec.Experiment, c result.Cell) (*Cell, error) {
 	}
 	if err := delaysWhere(pc); err != nil {
 		return nil, err
+	}
+	if ws.Serves.Ready != nil && len(pc.Chain) > 1 {
+		pc.Ready = ws.Serves.Ready(workload.Values(c.Params))
 	}
 	if pc.Neighbours, err = neighbours(e, c, lv); err != nil {
 		return nil, err

@@ -98,6 +98,10 @@ type InstanceSpec struct {
 	// ctrbench's agent put into it (Capabilities.UserImages); nil: the
 	// agent image.
 	Image *Image
+	// Ready, for a server, is how an orchestrator can tell it is ready
+	// (a pod's readiness probe: a Service sends it traffic only then);
+	// nil when only its agent can.
+	Ready *vocab.Probe
 	// Beside are agents to run in containers beside the instance's own,
 	// in its pod (Capabilities.Pods): the instance is then a Pod.
 	Beside []Container
@@ -369,6 +373,11 @@ type Setup struct {
 	// "ctrbench/<campaign>/machine") that every instance is placed under:
 	// the experiment's emulated machine size, limits set by the caller.
 	CgroupParent string
+	// Spans are what the campaign's cells ask of a cluster platform's
+	// nodes (Capabilities.Cluster): a role's own factors' levels with its
+	// cell's nodes, so the platform can refuse, before the first trial,
+	// levels that fewer nodes than that can give.
+	Spans []Span
 	// Images are the users' images the campaign's instances run from on
 	// this platform (InstanceSpec.Image), to bring there once.
 	Images []Image
@@ -383,6 +392,16 @@ type Setup struct {
 	// engines' bridges), laid out by package subnets; zero: the default.
 	Subnets subnets.Pool
 }
+
+// Span is what cells ask of a cluster's nodes: that many nodes that give
+// the levels of the platform's own factors.
+type Span struct {
+	Options map[string]string
+	Hosts   int
+}
+
+// Equal reports whether s and o ask the same.
+func (s Span) Equal(o Span) bool { return s.Hosts == o.Hosts && maps.Equal(s.Options, o.Options) }
 
 // Notes is where a platform writes its human-readable notes: Progress,
 // or nowhere.

@@ -45,6 +45,12 @@ func (in *instances) start(ctx context.Context, r plan.Role, name string, inv in
 	return in.launch(ctx, r, name, inv, loopOwner, platform.InstanceSpec{Publish: publish})
 }
 
+// startServer is start for a server an orchestrator can tell is ready
+// (ready; nil: only its agent can).
+func (in *instances) startServer(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, ready *vocab.Probe, publish []vocab.Port) (*started, error) {
+	return in.launch(ctx, r, name, inv, loopOwner, platform.InstanceSpec{Publish: publish, Ready: ready})
+}
+
 // startBeside is start with agents in containers beside the instance's
 // own, in its pod (platform.Pod).
 func (in *instances) startBeside(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, beside []platform.Container) (*started, error) {
@@ -55,7 +61,7 @@ func (in *instances) startBeside(ctx context.Context, r plan.Role, name string, 
 // (published ports, agents beside).
 func (in *instances) launch(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, more platform.InstanceSpec) (*started, error) {
 	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options, Image: r.Image,
-		Publish: more.Publish, Beside: more.Beside}
+		Publish: more.Publish, Beside: more.Beside, Ready: more.Ready}
 	cluster, isCluster := platform.ClusterOf(r.Driver.Caps)
 	if isCluster {
 		isp.Host, isp.Node = r.Host, r.Node

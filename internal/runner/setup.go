@@ -107,7 +107,11 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 		if link.Target.Kind == plan.Published {
 			inv.Port, publish = plan.PublishedPort, c.Publish
 		}
-		s, err := in.start(ctx, c.Pinned(srv, p, i), name(srv.Name), inv, &pr.owner, publish...)
+		var ready *vocab.Probe
+		if i == len(c.Chain)-2 { // the workload's own server, the driver's
+			ready = c.Ready
+		}
+		s, err := in.startServer(ctx, c.Pinned(srv, p, i), name(srv.Name), inv, &pr.owner, ready, publish)
 		if err != nil {
 			return err
 		}

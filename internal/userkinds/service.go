@@ -76,6 +76,7 @@ func init() {
 		},
 		Serves: workload.Serves{
 			MorePorts: servicePorts,
+			Ready:     serviceReady,
 		},
 		Trial: workload.Trial{
 			Measures: serviceMeasures,
@@ -395,6 +396,13 @@ func awaitReady(ctx context.Context, r readyProbe, addr string, exited chan erro
 // publishes besides its agent's control port.
 func servicePorts(v workload.Values) []vocab.Port {
 	return []vocab.Port{{Number: int(v.Int("port")), Proto: "tcp"}}
+}
+
+// serviceReady is the ready parameter as a readiness probe of the
+// service's port.
+func serviceReady(v workload.Values) *vocab.Probe {
+	r := readyOf(v)
+	return &vocab.Probe{Port: int(v.Int("port")), Path: r.HTTP}
 }
 
 // serviceClient drives the service: env.Target is the server agent's

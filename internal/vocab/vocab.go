@@ -152,6 +152,15 @@ type Port struct {
 // String is the port as engines key it: "6379/tcp".
 func (p Port) String() string { return strconv.Itoa(p.Number) + "/" + p.Proto }
 
+// Probe is how an outsider tells that a server is ready to serve (an
+// orchestrator's readiness probe): a TCP connection to Port is accepted,
+// or, with Path, an HTTP GET of Path on Port answers with a status below
+// 400.
+type Probe struct {
+	Port int
+	Path string
+}
+
 // Storage is where a disk workload writes.
 type Storage string
 

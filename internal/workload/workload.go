@@ -146,6 +146,10 @@ type Serves struct {
 	// published it (Env.Reach). With OneTCPPort or MorePorts a workload
 	// can be published.
 	MorePorts func(v Values) []vocab.Port
+	// Ready, when set, is how an outsider tells, by its parameters'
+	// values, that its server is ready (a cluster's readiness probe of
+	// the server's pod); nil: only its agent tells.
+	Ready func(v Values) *vocab.Probe
 }
 
 // Trial is how a trial of a workload runs and how long it takes

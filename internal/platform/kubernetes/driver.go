@@ -15,7 +15,7 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -37,7 +37,7 @@ var Caps = platform.Capabilities{
 	OwnCgroup: true,
 	Limits:    true,
 	NoLimits: map[string]string{
-		"cpuset":       "a Kubernetes pod has CPU and memory limits; its cores are the kubelet's CPU manager's to give",
+		"cpuset":       "a Kubernetes pod has CPU and memory limits; its cores are the kubelet's CPU manager's to give (cores of its own: cpu_manager static, qos guaranteed, whole cpus)",
 		"blkio_weight": "a Kubernetes pod has no block I/O limits",
 		"read_bps":     "a Kubernetes pod has no block I/O limits",
 		"write_bps":    "a Kubernetes pod has no block I/O limits",
@@ -50,7 +50,7 @@ var Caps = platform.Capabilities{
 	UserImages: true,
 	// A pod holds the agents beside its own (packaging same-pod).
 	Pods:    true,
-	Own:     platform.Own{Factors: []platform.Factor{qosFactor, kubeProxyFactor, cniFactor}},
+	Own:     platform.Own{Factors: []platform.Factor{qosFactor, kubeProxyFactor, cniFactor, cpuManagerFactor}},
 	Cluster: cluster{},
 	Net: platform.Net{
 		OwnNetNS: true,
@@ -112,16 +112,17 @@ func clean(ctx context.Context, o platform.CleanOptions) (platform.Cleaned, erro
 }
 
 // cluster is Kubernetes as a cluster platform: as many nodes as it has,
-// routes there as soon as a pod runs, and links between nodes that are
-// the cluster's own (not shaped by ctrbench yet).
+// routes there as soon as a pod runs, and links between nodes that
+// ctrbench shapes where they are on this machine (the test cluster's).
 type cluster struct{}
 
 func (cluster) MaxNodes() int      { return 0 }
 func (cluster) RoutesSettle() bool { return false }
 
-func (cluster) Shape(_ platform.Platform, rate vocab.Rate) error {
-	if rate.Unlimited() {
-		return nil
+func (cluster) Shape(p platform.Platform, rate vocab.Rate) error {
+	kp, ok := p.(*Platform)
+	if !ok {
+		return fmt.Errorf("not an open kubernetes platform (%T)", p)
 	}
-	return errors.New("kubernetes: shaping the links between nodes is not built yet: leave underlay_rate unset")
+	return kp.shape(rate)
 }

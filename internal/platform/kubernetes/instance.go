@@ -87,6 +87,9 @@ func (p *Platform) Start(ctx context.Context, spec platform.InstanceSpec) (platf
 	if len(spec.Beside) > 0 {
 		in.seen["kubernetes.containers"] = strconv.Itoa(1 + len(spec.Beside))
 	}
+	if r := ps.Readiness; r != nil {
+		in.seen["kubernetes.readiness"] = readinessText(r)
+	}
 	if fronts(spec) {
 		if err := in.front(cctx, spec); err != nil {
 			return nil, errors.Join(err, in.Remove(context.WithoutCancel(ctx)))
@@ -305,6 +308,11 @@ func (p *Platform) podSpec(spec platform.InstanceSpec) (kube.PodSpec, kube.Node,
 	default:
 		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: no network %s here (it gives %s, %s, %s and %s)", spec.Network, vocab.Pod, vocab.Host, vocab.Service, vocab.NodePort)
 	}
+	if r := spec.Ready; r != nil && spec.Agent.Kind == invocation.Run {
+		// The kubelet probes the server as it would a Deployment's: the
+		// pod is Ready, and a Service sends it traffic, once it answers.
+		ps.Readiness = &kube.Probe{TCPPort: int32(r.Port), HTTPPath: r.Path}
+	}
 	if ps.Requests, ps.Limits, err = resources(spec.Limits, spec.Options[FQoS]); err != nil {
 		return kube.PodSpec{}, kube.Node{}, fmt.Errorf("kubernetes: %s: %w", spec.Name, err)
 	}
@@ -325,6 +333,15 @@ func (p *Platform) sidecarsLocked(spec platform.InstanceSpec) ([]kube.Sidecar, e
 		}
 	}
 	return sidecars, nil
+}
+
+// readinessText is a readiness probe as the record says it: "http
+// :8080/index.html" or "tcp :6379".
+func readinessText(r *kube.Probe) string {
+	if r.HTTPPath != "" {
+		return fmt.Sprintf("http :%d%s", r.TCPPort, r.HTTPPath)
+	}
+	return fmt.Sprintf("tcp :%d", r.TCPPort)
 }
 
 // imageLocked is the image a container of instance name runs — the agent

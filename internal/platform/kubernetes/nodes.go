@@ -12,25 +12,28 @@ import (
 )
 
 // The kubernetes platform's own factors that pick nodes by what they run:
-// a node says its kube-proxy mode and its CNI plugin by a label
-// (scripts/k8s.sh's nodes do; on a cluster of yours, `kubectl label node`),
-// and a pod of a cell with a level other than any goes to a node with that
-// label — so one cluster whose nodes differ measures the difference.
+// a node says its kube-proxy mode, its CNI plugin and its kubelet's CPU
+// manager policy by a label (scripts/k8s.sh's nodes do; on a cluster of
+// yours, `kubectl label node`), and a pod of a cell with a level other than
+// any goes to a node with that label — so one cluster whose nodes differ
+// measures the difference.
 const (
-	FKubeProxy = "kube_proxy"
-	FCNI       = "cni"
+	FKubeProxy  = "kube_proxy"
+	FCNI        = "cni"
+	FCPUManager = "cpu_manager"
 	// LevelAny places pods on any node: whatever the cluster runs.
 	LevelAny = "any"
 )
 
 // The node labels those factors read.
 const (
-	LabelKubeProxy = "ctrbench.io/kube-proxy"
-	LabelCNI       = "ctrbench.io/cni"
+	LabelKubeProxy  = "ctrbench.io/kube-proxy"
+	LabelCNI        = "ctrbench.io/cni"
+	LabelCPUManager = "ctrbench.io/cpu-manager"
 )
 
 // nodeFactors are the factors that pick nodes by a label, by factor.
-var nodeFactors = map[string]string{FKubeProxy: LabelKubeProxy, FCNI: LabelCNI}
+var nodeFactors = map[string]string{FKubeProxy: LabelKubeProxy, FCNI: LabelCNI, FCPUManager: LabelCPUManager}
 
 var kubeProxyFactor = platform.Factor{
 	Name:    FKubeProxy,
@@ -64,6 +67,22 @@ var cniFactor = platform.Factor{
 	},
 }
 
+var cpuManagerFactor = platform.Factor{
+	Name:    FCPUManager,
+	Default: LevelAny,
+	Doc: "the kubelet's CPU manager policy on the nodes the cell's pods run on: any (the default: whatever the cluster runs), none, or static " +
+		"(a Guaranteed pod's container with whole CPUs gets cores of its own: qos guaranteed, cpus 1) — a node says its policy by its label " + LabelCPUManager +
+		" (the test cluster's nodes do: scripts/k8s.sh up --cpu-manager none,static)",
+	Check: func(v string) (string, error) {
+		v = strings.ToLower(v)
+		switch v {
+		case LevelAny, "none", "static":
+			return v, nil
+		}
+		return "", fmt.Errorf("want one of %s, none, static", LevelAny)
+	},
+}
+
 // matching are the nodes of nodes whose labels the cell's levels of the
 // node factors (options) ask for, in their order; want says which.
 func matching(nodes []kube.Node, options map[string]string) (out []kube.Node, want string) {
@@ -92,19 +111,15 @@ func carries(n kube.Node, labels []string) bool {
 	return true
 }
 
-// checkNodeLevels refuses, before the campaign starts, a level of a node
-// factor that fewer Ready nodes than its cells' hosts carry.
-func checkNodeLevels(nodes []kube.Node, options map[string][]string, hosts int, host string) error {
-	for _, f := range slices.Sorted(maps.Keys(nodeFactors)) {
-		for _, v := range options[f] {
-			if v == LevelAny {
-				continue
-			}
-			got, want := matching(nodes, map[string]string{f: v})
-			if len(got) < hosts {
-				return fmt.Errorf("kubernetes: %s %s places pods on nodes labelled %s, and the cluster at %s has %d Ready (a cell asks for %d): label nodes that run it (kubectl label node NODE %s), or, on the test cluster, scripts/k8s.sh up --nodes N with --proxy-mode and --cni lists (docs/kubernetes.md)",
-					f, v, want, host, len(got), hosts, want)
-			}
+// checkSpans refuses, before the campaign starts, what its cells ask of
+// the nodes that fewer Ready nodes can give: a level of a node factor too
+// few nodes carry.
+func checkSpans(nodes []kube.Node, spans []platform.Span, host string) error {
+	for _, sp := range spans {
+		got, want := matching(nodes, sp.Options)
+		if want != "" && len(got) < sp.Hosts {
+			return fmt.Errorf("kubernetes: a cell places its pods on nodes labelled %s, and the cluster at %s has %d Ready (the cell asks for %d): label nodes that run it (kubectl label node NODE %s), or, on the test cluster, scripts/k8s.sh up --nodes N with --proxy-mode and --cni lists (docs/kubernetes.md)",
+				want, host, len(got), sp.Hosts, strings.ReplaceAll(want, ", ", " "))
 		}
 	}
 	return nil

@@ -53,13 +53,24 @@ func TestNodeFactors(t *testing.T) {
 			t.Errorf("matching(%v) = %s, want %s", c.options, names(got), c.want)
 		}
 	}
-	if err := checkNodeLevels(nodes, map[string][]string{FKubeProxy: {"iptables", "nftables"}, FCNI: {LevelAny}}, 1, "api"); err != nil {
-		t.Errorf("one node each, cells on one node: %v", err)
+	spans := []platform.Span{
+		{Options: map[string]string{FKubeProxy: "iptables", FCNI: "bridge"}, Hosts: 2},
+		{Options: map[string]string{FKubeProxy: "nftables", FCNI: LevelAny}, Hosts: 1},
+		{Options: map[string]string{FCNI: "ptp"}, Hosts: 1},
+		{Options: map[string]string{FKubeProxy: LevelAny}, Hosts: 5},
 	}
-	err := checkNodeLevels(nodes, map[string][]string{FKubeProxy: {"iptables", "nftables"}}, 2, "api")
-	if err == nil || !strings.Contains(err.Error(), "kube_proxy nftables places pods on nodes labelled ctrbench.io/kube-proxy=nftables, and the cluster at api has 1 Ready (a cell asks for 2)") ||
-		!strings.Contains(err.Error(), "kubectl label node NODE ctrbench.io/kube-proxy=nftables") {
-		t.Errorf("two nodes asked of one: %v", err)
+	if err := checkSpans(nodes, spans, "api"); err != nil {
+		t.Errorf("as many nodes as the cells ask: %v", err)
+	}
+	for _, sp := range []platform.Span{
+		{Options: map[string]string{FKubeProxy: "nftables"}, Hosts: 2},
+		{Options: map[string]string{FKubeProxy: "nftables", FCNI: "ptp"}, Hosts: 1},
+	} {
+		err := checkSpans(nodes, append(spans, sp), "api")
+		if err == nil || !strings.Contains(err.Error(), "a cell places its pods on nodes labelled ") || !strings.Contains(err.Error(), "ctrbench.io/kube-proxy=nftables") ||
+			!strings.Contains(err.Error(), "kubectl label node NODE ctrbench.io/") {
+			t.Errorf("%v asked of too few: %v", sp, err)
+		}
 	}
 	got := describeNodes(nodes)
 	if got["kubernetes.kube_proxy"] != "iptables,nftables" || got["kubernetes.cni"] != "bridge,ptp" {

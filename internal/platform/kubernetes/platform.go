@@ -35,6 +35,7 @@ type Platform struct {
 	live     map[*instance]bool
 	prepared bool
 	closed   bool
+	rate     vocab.Rate // the links between the nodes are shaped to (Shape)
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -93,7 +94,12 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	if err != nil {
 		return err
 	}
-	if err := checkNodeLevels(nodes, s.Options, max(s.Hosts, 1), p.c.Host()); err != nil {
+	if err := checkSpans(nodes, s.Spans, p.c.Host()); err != nil {
+		return err
+	}
+	// A campaign killed while it shaped the links left them shaped: each
+	// campaign begins unshaped.
+	if err := shapeNodes(nodes, vocab.Rate{}); err != nil {
 		return err
 	}
 	ns, err := p.c.EnsureNamespace(ctx, s.CampaignID)
@@ -251,11 +257,14 @@ func (p *Platform) Close(ctx context.Context) error {
 	for in := range p.live {
 		live = append(live, in)
 	}
-	ns := p.ns
+	ns, nodes, shaped := p.ns, p.nodes, !p.rate.Unlimited()
 	p.mu.Unlock()
 	var errs []error
 	for _, in := range live {
 		errs = append(errs, in.Remove(ctx))
+	}
+	if shaped {
+		errs = append(errs, shapeNodes(nodes, vocab.Rate{}))
 	}
 	if ns != "" {
 		errs = append(errs, p.c.DeleteNamespace(context.WithoutCancel(ctx), ns))
