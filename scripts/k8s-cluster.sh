@@ -601,6 +601,8 @@ cluster_up() {
 		# its kube-proxy mode, its CNI, and that its nodes are emulated.
 		kubectl_ annotate node "$(node_name "$n")" --overwrite "$CONTAINERD_ANNOTATION=$RUN/node$n/containerd.sock" \
 			"$REGISTRY_ANNOTATION=$K8S_GATEWAY:$REGISTRY_PORT" "$NETNS_ANNOTATION=/run/netns/$NS_PREFIX$n" \
+			"ctrbench.io/runc=$(runc --version | awk 'NR == 1 {print $3}')" \
+			"ctrbench.io/cni-plugins=$(dpkg-query -W -f '${Version}' containernetworking-plugins 2>/dev/null || echo unknown)" \
 			"ctrbench.io/emulated=network and mount namespaces on one machine (scripts/k8s.sh): the link between nodes is a veth pair and a bridge, not a NIC" >/dev/null
 		# The node's kube-proxy mode, CNI and CPU manager policy, as labels:
 		# the kubernetes platform's kube_proxy, cni and cpu_manager factors

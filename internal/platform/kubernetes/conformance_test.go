@@ -80,7 +80,7 @@ func TestConformance(t *testing.T) {
 	// The cluster in the campaign's record: what the API says and what
 	// the test cluster's nodes say of themselves.
 	info := p.Info()
-	for _, k := range []string{"kubernetes.version", "kubernetes.runtime", "kubernetes.kube_proxy", "kubernetes.cni", "kubernetes.nodes_emulated", "kubernetes.node_cpus"} {
+	for _, k := range []string{"kubernetes.version", "kubernetes.runtime", "kubernetes.kube_proxy", "kubernetes.cni", "kubernetes.cpu_manager", "kubernetes.nodes_emulated", "kubernetes.node_cpus", "kubernetes.runc", "kubernetes.cni_plugins"} {
 		if info[k] == "" {
 			t.Errorf("the record has no %s: %v", k, info)
 		}

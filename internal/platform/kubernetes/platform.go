@@ -142,10 +142,13 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 
 // described are the node annotations the campaign's record keeps, by
 // their key in it: what a cluster says of itself that the API does not
-// (scripts/k8s.sh's nodes say so; their kube-proxy mode and CNI are
-// labels, describeNodes).
+// (scripts/k8s.sh's nodes say so: that they are emulated, their runc's
+// version and their CNI plugins' package's; their kube-proxy mode, CNI and
+// CPU manager policy are labels, describeNodes).
 var described = map[string]string{
-	"ctrbench.io/emulated": "kubernetes.nodes_emulated",
+	"ctrbench.io/emulated":    "kubernetes.nodes_emulated",
+	"ctrbench.io/runc":        "kubernetes.runc",
+	"ctrbench.io/cni-plugins": "kubernetes.cni_plugins",
 }
 
 // describe records what node says of the cluster in its annotations.
