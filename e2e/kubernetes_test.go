@@ -479,13 +479,17 @@ workloads:
 	}
 }
 
-// TestKubernetesUnderlayRate: an underlay rate shapes the test cluster's
-// links between nodes as the network lab shapes emulated hosts' (tbf on
-// each node's egress): a stream between pods on two nodes moves at most
-// the rate, give or take tbf's 15% (the bound TestEmulatedHosts holds the
-// lab to), and the run leaves no shaping behind. No measured effect is
-// asserted beyond the physical cap: chance failure nil.
-func TestKubernetesUnderlayRate(t *testing.T) {
+// TestKubernetesUnderlay: an underlay shapes the test cluster's links
+// between nodes as the network lab shapes emulated hosts': a tbf on each
+// node's egress caps its rate, and a delay line spliced into each node's
+// link (between its port and the machine's bridge) delays it. A stream
+// between pods on two nodes moves at most the rate, give or take tbf's
+// 15% (the bound TestEmulatedHosts holds the lab to); a request/response
+// between them takes at least the round trip's 10 ms (each transaction
+// crosses both nodes' lines, 5 ms each, no jitter); and the run leaves
+// the links as it found them: no tbf, each node's port back in the
+// bridge, no line's pair. The bounds are physical: chance failure nil.
+func TestKubernetesUnderlay(t *testing.T) {
 	requireKubernetes(t)
 	db, id := runStored(t, `name: e2e-kubernetes-underlay
 seed: 6
@@ -496,21 +500,38 @@ factors:
   platform: [kubernetes]
   network: [pod]
   hosts: [2]
-  underlay: [200mbit]
+  underlay: [200mbit, "200mbit delay 10ms"]
 workloads:
   - {name: tcp, type: net.tcp_stream, params: {duration: 1s}}
+  - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
 `)
-	for _, tr := range okTrials(t, db, id, 1, func(result.Trial) string { return "200mbit" }) {
-		v := trialMeasures(tr)["throughput"]
-		t.Logf("pods on two nodes across a 200 Mbit/s underlay: %.3f Gbit/s", v)
-		if v <= 0 || v > 0.23 {
-			t.Errorf("trial %d: pods on two nodes across a 200 Mbit/s underlay: %.3f Gbit/s", tr.Seq, v)
+	cells, workloads := cellFactors(t, db, id), cellWorkloads(t, db, id)
+	for _, tr := range okTrials(t, db, id, 4, func(tr result.Trial) string { return workloads[tr.CellID] + " " + cells[tr.CellID]["underlay"] }) {
+		underlay, m := cells[tr.CellID]["underlay"], trialMeasures(tr)
+		switch workloads[tr.CellID] {
+		case "tcp":
+			t.Logf("a stream between pods on two nodes across %s: %.3f Gbit/s", underlay, m["throughput"])
+			if v := m["throughput"]; v <= 0 || v > 0.23 {
+				t.Errorf("trial %d: pods on two nodes across a 200 Mbit/s underlay (%s): %.3f Gbit/s", tr.Seq, underlay, v)
+			}
+		case "rr":
+			t.Logf("request/response between pods on two nodes across %s: p50 %.0f µs", underlay, m["latency_p50"])
+			if v := m["latency_p50"]; strings.Contains(underlay, "delay") && v < 10000 {
+				t.Errorf("trial %d: across a 10 ms round trip (%s) a transaction took %.0f µs", tr.Seq, underlay, v)
+			}
 		}
 	}
 	for n := 1; n <= 2; n++ {
 		out, err := exec.Command("tc", "-n", "ctrbench-k8s-node"+strconv.Itoa(n), "qdisc", "show", "dev", "eth0").CombinedOutput()
 		if err != nil || strings.Contains(string(out), "tbf") {
 			t.Errorf("node %d's link after the run: %s (%v); want it unshaped", n, out, err)
+		}
+		port, err := exec.Command("ip", "-o", "link", "show", "ctrk8s-n"+strconv.Itoa(n)).CombinedOutput()
+		if err != nil || !strings.Contains(string(port), "master ctrk8s0") {
+			t.Errorf("node %d's port after the run: %s (%v); want it back in the bridge ctrk8s0", n, port, err)
+		}
+		if out, err := exec.Command("ip", "-o", "link", "show", "ctbkd"+strconv.Itoa(n)).CombinedOutput(); err == nil {
+			t.Errorf("a delay line's pair is left on node %d's link: %s", n, out)
 		}
 	}
 }

@@ -19,6 +19,9 @@ CONTAINERD_ANNOTATION=ctrbench.io/containerd # kubernetes.ContainerdAnnotation
 # The node's network namespace, whose eth0 (its link to the other nodes)
 # an underlay rate shapes (kubernetes.NetNSAnnotation).
 NETNS_ANNOTATION=ctrbench.io/netns
+# The machine's bridge and the node's port in it, "BRIDGE/PORT": a delay
+# line is spliced in between (kubernetes.LinkAnnotation).
+LINK_ANNOTATION=ctrbench.io/link
 # A registry on the machine's node-network address, which the nodes'
 # containerd pull from over plain HTTP (the kubernetes platform's
 # --registry test runs Debian's docker-registry there; nothing listens
@@ -600,7 +603,7 @@ cluster_up() {
 		# What the campaign's record says of the cluster (kubernetes.Info):
 		# its kube-proxy mode, its CNI, and that its nodes are emulated.
 		kubectl_ annotate node "$(node_name "$n")" --overwrite "$CONTAINERD_ANNOTATION=$RUN/node$n/containerd.sock" \
-			"$REGISTRY_ANNOTATION=$K8S_GATEWAY:$REGISTRY_PORT" "$NETNS_ANNOTATION=/run/netns/$NS_PREFIX$n" \
+			"$REGISTRY_ANNOTATION=$K8S_GATEWAY:$REGISTRY_PORT" "$NETNS_ANNOTATION=/run/netns/$NS_PREFIX$n" "$LINK_ANNOTATION=$BRIDGE/ctrk8s-n$n" \
 			"ctrbench.io/runc=$(runc --version | awk 'NR == 1 {print $3}')" \
 			"ctrbench.io/cni-plugins=$(dpkg-query -W -f '${Version}' containernetworking-plugins 2>/dev/null || echo unknown)" \
 			"ctrbench.io/emulated=network and mount namespaces on one machine (scripts/k8s.sh): the link between nodes is a veth pair and a bridge, not a NIC" >/dev/null
@@ -722,6 +725,9 @@ cluster_down() {
 		done
 		ip netns del "$NS_PREFIX$n" 2>/dev/null || true
 		ip link del "ctrk8s-n$n" 2>/dev/null || true
+		# A delay line's pair a killed campaign left spliced into the link
+		# (kubernetes: netlab.SpliceName).
+		ip link del "ctbkd$n" 2>/dev/null || true
 	done
 	ip link del "$BRIDGE" 2>/dev/null || true
 	host_mounts | while read -r m; do umount -l "$m" && log "down: unmounted $m from the machine's mount namespace"; done

@@ -40,14 +40,25 @@ export KUBECONFIG=/var/lib/ctrbench/k8s/admin.kubeconfig CTRBENCH_K8S_TEST=1
 CTRBENCH_KUBECTL=$($K8S kubectl-path) || exit 1
 export CTRBENCH_KUBECTL
 rc=0
+# The packages' tests and the end-to-end tests run at once (each campaign
+# and test has a namespace of its own; their checks hold on a busy
+# machine): the packages' output is kept apart and printed after.
+pkgout=$(mktemp)
+pk=
 if [ "${CTRBENCH_K8S_PKGS:-}" != none ]; then
-	"$GO" test -json -count=1 -p 1 -timeout 10m "${pkgs[@]}" || rc=1
+	"$GO" test -json -count=1 -p 1 -timeout 10m "${pkgs[@]}" >"$pkgout" &
+	pk=$!
 fi
 # The end-to-end tests of `ctrbench run` on the cluster (e2e/kubernetes_test.go;
 # make chaos: CTRBENCH_K8S_E2E=Chaos, e2e/chaos_kubernetes_test.go).
 if [ "${CTRBENCH_K8S_E2E:-}" != none ]; then
 	"$GO" test ${CTRBENCH_K8S_E2E_FLAGS:--json} -count=1 -timeout 30m -run "${CTRBENCH_K8S_E2E:-^TestKubernetes}" ./e2e || rc=1
 fi
+if [ -n "$pk" ]; then
+	wait "$pk" || rc=1
+fi
+cat "$pkgout"
+rm -f "$pkgout"
 up=0
 # Down, and nothing of the cluster may be left: a leftover fails the run.
 $K8S down >&2 || rc=1

@@ -24,9 +24,10 @@
 #     minutes, fails a package that hangs soon enough to keep CI within
 #     its budget).
 #  3. Then the Kubernetes tests (K8S below, and the end-to-end tests of
-#     `ctrbench run` on the cluster, e2e TestKubernetes*) on a two-node
-#     test cluster of their own, up for them alone and down after
-#     (scripts/k8s-test.sh): no other test runs while its kubelets are.
+#     `ctrbench run` on the cluster, e2e TestKubernetes*, at once) on a
+#     four-node test cluster of their own, up for them alone and down
+#     after (scripts/k8s-test.sh): no other test runs while its kubelets
+#     are.
 #  The logs of what ran beside the end-to-end tests are kept apart and
 #  printed in turn.
 set -uo pipefail

@@ -514,10 +514,12 @@ func rootLinkRE(tok string) *regexp.Regexp {
 // Clean removes what crashed labs left behind: every namespace
 // /run/netns/ctb* (killing the processes in it), every OVS bridge named ctb*
 // (if ovs-vsctl answers), and the root-namespace links netlab makes. It also
-// stops Open vSwitch if a lab started it and no bridge is left. It returns
+// stops Open vSwitch if a lab started it and no bridge is left; and the
+// pairs of delay lines spliced into a cluster's node links (Splice). It returns
 // what it removed. Clean removes other running labs too.
 func Clean() ([]string, error) {
-	return clean("ctb", "ctb", rootLinkRE(""))
+	every := rootLinkRE("")
+	return clean("ctb", "ctb", regexp.MustCompile(every.String()+"|"+spliceRE.String()))
 }
 
 // clean is Clean limited to namespaces and OVS bridges whose names start

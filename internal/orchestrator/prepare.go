@@ -72,6 +72,7 @@ func (c *running) prepare(ctx context.Context) error {
 			CgroupParent: c.machine,
 			Hosts:        max(1, need.Hosts),
 			Spans:        need.Spans,
+			Delays:       need.Delays,
 			Subnets:      c.pool(),
 		}
 		if err := c.prepareWatched(ctx, name, p, s); err != nil {

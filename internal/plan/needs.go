@@ -42,6 +42,9 @@ type PlatformNeeds struct {
 	// Spans are what the cells ask of a cluster platform's nodes: each
 	// role's own factors' levels with its cell's nodes, once each.
 	Spans []platform.Span
+	// Delays: a cell on this cluster platform delays, jitters or loses
+	// packets on the links between its nodes.
+	Delays bool
 }
 
 // PlatformNames lists the platforms needed, sorted.
@@ -100,6 +103,7 @@ func Collect(cells []*Cell) Needs {
 				n.Platforms[c.Driver().Platform] = pn
 			}
 			pn.Hosts = max(pn.Hosts, c.Hosts)
+			pn.Delays = pn.Delays || c.Underlay.Delays()
 			for _, r := range c.Chain {
 				if s := (platform.Span{Options: r.Options, Hosts: max(c.Hosts, 1)}); !slices.ContainsFunc(pn.Spans, s.Equal) {
 					pn.Spans = append(pn.Spans, s)

@@ -238,7 +238,16 @@ func delaysWhere(c *Cell) error {
 		return nil
 	}
 	if d := c.Driver(); isCluster(d.Driver) {
-		return fmt.Errorf("underlay %q: platform %s's nodes are linked by its own network, which ctrbench shapes but does not delay; delay, jitter and loss are for emulated hosts (hosts ≥ 2 on the other platforms)", c.Underlay, d.Platform)
+		if cl, _ := platform.ClusterOf(d.Driver.Caps); !cl.Delays() {
+			return fmt.Errorf("underlay %q: platform %s's nodes are linked by its own network, which ctrbench shapes in rate but does not delay; delay, jitter and loss are for emulated hosts (hosts ≥ 2 on the other platforms) and the platforms that delay their nodes' links (%s)", c.Underlay, d.Platform, strings.Join(platform.NamesWhere(func(d platform.Driver) bool {
+				cl, ok := platform.ClusterOf(d.Caps)
+				return ok && cl.Delays()
+			}), ", "))
+		}
+		if c.Hosts < 2 {
+			return fmt.Errorf("underlay %q delays the links between nodes, and this cell's pods are on one: add hosts: 2", c.Underlay)
+		}
+		return nil
 	}
 	if c.Hosts < 2 {
 		return fmt.Errorf("underlay %q delays the links between emulated hosts, and this cell has none: add hosts: 2 (or more)", c.Underlay)

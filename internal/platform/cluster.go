@@ -21,9 +21,12 @@ type Cluster interface {
 	RoutesSettle() bool
 	// Shape shapes the links between the nodes of p (an open platform of
 	// this driver) as the network lab shapes its underlay, before each
-	// trial of a cell on it (rate "" or "none": unshaped); an error when
-	// it cannot give the rate.
-	Shape(p Platform, rate vocab.Rate) error
+	// trial of a cell on it (none: unshaped); an error when it cannot give
+	// the underlay.
+	Shape(p Platform, u vocab.Underlay) error
+	// Delays: Shape can delay, jitter and lose packets on the links (else
+	// only their rate is its to set), where the links are its to shape.
+	Delays() bool
 }
 
 // ClusterOf returns the cluster a platform declares (Capabilities.Cluster)

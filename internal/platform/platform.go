@@ -378,6 +378,11 @@ type Setup struct {
 	// cell's nodes, so the platform can refuse, before the first trial,
 	// levels that fewer nodes than that can give.
 	Spans []Span
+	// Delays: a cell delays, jitters or loses packets on the links
+	// between a cluster platform's nodes (Cluster.Delays): what does so
+	// is put on every link before the first trial, so every cell of the
+	// campaign crosses the same path.
+	Delays bool
 	// Images are the users' images the campaign's instances run from on
 	// this platform (InstanceSpec.Image), to bring there once.
 	Images []Image

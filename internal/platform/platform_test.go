@@ -114,9 +114,10 @@ func TestProvision(t *testing.T) {
 // fleet is a cluster of at most max nodes whose links nothing shapes.
 type fleet struct{ max int }
 
-func (f fleet) MaxNodes() int                  { return f.max }
-func (fleet) RoutesSettle() bool               { return false }
-func (fleet) Shape(Platform, vocab.Rate) error { return nil }
+func (f fleet) MaxNodes() int                      { return f.max }
+func (fleet) RoutesSettle() bool                   { return false }
+func (fleet) Shape(Platform, vocab.Underlay) error { return nil }
+func (fleet) Delays() bool                         { return false }
 
 // heldBy holds emulated hosts' namespaces; no test here asks it to.
 type heldBy struct{}

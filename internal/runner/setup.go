@@ -33,7 +33,7 @@ func setUnderlay(lab *netlab.Lab, c *plan.Cell) (func(out *Outcome), error) {
 // platforms have nothing to shape.
 func shapeCluster(env *Env, c *plan.Cell) error {
 	if cluster, ok := platform.ClusterOf(c.Driver().Driver.Caps); ok {
-		if err := cluster.Shape(env.Platforms[c.Driver().Platform], c.Underlay.Rate); err != nil {
+		if err := cluster.Shape(env.Platforms[c.Driver().Platform], c.Underlay); err != nil {
 			return platformErr(err)
 		}
 	}

@@ -119,10 +119,13 @@ type cluster struct{}
 func (cluster) MaxNodes() int      { return 0 }
 func (cluster) RoutesSettle() bool { return false }
 
-func (cluster) Shape(p platform.Platform, rate vocab.Rate) error {
+func (cluster) Shape(p platform.Platform, u vocab.Underlay) error {
 	kp, ok := p.(*Platform)
 	if !ok {
 		return fmt.Errorf("not an open kubernetes platform (%T)", p)
 	}
-	return kp.shape(rate)
+	return kp.shape(u)
 }
+
+// Delays: a delay line is spliced into the test cluster's node links.
+func (cluster) Delays() bool { return true }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctrbench/ctrbench/internal/kube"
+	"github.com/ctrbench/ctrbench/internal/netlab"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/userimage"
 	"github.com/ctrbench/ctrbench/internal/vocab"
@@ -35,7 +36,8 @@ type Platform struct {
 	live     map[*instance]bool
 	prepared bool
 	closed   bool
-	rate     vocab.Rate // the links between the nodes are shaped to (Shape)
+	rate     vocab.Rate       // the links between the nodes are shaped to (Shape)
+	splices  []*netlab.Splice // the delay lines on the links, when the campaign delays
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -100,6 +102,13 @@ func (p *Platform) Prepare(ctx context.Context, s platform.Setup) error {
 	// A campaign killed while it shaped the links left them shaped: each
 	// campaign begins unshaped.
 	if err := shapeNodes(nodes, vocab.Rate{}); err != nil {
+		return err
+	}
+	splices, err := spliceNodes(nodes, s.Delays)
+	p.mu.Lock()
+	p.splices = splices
+	p.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	ns, err := p.c.EnsureNamespace(ctx, s.CampaignID)
@@ -260,7 +269,8 @@ func (p *Platform) Close(ctx context.Context) error {
 	for in := range p.live {
 		live = append(live, in)
 	}
-	ns, nodes, shaped := p.ns, p.nodes, !p.rate.Unlimited()
+	ns, nodes, shaped, splices := p.ns, p.nodes, !p.rate.Unlimited(), p.splices
+	p.splices = nil
 	p.mu.Unlock()
 	var errs []error
 	for _, in := range live {
@@ -269,6 +279,7 @@ func (p *Platform) Close(ctx context.Context) error {
 	if shaped {
 		errs = append(errs, shapeNodes(nodes, vocab.Rate{}))
 	}
+	errs = append(errs, unsplice(splices))
 	if ns != "" {
 		errs = append(errs, p.c.DeleteNamespace(context.WithoutCancel(ctx), ns))
 	}

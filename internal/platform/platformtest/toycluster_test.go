@@ -42,7 +42,9 @@ type toyCluster struct{}
 
 func (toyCluster) MaxNodes() int      { return toyNodes }
 func (toyCluster) RoutesSettle() bool { return false }
-func (toyCluster) Shape(p platform.Platform, rate vocab.Rate) error {
+func (toyCluster) Delays() bool       { return false }
+func (toyCluster) Shape(p platform.Platform, u vocab.Underlay) error {
+	rate := u.Rate
 	c, ok := p.(*toyClusterPlatform)
 	if !ok {
 		return fmt.Errorf("not an open toy cluster (%T)", p)
@@ -108,7 +110,7 @@ func TestToyClusterRunsACampaign(t *testing.T) {
 	// cluster's links.
 	for file, want := range map[string]string{
 		"name: t\nfactors: {platform: [toycluster], hosts: [4]}\nworkloads: [{type: cpu.primes}]\n":                                  "at most 3 nodes",
-		"name: t\nfactors: {platform: [toycluster], hosts: [2], underlay: [\"1gbit delay 1ms\"]}\nworkloads: [{type: net.tcp_rr}]\n": "shapes but does not delay",
+		"name: t\nfactors: {platform: [toycluster], hosts: [2], underlay: [\"1gbit delay 1ms\"]}\nworkloads: [{type: net.tcp_rr}]\n": "shapes in rate but does not delay",
 	} {
 		e, err := spec.Parse("toyc.yaml", []byte(file), nil, spec.Machine{})
 		if err == nil {

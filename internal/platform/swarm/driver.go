@@ -191,10 +191,16 @@ type cluster struct{}
 func (cluster) MaxNodes() int      { return MaxNodes }
 func (cluster) RoutesSettle() bool { return true }
 
-func (cluster) Shape(p platform.Platform, rate vocab.Rate) error {
+func (cluster) Shape(p platform.Platform, u vocab.Underlay) error {
 	sw, ok := p.(*Platform)
 	if !ok {
 		return fmt.Errorf("not an open swarm platform (%T)", p)
 	}
-	return sw.SetUnderlayRate(rate)
+	if u.Delays() {
+		return fmt.Errorf("swarm: underlay %q: the links between a swarm's nodes are shaped in rate only", u)
+	}
+	return sw.SetUnderlayRate(u.Rate)
 }
+
+// Delays: a swarm's node links are shaped in rate only.
+func (cluster) Delays() bool { return false }
