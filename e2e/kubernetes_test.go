@@ -74,6 +74,15 @@ func kubeLeftovers(t *testing.T, campaign string) []string {
 	return left
 }
 
+// assertNoKubeLeftovers checks that kubectl finds nothing of campaign id
+// after its run.
+func assertNoKubeLeftovers(t *testing.T, id string) {
+	t.Helper()
+	if left := kubeLeftovers(t, id); len(left) > 0 {
+		t.Errorf("kubectl finds the campaign's %v after the run", left)
+	}
+}
+
 // TestKubernetesPaths: the Kubernetes paths of experiments/kubernetes.yaml
 // — pods on one node and on two, a ClusterIP Service and a NodePort, the
 // client on the other node — run through `ctrbench run` on the two-node
@@ -101,9 +110,7 @@ factors:
 workloads:
   - {name: rr, type: net.tcp_rr, params: {duration: 1s}}
 `)
-	if left := kubeLeftovers(t, id); len(left) > 0 {
-		t.Errorf("kubectl finds the campaign's %v after the run", left)
-	}
+	assertNoKubeLeftovers(t, id)
 	cells := cellFactors(t, db, id)
 	trials := okTrials(t, db, id, 12, func(tr result.Trial) string { return cells[tr.CellID]["path"] })
 	for _, tr := range trials {
@@ -233,9 +240,7 @@ workloads:
 			t.Errorf("trial %d (%s): no rate measured: %v", tr.Seq, where, m)
 		}
 	}
-	if left := kubeLeftovers(t, id); len(left) > 0 {
-		t.Errorf("kubectl finds the campaign's %v after the run", left)
-	}
+	assertNoKubeLeftovers(t, id)
 }
 
 // TestKubernetesPodLifecycle: S1's creation time on Kubernetes — 1 and 4
@@ -359,9 +364,7 @@ workloads:
 			t.Errorf("no ok trial of %q (have %v)", want, seen)
 		}
 	}
-	if left := kubeLeftovers(t, id); len(left) > 0 {
-		t.Errorf("kubectl finds the campaign's %v after the run", left)
-	}
+	assertNoKubeLeftovers(t, id)
 }
 
 // TestKubernetesProxyModeAndCNI: the kube_proxy and cni factors place a

@@ -3,6 +3,7 @@ package netlab
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"strconv"
@@ -291,12 +292,10 @@ func (l *Lab) SetUnderlay(u vocab.Underlay) error {
 		return fmt.Errorf("netlab: underlay %q delays packets, and this lab was built without delay lines", u)
 	}
 	for _, ln := range l.lines {
-		ln.Set(delayline.Params{Delay: u.Delay / 2, Jitter: u.Jitter, Loss: u.Loss})
+		ln.Set(lineParams(u))
 	}
 	if len(l.lines) > 0 {
-		l.info["underlay.delay"] = u.Delay.String()
-		l.info["underlay.jitter"] = u.Jitter.String()
-		l.info["underlay.loss"] = strconv.FormatFloat(u.Loss*100, 'g', -1, 64) + "%"
+		maps.Copy(l.info, DelayInfo("underlay.", u))
 	}
 	if bps == l.rate {
 		return nil
@@ -326,6 +325,31 @@ func (l *Lab) DelayLines() (delayline.Stats, bool) {
 		all = all.Plus(ln.Stats())
 	}
 	return all, len(lines) > 0
+}
+
+// lineParams is what a delay line does to one direction of a link with
+// underlay u: half its round-trip delay, its jitter and its loss.
+func lineParams(u vocab.Underlay) delayline.Params {
+	return delayline.Params{Delay: u.Delay / 2, Jitter: u.Jitter, Loss: u.Loss}
+}
+
+// DelayInfo is what a campaign's record says of the delay, jitter and
+// loss its delay lines give, under keys beginning with prefix.
+func DelayInfo(prefix string, u vocab.Underlay) map[string]string {
+	return map[string]string{
+		prefix + "delay":  u.Delay.String(),
+		prefix + "jitter": u.Jitter.String(),
+		prefix + "loss":   strconv.FormatFloat(u.Loss*100, 'g', -1, 64) + "%",
+	}
+}
+
+// EgressRateText is what a campaign's record says of a rate ShapeEgress
+// set on each node's egress.
+func EgressRateText(rate vocab.Rate) string {
+	if rate.Unlimited() {
+		return "unlimited"
+	}
+	return rate.String() + " (tbf on each node's egress)"
 }
 
 // ShapeEgress shapes the egress of interface ifname in the namespace at

@@ -79,7 +79,7 @@ func SpliceDelay(bridge, port string, n int, seed uint64) (*Splice, error) {
 // Set makes the line delay, jitter and lose as u asks of one direction:
 // half the round-trip delay, as the lab's lines do.
 func (s *Splice) Set(u vocab.Underlay) {
-	s.line.Set(delayline.Params{Delay: u.Delay / 2, Jitter: u.Jitter, Loss: u.Loss})
+	s.line.Set(lineParams(u))
 }
 
 // Stats are what the line did so far.

@@ -3,7 +3,7 @@ package kubernetes
 import (
 	"errors"
 	"fmt"
-	"strconv"
+	"maps"
 	"strings"
 
 	"github.com/ctrbench/ctrbench/internal/kube"
@@ -53,9 +53,7 @@ func (p *Platform) shape(u vocab.Underlay) error {
 		s.Set(u)
 	}
 	if len(p.splices) > 0 {
-		p.info["kubernetes.underlay.delay"] = u.Delay.String()
-		p.info["kubernetes.underlay.jitter"] = u.Jitter.String()
-		p.info["kubernetes.underlay.loss"] = strconv.FormatFloat(u.Loss*100, 'g', -1, 64) + "%"
+		maps.Copy(p.info, netlab.DelayInfo("kubernetes.underlay.", u))
 	}
 	if rate == p.rate {
 		return nil
@@ -69,11 +67,7 @@ func (p *Platform) shape(u vocab.Underlay) error {
 		return err
 	}
 	p.rate = rate
-	text := rate.String()
-	if rate.Unlimited() {
-		text = "unlimited"
-	}
-	p.info["kubernetes.underlay.rate"] = text + " (tbf on each node's egress)"
+	p.info["kubernetes.underlay.rate"] = netlab.EgressRateText(rate)
 	return nil
 }
 

@@ -659,11 +659,7 @@ func (p *Platform) SetUnderlayRate(rate vocab.Rate) error {
 		}
 	}
 	p.rate = rate
-	text := rate.String()
-	if rate.Unlimited() {
-		text = "unlimited"
-	}
-	p.info["swarm.underlay.rate"] = text + " (tbf on each node's egress)"
+	p.info["swarm.underlay.rate"] = netlab.EgressRateText(rate)
 	return nil
 }
 
