@@ -3,6 +3,7 @@ package workloads
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -469,6 +470,14 @@ var (
 	spP50, spP99, spP999 = spPercentileRe("50.000"), spPercentileRe("99.000"), spPercentileRe("99.900")
 )
 
+// spNoValid is what sockperf says when its valid window (the run less its
+// warm-up) held no sample, and it prints no statistics.
+const spNoValid = "No valid observations found"
+
+// errSockperfNoValid is that outcome: a real one, which a run on a busy
+// machine can have, failed as the trial's with sockperf's words.
+var errSockperfNoValid = errors.New("sockperf found no valid observations in its run")
+
 // parseSockperfClient reads the summary of `sockperf ping-pong --full-rtt`
 // or `sockperf throughput`. sockperf exits 0 even when it could not
 // connect, so a summary line missing is the failure, with sockperf's ERROR
@@ -517,6 +526,10 @@ func (p *spParser) num(re *regexp.Regexp, what string) float64 {
 	}
 	m := re.FindStringSubmatch(p.out)
 	if m == nil {
+		if strings.Contains(p.out, spNoValid) {
+			p.err = fmt.Errorf("%w (sockperf: %q): its valid window held no sample — a run too short, or a machine too busy in it; raise duration", errSockperfNoValid, spNoValid)
+			return 0
+		}
 		if e := spErrorLine.FindString(p.out); e != "" {
 			p.err = fmt.Errorf("sockperf %s failed: %s", p.mode, strings.TrimSpace(e))
 		} else {
