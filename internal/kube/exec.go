@@ -11,10 +11,11 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 )
 
-// Exec runs argv in pod p's container and waits until it ends, as `kubectl exec` does: the API server has the
-// kubelet run it. It is how ctrbench signals an agent in a pod (the API
-// has no call to signal a container). An exit code other than 0 is an
-// error that gives the command's output.
+// Exec runs argv in pod p's container and waits until it ends, as
+// `kubectl exec` does: the API server has the kubelet run it. It is how
+// ctrbench signals an agent in a pod (the API has no call to signal a
+// container). An exit code other than 0 is an error that gives the
+// command's output.
 func (c *Client) Exec(ctx context.Context, p *Pod, argv []string) error {
 	container := p.Container()
 	req := c.cs.RESTClient().Post().Resource("pods").Namespace(p.Namespace).Name(p.Name).SubResource("exec").

@@ -132,6 +132,17 @@ type Factor struct {
 	Check func(level string) (string, error)
 }
 
+// OneOf is the Check of a factor whose levels are levels, spelt as they
+// are.
+func OneOf(levels ...string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		if slices.Contains(levels, v) {
+			return v, nil
+		}
+		return "", fmt.Errorf("want one of %s", strings.Join(levels, ", "))
+	}
+}
+
 // FactorOf returns the first driver that declares factor name, and the
 // factor (drivers sharing a factor declare the same one).
 func FactorOf(name string) (Driver, Factor, bool) {

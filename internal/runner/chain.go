@@ -175,7 +175,7 @@ func (ct *chainTrial) runBeside(ctx context.Context, pairs []*pair) ([]*watched,
 	}
 	inv := ct.driverAgent(pairs, 0)
 	inv.WaitGo = true
-	d, err := ct.in.startBeside(ctx, c.Pinned(drv, 0, len(c.Chain)-1), ct.pairName(drv.Name, 0), inv, &pr.owner, containers)
+	d, err := ct.in.startWith(ctx, c.Pinned(drv, 0, len(c.Chain)-1), ct.pairName(drv.Name, 0), inv, &pr.owner, platform.InstanceSpec{Beside: containers})
 	if err != nil {
 		return nil, err
 	}
@@ -195,9 +195,9 @@ func (ct *chainTrial) runBeside(ctx context.Context, pairs []*pair) ([]*watched,
 	if _, err := d.awaitReady(ctx); err != nil {
 		return loops, err
 	}
-	g, ok := d.inst.(platform.Goer)
-	if !ok {
-		return loops, platformErr(fmt.Errorf("%s on %s cannot be given the go signal", drv.Name, drv.Platform))
+	g, err := goer(d, drv.Name)
+	if err != nil {
+		return loops, err
 	}
 	if err := g.Go(ctx); err != nil {
 		return loops, platformErr(err)
@@ -236,9 +236,9 @@ func runCopies(ctx context.Context, in *instances, c *plan.Cell, copies []*pair,
 		return err
 	}
 	for p, pr := range copies {
-		g, ok := pr.driver.inst.(platform.Goer)
-		if !ok {
-			return platformErr(fmt.Errorf("%s %d on %s cannot be given the go signal", copiesOf(c).noun, p+1, drv.Platform))
+		g, err := goer(pr.driver, fmt.Sprintf("%s %d", copiesOf(c).noun, p+1))
+		if err != nil {
+			return err
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[p] = g.Go(ctx) }()
@@ -253,6 +253,16 @@ func runCopies(ctx context.Context, in *instances, c *plan.Cell, copies []*pair,
 	}
 	wg.Wait()
 	return firstPairErr(copiesOf(c), errs)
+}
+
+// goer is s as an instance its agent's go signal can be given, named what
+// in the platform's failure when it cannot.
+func goer(s *started, what string) (platform.Goer, error) {
+	g, ok := s.inst.(platform.Goer)
+	if !ok {
+		return nil, platformErr(fmt.Errorf("%s on %s cannot be given the go signal", what, s.role.Platform))
+	}
+	return g, nil
 }
 
 // firstPairErr is the error of the first copy that failed, saying which

@@ -10,7 +10,6 @@ import (
 	"github.com/ctrbench/ctrbench/internal/plan"
 	"github.com/ctrbench/ctrbench/internal/platform"
 	"github.com/ctrbench/ctrbench/internal/result"
-	"github.com/ctrbench/ctrbench/internal/vocab"
 )
 
 // instances are what one trial started, removed together at its end.
@@ -39,27 +38,15 @@ type started struct {
 
 // start launches one agent as role r places it: on its emulated host, in
 // its network (wired by the lab after it starts, or joining the first
-// instance of its pair — *loopOwner — for loopback); publish are its
-// server's more ports its engine publishes (a published network).
-func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, publish ...vocab.Port) (*started, error) {
-	return in.launch(ctx, r, name, inv, loopOwner, platform.InstanceSpec{Publish: publish})
+// instance of its pair — *loopOwner — for loopback).
+func (in *instances) start(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string) (*started, error) {
+	return in.startWith(ctx, r, name, inv, loopOwner, platform.InstanceSpec{})
 }
 
-// startServer is start for a server an orchestrator can tell is ready
-// (ready; nil: only its agent can).
-func (in *instances) startServer(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, ready *vocab.Probe, publish []vocab.Port) (*started, error) {
-	return in.launch(ctx, r, name, inv, loopOwner, platform.InstanceSpec{Publish: publish, Ready: ready})
-}
-
-// startBeside is start with agents in containers beside the instance's
-// own, in its pod (platform.Pod).
-func (in *instances) startBeside(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, beside []platform.Container) (*started, error) {
-	return in.launch(ctx, r, name, inv, loopOwner, platform.InstanceSpec{Beside: beside})
-}
-
-// launch is start; more holds what the role's placement does not say
-// (published ports, agents beside).
-func (in *instances) launch(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, more platform.InstanceSpec) (*started, error) {
+// startWith is start with what the role's placement does not say, in
+// more: a server's more ports its engine publishes (a published network)
+// and how an orchestrator tells it is ready, agents beside it in its pod.
+func (in *instances) startWith(ctx context.Context, r plan.Role, name string, inv invocation.Agent, loopOwner *string, more platform.InstanceSpec) (*started, error) {
 	isp := platform.InstanceSpec{Name: name, Network: r.Provision.Platform, Storage: r.Storage, Limits: r.Limits, Options: r.Options, Image: r.Image,
 		Publish: more.Publish, Beside: more.Beside, Ready: more.Ready}
 	cluster, isCluster := platform.ClusterOf(r.Driver.Caps)

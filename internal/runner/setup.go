@@ -111,7 +111,7 @@ func startServers(ctx context.Context, env *Env, in *instances, t Trial, p int, 
 		if i == len(c.Chain)-2 { // the workload's own server, the driver's
 			ready = c.Ready
 		}
-		s, err := in.startServer(ctx, c.Pinned(srv, p, i), name(srv.Name), inv, &pr.owner, ready, publish)
+		s, err := in.startWith(ctx, c.Pinned(srv, p, i), name(srv.Name), inv, &pr.owner, platform.InstanceSpec{Publish: publish, Ready: ready})
 		if err != nil {
 			return err
 		}

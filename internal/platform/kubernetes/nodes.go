@@ -40,14 +40,7 @@ var kubeProxyFactor = platform.Factor{
 	Default: LevelAny,
 	Doc: "the kube-proxy mode of the nodes the cell's pods run on: any (the default: whatever the cluster runs), iptables, nftables or ipvs — " +
 		"a node says its mode by its label " + LabelKubeProxy + " (the test cluster's nodes do: scripts/k8s.sh up --proxy-mode iptables,nftables); a Service's hop is its client's node's kube-proxy",
-	Check: func(v string) (string, error) {
-		v = strings.ToLower(v)
-		switch v {
-		case LevelAny, "iptables", "nftables", "ipvs":
-			return v, nil
-		}
-		return "", fmt.Errorf("want one of %s, iptables, nftables, ipvs", LevelAny)
-	},
+	Check: anyCase(LevelAny, "iptables", "nftables", "ipvs"),
 }
 
 // cniName is what a CNI plugin's name may be: a label value.
@@ -73,23 +66,19 @@ var cpuManagerFactor = platform.Factor{
 	Doc: "the kubelet's CPU manager policy on the nodes the cell's pods run on: any (the default: whatever the cluster runs), none, or static " +
 		"(a Guaranteed pod's container with whole CPUs gets cores of its own: qos guaranteed, cpus 1) — a node says its policy by its label " + LabelCPUManager +
 		" (the test cluster's nodes do: scripts/k8s.sh up --cpu-manager none,static)",
-	Check: func(v string) (string, error) {
-		v = strings.ToLower(v)
-		switch v {
-		case LevelAny, "none", "static":
-			return v, nil
-		}
-		return "", fmt.Errorf("want one of %s, none, static", LevelAny)
-	},
+	Check: anyCase(LevelAny, "none", "static"),
 }
 
 // matching are the nodes of nodes whose labels the cell's levels of the
-// node factors (options) ask for, in their order; want says which.
+// node factors (options) ask for, in their order; want says which
+// ("label=value, …").
 func matching(nodes []kube.Node, options map[string]string) (out []kube.Node, want string) {
-	var asked []string
+	asked := map[string]string{}
+	var said []string
 	for _, f := range slices.Sorted(maps.Keys(nodeFactors)) {
 		if v := options[f]; v != "" && v != LevelAny {
-			asked = append(asked, nodeFactors[f]+"="+v)
+			asked[nodeFactors[f]] = v
+			said = append(said, nodeFactors[f]+"="+v)
 		}
 	}
 	for _, n := range nodes {
@@ -97,13 +86,12 @@ func matching(nodes []kube.Node, options map[string]string) (out []kube.Node, wa
 			out = append(out, n)
 		}
 	}
-	return out, strings.Join(asked, ", ")
+	return out, strings.Join(said, ", ")
 }
 
-// carries reports whether node n has every label=value of labels.
-func carries(n kube.Node, labels []string) bool {
-	for _, kv := range labels {
-		k, v, _ := strings.Cut(kv, "=")
+// carries reports whether node n has every label of labels, of its value.
+func carries(n kube.Node, labels map[string]string) bool {
+	for k, v := range labels {
 		if n.Labels[k] != v {
 			return false
 		}

@@ -29,13 +29,14 @@ var qosFactor = platform.Factor{
 	Default: QoSLimits,
 	Doc: "the pod's QoS class from the cell's cpus and memory: limits (as limits, requested as much: Guaranteed with both, Burstable with one, BestEffort with neither), " +
 		"guaranteed (requests = limits; the cell sets cpus and memory), burstable (the cell's cpus and memory as requests only, no limits: it may use more), besteffort (no requests or limits; the cell sets neither)",
-	Check: func(v string) (string, error) {
-		switch strings.ToLower(v) {
-		case QoSLimits, QoSGuaranteed, QoSBurstable, QoSBestEffort:
-			return strings.ToLower(v), nil
-		}
-		return "", fmt.Errorf("want one of %s, %s, %s, %s", QoSLimits, QoSGuaranteed, QoSBurstable, QoSBestEffort)
-	},
+	Check: anyCase(QoSLimits, QoSGuaranteed, QoSBurstable, QoSBestEffort),
+}
+
+// anyCase is the Check of a factor whose levels are levels, in any case
+// ("NFTables" is nftables).
+func anyCase(levels ...string) func(string) (string, error) {
+	check := platform.OneOf(levels...)
+	return func(v string) (string, error) { return check(strings.ToLower(v)) }
 }
 
 // resources are a pod's requests and limits for the instance's limits

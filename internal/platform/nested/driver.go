@@ -64,11 +64,11 @@ var Caps = platform.Capabilities{
 	Own: platform.Own{
 		Factors: []platform.Factor{
 			{Name: FImage, Default: ImageLoad, Doc: "how the agent image reaches a parent's engine: load (the saved image loaded as the parent starts, S1's 6.2 s) or preloaded (a read-only image store prepared once per campaign, mounted by every parent)",
-				Check: oneOf(ImageLoad, ImagePreloaded)},
+				Check: platform.OneOf(ImageLoad, ImagePreloaded)},
 			{Name: FChildren, Default: "1", Doc: "children per parent, 1 to 256: a trial's instances fill one parent before the next starts",
 				Check: wholeNumber(1, MaxChildren)},
 			{Name: FParentNetwork, Default: string(vocab.Bridge), Doc: "the parent's network on the machine: bridge (the campaign's Docker bridge), host, or ovs (the lab's Open vSwitch bridge, with the child on the inner engine's bridge: S1 Table III's OVS parent with a bridged child); the cell's network is the child's inside the parent (host: the parent's namespace; bridge: the inner engine's own bridge)",
-				Check: oneOf(vocab.Strings(parentNetworks)...)},
+				Check: platform.OneOf(vocab.Strings(parentNetworks)...)},
 			{Name: FParentCPUs, Default: noLimit, Doc: "CFS quota of the parent in cores, bounding all its children", Check: cores},
 			{Name: FParentCpuset, Default: noLimit, Doc: "CPUs the parent (and so its children) may use", Check: cpuset},
 			{Name: FParentMemory, Default: noLimit, Doc: "memory limit of the parent and its children together (at least 64MiB: it runs an engine)", Check: size(64 << 20)},
@@ -133,17 +133,6 @@ func init() {
 // saved images, preloaded stores — of campaigns whose ctrbench is gone.
 func clean(_ context.Context, o platform.CleanOptions) (platform.Cleaned, error) {
 	return workdir.Clean(WorkRoot, o, "directory", removeWork)
-}
-
-func oneOf(levels ...string) func(string) (string, error) {
-	return func(v string) (string, error) {
-		for _, l := range levels {
-			if v == l {
-				return v, nil
-			}
-		}
-		return "", fmt.Errorf("want one of %s", strings.Join(levels, ", "))
-	}
 }
 
 func wholeNumber(lo, hi int) func(string) (string, error) {
